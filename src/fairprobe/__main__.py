@@ -1,0 +1,3 @@
+from fairprobe.cli.main import main
+
+main()

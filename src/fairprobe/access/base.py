@@ -1,0 +1,109 @@
+"""The black-box model access interface every backend implements.
+
+A :class:`Backend` answers one batch of input records (JSON-serialisable mappings) with one
+:class:`Answer` each. Everything around it — the persistent response cache, budgets, retries with
+backoff, bounded concurrency, progress bars — lives once in :class:`fairprobe.access.BlackBox`, so
+that a backend only knows how to talk to its model.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from fairprobe.errors import AccessError
+
+__all__ = ["Answer", "AnswerBatch", "Backend", "TransientAccessError"]
+
+Record = Mapping[str, Any]
+
+
+class TransientAccessError(AccessError):
+    """A failure worth retrying (HTTP 429/5xx, a timeout, a refused connection)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One model answer.
+
+    ``decision`` is ``None`` when the answer could not be parsed (it is then dropped from the
+    audit and counted). ``score`` (a probability in [0, 1]) and ``logit`` are ``None`` where the
+    model does not expose them. ``raw`` keeps the raw text of generative models.
+    """
+
+    decision: int | None
+    score: float | None = None
+    logit: float | None = None
+    raw: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"decision": self.decision, "score": self.score, "logit": self.logit, "raw": self.raw}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Answer:
+        return cls(d.get("decision"), d.get("score"), d.get("logit"), d.get("raw"))
+
+
+class Backend(ABC):
+    """A black-box model endpoint.
+
+    Subclasses set ``kind`` and implement :meth:`identity` and :meth:`ask`. :meth:`ask` raises
+    :class:`TransientAccessError` for failures that may pass (they are retried with backoff), and
+    any other :class:`~fairprobe.errors.AccessError` for permanent ones.
+    """
+
+    kind: ClassVar[str] = "backend"
+    #: Largest batch passed to one :meth:`ask` call.
+    max_batch: int = 64
+
+    @property
+    @abstractmethod
+    def identity(self) -> str:
+        """Stable identifier of backend and model, part of every cache key."""
+
+    @abstractmethod
+    def ask(self, records: Sequence[Record]) -> list[Answer]:
+        """Ask the model about ``records``; return one :class:`Answer` per record, in order."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections; the default does nothing."""
+
+
+@dataclass(frozen=True)
+class AnswerBatch:
+    """Answers to a batch of queries as numpy arrays (one entry per query, in query order).
+
+    ``decisions`` holds 0/1 as floats with NaN where the answer did not parse; ``scores`` and
+    ``logits`` hold NaN where the model does not expose them. ``n_paid`` counts the queries this
+    call actually sent to the model, ``n_cached`` those answered from the cache.
+    """
+
+    decisions: npt.NDArray[np.float64]
+    scores: npt.NDArray[np.float64]
+    logits: npt.NDArray[np.float64]
+    n_paid: int
+    n_cached: int
+
+    @property
+    def parsed(self) -> npt.NDArray[np.bool_]:
+        return ~np.isnan(self.decisions)
+
+    @property
+    def n_unparsed(self) -> int:
+        return int((~self.parsed).sum())
+
+    def __len__(self) -> int:
+        return int(self.decisions.shape[0])
+
+    @classmethod
+    def from_answers(cls, answers: Sequence[Answer], n_paid: int, n_cached: int) -> AnswerBatch:
+        def col(attr: str) -> npt.NDArray[np.float64]:
+            vals = [getattr(a, attr) for a in answers]
+            return np.array([np.nan if v is None else float(v) for v in vals], dtype=np.float64)
+
+        return cls(col("decision"), col("score"), col("logit"), n_paid, n_cached)

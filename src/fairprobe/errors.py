@@ -1,0 +1,58 @@
+"""Typed exceptions shared by the whole public API.
+
+Every error fairprobe raises on purpose derives from :class:`FairprobeError`; its message is one
+line that says what is wrong and what to do about it. The CLI turns any of them into that one line
+on stderr and a non-zero exit code (see :mod:`fairprobe.cli.main`).
+"""
+
+from __future__ import annotations
+
+
+class FairprobeError(Exception):
+    """Base class of every error fairprobe raises on purpose."""
+
+    exit_code: int = 2
+
+
+class InvalidParameterError(FairprobeError, ValueError):
+    """A parameter has the wrong type or lies outside its allowed range."""
+
+
+class DataError(FairprobeError, ValueError):
+    """Input data is unusable: a missing column, an empty group, NaN values, an unreadable file."""
+
+
+class EmptyGroupError(DataError):
+    """A group that a metric needs holds no instance."""
+
+
+class AnswerParseError(FairprobeError):
+    """A model answer could not be turned into a decision, score or logit."""
+
+
+class BudgetError(FairprobeError):
+    """A query budget is exhausted, or too small for the job asked of it."""
+
+
+class AccessError(FairprobeError):
+    """A black-box model could not be queried."""
+
+
+class EndpointUnreachableError(AccessError, ConnectionError):
+    """An endpoint did not answer, even after the configured retries."""
+
+    exit_code = 3
+
+
+class PortInUseError(FairprobeError, OSError):
+    """A server could not bind its port because something else already listens on it."""
+
+    exit_code = 3
+
+
+class ProtocolError(FairprobeError):
+    """A protocol message is invalid: forged or missing signature, impossible counts, bad schema."""
+
+
+class ConfigError(FairprobeError, ValueError):
+    """A configuration file is missing, unreadable or inconsistent."""
