@@ -1,0 +1,145 @@
+"""Wire schemas of the auditor network (pydantic, strict).
+
+One message type travels between neighbours: a :class:`TableMessage`, the sender's whole table
+``M_u`` of one round (``collaborative-auditing-auditopus.md``, Section III-C, Step 3), i.e. a list
+of signed entries ``(auditor, round, a, A, b, B, sig)``, plus the sender's signature over the
+envelope. Nothing else is in it: no query, no answer, no estimate. The result a node reports at the
+end (:class:`ResultMessage`) goes only to the collector configured by its operator.
+
+Schemas are strict (no type coercion, no extra keys) and bounded: a body larger than
+:func:`max_body_bytes` is refused before it is parsed. Counts are only checked for being integers
+of at most 63 bits here; whether they are possible (non-negative, ``a <= A``...) is decided entry by
+entry in :mod:`fairprobe.collab.net.validate`, so that one impossible entry is rejected and counted
+without discarding the rest of the table.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
+
+from fairprobe.collab.net.keys import entry_bytes, envelope_bytes
+
+__all__ = [
+    "MAX_ENTRY_BYTES",
+    "EntryMessage",
+    "NodeResult",
+    "ResultMessage",
+    "TableMessage",
+    "max_body_bytes",
+]
+
+I63 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
+IdStr = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
+SigStr = Annotated[StrictStr, Field(min_length=88, max_length=88)]
+
+#: Upper bound on the JSON size of one entry (64-char id, 19-digit integers, 88-char signature).
+MAX_ENTRY_BYTES = 400
+_ENVELOPE_BYTES = 600
+
+
+def max_body_bytes(n_auditors: int) -> int:
+    """Largest table body a node accepts in a network of ``n_auditors``."""
+    return _ENVELOPE_BYTES + MAX_ENTRY_BYTES * n_auditors
+
+
+def _b64_64(v: str) -> str:
+    try:
+        raw = base64.b64decode(v, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError("signature must be base64") from exc
+    if len(raw) != 64:
+        raise ValueError("signature must encode 64 bytes")
+    return v
+
+
+class EntryMessage(BaseModel):
+    """One signed entry ``M[j] = (c, r)`` of a table, as sent on the wire."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    auditor: IdStr
+    round: I63
+    a: I63
+    A: I63
+    b: I63
+    B: I63
+    sig: SigStr
+
+    _check_sig = field_validator("sig")(classmethod(lambda cls, v: _b64_64(v)))
+
+    @property
+    def signature(self) -> bytes:
+        return base64.b64decode(self.sig)
+
+    @property
+    def counts(self) -> tuple[int, int, int, int]:
+        return (self.a, self.A, self.b, self.B)
+
+    def signed_bytes(self) -> bytes:
+        """Canonical bytes the author signed (raises ProtocolError for out-of-range fields)."""
+        return entry_bytes(self.auditor, self.round, self.a, self.A, self.b, self.B)
+
+    def wire_bytes(self) -> bytes:
+        """Canonical bytes plus signature: what the envelope digest covers."""
+        try:
+            body = self.signed_bytes()
+        except Exception:  # noqa: BLE001 - impossible entries still get a stable digest
+            body = repr((self.auditor, self.round, *self.counts)).encode()
+        return body + self.signature
+
+
+class TableMessage(BaseModel):
+    """The whole table of ``sender`` at round ``round``, addressed to ``receiver``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sender: IdStr
+    receiver: IdStr
+    round: Annotated[StrictInt, Field(ge=1, le=2**31)]
+    entries: list[EntryMessage] = Field(max_length=100_000)
+    sig: SigStr
+
+    _check_sig = field_validator("sig")(classmethod(lambda cls, v: _b64_64(v)))
+
+    @property
+    def signature(self) -> bytes:
+        return base64.b64decode(self.sig)
+
+    def envelope(self) -> bytes:
+        return envelope_bytes(
+            self.sender, self.receiver, self.round, (e.wire_bytes() for e in self.entries)
+        )
+
+
+class NodeResult(BaseModel):
+    """What a node reports after its last round (stdout, ``--json`` and the collector)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    role: Literal["honest", "attacker"]
+    rounds: int
+    estimate: float
+    verdict: Literal["fair", "unfair"]
+    tau: float
+    #: Entries rejected, by reason (see :class:`fairprobe.collab.net.validate.Reason`).
+    rejected: dict[str, int]
+    #: Neighbour tables that arrived after the round they belong to had moved on.
+    late_tables: int
+    #: Rounds this node left on a timeout rather than with every neighbour's table.
+    timeouts: int
+    queries_used: int
+    queries_left: int
+
+
+class ResultMessage(BaseModel):
+    """The result as POSTed to a collector: the node result signed by the node."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    result: NodeResult
+    sig: str
