@@ -1,0 +1,277 @@
+"""The one result type every fairness metric returns.
+
+:class:`MetricResult` keeps the raw evidence (a :class:`~fairprobe.stats.counts.CountsVector`
+for proportion metrics, a :class:`MeanStats` for the performance gap), the point estimate, the
+threshold, the confidence level and the interval method; it recomputes its interval at any other
+level on demand and states a three-way verdict.
+
+Verdict rules (``[lo, hi]`` is the confidence interval):
+
+* differences (DP, EO, performance gap) against the fair band ``[-tol, tol]``:
+  ``fair`` if ``-tol <= lo`` and ``hi <= tol``; ``unfair`` if ``hi < -tol`` or ``lo > tol``
+  (interval disjoint from the band); ``undetermined`` otherwise;
+* the disparate-impact ratio against the threshold ``th`` (80% rule: ``th = 0.8``):
+  ``fair`` if ``lo >= th``; ``unfair`` if ``hi < th``; ``undetermined`` otherwise.
+
+``point_verdict`` applies the papers' plug-in rules to the estimate alone (``|DP| <= tau`` in the
+collaborative paper, ``mu >= 0.8`` in the two-source paper).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from fairprobe.stats.counts import CountsVector
+from fairprobe.stats.intervals import (
+    katz_ratio_interval,
+    newcombe_interval,
+    score_ratio_interval,
+    welch_interval,
+)
+
+__all__ = [
+    "INTERVAL_METHODS",
+    "ConfidenceInterval",
+    "MeanStats",
+    "MetricResult",
+    "Verdict",
+]
+
+Verdict = Literal["fair", "unfair", "undetermined"]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfidenceInterval:
+    """A two-sided confidence interval ``(low, high)``; unpacks like a tuple."""
+
+    low: float
+    high: float
+
+    def __iter__(self) -> Iterator[float]:
+        yield self.low
+        yield self.high
+
+    def __contains__(self, x: object) -> bool:
+        return isinstance(x, int | float) and self.low <= float(x) <= self.high
+
+    @property
+    def width(self) -> float:
+        return self.high - self.low
+
+    def to_dict(self) -> dict[str, float | None]:
+        return {"low": _json_float(self.low), "high": _json_float(self.high)}
+
+
+@dataclass(frozen=True, slots=True)
+class MeanStats:
+    """Per-group summary of a per-instance value (the evidence of the performance gap).
+
+    Attributes
+    ----------
+    n_a, n_b : int
+        Instances in each group.
+    mean_a, mean_b : float
+        (Weighted) group means.
+    var_a, var_b : float
+        Unbiased (reliability-weighted) sample variances.
+    neff_a, neff_b : float
+        Effective sample sizes; equal to ``n`` without weights, Kish's
+        ``(sum w)^2 / sum w^2`` with weights.
+    """
+
+    n_a: int
+    mean_a: float
+    var_a: float
+    n_b: int
+    mean_b: float
+    var_b: float
+    neff_a: float
+    neff_b: float
+
+    def to_dict(self) -> dict[str, float | int | None]:
+        return {
+            "n_a": self.n_a,
+            "mean_a": _json_float(self.mean_a),
+            "var_a": _json_float(self.var_a),
+            "neff_a": _json_float(self.neff_a),
+            "n_b": self.n_b,
+            "mean_b": _json_float(self.mean_b),
+            "var_b": _json_float(self.var_b),
+            "neff_b": _json_float(self.neff_b),
+        }
+
+
+def _json_float(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _counts_interval(
+    fn: Callable[..., tuple[Any, Any]],
+) -> Callable[[CountsVector | MeanStats, float], tuple[float, float]]:
+    def compute(ev: CountsVector | MeanStats, level: float) -> tuple[float, float]:
+        assert isinstance(ev, CountsVector)
+        lo, hi = fn(ev.a, ev.A, ev.b, ev.B, level)
+        return float(lo), float(hi)
+
+    return compute
+
+
+def _welch(ev: CountsVector | MeanStats, level: float) -> tuple[float, float]:
+    assert isinstance(ev, MeanStats)
+    lo, hi = welch_interval(
+        ev.mean_a, ev.var_a, ev.neff_a, ev.mean_b, ev.var_b, ev.neff_b, level
+    )
+    return float(lo), float(hi)
+
+
+#: Interval methods by name: each maps the evidence and a confidence level to ``(low, high)``.
+INTERVAL_METHODS: dict[str, Callable[[CountsVector | MeanStats, float], tuple[float, float]]] = {
+    "newcombe": _counts_interval(newcombe_interval),
+    "score": _counts_interval(score_ratio_interval),
+    "katz": _counts_interval(katz_ratio_interval),
+    "welch": _welch,
+}
+
+#: How each metric is judged: a difference against a band, or a ratio against a floor.
+METRIC_KINDS: dict[str, Literal["difference", "ratio"]] = {
+    "demographic_parity_difference": "difference",
+    "equal_opportunity_difference": "difference",
+    "performance_gap": "difference",
+    "disparate_impact_ratio": "ratio",
+}
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    """Estimate, confidence interval and verdict of one fairness metric between two groups.
+
+    Attributes
+    ----------
+    metric : str
+        One of ``demographic_parity_difference``, ``equal_opportunity_difference``,
+        ``disparate_impact_ratio``, ``performance_gap``.
+    estimate : float
+        The plug-in estimate (``nan`` when undefined, e.g. a ratio ``0/0``; ``inf`` for ``x/0``).
+    counts : CountsVector or MeanStats
+        The raw evidence: ``(a, A, b, B)`` for proportion metrics (group A first: the
+        unprivileged numerator of the ratio), per-group n / mean / variance for the gap.
+    threshold : float
+        The tolerance ``tol`` of the fair band ``[-tol, tol]`` for differences; the minimum
+        ratio (0.8 for the 80% rule) for ``disparate_impact_ratio``.
+    confidence_level : float
+        Level of :attr:`interval`.
+    method : str
+        Interval method, a key of :data:`INTERVAL_METHODS`.
+    groups : tuple of str
+        Labels of group A and group B (``"rest"`` for everyone else).
+    """
+
+    metric: str
+    estimate: float
+    counts: CountsVector | MeanStats
+    threshold: float
+    confidence_level: float
+    method: str
+    groups: tuple[str, str] = ("A", "B")
+    interval: ConfidenceInterval = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.metric not in METRIC_KINDS:
+            raise ValueError(f"unknown metric {self.metric!r}")
+        if self.method not in INTERVAL_METHODS:
+            raise ValueError(f"unknown interval method {self.method!r}")
+        object.__setattr__(self, "interval", self._interval_at(self.confidence_level))
+
+    def _interval_at(self, level: float) -> ConfidenceInterval:
+        lo, hi = INTERVAL_METHODS[self.method](self.counts, level)
+        return ConfidenceInterval(lo, hi)
+
+    @property
+    def kind(self) -> Literal["difference", "ratio"]:
+        """``"difference"`` (judged against ``[-tol, tol]``) or ``"ratio"`` (against a floor)."""
+        return METRIC_KINDS[self.metric]
+
+    def confidence_interval(self, confidence_level: float | None = None) -> ConfidenceInterval:
+        """The interval at ``confidence_level`` (default: the level of the result)."""
+        if confidence_level is None or confidence_level == self.confidence_level:
+            return self.interval
+        from fairprobe._validation import check_real
+
+        level = check_real(
+            confidence_level, "confidence_level", "MetricResult.confidence_interval",
+            lo=0.0, hi=1.0, closed="neither",
+        )
+        return self._interval_at(level)
+
+    def verdict_at(self, confidence_level: float | None = None) -> Verdict:
+        """The verdict using the interval at ``confidence_level`` (see module docstring)."""
+        lo, hi = self.confidence_interval(confidence_level)
+        th = self.threshold
+        if self.kind == "ratio":
+            if lo >= th:
+                return "fair"
+            if hi < th:
+                return "unfair"
+            return "undetermined"
+        if lo >= -th and hi <= th:
+            return "fair"
+        if hi < -th or lo > th:
+            return "unfair"
+        return "undetermined"
+
+    @property
+    def verdict(self) -> Verdict:
+        """``fair``, ``unfair`` or ``undetermined`` from the confidence interval."""
+        return self.verdict_at(None)
+
+    @property
+    def point_verdict(self) -> Literal["fair", "unfair"]:
+        """Plug-in verdict from the estimate alone (``|est| <= tol``; ratio ``>= th``).
+
+        An undefined ratio (``0/0``) is reported ``unfair`` here: nothing shows compliance.
+        """
+        est = self.estimate
+        if self.kind == "ratio":
+            return "fair" if est >= self.threshold else "unfair"
+        return "fair" if abs(est) <= self.threshold else "unfair"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary; non-finite floats become ``None`` (e.g. an unbounded ratio)."""
+        counts = self.counts
+        ev: dict[str, Any]
+        if isinstance(counts, CountsVector):
+            ev = dict(zip(("a", "A", "b", "B"), counts.as_tuple(), strict=True))
+        else:
+            ev = counts.to_dict()
+        return {
+            "metric": self.metric,
+            "kind": self.kind,
+            "estimate": _json_float(float(self.estimate)),
+            "interval": self.interval.to_dict(),
+            "confidence_level": self.confidence_level,
+            "method": self.method,
+            "threshold": self.threshold,
+            "verdict": self.verdict,
+            "point_verdict": self.point_verdict,
+            "groups": {"a": self.groups[0], "b": self.groups[1]},
+            "counts": ev,
+        }
+
+    def __float__(self) -> float:
+        return float(self.estimate)
+
+    def __str__(self) -> str:
+        lo, hi = self.interval
+        pct = round(100 * self.confidence_level, 6)
+        band = (
+            f"threshold {self.threshold:g}"
+            if self.kind == "ratio"
+            else f"tolerance {self.threshold:g}"
+        )
+        return (
+            f"{self.metric} ({self.groups[0]} vs {self.groups[1]}) = {self.estimate:.4f}, "
+            f"{pct:g}% CI [{lo:.4f}, {hi:.4f}] ({self.method}), {band}: {self.verdict}"
+        )
