@@ -1,0 +1,80 @@
+"""``fairprobe platform serve`` and ``fairprobe platform info``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+__all__ = ["register"]
+
+platform_app = typer.Typer(
+    help="Play the audited platform: an HTTP service with a user interface and an audit API.",
+    no_args_is_help=True,
+)
+
+
+@platform_app.command("serve")
+def serve_cmd(
+    host: str = typer.Option("127.0.0.1", help="Bind address (loopback only by default)."),
+    port: int = typer.Option(8765, help="TCP port."),
+    fairwash: str = typer.Option("none", help="none | positive | negative | mixed."),
+    gamma: float = typer.Option(0.0, help="Share of manipulated answers (see docs/platform.md)."),
+    mix: float = typer.Option(0.5, help="mixed mode: share of gamma spent on positive flips."),
+    seed: int = typer.Option(0, help="Seed of every server-side random choice."),
+    model_file: Path | None = typer.Option(None, help="skops/joblib model with predict_proba."),
+    fail_rate: float = typer.Option(0.0, help="Seeded share of requests answered 429/503."),
+    delay_ms: float = typer.Option(0.0, help="Delay added to every predict request (ms)."),
+    llm_garble_rate: float = typer.Option(0.0, help="Seeded share of unparseable LLM replies."),
+    max_body_bytes: int = typer.Option(8 * 1024 * 1024, help="Largest request body accepted."),
+    max_instances: int = typer.Option(10_000, help="Most instances per request."),
+    allow_external: bool = typer.Option(False, help="Allow a non-loopback bind address."),
+    instance_token: str | None = typer.Option(None, hidden=True),
+) -> None:
+    """Serve the platform model over HTTP until interrupted."""
+    from fairprobe.platform.fairwash import FairwashConfig
+    from fairprobe.platform.server import ServerConfig, serve
+
+    cfg = ServerConfig(
+        host=host,
+        port=port,
+        fairwash=FairwashConfig(mode=fairwash, gamma=gamma, mix=mix, seed=seed),
+        seed=seed,
+        model_file=str(model_file) if model_file is not None else None,
+        fail_rate=fail_rate,
+        delay_ms=delay_ms,
+        llm_garble_rate=llm_garble_rate,
+        max_body_bytes=max_body_bytes,
+        max_instances=max_instances,
+        allow_external=allow_external,
+        instance_token=instance_token,
+    )
+    serve(cfg)
+
+
+@platform_app.command("info")
+def info_cmd(
+    model_file: Path | None = typer.Option(None, help="Evaluate this model instead."),
+    split: str = typer.Option("test", help="Adult split: train | test | all."),
+    json_path: Path | None = typer.Option(None, "--json", help="Write the figures as JSON."),
+) -> None:
+    """Print the platform model's accuracy and disparate impact by sex on an Adult split."""
+    from fairprobe.platform.model import PlatformModel, evaluate_model
+
+    model = PlatformModel.from_file(model_file) if model_file else PlatformModel.default()
+    ev = evaluate_model(model, split)
+    d = ev.to_dict()
+    sys.stdout.write(
+        f"model {d['model']} on Adult {split} (n={d['n']}): accuracy {d['accuracy']:.4f}, "
+        f"positive rate female {d['positive_rate_female']:.4f} male "
+        f"{d['positive_rate_male']:.4f}, disparate impact by sex {d['disparate_impact_sex']:.4f}\n"
+    )
+    if json_path is not None:
+        json_path.write_text(json.dumps(d, indent=2) + "\n")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``platform`` command group to the main app."""
+    app.add_typer(platform_app, name="platform")

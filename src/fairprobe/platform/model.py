@@ -1,0 +1,230 @@
+"""The audited platform's model: features, the default logistic regression, model files.
+
+The platform predicts whether a person's income exceeds $50K/year from the six characteristics the
+two-source paper keeps after Feldman et al. (2015) (Section 5.1), taken as AIF360's Adult default
+numeric and categorical features: ``age``, ``education-num``, ``race``, ``capital-gain``,
+``capital-loss``, ``hours-per-week``; plus the protected attribute ``sex``.
+
+Any object with ``predict_proba(DataFrame) -> array (n, 2)`` over these seven columns can be served
+(see :func:`load_model_file`); the default is :func:`train_default_model`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from fairprobe.errors import ConfigError, DataError
+
+__all__ = [
+    "AUDIT_FEATURES",
+    "CATEGORIES",
+    "DEFAULT_MODEL_ID",
+    "NUMERIC_FEATURES",
+    "PlatformModel",
+    "ProbaModel",
+    "evaluate_model",
+    "load_model_file",
+    "train_default_model",
+]
+
+NUMERIC_FEATURES: tuple[str, ...] = (
+    "age",
+    "education-num",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+)
+#: Allowed values of the categorical features (those of the Adult data).
+CATEGORIES: dict[str, tuple[str, ...]] = {
+    "race": ("White", "Black", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other"),
+    "sex": ("Female", "Male"),
+}
+#: The features of the audit API, in model order.
+AUDIT_FEATURES: tuple[str, ...] = (
+    "age",
+    "education-num",
+    "race",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "sex",
+)
+DEFAULT_MODEL_ID = "adult-logreg-v1"
+DEFAULT_MODEL_SEED = 0
+
+
+class ProbaModel(Protocol):
+    """What a served model must offer."""
+
+    def predict_proba(self, X: pd.DataFrame) -> Any: ...
+
+
+def train_default_model(seed: int = DEFAULT_MODEL_SEED) -> Any:
+    """Fit the default platform model on the bundled Adult training split.
+
+    A scikit-learn pipeline: standardised numeric features and one-hot ``race`` and ``sex`` into a
+    ``LogisticRegression(class_weight="balanced", max_iter=1000, random_state=seed)`` predicting
+    ``income > 50K``. Class weighting makes the platform lenient (it predicts ``>50K`` for about
+    38% of the test split) and brings its accuracy to the two-source paper's 76%; see
+    ``docs/platform.md`` for the measured accuracy and disparate impact. Deterministic (lbfgs).
+    """
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    from fairprobe.datasets.adult import load_adult
+
+    train = load_adult("train", names_seed=None)
+    pre = ColumnTransformer(
+        [
+            ("num", StandardScaler(), list(NUMERIC_FEATURES)),
+            (
+                "cat",
+                OneHotEncoder(
+                    categories=[list(CATEGORIES["race"]), list(CATEGORIES["sex"])],
+                    handle_unknown="ignore",
+                ),
+                ["race", "sex"],
+            ),
+        ]
+    )
+    clf = LogisticRegression(class_weight="balanced", max_iter=1000, random_state=seed)
+    pipe = Pipeline([("pre", pre), ("clf", clf)])
+    pipe.fit(train[list(AUDIT_FEATURES)], train["income"].to_numpy())
+    return pipe
+
+
+def load_model_file(path: str | Path) -> Any:
+    """Load a model saved with skops (``.skops``) or joblib (anything else).
+
+    skops files are loaded trusting the types they contain (the operator chose the file); joblib
+    files are pickles — load only files you trust. The object must have ``predict_proba``.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"Model file {str(p)!r} does not exist.")
+    try:
+        if p.suffix == ".skops":
+            import skops.io as sio
+
+            untrusted = sio.get_untrusted_types(file=p)
+            model = sio.load(p, trusted=untrusted)
+        else:
+            import joblib
+
+            model = joblib.load(p)
+    except Exception as exc:  # any unreadable file is a config problem
+        raise ConfigError(f"Cannot load model file {str(p)!r}: {exc}") from exc
+    if not callable(getattr(model, "predict_proba", None)):
+        raise ConfigError(
+            f"Model file {str(p)!r} holds a {type(model).__name__} without predict_proba()."
+        )
+    return model
+
+
+@dataclass(frozen=True)
+class PlatformModel:
+    """A served model: an id, and probabilities of ``income > 50K`` for audit-feature frames."""
+
+    model_id: str
+    estimator: Any
+
+    @classmethod
+    def default(cls, seed: int = DEFAULT_MODEL_SEED) -> PlatformModel:
+        return cls(DEFAULT_MODEL_ID, train_default_model(seed))
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> PlatformModel:
+        p = Path(path)
+        est = load_model_file(p)
+        digest = hashlib.sha256(p.read_bytes()).hexdigest()[:12]
+        return cls(f"file:{p.name}:{digest}", est)
+
+    def proba(self, X: pd.DataFrame) -> npt.NDArray[np.float64]:
+        """``P(income > 50K)`` per row of ``X`` (columns :data:`AUDIT_FEATURES`)."""
+        try:
+            out = np.asarray(self.estimator.predict_proba(X[list(AUDIT_FEATURES)]), dtype=float)
+        except Exception as exc:
+            raise DataError(f"The platform model failed on the input: {exc}") from exc
+        if out.ndim == 2:
+            out = out[:, -1]
+        if out.shape != (len(X),) or not np.all(np.isfinite(out)):
+            raise DataError("The platform model returned probabilities of the wrong shape or NaN.")
+        # rounded so that an input's score does not depend on the batch it came in (BLAS noise)
+        return np.asarray(np.round(np.clip(out, 0.0, 1.0), 12), dtype=np.float64)
+
+
+def logit(p: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """``log(p / (1 - p))``, finite: p is clipped to ``[1e-12, 1 - 1e-12]``."""
+    q = np.clip(p, 1e-12, 1.0 - 1e-12)
+    return np.asarray(np.log(q) - np.log1p(-q), dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class ModelEvaluation:
+    """Accuracy and disparate impact by sex of a platform model on an Adult split."""
+
+    model_id: str
+    split: str
+    n: int
+    accuracy: float
+    n_female: int
+    n_male: int
+    positives_female: int
+    positives_male: int
+
+    @property
+    def rate_female(self) -> float:
+        return self.positives_female / self.n_female
+
+    @property
+    def rate_male(self) -> float:
+        return self.positives_male / self.n_male
+
+    @property
+    def disparate_impact(self) -> float:
+        """``P(Y=1 | Female) / P(Y=1 | Male)`` (Eq. 1 of the two-source paper)."""
+        return self.rate_female / self.rate_male if self.positives_male else float("nan")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model_id,
+            "split": self.split,
+            "n": self.n,
+            "accuracy": self.accuracy,
+            "n_female": self.n_female,
+            "n_male": self.n_male,
+            "positives_female": self.positives_female,
+            "positives_male": self.positives_male,
+            "positive_rate_female": self.rate_female,
+            "positive_rate_male": self.rate_male,
+            "disparate_impact_sex": self.disparate_impact,
+        }
+
+
+def evaluate_model(model: PlatformModel, split: str = "test") -> ModelEvaluation:
+    """Accuracy and DI by sex of ``model``'s decisions (score >= 0.5) on an Adult split."""
+    from fairprobe.datasets.adult import load_adult
+
+    df = load_adult(split, names_seed=None)
+    decision = (model.proba(df) >= 0.5).astype(int)
+    female = (df["sex"] == "Female").to_numpy()
+    y = df["income"].to_numpy()
+    return ModelEvaluation(
+        model_id=model.model_id,
+        split=split,
+        n=len(df),
+        accuracy=float((decision == y).mean()),
+        n_female=int(female.sum()),
+        n_male=int((~female).sum()),
+        positives_female=int(decision[female].sum()),
+        positives_male=int(decision[~female].sum()),
+    )
