@@ -1,0 +1,105 @@
+"""``fairprobe node keygen``, ``fairprobe node run`` and ``fairprobe collab demo``.
+
+See ``docs/collab-network.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+__all__ = ["register"]
+
+node_app = typer.Typer(
+    help="Run an auditor node of a collaborative audit (signed gossip over HTTP).",
+    no_args_is_help=True,
+)
+
+
+@node_app.command("keygen")
+def keygen_cmd(
+    out: Path = typer.Option(..., "--out", help="Directory for node.key (0600) and node.pub."),
+    force: bool = typer.Option(False, help="Replace an existing key."),
+) -> None:
+    """Create an Ed25519 key pair; print the public key for the roster."""
+    from fairprobe.collab.net.keys import generate_keypair
+
+    kp = generate_keypair(out, force=force)
+    typer.echo(json.dumps(kp.to_dict()))
+
+
+@node_app.command("run")
+def run_cmd(
+    config: Path = typer.Option(..., "--config", help="The node's node.toml."),
+    role: str | None = typer.Option(None, help="Override the role: honest | attacker."),
+    json_path: Path | None = typer.Option(None, "--json", help="Write the result here (JSON)."),
+) -> None:
+    """Run this node until the last round; print its estimate and verdict (one JSON line)."""
+    import dataclasses
+
+    from fairprobe.collab.net.config import load_node_config
+    from fairprobe.collab.net.node import run_node
+    from fairprobe.report.jsonio import write_json
+
+    cfg = load_node_config(config)
+    if role is not None:
+        cfg = dataclasses.replace(cfg, role=role, source=cfg.source)
+    result = run_node(cfg)
+    typer.echo(json.dumps(result.model_dump()))
+    if json_path is not None:
+        write_json(json_path, result.model_dump())
+
+
+def demo_cmd(
+    honest: int = typer.Option(12, "--honest", help="Honest nodes N."),
+    attackers: int = typer.Option(2, "--attackers", help="Attacker nodes K."),
+    seed: int = typer.Option(0, "--seed", help="Seed of partition, graph and query order."),
+    case: str = typer.Option("bios-moderate", help="Table I population replayed."),
+    n: int = typer.Option(300, "--n", help="Queries per round."),
+    rounds: int | None = typer.Option(
+        None, help="Rounds (default: until the query sets are used up, at most --max-rounds)."
+    ),
+    max_rounds: int = typer.Option(150, help="Cap T on the number of rounds."),
+    alpha: float = typer.Option(1.0, help="Dirichlet concentration of the partition."),
+    round_timeout: float = typer.Option(30.0, help="Seconds a node waits for a round's tables."),
+    workdir: Path | None = typer.Option(None, help="Keep keys, roster, configs and state here."),
+    json_path: Path | None = typer.Option(None, "--json", help="Write nodes and median (JSON)."),
+) -> None:
+    """Start N honest and K attacker nodes on 127.0.0.1 and run the audit to the end."""
+    from fairprobe.collab.net.launcher import DemoSpec, run_demo
+
+    spec = DemoSpec(
+        honest=honest,
+        attackers=attackers,
+        seed=seed,
+        case=case,
+        n=n,
+        rounds=rounds,
+        max_rounds=max_rounds,
+        alpha=alpha,
+        round_timeout=round_timeout,
+    )
+    out = run_demo(spec, workdir=workdir, progress=True)
+    for node in out["nodes"]:
+        typer.echo(f"{node['id']:>6}  {node['role']:<8}  {node['estimate']:+.6f}")
+    m = out["median"]
+    typer.echo(
+        f"median estimate {m['estimate']:+.6f} -> {m['verdict']} "
+        f"(tau = {m['tau']}, true DP of the honest data {out['true_dp']:+.6f})"
+    )
+    if json_path is not None:
+        from fairprobe.report.jsonio import write_json
+
+        write_json(json_path, out)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(node_app, name="node")
+    try:
+        from fairprobe.cli.collab import collab_app  # type: ignore[attr-defined]
+    except ImportError:
+        collab_app = typer.Typer(help="Collaborative audits.", no_args_is_help=True)
+        app.add_typer(collab_app, name="collab")
+    collab_app.command("demo")(demo_cmd)

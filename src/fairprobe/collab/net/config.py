@@ -1,0 +1,247 @@
+"""The configuration of one node (``node.toml``).
+
+::
+
+    id = "a00"
+    key = "keys/a00/node.key"          # relative paths are relative to this file
+    roster = "roster.toml"
+    role = "honest"                    # or "attacker"
+    state_db = "state/a00.sqlite"
+    collector_url = "http://127.0.0.1:9000/results"   # optional
+    listen = "127.0.0.1:8001"          # optional; defaults to the roster address
+
+    [audit]
+    n = 300          # queries per round (the budget n of Section III-C)
+    rounds = 12      # T; every node of the network uses the same value
+    tau = 0.05
+    z_max = 8.0
+    replacement = false
+    seed = 7         # seeds this node's query order (and an attacker's nothing: it is exact)
+
+    [timeouts]
+    round = 20.0     # seconds to wait for the neighbours' tables of a round
+    request = 2.0    # seconds per HTTP request
+    finish = 10.0    # seconds to keep delivering the last table after the last round
+
+    [query_set]      # honest nodes only; where this auditor's private queries come from
+    kind = "population"          # a share of a bundled Table I population (replayed answers)
+    case = "bios-moderate"
+    # ... see QuerySetConfig
+
+    [backend]        # honest nodes only; how the model is asked (fairprobe.access)
+    kind = "population-replay"
+    cache = "state/a00.answers.sqlite"
+
+Everything is checked on load; a bad file gives one :class:`~fairprobe.errors.ConfigError` line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fairprobe.collab.net import _toml
+from fairprobe.collab.net.keys import check_auditor_id
+from fairprobe.collab.net.roster import parse_address
+from fairprobe.errors import ConfigError, InvalidParameterError
+
+__all__ = ["AuditConfig", "NodeConfig", "TimeoutConfig", "load_node_config"]
+
+ROLES = ("honest", "attacker")
+
+
+def _section(doc: Mapping[str, Any], name: str) -> dict[str, Any]:
+    v = doc.get(name, {})
+    if not isinstance(v, Mapping):
+        raise ConfigError(f"[{name}] of the node file must be a table.")
+    return dict(v)
+
+
+def _num(d: Mapping[str, Any], key: str, default: Any, kind: type, where: str) -> Any:
+    v = d.get(key, default)
+    ok = isinstance(v, kind) and not isinstance(v, bool)
+    if kind is float and isinstance(v, int) and not isinstance(v, bool):
+        v, ok = float(v), True
+    if not ok:
+        raise ConfigError(f"{where}.{key} must be a {kind.__name__}. Got {v!r}.")
+    return v
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    n: int = 300
+    rounds: int = 10
+    tau: float = 0.05
+    z_max: float = 8.0
+    replacement: bool = False
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise ConfigError(f"[audit] n must be an int >= 1. Got {self.n}.")
+        if not 1 <= self.rounds <= 100_000:
+            raise ConfigError(f"[audit] rounds must be an int in [1, 100000]. Got {self.rounds}.")
+        if not 0 < self.tau < 1:
+            raise ConfigError(f"[audit] tau must be a float in (0, 1). Got {self.tau}.")
+        if not self.z_max > 0:
+            raise ConfigError(f"[audit] z_max must be a float > 0. Got {self.z_max}.")
+        if self.seed < 0:
+            raise ConfigError(f"[audit] seed must be an int >= 0. Got {self.seed}.")
+
+
+@dataclass(frozen=True)
+class TimeoutConfig:
+    round: float = 20.0
+    request: float = 2.0
+    finish: float = 10.0
+
+    def __post_init__(self) -> None:
+        for k, v in asdict(self).items():
+            if not v > 0:
+                raise ConfigError(f"[timeouts] {k} must be a float > 0. Got {v}.")
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """A parsed ``node.toml``; paths are absolute."""
+
+    id: str
+    key: Path
+    roster: Path
+    state_db: Path
+    role: str = "honest"
+    listen: str | None = None
+    collector_url: str | None = None
+    audit: AuditConfig = field(default_factory=AuditConfig)
+    timeouts: TimeoutConfig = field(default_factory=TimeoutConfig)
+    query_set: dict[str, Any] = field(default_factory=dict)
+    backend: dict[str, Any] = field(default_factory=dict)
+    source: Path | None = None
+
+    def __post_init__(self) -> None:
+        check_auditor_id(self.id)
+        if self.role not in ROLES:
+            raise ConfigError(f"role must be one of {ROLES}. Got {self.role!r}.")
+        if self.listen is not None:
+            parse_address(self.listen, allow_remote=True)
+        if self.collector_url is not None and not self.collector_url.startswith(
+            ("http://", "https://")
+        ):
+            raise ConfigError(f"collector_url must be an http(s) URL. Got {self.collector_url!r}.")
+        if self.role == "honest" and not self.query_set:
+            raise ConfigError("An honest node needs a [query_set] table.")
+
+    def fingerprint(self) -> str:
+        """Hash of everything that fixes the audit's outcome (not timeouts or the collector)."""
+        doc = {
+            "id": self.id,
+            "role": self.role,
+            "audit": asdict(self.audit),
+            "query_set": self.query_set,
+            "backend": {k: v for k, v in self.backend.items() if k != "cache"},
+        }
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+    def to_toml_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "key": str(self.key),
+            "roster": str(self.roster),
+            "role": self.role,
+            "state_db": str(self.state_db),
+            "listen": self.listen,
+            "collector_url": self.collector_url,
+            "audit": asdict(self.audit),
+            "timeouts": asdict(self.timeouts),
+            "query_set": self.query_set or None,
+            "backend": self.backend or None,
+        }
+
+    def write(self, path: str | os.PathLike[str]) -> Path:
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        doc = {k: v for k, v in self.to_toml_dict().items() if v is not None}
+        p.write_text(_toml.dumps(doc), encoding="utf-8")
+        return p
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any], base: Path | None = None) -> NodeConfig:
+        base = base or Path.cwd()
+        for k in ("id", "key", "roster", "state_db"):
+            if not isinstance(doc.get(k), str):
+                raise ConfigError(f"The node file must set {k} = \"...\".")
+
+        def path(k: str) -> Path:
+            p = Path(doc[k]).expanduser()
+            return p if p.is_absolute() else (base / p).resolve()
+
+        a = _section(doc, "audit")
+        t = _section(doc, "timeouts")
+        unknown_a = set(a) - {"n", "rounds", "tau", "z_max", "replacement", "seed"}
+        if unknown_a:
+            raise ConfigError(f"[audit] has unknown keys {sorted(unknown_a)}.")
+        unknown_t = set(t) - {"round", "request", "finish"}
+        if unknown_t:
+            raise ConfigError(f"[timeouts] has unknown keys {sorted(unknown_t)}.")
+        audit = AuditConfig(
+            n=_num(a, "n", 300, int, "[audit]"),
+            rounds=_num(a, "rounds", 10, int, "[audit]"),
+            tau=_num(a, "tau", 0.05, float, "[audit]"),
+            z_max=_num(a, "z_max", 8.0, float, "[audit]"),
+            replacement=bool(a.get("replacement", False)),
+            seed=_num(a, "seed", 0, int, "[audit]"),
+        )
+        timeouts = TimeoutConfig(
+            round=_num(t, "round", 20.0, float, "[timeouts]"),
+            request=_num(t, "request", 2.0, float, "[timeouts]"),
+            finish=_num(t, "finish", 10.0, float, "[timeouts]"),
+        )
+        qs = _section(doc, "query_set")
+        be = _section(doc, "backend")
+        for sec in (qs, be):
+            for k in ("path", "cache"):
+                if isinstance(sec.get(k), str) and not Path(sec[k]).is_absolute():
+                    sec[k] = str((base / sec[k]).resolve())
+        known = {
+            "id", "key", "roster", "state_db", "role", "listen", "collector_url",
+            "audit", "timeouts", "query_set", "backend",
+        }
+        unknown = set(doc) - known
+        if unknown:
+            raise ConfigError(f"The node file has unknown keys {sorted(unknown)}.")
+        try:
+            return cls(
+                id=str(doc["id"]),
+                key=path("key"),
+                roster=path("roster"),
+                state_db=path("state_db"),
+                role=str(doc.get("role", "honest")),
+                listen=doc.get("listen"),
+                collector_url=doc.get("collector_url") or None,
+                audit=audit,
+                timeouts=timeouts,
+                query_set=qs,
+                backend=be,
+            )
+        except InvalidParameterError as exc:
+            raise ConfigError(str(exc)) from None
+
+
+def load_node_config(path: str | os.PathLike[str]) -> NodeConfig:
+    """Read and check ``node.toml``; relative paths in it are relative to its directory."""
+    p = Path(path)
+    try:
+        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"Cannot read node file {p}: {exc.strerror}.") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"Node file {p} is not valid TOML: {exc}.") from exc
+    cfg = NodeConfig.from_dict(doc, base=p.resolve().parent)
+    object.__setattr__(cfg, "source", p.resolve())
+    return cfg

@@ -1,0 +1,441 @@
+"""The auditor node: synchronous gossip rounds over HTTP around the sans-I/O protocol core.
+
+Each round ``t`` (``collaborative-auditing-auditopus.md``, Section III-C, Algorithm 1):
+
+1. *local step* -- an honest node draws its next ``n`` queries, asks the model through the access
+   layer (answers cached, so a restart never pays twice) and adds the counts to its own vector;
+   an attacker fabricates its increment (Algorithm 2). The new own entry is signed and stamped
+   with ``t``; the state and the entry are committed (phase ``stamped``).
+2. *send* -- the table (every entry held, each with its author's signature) goes to every
+   neighbour, in a message signed by the sender. Delivery is retried until acknowledged; a newer
+   round's table supersedes an undelivered older one (it holds every entry at least as new).
+3. *wait* -- until every neighbour's table for round ``t`` (or a later one) is held, or
+   ``timeouts.round`` seconds have passed.
+4. *merge, score* -- every stored table of a round ``<= t`` is merged entry by entry (each entry
+   verified first, :mod:`fairprobe.collab.net.validate`); tables of later rounds wait for their
+   round, so that in a run without faults a node merges exactly what the simulator merges. A
+   table that arrives after its round is merged at the next merge: the round comparison makes
+   that safe. Then the core scores, weights and updates ``prev``; the state is committed
+   (phase ``merged``) together with the removal of the consumed tables.
+
+After the last round the node reports its estimate and verdict (an attacker reports 0, as in
+Section VI-A), optionally POSTs the signed result to a collector, finishes delivering its last
+table and stops.
+
+Only tables leave a node: entries ``(auditor, round, a, A, b, B, sig)`` and the envelope
+``(sender, receiver, round, sig)``. Queries, answers and estimates never go to a neighbour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import signal
+import socket
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import httpx
+import uvicorn
+
+from fairprobe.collab.net.config import NodeConfig
+from fairprobe.collab.net.driver import Driver, make_driver
+from fairprobe.collab.net.keys import Ed25519Signer, load_private_key
+from fairprobe.collab.net.messages import (
+    EntryMessage,
+    NodeResult,
+    ResultMessage,
+    TableMessage,
+    max_body_bytes,
+)
+from fairprobe.collab.net.roster import Roster, load_roster, parse_address
+from fairprobe.collab.net.service import Refused, create_app
+from fairprobe.collab.net.store import NodeStore
+from fairprobe.collab.net.validate import (
+    HeldEntry,
+    Reason,
+    check_against_held,
+    check_static,
+    is_duplicate,
+)
+from fairprobe.errors import ConfigError, PortInUseError
+
+__all__ = ["Node", "run_node"]
+
+log = logging.getLogger("fairprobe.collab.node")
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handling: the node decides when to stop."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):  # type: ignore[no-untyped-def, override]
+        yield
+
+
+@dataclass
+class _Mail:
+    round: int
+    body: bytes
+
+
+class Node:
+    """One auditor node (see the module docstring for the round structure)."""
+
+    def __init__(
+        self,
+        cfg: NodeConfig,
+        roster: Roster,
+        signer: Ed25519Signer,
+        driver: Driver,
+        *,
+        out: TextIO | None = None,
+    ) -> None:
+        if cfg.id not in roster:
+            raise ConfigError(f"Node {cfg.id!r} is not in roster {cfg.roster}.")
+        me = roster.member(cfg.id)
+        if me.public_key_b64 != signer.public_key_b64:
+            raise ConfigError(
+                f"The key {cfg.key} does not match the public key of {cfg.id!r} in the roster."
+            )
+        self.cfg = cfg
+        self.id = cfg.id
+        self.roster = roster
+        self.signer = signer
+        self.driver = driver
+        self.out = out if out is not None else sys.stdout
+        self.neighbours: tuple[str, ...] = me.neighbours
+        self.verifier = roster.verifier()
+        self.max_body = max_body_bytes(len(roster))
+        self.n = cfg.audit.n
+        self.last_round = cfg.audit.rounds
+        listen = cfg.listen or me.address
+        self.host, self.port = parse_address(listen, allow_remote=roster.allow_remote)
+        self.store = NodeStore(cfg.state_db)
+        self.store.bind(cfg.id, cfg.fingerprint())
+        self.rejections: Counter[str] = Counter(self.store.rejections())
+        self.counters: Counter[str] = Counter(self.store.counters())
+        self.latest_from: dict[str, int] = dict.fromkeys(self.neighbours, 0)
+        self.round = 0
+        self.phase = "start"
+        self.done = False
+        self._table_event: asyncio.Event | None = None
+        self._stop: asyncio.Event | None = None
+        self._mail: dict[str, _Mail | None] = dict.fromkeys(self.neighbours)
+        self._delivered: dict[str, int] = dict.fromkeys(self.neighbours, 0)
+        self._mail_events: dict[str, asyncio.Event] = {}
+
+    # -- TableSink (called by the HTTP service, in the event loop) ----------------------------
+    def accept_table(self, msg: TableMessage, body: str) -> None:
+        if msg.receiver != self.id:
+            raise Refused(400, "misaddressed")
+        if msg.sender not in self.latest_from:
+            raise Refused(403, "not-a-neighbour")
+        if msg.round > self.last_round:
+            raise Refused(422, "round-out-of-range")
+        if len(msg.entries) > len(self.roster):
+            raise Refused(422, "too-many-entries")
+        if len({e.auditor for e in msg.entries}) != len(msg.entries):
+            raise Refused(422, "duplicate-auditor")
+        if not self.verifier.verify(msg.sender, msg.envelope(), msg.signature):
+            raise Refused(401, "bad-envelope-signature")
+        self.store.inbox_put(msg.sender, msg.round, body)
+        if msg.round > self.latest_from[msg.sender]:
+            self.latest_from[msg.sender] = msg.round
+
+    def count_refusal(self, reason: str) -> None:
+        self.counters[f"refused:{reason}"] += 1
+
+    def status(self) -> dict[str, Any]:
+        return {"id": self.id, "round": self.round, "phase": self.phase, "done": self.done}
+
+    def _notify(self) -> None:
+        if self._table_event is not None:
+            self._table_event.set()
+
+    # -- wire ---------------------------------------------------------------------------------
+    def _table_entries(self) -> list[EntryMessage]:
+        return [
+            EntryMessage(
+                auditor=j, round=h.round, a=h.a, A=h.A, b=h.b, B=h.B,
+                sig=base64.b64encode(h.sig).decode("ascii"),
+            )
+            for j, h in self.driver.table()
+        ]
+
+    def _table_for(self, receiver: str, round_: int, entries: list[EntryMessage]) -> bytes:
+        unsigned = TableMessage.model_construct(
+            sender=self.id, receiver=receiver, round=round_, entries=entries, sig=""
+        )
+        sig = self.signer.sign(unsigned.envelope())
+        msg = TableMessage(
+            sender=self.id,
+            receiver=receiver,
+            round=round_,
+            entries=entries,
+            sig=base64.b64encode(sig).decode("ascii"),
+        )
+        return msg.model_dump_json().encode("utf-8")
+
+    def _post_mail(self, round_: int) -> None:
+        entries = self._table_entries()
+        for u in self.neighbours:
+            self._mail[u] = _Mail(round_, self._table_for(u, round_, entries))
+            self._mail_events[u].set()
+
+    async def _deliver(self, client: httpx.AsyncClient, u: str) -> None:
+        """Deliver the latest table to neighbour ``u``; retry until acknowledged or superseded."""
+        url = self.roster.member(u).url + "/v1/table"
+        ev = self._mail_events[u]
+        while True:
+            await ev.wait()
+            mail = self._mail[u]
+            if mail is None:
+                ev.clear()
+                continue
+            delay = 0.02
+            while self._mail[u] is mail:
+                try:
+                    r = await client.post(
+                        url, content=mail.body, headers={"content-type": "application/json"}
+                    )
+                except httpx.HTTPError:
+                    r = None
+                if r is not None and r.status_code < 500:
+                    if r.status_code >= 400:
+                        self.counters[f"delivery-refused:{r.status_code}"] += 1
+                    else:
+                        self._delivered[u] = max(self._delivered[u], mail.round)
+                    if self._mail[u] is mail:
+                        self._mail[u] = None
+                    break
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.5)
+            if self._mail[u] is None:
+                ev.clear()
+
+    # -- rounds -------------------------------------------------------------------------------
+    def _held(self, auditor: str) -> HeldEntry | None:
+        return self.driver.held(auditor)
+
+    def _merge(self, t: int) -> list[tuple[str, int]]:
+        """Merge every stored table of a round ``<= t``; return the consumed inbox keys."""
+        consumed: list[tuple[str, int]] = []
+        for sender, r, body in self.store.inbox():
+            if r > t:
+                continue
+            consumed.append((sender, r))
+            if r < t:
+                self.counters["late-tables"] += 1
+            msg = TableMessage.model_validate_json(body)
+            for e in msg.entries:
+                self._merge_entry(e, msg.round)
+        return consumed
+
+    def _merge_entry(self, e: EntryMessage, carrier_round: int) -> None:
+        held = self._held(e.auditor)
+        if is_duplicate(e, held):
+            return
+        reason = check_static(
+            e,
+            verifier=self.verifier,
+            n=self.n,
+            last_round=self.last_round,
+            carrier_round=carrier_round,
+        )
+        if reason is None and e.auditor == self.id:
+            # our own entry relayed back: never taken from outside; an older one is routine
+            reason = Reason.STALE_ROUND if held is not None and e.round < held.round else (
+                Reason.EQUIVOCATION
+            )
+        if reason is None:
+            reason = check_against_held(e, held, n=self.n)
+        if reason is not None:
+            self.rejections[str(reason)] += 1
+            return
+        assert held is None or e.round > held.round
+        self.driver.merge_entry(e.auditor, e.round, e.counts, e.signature)
+
+    async def _wait_for_neighbours(self, t: int) -> None:
+        assert self._table_event is not None and self._stop is not None
+        deadline = time.monotonic() + self.cfg.timeouts.round
+
+        def ready() -> bool:
+            return all(self.latest_from[u] >= t for u in self.neighbours)
+
+        while not ready():
+            self._table_event.clear()
+            if ready():
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.counters["round-timeouts"] += 1
+                log.warning("%s: round %d timed out waiting for neighbours", self.id, t)
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._table_event.wait(), remaining)
+
+    def _checkpoint_state(self) -> dict[str, Any]:
+        return {"driver": self.driver.to_state(), "latest_from": self.latest_from}
+
+    def _resume(self) -> tuple[int, str]:
+        cp = self.store.load_checkpoint()
+        if cp is None:
+            return 0, "merged"
+        r, phase, state = cp
+        self.driver.load_state(state["driver"])
+        for u, v in state.get("latest_from", {}).items():
+            if u in self.latest_from:
+                self.latest_from[u] = max(self.latest_from[u], int(v))
+        for sender, rr, _ in self.store.inbox():
+            if sender in self.latest_from:
+                self.latest_from[sender] = max(self.latest_from[sender], rr)
+        self.counters["restarts"] += 1
+        return r, phase
+
+    async def _local_step(self, t: int) -> None:
+        counts = await asyncio.to_thread(self.driver.local_step, t)
+        sig = self.signer.sign_entry(t, *counts)
+        self.driver.stamp(t, counts, sig)
+        self.store.save_stamped(t, self._checkpoint_state(), counts, sig)
+
+    async def _rounds(self) -> NodeResult:
+        assert self._stop is not None
+        r0, phase = self._resume()
+        t = r0 if phase == "stamped" else r0 + 1
+        while t <= self.last_round:
+            self.round = t
+            if not (t == r0 and phase == "stamped"):
+                self.phase = "querying"
+                await self._local_step(t)
+            self.phase = "waiting"
+            self._post_mail(t)
+            await self._wait_for_neighbours(t)
+            self.phase = "merging"
+            consumed = self._merge(t)
+            self.driver.end_round(t)
+            self.store.save_merged(
+                t, self._checkpoint_state(), consumed, self.rejections, self.counters
+            )
+            t += 1
+        return self._result()
+
+    def _result(self) -> NodeResult:
+        honest = self.cfg.role == "honest"
+        est = float(self.driver.estimate()) if honest else 0.0
+        return NodeResult(
+            id=self.id,
+            role="honest" if honest else "attacker",
+            rounds=self.last_round,
+            estimate=est,
+            verdict="fair" if abs(est) <= self.cfg.audit.tau else "unfair",
+            tau=self.cfg.audit.tau,
+            rejected=dict(sorted(self.rejections.items())),
+            late_tables=self.counters["late-tables"],
+            timeouts=self.counters["round-timeouts"],
+            queries_used=self.driver.queries_used,
+            queries_left=self.driver.queries_left,
+        )
+
+    async def _post_result(self, client: httpx.AsyncClient, result: NodeResult) -> None:
+        if not self.cfg.collector_url:
+            return
+        body = result.model_dump_json().encode()
+        sig = base64.b64encode(self.signer.sign(b"fairprobe/collab/result/v1\x00" + body))
+        msg = ResultMessage(result=result, sig=sig.decode("ascii"))
+        for attempt in range(5):
+            try:
+                r = await client.post(self.cfg.collector_url, json=msg.model_dump())
+                if r.status_code < 500:
+                    return
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(0.2 * (attempt + 1))
+        log.warning("%s: the collector did not take the result", self.id)
+
+    async def _drain(self) -> None:
+        """Keep delivering the last table until every neighbour has it (bounded)."""
+        deadline = time.monotonic() + self.cfg.timeouts.finish
+        while time.monotonic() < deadline and any(m is not None for m in self._mail.values()):
+            await asyncio.sleep(0.02)
+
+    async def run(self) -> NodeResult:
+        """Serve, run every remaining round, report; return the result."""
+        self._table_event = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._mail_events = {u: asyncio.Event() for u in self.neighbours}
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self._stop.set)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host, self.port))
+        except OSError as exc:
+            sock.close()
+            raise PortInUseError(
+                f"Node {self.id!r} cannot listen on {self.host}:{self.port} ({exc.strerror}); "
+                "free the port or change the roster address."
+            ) from None
+        app = create_app(self, on_table=self._notify)
+        server = _QuietServer(
+            uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        )
+        serve_task = asyncio.create_task(server.serve(sockets=[sock]))
+        limits = httpx.Limits(max_connections=4 * max(1, len(self.neighbours)))
+        timeout = httpx.Timeout(self.cfg.timeouts.request)
+        async with httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) as client:
+            senders = [asyncio.create_task(self._deliver(client, u)) for u in self.neighbours]
+            try:
+                stored = self.store.load_result()
+                if stored is not None:
+                    result = NodeResult.model_validate(stored)
+                else:
+                    rounds = asyncio.create_task(self._rounds())
+                    stopper = asyncio.create_task(self._stop.wait())
+                    await asyncio.wait({rounds, stopper}, return_when=asyncio.FIRST_COMPLETED)
+                    if not rounds.done():
+                        rounds.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await rounds
+                        raise KeyboardInterrupt
+                    stopper.cancel()
+                    result = rounds.result()
+                    self.store.save_result(result.model_dump())
+                self.done = True
+                self.phase = "done"
+                await self._post_result(client, result)
+                await self._drain()
+            finally:
+                for s in senders:
+                    s.cancel()
+                await asyncio.gather(*senders, return_exceptions=True)
+                server.should_exit = True
+                await serve_task
+                self.store.close()
+        return result
+
+
+def build_node(cfg: NodeConfig, *, out: TextIO | None = None) -> Node:
+    """A node from its configuration: roster, key, driver (core + model access)."""
+    roster = load_roster(cfg.roster)
+    signer = Ed25519Signer(cfg.id, load_private_key(cfg.key))
+    driver = make_driver(cfg, roster)
+    return Node(cfg, roster, signer, driver, out=out)
+
+
+def run_node(cfg: NodeConfig, *, echo: Callable[[str], None] | None = None) -> NodeResult:
+    """Run a node to the end of the audit and return its result."""
+    node = build_node(cfg)
+    result = asyncio.run(node.run())
+    if echo is not None:
+        echo(json.dumps(result.model_dump()))
+    return result
