@@ -42,7 +42,12 @@ class Answer:
     raw: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"decision": self.decision, "score": self.score, "logit": self.logit, "raw": self.raw}
+        return {
+            "decision": self.decision,
+            "score": self.score,
+            "logit": self.logit,
+            "raw": self.raw,
+        }
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Answer:

@@ -1,0 +1,494 @@
+"""BlackBox: the one way fairprobe asks a model anything.
+
+:class:`BlackBox` wraps a :class:`~fairprobe.access.Backend` with everything an audit needs around
+the raw model call, once for every backend:
+
+* a persistent :class:`~fairprobe.access.ResponseCache` — every answer is committed as soon as its
+  batch returns, so no query is ever paid twice and a run killed at any point resumes where it
+  stopped;
+* a query budget checked *before* anything is paid (cached answers are free);
+* retries with exponential backoff and jitter on transient failures (HTTP 429/5xx, timeouts,
+  refused connections), then :class:`~fairprobe.errors.EndpointUnreachableError`;
+* bounded concurrency (a thread pool over batches of ``backend.max_batch``; answers keep the input
+  order);
+* validation of every answer (a malformed one raises
+  :class:`~fairprobe.errors.AnswerParseError`; an unparsable generative answer has decision
+  ``None``, is dropped from the audit and counted in :attr:`BlackBox.unparsed`);
+* a rich progress bar with the queries spent.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from numbers import Real
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from fairprobe._validation import check_int, check_real, param_error
+from fairprobe.access.base import Answer, AnswerBatch, Backend, TransientAccessError
+from fairprobe.access.cache import ResponseCache
+from fairprobe.access.records import Records, normalize_records, record_key
+from fairprobe.access.retry import Backoff, _LockedRandom
+from fairprobe.errors import (
+    AccessError,
+    AnswerParseError,
+    BudgetError,
+    EndpointUnreachableError,
+    FairprobeError,
+)
+
+__all__ = ["BlackBox", "validate_answers"]
+
+log = logging.getLogger(__name__)
+
+
+class _Aborted(Exception):
+    """Another batch failed; this one stops retrying."""
+
+
+def _describe(value: Any) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def validate_answers(answers: Any, n: int, who: str) -> list[Answer]:
+    """Check the answers a backend returned for a batch of ``n`` records; return them cleaned.
+
+    A decision must be 0, 1 or ``None`` (unparsed; a NaN decision is an error, not an unparsed
+    answer), a score a finite number in [0, 1] or ``None``, a logit a finite number or ``None``.
+    Anything else raises :class:`~fairprobe.errors.AnswerParseError` naming ``who``.
+    """
+    if not isinstance(answers, Sequence) or isinstance(answers, str | bytes):
+        raise AnswerParseError(f"{who} returned a {type(answers).__name__}, not a list of answers.")
+    if len(answers) != n:
+        raise AnswerParseError(f"{who} returned {len(answers)} answers for a batch of {n} records.")
+    out: list[Answer] = []
+    for i, a in enumerate(answers):
+        if not isinstance(a, Answer):
+            raise AnswerParseError(f"{who} answer {i} is a {type(a).__name__}, not an Answer.")
+        d = a.decision
+        if d is not None:
+            if isinstance(d, Real) and not isinstance(d, bool) and math.isnan(float(d)):
+                raise AnswerParseError(f"{who} answer {i} has a NaN decision; expected 0 or 1.")
+            if not isinstance(d, Real) or float(d) not in (0.0, 1.0):
+                raise AnswerParseError(
+                    f"{who} answer {i} has decision {_describe(d)}; expected 0 or 1."
+                )
+            d = int(d)
+        s, z = a.score, a.logit
+        if s is not None:
+            if isinstance(s, bool) or not isinstance(s, Real) or not 0.0 <= float(s) <= 1.0:
+                raise AnswerParseError(
+                    f"{who} answer {i} has score {_describe(s)}; expected a number in [0, 1]."
+                )
+            s = float(s)
+        if z is not None:
+            if isinstance(z, bool) or not isinstance(z, Real) or not math.isfinite(float(z)):
+                raise AnswerParseError(
+                    f"{who} answer {i} has logit {_describe(z)}; expected a finite number."
+                )
+            z = float(z)
+        if d is not a.decision or s is not a.score or z is not a.logit:
+            a = Answer(d, s, z, a.raw)
+        out.append(a)
+    return out
+
+
+class BlackBox:
+    """Budgeted, cached, retried, concurrent access to a black-box model.
+
+    Parameters
+    ----------
+    backend : Backend
+        The model endpoint (see :func:`fairprobe.access.load_backend`).
+    cache : None, ResponseCache, str or PathLike, default=None
+        Where answers persist. A path opens (and later closes) a :class:`ResponseCache` there.
+        ``None`` keeps answers in memory for the life of this object only: nothing is paid twice
+        within it, but nothing survives it either.
+    budget : int or None, default=None
+        Most queries this object may pay for (cached answers are free). A :meth:`query` that needs
+        more new answers than remain raises :class:`~fairprobe.errors.BudgetError` before paying
+        for any of them.
+    retries : int, default=5
+        Retries of a batch after a transient failure (so ``retries + 1`` attempts in all), with
+        waits drawn by ``backoff``; then :class:`~fairprobe.errors.EndpointUnreachableError`.
+    backoff : Backoff or float, default=Backoff()
+        The wait policy; a float is the first wait in seconds of a default :class:`Backoff`.
+    timeout : float or None, default=None
+        Per-request timeout in seconds of network backends (those with a ``timeout``
+        attribute); ``None`` keeps the backend's own. A request that times out is retried.
+    concurrency : int, default=4
+        Batches in flight at once.
+    progress : bool, default=False
+        Show a rich progress bar with the queries spent.
+    seed : int or None, default=None
+        Seed of the backoff jitter.
+
+    Examples
+    --------
+    >>> from fairprobe.access import BlackBox, LocalModelBackend
+    >>> bb = BlackBox(LocalModelBackend(lambda df: (df["x"] > 0).astype(int)), budget=10)
+    >>> bb.query([{"x": 1}, {"x": -1}, {"x": 1}]).decisions
+    array([1., 0., 1.])
+    >>> bb.spent, bb.remaining
+    (2, 8)
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        cache: ResponseCache | str | os.PathLike[str] | None = None,
+        budget: int | None = None,
+        retries: int = 5,
+        backoff: Backoff | float = Backoff(),
+        timeout: float | None = None,
+        concurrency: int = 4,
+        progress: bool = False,
+        seed: int | None = None,
+    ) -> None:
+        if not isinstance(backend, Backend):
+            raise param_error("backend", "BlackBox", "a fairprobe.access.Backend", backend)
+        self.backend = backend
+        self.budget = None if budget is None else check_int(budget, "budget", "BlackBox", lo=0)
+        self.retries = check_int(retries, "retries", "BlackBox", lo=0)
+        if isinstance(backoff, Backoff):
+            self.backoff = backoff
+        else:
+            self.backoff = Backoff(base=check_real(backoff, "backoff", "BlackBox", lo=0.0))
+        if timeout is not None:
+            timeout = check_real(timeout, "timeout", "BlackBox", lo=0.0, closed="neither")
+            if hasattr(backend, "timeout"):
+                backend.timeout = timeout
+        self.timeout = timeout
+        self.concurrency = check_int(concurrency, "concurrency", "BlackBox", lo=1)
+        self.progress = bool(progress)
+        check_int(backend.max_batch, "max_batch", type(backend).__name__, lo=1)
+        self._owns_cache = not isinstance(cache, ResponseCache)
+        if cache is None:
+            self.cache = ResponseCache(":memory:")
+        elif isinstance(cache, ResponseCache):
+            self.cache = cache
+        elif isinstance(cache, str | os.PathLike):
+            self.cache = ResponseCache(cache)
+        else:
+            raise param_error("cache", "BlackBox", "None, a ResponseCache or a file path", cache)
+        self._rng = _LockedRandom(seed)
+        self._lock = threading.Lock()
+        self._spent = 0
+        self._unparsed = 0
+        self._from_cache = 0
+        self._retried = 0
+        self._closed = False
+
+    # -- accounting -------------------------------------------------------------------------
+    @property
+    def identity(self) -> str:
+        """The backend's identity (the cache namespace)."""
+        return self.backend.identity
+
+    @property
+    def spent(self) -> int:
+        """Queries paid to the model by this object so far."""
+        return self._spent
+
+    @property
+    def remaining(self) -> int | None:
+        """Queries left in the budget (``None`` when there is no budget)."""
+        return None if self.budget is None else self.budget - self._spent
+
+    @property
+    def unparsed(self) -> int:
+        """Answers returned so far whose decision could not be parsed (dropped, reported)."""
+        return self._unparsed
+
+    @property
+    def from_cache(self) -> int:
+        """Queries answered so far without paying (cache hits and repeats within a call)."""
+        return self._from_cache
+
+    @property
+    def retried(self) -> int:
+        """Transient failures retried so far."""
+        return self._retried
+
+    def stats(self) -> dict[str, Any]:
+        """Accounting as a JSON-ready dict."""
+        return {
+            "identity": self.identity,
+            "spent": self.spent,
+            "budget": self.budget,
+            "remaining": self.remaining,
+            "from_cache": self.from_cache,
+            "unparsed": self.unparsed,
+            "retried": self.retried,
+        }
+
+    # -- the query --------------------------------------------------------------------------
+    def query(self, records: Records) -> AnswerBatch:
+        """Ask the model about ``records``; return the answers in input order.
+
+        Parameters
+        ----------
+        records : sequence of mappings or pandas.DataFrame
+            JSON-serialisable records (NaN becomes ``null``). Identical records are asked once.
+
+        Returns
+        -------
+        AnswerBatch
+            ``n_paid`` counts the queries paid in this call, ``n_cached`` the others
+            (``n_paid + n_cached == len(records)``).
+
+        Raises
+        ------
+        BudgetError
+            The call needs more new answers than the budget has left (nothing is paid).
+        EndpointUnreachableError
+            A batch still failed after ``retries`` retries (answers of the batches that did
+            return are kept in the cache).
+        AnswerParseError
+            The backend returned a malformed answer.
+        """
+        if self._closed:
+            raise AccessError("this BlackBox is closed; create a new one.")
+        dicts, canon = normalize_records(records)
+        n = len(dicts)
+        if n == 0:
+            empty: npt.NDArray[np.float64] = np.empty(0, dtype=np.float64)
+            return AnswerBatch(empty, empty.copy(), empty.copy(), 0, 0)
+        index: dict[str, int] = {}
+        first: list[int] = []
+        inverse = np.empty(n, dtype=np.intp)
+        for i, c in enumerate(canon):
+            k = record_key(c)
+            u = index.get(k)
+            if u is None:
+                u = index[k] = len(first)
+                first.append(i)
+            inverse[i] = u
+        ukeys = list(index)
+        identity = self.backend.identity
+        found = self.cache.get_many(identity, ukeys)
+        answers: list[Answer | None] = [found.get(k) for k in ukeys]
+        missing = [u for u, a in enumerate(answers) if a is None]
+        if self.budget is not None and len(missing) > self.budget - self._spent:
+            raise BudgetError(
+                f"this query needs {len(missing)} new answers but only "
+                f"{self.budget - self._spent} of the budget of {self.budget} remain "
+                f"({self._spent} spent); raise the budget or query fewer records."
+            )
+        step = self.backend.max_batch
+        batches = [missing[lo : lo + step] for lo in range(0, len(missing), step)]
+        paid_before = self._spent
+        with self._progress_bar(len(ukeys), len(ukeys) - len(missing)) as advance:
+
+            def run(batch: list[int]) -> None:
+                got = self._ask([dicts[first[u]] for u in batch])
+                self.cache.put_many(
+                    identity, [(ukeys[u], a) for u, a in zip(batch, got, strict=True)]
+                )
+                for u, a in zip(batch, got, strict=True):
+                    answers[u] = a
+
+            self._run_batches(batches, run, advance)
+        n_paid = self._spent - paid_before
+        out = self._assemble(answers, inverse, n_paid, n - n_paid)
+        self._from_cache += n - n_paid
+        if out.n_unparsed:
+            self._unparsed += out.n_unparsed
+            log.warning(
+                "%d of %d answers could not be parsed; they are dropped from the audit.",
+                out.n_unparsed,
+                n,
+            )
+        return out
+
+    @staticmethod
+    def _assemble(
+        answers: list[Answer | None], inverse: npt.NDArray[np.intp], n_paid: int, n_cached: int
+    ) -> AnswerBatch:
+        m = len(answers)
+        dec = np.full(m, np.nan)
+        sco = np.full(m, np.nan)
+        lgt = np.full(m, np.nan)
+        for u, a in enumerate(answers):
+            if a is None:  # pragma: no cover - every batch either answered or raised
+                raise AccessError("internal error: a query was left without an answer.")
+            if a.decision is not None:
+                dec[u] = a.decision
+            if a.score is not None:
+                sco[u] = a.score
+            if a.logit is not None:
+                lgt[u] = a.logit
+        return AnswerBatch(dec[inverse], sco[inverse], lgt[inverse], n_paid, n_cached)
+
+    def _run_batches(
+        self,
+        batches: list[list[int]],
+        run: Callable[[list[int]], None],
+        advance: Callable[[int], None],
+    ) -> None:
+        if not batches:
+            return
+        if len(batches) == 1 or self.concurrency == 1:
+            for b in batches:
+                run(b)
+                advance(len(b))
+            return
+        abort = threading.Event()
+        self._abort = abort
+        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="fairprobe-blackbox")
+        try:
+            pending: set[Future[None]] = set()
+            sizes: dict[Future[None], int] = {}
+            for b in batches:
+                f = pool.submit(run, b)
+                sizes[f] = len(b)
+                pending.add(f)
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for f in done:
+                    exc = f.exception()
+                    if exc is not None and not isinstance(exc, _Aborted):
+                        abort.set()
+                        raise exc
+                    advance(sizes[f])
+        except BaseException:
+            abort.set()
+            raise
+        finally:
+            # cancel what has not started; let running batches finish so that every answer paid
+            # for reaches the cache
+            pool.shutdown(wait=True, cancel_futures=True)
+            self._abort = None
+
+    _abort: threading.Event | None = None
+
+    def _ask(self, batch: list[dict[str, Any]]) -> list[Answer]:
+        backend = self.backend
+        who = f"{backend.kind} backend"
+        attempt = 0
+        t0 = time.monotonic()
+        abort = self._abort
+        while True:
+            if abort is not None and abort.is_set():
+                raise _Aborted
+            try:
+                got = backend.ask(batch)
+            except TransientAccessError as exc:
+                if attempt >= self.retries:
+                    where = getattr(backend, "endpoint", backend.identity)
+                    raise EndpointUnreachableError(
+                        f"{backend.kind} endpoint {where} still unreachable after "
+                        f"{attempt + 1} attempts in {time.monotonic() - t0:.1f} s; "
+                        f"last error: {exc}"
+                    ) from exc
+                wait_s = self.backoff.delay(
+                    attempt, self._rng.random(), getattr(exc, "retry_after", None)
+                )
+                with self._lock:
+                    self._retried += 1
+                log.info("transient failure (%s); retry %d in %.2f s", exc, attempt + 1, wait_s)
+                if abort is not None:
+                    if abort.wait(wait_s):
+                        raise _Aborted from None
+                else:
+                    time.sleep(wait_s)
+                attempt += 1
+                continue
+            except FairprobeError:
+                raise
+            except Exception as exc:
+                raise AccessError(f"{who} failed: {type(exc).__name__}: {exc}") from exc
+            with self._lock:
+                self._spent += len(batch)
+            return validate_answers(got, len(batch), who)
+
+    # -- progress ---------------------------------------------------------------------------
+    def _progress_bar(self, total: int, done: int) -> _Progress:
+        return _Progress(self, total, done)
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the backend and, if this object opened it, the cache (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.backend.close()
+        finally:
+            if self._owns_cache:
+                self.cache.close()
+
+    def __enter__(self) -> BlackBox:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"BlackBox({self.identity!r}, spent={self.spent}, budget={self.budget}, "
+            f"unparsed={self.unparsed})"
+        )
+
+
+class _Progress:
+    """A rich progress bar over the unique queries of one call (a no-op when disabled)."""
+
+    def __init__(self, bb: BlackBox, total: int, done: int) -> None:
+        self.bb = bb
+        self.total = total
+        self.done = done
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> Callable[[int], None]:
+        if self.bb.progress:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._bar = Progress(
+                TextColumn("[bold]querying[/]"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("spent {task.fields[spent]}{task.fields[of]}"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+            )
+            self._bar.start()
+            self._task = self._bar.add_task(
+                "query", total=self.total, completed=self.done, **self._fields()
+            )
+        return self.advance
+
+    def _fields(self) -> dict[str, str]:
+        b = self.bb.budget
+        return {"spent": str(self.bb.spent), "of": "" if b is None else f"/{b}"}
+
+    def advance(self, k: int) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, advance=k, **self._fields())
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()

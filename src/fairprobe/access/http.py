@@ -1,0 +1,389 @@
+"""Generic HTTP JSON endpoints, and the transport shared with the chat backend.
+
+The request/response mapping is set in config (:class:`HttpJsonConfig`). The defaults match the
+fairprobe platform server (``fairprobe platform serve``)::
+
+    POST {url}/audit/predict   {"instances": [record, ...]}
+    200                        {"predictions": [{"decision": 0|1, "score": p, "logit": z}, ...]}
+
+(the user interface is ``path = "/user/predict"`` with the same shape).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from email.utils import parsedate_to_datetime
+from typing import Any, Literal
+
+import httpx
+from pydantic import Field, field_validator
+
+from fairprobe.access.base import Answer, Backend, Record, TransientAccessError
+from fairprobe.access.config import BackendConfig, register_backend
+from fairprobe.access.retry import RateLimitedError
+from fairprobe.errors import AccessError, AnswerParseError, ConfigError
+
+__all__ = ["HttpJsonBackend", "HttpJsonConfig", "HttpTransport", "dotted_get"]
+
+_RETRY_STATUS = {408, 425, 429, 500, 502, 503, 504}
+
+
+def dotted_get(obj: Any, path: str) -> Any:
+    """``obj`` at a dotted path (``"a.b.0.c"``; integers index lists; ``""`` is ``obj``).
+
+    Raises KeyError naming the first missing step.
+    """
+    if not path:
+        return obj
+    cur = obj
+    for step in path.split("."):
+        if isinstance(cur, Mapping) and step in cur:
+            cur = cur[step]
+        elif (
+            isinstance(cur, list)
+            and step.lstrip("-").isdigit()
+            and -len(cur) <= int(step) < len(cur)
+        ):
+            cur = cur[int(step)]
+        else:
+            raise KeyError(step)
+    return cur
+
+
+def _retry_after(resp: httpx.Response) -> float | None:
+    v = resp.headers.get("retry-after")
+    if v is None:
+        return None
+    try:
+        return max(0.0, float(v))
+    except ValueError:
+        pass
+    try:
+        import datetime as dt
+
+        when = parsedate_to_datetime(v)
+        return max(0.0, (when - dt.datetime.now(dt.UTC)).total_seconds())
+    except (TypeError, ValueError):
+        return None
+
+
+def _short(text: str, n: int = 160) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= n else one[: n - 3] + "..."
+
+
+class HttpTransport:
+    """A thread-safe httpx client that maps failures onto fairprobe's error types.
+
+    Connection errors, timeouts and HTTP 408/425/429/5xx raise
+    :class:`~fairprobe.access.TransientAccessError` (retried by BlackBox); other HTTP errors and
+    non-JSON bodies raise :class:`~fairprobe.errors.AccessError`.
+    """
+
+    def __init__(self, headers: Mapping[str, str], timeout: float) -> None:
+        self.timeout = timeout
+        self._headers = dict(headers)
+        self._client: httpx.Client | None = None
+        self._lock = threading.Lock()
+
+    def client(self) -> httpx.Client:
+        with self._lock:
+            if self._client is None:
+                self._client = httpx.Client(
+                    headers=self._headers,
+                    limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+                )
+            return self._client
+
+    def request_json(self, method: str, url: str, body: Any) -> Any:
+        try:
+            resp = self.client().request(method, url, json=body, timeout=self.timeout)
+        except httpx.TimeoutException as exc:
+            raise TransientAccessError(
+                f"{method} {url} timed out after {self.timeout:g} s ({type(exc).__name__})"
+            ) from None
+        except httpx.TransportError as exc:
+            reason = str(exc) or type(exc).__name__
+            if isinstance(exc, httpx.ConnectError) and "refused" in reason.lower():
+                reason = "connection refused"
+            raise TransientAccessError(f"{method} {url}: {_short(reason)}") from None
+        if resp.status_code in _RETRY_STATUS:
+            raise RateLimitedError(
+                f"{method} {url} answered HTTP {resp.status_code}: {_short(resp.text, 80)}",
+                retry_after=_retry_after(resp),
+            )
+        if resp.status_code >= 400:
+            raise AccessError(
+                f"{method} {url} answered HTTP {resp.status_code}: {_short(resp.text)}"
+            )
+        try:
+            return resp.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise AnswerParseError(
+                f"{method} {url} answered with a body that is not JSON: {_short(resp.text, 80)!r}"
+            ) from None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+
+def _headers_from_env(names: Mapping[str, str]) -> dict[str, str]:
+    out = {}
+    for header, env in names.items():
+        value = os.environ.get(env)
+        if value is None:
+            raise ConfigError(f"environment variable {env} (for header {header!r}) is not set.")
+        out[header] = value
+    return out
+
+
+Scalar = str | int | float | bool
+
+
+class HttpJsonConfig(BackendConfig):
+    """Config of :class:`HttpJsonBackend`.
+
+    Attributes
+    ----------
+    url : str
+        Base URL (``http://127.0.0.1:8765``).
+    path : str
+        Appended to ``url`` (default ``/audit/predict``; ``/user/predict`` for the platform's
+        user interface).
+    method : {"POST", "PUT"}
+    headers : dict
+        Extra request headers (not part of the cache identity: put no secret here that changes
+        the model; use ``headers_env`` for secrets).
+    headers_env : dict
+        Header name -> environment variable holding its value (e.g. an API key).
+    batch_key : str or None
+        Key of the list of records in the request body (default ``"instances"``); ``None`` sends
+        the bare list.
+    extra_body : dict
+        Other fields of the request body (part of the identity).
+    answers_path : str
+        Dotted path of the list of answers in the response (default ``"predictions"``; ``""``
+        for a bare list).
+    decision_field, score_field, logit_field : str or None
+        Fields of one answer (an answer that is a bare scalar is its decision). ``None`` when the
+        endpoint does not return it.
+    positive_values : list, optional
+        Decision values meaning positive when decisions are labels (e.g. ``[">50K"]``).
+    negative_values : list, optional
+        With ``positive_values``: the other valid labels; any value outside both is malformed.
+    threshold : float, optional
+        When there is no decision field: decision = ``score >= threshold``.
+    on_malformed : {"error", "drop"}
+        A malformed answer raises :class:`~fairprobe.errors.AnswerParseError` (default) or is
+        kept as unparsed (decision ``None``, counted by BlackBox).
+    model : str, optional
+        A model name or version to keep answers of different models apart in the cache.
+    """
+
+    kind: Literal["http-json"] = "http-json"
+    url: str
+    path: str = "/audit/predict"
+    method: Literal["POST", "PUT"] = "POST"
+    headers: dict[str, str] = {}
+    headers_env: dict[str, str] = {}
+    batch_key: str | None = "instances"
+    extra_body: dict[str, Any] = {}
+    answers_path: str = "predictions"
+    decision_field: str | None = "decision"
+    score_field: str | None = "score"
+    logit_field: str | None = "logit"
+    positive_values: list[Scalar] | None = None
+    negative_values: list[Scalar] | None = None
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    on_malformed: Literal["error", "drop"] = "error"
+    model: str | None = None
+    max_batch: int = Field(default=64, ge=1)
+    timeout: float = Field(default=30.0, gt=0.0)
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, v: str) -> str:
+        if not v.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return v.rstrip("/")
+
+
+class HttpJsonBackend(Backend):
+    """A classifier behind a generic HTTP JSON endpoint (batched requests).
+
+    Build it from an :class:`HttpJsonConfig`, keyword arguments, or a config file with
+    :func:`fairprobe.access.load_backend`::
+
+        HttpJsonBackend(url="http://127.0.0.1:8765")             # the platform's audit API
+        HttpJsonBackend(url=..., path="/user/predict")             # its user interface
+    """
+
+    kind = "http-json"
+
+    def __init__(self, config: HttpJsonConfig | None = None, **kwargs: Any) -> None:
+        if config is None:
+            from fairprobe.access.config import parse_config
+
+            config = parse_config({"kind": self.kind, **kwargs})  # type: ignore[assignment]
+        elif kwargs:
+            config = config.model_copy(update=kwargs)
+        assert isinstance(config, HttpJsonConfig)
+        c = config
+        if c.decision_field is None and c.threshold is None:
+            raise ConfigError("an http-json backend without decision_field needs a threshold.")
+        if c.decision_field is None and c.score_field is None:
+            raise ConfigError("an http-json backend needs a decision_field or a score_field.")
+        if c.negative_values is not None and c.positive_values is None:
+            raise ConfigError("negative_values needs positive_values.")
+        self.config = c
+        self.max_batch = c.max_batch
+        self.url = c.url + (c.path if not c.path or c.path.startswith("/") else "/" + c.path)
+        self._transport = HttpTransport(
+            {**c.headers, **_headers_from_env(c.headers_env)}, c.timeout
+        )
+        ident = json.dumps(
+            c.model_dump(
+                exclude={"headers", "headers_env", "timeout", "max_batch", "on_malformed"}
+            ),
+            sort_keys=True,
+            default=str,
+        )
+        self._identity = (
+            f"http-json:{c.method} {self.url}"
+            + (f" model={c.model}" if c.model else "")
+            + f"#{hashlib.sha256(ident.encode()).hexdigest()[:12]}"
+        )
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    @property
+    def endpoint(self) -> str:
+        return self.url
+
+    @property
+    def timeout(self) -> float:
+        return self._transport.timeout
+
+    @timeout.setter
+    def timeout(self, value: float) -> None:
+        self._transport.timeout = value
+
+    def ask(self, records: Sequence[Record]) -> list[Answer]:
+        c = self.config
+        instances = [dict(r) for r in records]
+        body: Any = instances if c.batch_key is None else {**c.extra_body, c.batch_key: instances}
+        data = self._transport.request_json(c.method, self.url, body)
+        where = f"{c.method} {self.url}"
+        try:
+            answers = dotted_get(data, c.answers_path)
+        except KeyError as exc:
+            raise AnswerParseError(
+                f"{where} answered without {c.answers_path!r} (missing {exc.args[0]!r})."
+            ) from None
+        if not isinstance(answers, list):
+            raise AnswerParseError(
+                f"{where}: {c.answers_path or 'the response'!r} is a {type(answers).__name__}, "
+                "not a list."
+            )
+        if len(answers) != len(records):
+            raise AnswerParseError(
+                f"{where} returned {len(answers)} answers for {len(records)} instances."
+            )
+        out = []
+        for i, a in enumerate(answers):
+            try:
+                out.append(self._parse_one(a))
+            except AnswerParseError as exc:
+                if c.on_malformed == "error":
+                    raise AnswerParseError(f"{where} answer {i}: {exc}") from None
+                out.append(Answer(None, raw=json.dumps(a, default=str)[:500]))
+        return out
+
+    def _parse_one(self, a: Any) -> Answer:
+        c = self.config
+        if isinstance(a, Mapping):
+            dec_v = self._field(a, c.decision_field, required=True)
+            score = _number(self._field(a, c.score_field), "score", lo=0.0, hi=1.0)
+            logit = _number(self._field(a, c.logit_field), "logit")
+        else:
+            if c.decision_field is None:
+                score = _number(a, "score", lo=0.0, hi=1.0)
+                dec_v, logit = None, None
+            else:
+                dec_v, score, logit = a, None, None
+        if c.decision_field is None:
+            assert c.threshold is not None
+            if score is None:
+                raise AnswerParseError("the score is missing and there is no decision field.")
+            return Answer(int(score >= c.threshold), score, logit)
+        return Answer(self._decision(dec_v), score, logit)
+
+    @staticmethod
+    def _field(a: Mapping[str, Any], name: str | None, required: bool = False) -> Any:
+        if name is None:
+            return None
+        try:
+            return dotted_get(a, name)
+        except KeyError:
+            if required:
+                raise AnswerParseError(f"field {name!r} is missing.") from None
+            return None
+
+    def _decision(self, v: Any) -> int:
+        c = self.config
+        if v is None:
+            raise AnswerParseError("the decision is null.")
+        if c.positive_values is not None:
+            if v in c.positive_values:
+                return 1
+            if c.negative_values is None or v in c.negative_values:
+                if isinstance(v, float) and math.isnan(v):
+                    raise AnswerParseError("the decision is NaN.")
+                return 0
+            raise AnswerParseError(
+                f"decision {v!r} is neither a positive {c.positive_values} nor a negative "
+                f"{c.negative_values} value."
+            )
+        if isinstance(v, bool):
+            return int(v)
+        if isinstance(v, int | float):
+            if isinstance(v, float) and math.isnan(v):
+                raise AnswerParseError("the decision is NaN.")
+            if v in (0, 1):
+                return int(v)
+        raise AnswerParseError(
+            f"decision {v!r} ({type(v).__name__}) is not 0 or 1; set positive_values for labels."
+        )
+
+    def close(self) -> None:
+        self._transport.close()
+
+
+def _number(v: Any, what: str, lo: float | None = None, hi: float | None = None) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise AnswerParseError(f"{what} {v!r} ({type(v).__name__}) is not a number.")
+    x = float(v)
+    if not math.isfinite(x) or (lo is not None and x < lo) or (hi is not None and x > hi):
+        rng = "" if lo is None else f" in [{lo:g}, {hi:g}]"
+        raise AnswerParseError(f"{what} {v!r} is not a finite number{rng}.")
+    return x
+
+
+def _build(cfg: BackendConfig) -> Backend:
+    assert isinstance(cfg, HttpJsonConfig)
+    return HttpJsonBackend(cfg)
+
+
+register_backend("http-json", HttpJsonConfig, _build)
