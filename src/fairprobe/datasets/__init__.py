@@ -8,7 +8,13 @@ from fairprobe.datasets.names import (
     infer_sex,
     sex_of_name,
 )
-from fairprobe.datasets.populations import POPULATIONS, Population, get_population
+from fairprobe.datasets.populations import (
+    POPULATIONS,
+    Population,
+    get_population,
+    write_population_answers,
+)
+from fairprobe.datasets.queryset import QuerySet, adult_queryset, load_queryset
 
 __all__ = [
     "ADULT_COLUMNS",
@@ -16,9 +22,13 @@ __all__ = [
     "MALE_NAMES",
     "POPULATIONS",
     "Population",
+    "QuerySet",
+    "adult_queryset",
     "female_probability",
     "get_population",
     "infer_sex",
     "load_adult",
+    "load_queryset",
     "sex_of_name",
+    "write_population_answers",
 ]

@@ -8,14 +8,17 @@ the audited LLM (``collaborative-auditing-auditopus.md``, Section VI, Table I). 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
 from fairprobe._validation import check_choice
+from fairprobe.errors import DataError
 from fairprobe.stats.counts import CountsVector
 
-__all__ = ["POPULATIONS", "Population", "get_population"]
+__all__ = ["POPULATIONS", "Population", "get_population", "write_population_answers"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,39 @@ class Population:
         d[self.size_a : self.size_a + self.positives_b] = 1
         return g, d
 
+    def answers_frame(self, seed: int | None = None) -> pd.DataFrame:
+        """The answer set as a table: ``query_id``, ``group`` (``"A"``/``"B"``), ``decision``.
+
+        ``query_id`` numbers the inputs 0..n-1 (a replay key). With ``seed`` the rows are
+        shuffled by ``default_rng(seed)`` (the ids follow their rows); without it group A comes
+        first, positives first within each group.
+        """
+        in_a, d = self.answers()
+        frame = pd.DataFrame(
+            {
+                "query_id": np.arange(d.size, dtype=np.int64),
+                "group": np.where(in_a, "A", "B"),
+                "decision": d.astype(np.int64),
+            }
+        )
+        if seed is not None:
+            order = np.random.default_rng(seed).permutation(d.size)
+            frame = frame.iloc[order].reset_index(drop=True)
+        return frame
+
+    def write_answers(self, path: str | Path, seed: int | None = None) -> Path:
+        """Write :meth:`answers_frame` to ``path`` (``.csv``, ``.csv.gz`` or ``.parquet``)."""
+        p = Path(path)
+        name = p.name.lower()
+        frame = self.answers_frame(seed)
+        if name.endswith((".parquet", ".pq")):
+            frame.to_parquet(p, index=False)
+        elif name.endswith((".csv", ".csv.gz")):
+            frame.to_csv(p, index=False)
+        else:
+            raise DataError(f"Answer set file {p.name} must end in .csv, .csv.gz or .parquet.")
+        return p
+
 
 POPULATIONS: dict[str, Population] = {
     p.name: p
@@ -76,3 +112,11 @@ def get_population(name: str) -> Population:
     """Return the Table I population called ``name`` (e.g. ``"bios-moderate"``)."""
     check_choice(name, "case", "get_population", list(POPULATIONS))
     return POPULATIONS[name]
+
+
+def write_population_answers(name: str, path: str | Path, seed: int | None = None) -> Path:
+    """Write the answer set of Table I case ``name`` for the replay backend.
+
+    Columns ``query_id``, ``group`` (``"A"``/``"B"``, group A as in Table I), ``decision`` (0/1).
+    """
+    return get_population(name).write_answers(path, seed)
