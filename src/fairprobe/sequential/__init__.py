@@ -1,1 +1,38 @@
-"""fairprobe.sequential"""
+"""Sequential fairness audits: stop as soon as the evidence decides.
+
+Pitsiorlas, Sourla and Kountouris, *Sequential Fairness Auditing with Limited Output Access*
+(EWAF 2026): GLR tests of the tolerance hypotheses ``|g| <= delta`` for statistical parity and
+equal opportunity under decision, score and logit access, with Wald-style boundaries; plus an
+anytime-valid test by betting (Chugg et al., NeurIPS 2023) and the fixed-sample baseline.
+See ``docs/sequential.md``.
+"""
+
+from fairprobe.sequential.base import (
+    ACCESS_REGIMES,
+    OUTCOMES,
+    SequentialTest,
+    Stepper,
+    available_tests,
+    get_test,
+    register_test,
+)
+from fairprobe.sequential.betting import BettingTest
+from fairprobe.sequential.boundaries import Boundaries, wald_boundaries, wald_lower_bound
+from fairprobe.sequential.fixed import FixedSampleTest
+from fairprobe.sequential.glr import GLRTest
+
+__all__ = [
+    "ACCESS_REGIMES",
+    "OUTCOMES",
+    "BettingTest",
+    "Boundaries",
+    "FixedSampleTest",
+    "GLRTest",
+    "SequentialTest",
+    "Stepper",
+    "available_tests",
+    "get_test",
+    "register_test",
+    "wald_boundaries",
+    "wald_lower_bound",
+]

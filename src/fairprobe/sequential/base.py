@@ -1,0 +1,230 @@
+"""Pluggable sequential tests: base class, per-step auditors and the registry.
+
+A :class:`SequentialTest` is a seeded-free, deterministic strategy (all randomness lives in the
+query order). It offers two views of the same procedure:
+
+- :meth:`SequentialTest.stepper` returns a :class:`Stepper`, the per-step object of a live audit:
+  ``update(in_group_a, value)`` costs O(1) (running sums) and says when to stop;
+- :meth:`SequentialTest.run_orders` evaluates many query orders at once, vectorised with numpy,
+  for experiments. Both give identical stopping times and outcomes (tested).
+
+Observations are 0/1 decisions, scores in [0, 1] or logits, depending on the access regime.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from fairprobe._validation import check_choice, check_int, check_real
+from fairprobe.errors import DataError, InvalidParameterError
+from fairprobe.sequential.boundaries import Boundaries, check_error_rates
+
+__all__ = [
+    "ACCESS_REGIMES",
+    "COMPLIANT",
+    "INCONCLUSIVE",
+    "OUTCOMES",
+    "VIOLATION",
+    "OrdersOutcome",
+    "SequentialTest",
+    "Stepper",
+    "available_tests",
+    "get_test",
+    "register_test",
+]
+
+ACCESS_REGIMES: tuple[str, ...] = ("decisions", "scores", "logits")
+OUTCOMES: tuple[str, ...] = ("violation", "compliant", "inconclusive")
+VIOLATION, COMPLIANT, INCONCLUSIVE = 0, 1, 2
+
+BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class OrdersOutcome:
+    """Stopping time (queries used) and outcome code per query order."""
+
+    queries: IntArray
+    codes: npt.NDArray[np.int8]
+
+
+class Stepper(ABC):
+    """Per-step state of one audit. ``update`` costs O(1) and never looks at the history."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.n = 0
+        self.outcome: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.outcome is not None
+
+    @property
+    @abstractmethod
+    def statistic_upper(self) -> float:
+        """Running evidence for a violation, compared with the upper boundary."""
+
+    @property
+    @abstractmethod
+    def statistic_lower(self) -> float:
+        """Running evidence for compliance, compared with the lower boundary."""
+
+    @abstractmethod
+    def _observe(self, in_group_a: bool, value: float) -> str | None:
+        """Fold one observation in; return an outcome if the test stops here."""
+
+    def update(self, in_group_a: bool, value: float) -> str | None:
+        """Fold in one query answer; return the outcome once the audit stops, else ``None``."""
+        if self.done:
+            raise InvalidParameterError("This audit has already stopped; start a new stepper.")
+        self.n += 1
+        out = self._observe(bool(in_group_a), float(value))
+        if out is None and self.n >= self.budget:
+            out = self._at_budget()
+        self.outcome = out
+        return out
+
+    def _at_budget(self) -> str:
+        return "inconclusive"
+
+
+class SequentialTest(ABC):
+    """A tolerance test of H0 ``|g| <= delta`` (compliant) against H1 ``|g| > delta``.
+
+    Parameters
+    ----------
+    tolerance : float in (0, 1)
+        ``delta``, in the units of the audited observable (rates for decisions, mean scores for
+        scores, mean logits for logits).
+    access : {"decisions", "scores", "logits"}
+    alpha, beta : float
+        Nominal type-I (false violation) and type-II (false compliance) error rates.
+    """
+
+    name: ClassVar[str] = "base"
+    #: Whether ``alpha`` holds at any stopping time (anytime-valid) or only operationally.
+    anytime_valid: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        tolerance: float,
+        access: str = "decisions",
+        alpha: float = 0.05,
+        beta: float = 0.2,
+    ) -> None:
+        owner = f"{type(self).__name__}"
+        self.tolerance = check_real(tolerance, "tolerance", owner, lo=0.0, hi=1.0, closed="neither")
+        self.access = check_choice(access, "access", owner, ACCESS_REGIMES)
+        self.alpha, self.beta = check_error_rates(alpha, beta, owner)
+
+    # ----------------------------------------------------------------- strategy interface
+    @property
+    @abstractmethod
+    def boundaries(self) -> Boundaries:
+        """Thresholds of :attr:`Stepper.statistic_upper` / ``statistic_lower``."""
+
+    @abstractmethod
+    def stepper(self, budget: int) -> Stepper:
+        """A fresh per-step auditor that stops at the latest after ``budget`` queries."""
+
+    @abstractmethod
+    def _run_orders(self, in_a: BoolArray, x: FloatArray) -> OrdersOutcome:
+        """Vectorised evaluation; ``in_a`` and ``x`` have shape (orders, budget)."""
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "test": self.name,
+            "tolerance": self.tolerance,
+            "access": self.access,
+            "alpha": self.alpha,
+            "beta": self.beta,
+            "anytime_valid": self.anytime_valid,
+        }
+
+    # ------------------------------------------------------------------------ shared code
+    def check_values(self, x: npt.ArrayLike) -> FloatArray:
+        """Check that observations fit the access regime; return them as floats."""
+        arr = np.asarray(x, dtype=float)
+        if np.isnan(arr).any() or np.isinf(arr).any():
+            raise DataError(f"The {self.access} contain NaN or infinite values; drop those rows.")
+        if self.access == "decisions" and not np.isin(arr, (0.0, 1.0)).all():
+            raise DataError("Decisions must be 0 or 1; use access='scores' for probabilities.")
+        if self.access == "scores" and ((arr < 0).any() or (arr > 1).any()):
+            lo, hi = float(arr.min()), float(arr.max())
+            raise DataError(
+                f"Scores must lie in [0, 1]; got values in [{lo:g}, {hi:g}]. "
+                "Pass logits with access='logits'."
+            )
+        return arr
+
+    def run_orders(self, in_a: npt.ArrayLike, x: npt.ArrayLike) -> OrdersOutcome:
+        """Run the test on each row of ``in_a`` / ``x`` (shape (orders, budget)), vectorised."""
+        g = np.atleast_2d(np.asarray(in_a, dtype=bool))
+        v = np.atleast_2d(self.check_values(x))
+        if g.shape != v.shape:
+            raise DataError(f"Group mask and values differ in shape: {g.shape} vs {v.shape}.")
+        if g.shape[1] < 1:
+            raise InvalidParameterError("The budget must allow at least one query.")
+        return self._run_orders(g, v)
+
+    def run_path(self, in_a: npt.ArrayLike, x: npt.ArrayLike) -> dict[str, Any]:
+        """Run one order step by step and return the whole path (for display and JSON)."""
+        g = np.asarray(in_a, dtype=bool).ravel()
+        v = self.check_values(x).ravel()
+        st = self.stepper(len(v))
+        up: list[float] = []
+        low: list[float] = []
+        for gi, vi in zip(g.tolist(), v.tolist(), strict=True):
+            st.update(gi, vi)
+            up.append(st.statistic_upper)
+            low.append(st.statistic_lower)
+            if st.done:
+                break
+        return {
+            "outcome": st.outcome,
+            "queries": st.n,
+            "statistic_upper": up,
+            "statistic_lower": low,
+        }
+
+
+_REGISTRY: dict[str, type[SequentialTest]] = {}
+T = TypeVar("T", bound=type[SequentialTest])
+
+
+def register_test(name: str) -> Callable[[T], T]:
+    """Class decorator adding a test to the registry under ``name``."""
+
+    def deco(cls: T) -> T:
+        if name in _REGISTRY:
+            raise InvalidParameterError(f"A sequential test named {name!r} is already registered.")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return deco
+
+
+def available_tests() -> tuple[str, ...]:
+    """Names of the registered tests."""
+    return tuple(_REGISTRY)
+
+
+def get_test(name: str, **kwargs: Any) -> SequentialTest:
+    """Instantiate the registered test ``name`` with ``kwargs``."""
+    check_choice(name, "test", "get_test", tuple(_REGISTRY))
+    return _REGISTRY[name](**kwargs)
+
+
+def check_budget(budget: Any, owner: str) -> int:
+    """A query budget is an int >= 1."""
+    return check_int(budget, "budget", owner, lo=1)

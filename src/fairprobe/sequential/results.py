@@ -1,0 +1,178 @@
+"""Results of sequential audits: one audit (:class:`SequentialResult`) or many orders
+(:class:`RepeatedAudit`). Both are frozen, keep the raw counts and serialise with ``to_dict``."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy.stats import norm
+
+from fairprobe.sequential.base import OUTCOMES
+
+__all__ = ["GroupTally", "RepeatedAudit", "SequentialResult"]
+
+
+@dataclass(frozen=True)
+class GroupTally:
+    """Running sums of one group: count, sum and sum of squares of its observations."""
+
+    n: int
+    total: float
+    total_sq: float
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.n if self.n else math.nan
+
+    @property
+    def var(self) -> float:
+        return max(self.total_sq / self.n - self.mean**2, 0.0) if self.n else math.nan
+
+    def to_dict(self) -> dict[str, float]:
+        return {"n": self.n, "sum": self.total, "sum_sq": self.total_sq, "mean": self.mean}
+
+
+@dataclass(frozen=True)
+class SequentialResult:
+    """One sequential audit: its outcome, the queries it used and the whole path.
+
+    ``path`` holds, per query ``t = 1..queries``, the running statistics (``statistic_upper``
+    is compared with ``boundaries["upper"]``, ``statistic_lower`` with ``boundaries["lower"]``;
+    both are the GLR ``Lambda_t`` for the GLR test).
+    """
+
+    outcome: str
+    queries: int
+    params: dict[str, Any]
+    metric: str
+    budget: int
+    boundaries: dict[str, float | None]
+    group_a: GroupTally
+    group_b: GroupTally
+    group_names: tuple[str, str]
+    path: dict[str, list[float]] = field(repr=False)
+    queries_paid: int = 0
+    queries_cached: int = 0
+    unparsed: int = 0
+
+    @property
+    def gap_estimate(self) -> float:
+        """``mean_a - mean_b`` of the observations used (rates for decision access)."""
+        return self.group_a.mean - self.group_b.mean
+
+    def confidence_interval(self, level: float = 0.95) -> tuple[float, float]:
+        """Normal (Wald) interval for the gap at the stopping time.
+
+        Fixed-sample semantics: it ignores the optional stopping, so it is only indicative.
+        """
+        a, b = self.group_a, self.group_b
+        if a.n < 2 or b.n < 2:
+            return (-1.0, 1.0) if self.params.get("access") != "logits" else (-math.inf, math.inf)
+        se = math.sqrt(a.var / a.n + b.var / b.n)
+        z = float(norm.ppf(0.5 + level / 2))
+        g = self.gap_estimate
+        return (g - z * se, g + z * se)
+
+    def to_dict(self) -> dict[str, Any]:
+        lo, hi = self.confidence_interval()
+        return {
+            "outcome": self.outcome,
+            "queries": self.queries,
+            "queries_paid": self.queries_paid,
+            "queries_cached": self.queries_cached,
+            "unparsed": self.unparsed,
+            "metric": self.metric,
+            "budget": self.budget,
+            **self.params,
+            "boundaries": self.boundaries,
+            "groups": {
+                self.group_names[0]: self.group_a.to_dict(),
+                self.group_names[1]: self.group_b.to_dict(),
+            },
+            "gap_estimate": self.gap_estimate,
+            "gap_interval_naive": [lo, hi],
+            "path": self.path,
+            # the keys of the pool mode, so that one reader handles both
+            "mean_queries": float(self.queries),
+            "outcomes": {o: float(o == self.outcome) for o in OUTCOMES},
+        }
+
+
+@dataclass(frozen=True)
+class RepeatedAudit:
+    """The same audit over many random query orders of one pool."""
+
+    params: dict[str, Any]
+    metric: str
+    group_names: tuple[str, str]
+    budget: int
+    budget_effective: int
+    repeats: int
+    seed: int
+    queries: npt.NDArray[np.int64] = field(repr=False)
+    codes: npt.NDArray[np.int8] = field(repr=False)
+    truth: dict[str, float]
+    wald_bound: float
+
+    @property
+    def mean_queries(self) -> float:
+        return float(self.queries.mean())
+
+    @property
+    def shares(self) -> dict[str, float]:
+        counts = np.bincount(self.codes, minlength=3)
+        return {o: float(counts[i] / self.repeats) for i, o in enumerate(OUTCOMES)}
+
+    @property
+    def outcome_counts(self) -> dict[str, int]:
+        counts = np.bincount(self.codes, minlength=3)
+        return {o: int(counts[i]) for i, o in enumerate(OUTCOMES)}
+
+    @property
+    def ratio_to_wald(self) -> float:
+        """Mean queries over Wald's lower bound (``nan`` when the bound is infinite)."""
+        if not math.isfinite(self.wald_bound) or self.wald_bound <= 0:
+            return math.nan
+        return self.mean_queries / self.wald_bound
+
+    def share_interval(self, outcome: str, level: float = 0.95) -> tuple[float, float]:
+        """Wilson interval of the share of ``outcome`` over the orders."""
+        k = self.outcome_counts[outcome]
+        n = self.repeats
+        z = float(norm.ppf(0.5 + level / 2))
+        p = k / n
+        den = 1 + z * z / n
+        c = (p + z * z / (2 * n)) / den
+        h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+        return (max(0.0, c - h), min(1.0, c + h))
+
+    confidence_interval = share_interval
+
+    def to_dict(self) -> dict[str, Any]:
+        q = self.queries
+        return {
+            "mean_queries": self.mean_queries,
+            "queries": q.tolist(),
+            "outcomes": self.shares,
+            "outcome_counts": self.outcome_counts,
+            "sd_queries": float(q.std(ddof=1)) if len(q) > 1 else 0.0,
+            "median_queries": float(np.median(q)),
+            "q10_queries": float(np.quantile(q, 0.1)),
+            "q90_queries": float(np.quantile(q, 0.9)),
+            "metric": self.metric,
+            **self.params,
+            "budget": self.budget,
+            "budget_effective": self.budget_effective,
+            "repeats": self.repeats,
+            "seed": self.seed,
+            "group_a": self.group_names[0],
+            "group_b": self.group_names[1],
+            "pool": self.truth,
+            "wald_lower_bound": self.wald_bound,
+            "ratio_to_wald": self.ratio_to_wald,
+            "outcome_per_repeat": [OUTCOMES[c] for c in self.codes.tolist()],
+        }
