@@ -1,0 +1,301 @@
+"""Attack strategies: the adaptive attacker of Algorithm 2 (Section IV) and pluggable variants.
+
+An attacker never queries the model. Each round it fabricates an increment ``delta`` in
+
+    X_n = {delta in Z_{>=0}^4 : dA + dB = n, da <= dA, db <= dB}
+
+from its own view ``C = sum_j M_k[j].c`` of the global counts vector (its past fabrications
+included; attackers do not collude, each works from its own table). Strategies are stateless
+functions of ``(view, n, round)``, vectorised over the rows of ``views`` so that the simulator can
+run every attacker of a round in one call; :meth:`AttackStrategy.fabricate_one` is the scalar
+form the protocol core uses. Register a new strategy with :func:`register_attack`.
+
+The adaptive attacker (``"adaptive"``)
+--------------------------------------
+Round 1: the neutral vector, ``dA = floor(n/2)``, ``dB = n - dA``, ``da = floor(dA/2)``,
+``db = floor(dB/2)`` (Lines 9-11). From round 2: the exact integer minimiser of ``|DP(C + delta)|``
+over ``X_n`` (eq. 7). For a split ``y = dA`` let ``P = A + y``, ``Q = B + n - y``; the claimed
+positives are ``X = a + da in [a, a + y]`` and ``Y = b + db in [b, b + n - y]`` and
+``DP(C + delta) = (X Q - Y P) / (P Q)``. For each ``X`` the best ``Y`` is the integer next to
+``X Q / P`` clamped to its range, so per split the optimum is one of
+
+* the largest ``X`` with ``X Q < b P`` (the line lies below the box: ``Y = b``); when the whole box
+  lies below the line's zero this is ``X = a + y``, ``Y = b``, the extreme labels of Lemma 1;
+* the smallest ``X`` with ``X Q >= (b + n - y) P`` (``Y = b + n - y``);
+* inside, ``min_x min(s_x, P - s_x)`` with ``s_x = X Q mod P``, computed exactly by
+  :func:`fairprobe.collab.exact.min_mod_linear` in ``O(log n)``.
+
+All splits of all attackers are evaluated at once with numpy; the best candidate is chosen by
+exact rational comparison. Ties (equal ``|DP|``) go to the smallest ``dA``, then to the candidate
+kinds in the order above, then to the smallest ``da``.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from fairprobe._validation import check_choice, check_int
+from fairprobe.collab.exact import max_mod_linear, min_mod_linear
+from fairprobe.errors import DataError, InvalidParameterError
+from fairprobe.stats.counts import CountsVector
+
+__all__ = [
+    "ATTACKS",
+    "AdaptiveAttack",
+    "AttackStrategy",
+    "ExtremeAttack",
+    "NeutralAttack",
+    "get_attack",
+    "minimise_abs_dp",
+    "neutral_increment",
+    "register_attack",
+]
+
+IntArray = npt.NDArray[np.int64]
+
+#: Largest total a view may hold: keeps every product of the exact search inside int64.
+MAX_VIEW_TOTAL = 1_000_000_000
+
+
+def neutral_increment(n: int) -> tuple[int, int, int, int]:
+    """The neutral first report of Algorithm 2: an even split, half of each group positive."""
+    dA = n // 2
+    dB = n - dA
+    return (dA // 2, dA, dB // 2, dB)
+
+
+def _ceil_div(x: IntArray, y: IntArray) -> IntArray:
+    return np.asarray(-((-x) // y))
+
+
+def _check_views(views: npt.ArrayLike, n: int) -> IntArray:
+    v = np.asarray(views, dtype=np.int64)
+    if v.ndim == 1:
+        v = v[None, :]
+    if v.ndim != 2 or v.shape[1] != 4:
+        raise DataError(f"views must have rows (a, A, b, B). Got shape {v.shape}.")
+    if (v < 0).any() or (v[:, 0] > v[:, 1]).any() or (v[:, 2] > v[:, 3]).any():
+        raise DataError("views must be valid counts vectors (0 <= a <= A, 0 <= b <= B).")
+    if (v[:, 1] + v[:, 3] + n > MAX_VIEW_TOTAL).any():
+        raise InvalidParameterError(
+            f"views larger than {MAX_VIEW_TOTAL} queries are not supported by the exact attacker."
+        )
+    return v
+
+
+def minimise_abs_dp(views: npt.ArrayLike, n: int) -> IntArray:
+    """Exact ``argmin_{delta in X_n} |DP(C + delta)|`` for each row ``C`` of ``views``.
+
+    Splits ``y`` with an empty group after the move (``A + y == 0`` or ``B + n - y == 0``) are
+    skipped; a view for which every split leaves a group empty raises :class:`DataError`.
+
+    Returns
+    -------
+    ndarray, shape (k, 4)
+        One increment ``(da, dA, db, dB)`` per view.
+    """
+    n = check_int(n, "n", "minimise_abs_dp", lo=1)
+    v = _check_views(views, n)
+    k = v.shape[0]
+    a, A, b, B = (v[:, i : i + 1] for i in range(4))
+    y = np.arange(n + 1, dtype=np.int64)[None, :]
+    P = A + y
+    Q = B + n - y
+    ok = (P > 0) & (Q > 0)
+    if not ok.any(axis=1).all():
+        raise DataError("Every budget split leaves a group empty: DP is undefined for this view.")
+    Ps = np.where(ok, P, 1)
+    Qs = np.where(ok, Q, 1)
+    X0, X1 = a + 0 * y, a + y
+    Y0, Y1 = b + 0 * y, b + n - y
+    lo_raw = _ceil_div(Y0 * Ps, Qs)  # first X with X Q >= Y0 P
+    hi_raw = _ceil_div(Y1 * Ps, Qs) - 1  # last X with X Q < Y1 P
+    big = np.iinfo(np.int64).max
+    # candidate kinds: 0 low edge, 1 inside below, 2 inside above, 3 high edge
+    absg = np.full((4,) + P.shape, big, dtype=np.int64)
+    xs = np.zeros((4,) + P.shape, dtype=np.int64)
+    ys = np.zeros((4,) + P.shape, dtype=np.int64)
+    x_lo = np.minimum(X1, lo_raw - 1)
+    m_lo = ok & (x_lo >= X0)
+    absg[0] = np.where(m_lo, Y0 * Ps - x_lo * Qs, big)
+    xs[0], ys[0] = x_lo, Y0
+    x_hi = np.maximum(X0, hi_raw + 1)
+    m_hi = ok & (x_hi <= X1)
+    absg[3] = np.where(m_hi, x_hi * Qs - Y1 * Ps, big)
+    xs[3], ys[3] = x_hi, Y1
+    L = np.maximum(X0, lo_raw)
+    R = np.minimum(X1, hi_raw)
+    inside = ok & (L <= R)
+    if inside.any():
+        cnt = (R - L + 1)[inside]
+        Pi, Qi, Li = Ps[inside], Qs[inside], L[inside]
+        step = Qi % Pi
+        start = (Li * Qi) % Pi
+        both_n = np.concatenate([cnt, cnt])
+        both_m = np.concatenate([Pi, Pi])
+        both_a = np.concatenate([step, step])
+        both_b = np.concatenate([start, start])
+        half = cnt.size
+        smin = min_mod_linear(both_n[:half], both_m[:half], both_a[:half], both_b[:half])
+        smax = max_mod_linear(both_n[half:], both_m[half:], both_a[half:], both_b[half:])
+        absg[1][inside] = smin
+        absg[2][inside] = Pi - smax
+        # keep the targets; the x solving s_x = target is recovered for the chosen split only
+        xs[1][inside] = smin
+        xs[2][inside] = smax
+    denom = (Ps * Qs).astype(np.float64)
+    val = np.where(absg == big, np.inf, absg.astype(np.float64) / denom[None, :, :])
+    out = np.zeros((k, 4), dtype=np.int64)
+    for r in range(k):
+        vr = val[:, r, :]
+        best = vr.min()
+        # candidates within float noise of the best; decided exactly
+        kinds, splits = np.nonzero(vr <= best * (1.0 + 1e-9) + 1e-300)
+        chosen: tuple[int, int] | None = None
+        chosen_num = chosen_den = 0
+        for kind, sp in sorted(zip(kinds.tolist(), splits.tolist(), strict=True),
+                               key=lambda t: (t[1], t[0])):
+            num = int(absg[kind, r, sp])
+            den = int(Ps[r, sp]) * int(Qs[r, sp])
+            if chosen is None or num * chosen_den < chosen_num * den:
+                chosen, chosen_num, chosen_den = (kind, sp), num, den
+        assert chosen is not None
+        kind, sp = chosen
+        Pv, Qv = int(Ps[r, sp]), int(Qs[r, sp])
+        if kind in (0, 3):
+            X, Y = int(xs[kind, r, sp]), int(ys[kind, r, sp])
+        else:
+            target = int(xs[kind, r, sp])
+            Lv = int(L[r, sp])
+            x = _solve_linear_mod(Qv % Pv, (Lv * Qv) % Pv, target, Pv)
+            X = Lv + x
+            Y = (X * Qv) // Pv + (1 if kind == 2 else 0)
+        ar, br = int(a[r, 0]), int(b[r, 0])
+        out[r] = (X - ar, sp, Y - br, n - sp)
+    return out
+
+
+def _solve_linear_mod(step: int, start: int, target: int, m: int) -> int:
+    """Smallest ``x >= 0`` with ``(step x + start) mod m == target`` (a solution must exist)."""
+    if step == 0:
+        return 0
+    g = math.gcd(step, m)
+    t = (target - start) % m
+    mg = m // g
+    return ((t // g) * pow(step // g, -1, mg)) % mg if mg > 1 else 0
+
+
+def maximise_dp(views: npt.ArrayLike, n: int) -> IntArray:
+    """Lemma 1 move: the split maximising ``DP(C + delta)`` with extreme labels.
+
+    ``delta = (y, y, 0, n - y)`` for ``y = argmax phi(y)``, ``phi(y) = (a+y)/(A+y) - b/(B+n-y)``
+    (ties to the smallest ``y``; splits leaving a group empty are skipped).
+    """
+    n = check_int(n, "n", "maximise_dp", lo=1)
+    v = _check_views(views, n)
+    a, A, b, B = (v[:, i : i + 1].astype(np.float64) for i in range(4))
+    y = np.arange(n + 1, dtype=np.float64)[None, :]
+    P, Q = A + y, B + n - y
+    ok = (P > 0) & (Q > 0)
+    if not ok.any(axis=1).all():
+        raise DataError("Every budget split leaves a group empty: DP is undefined for this view.")
+    phi = np.where(ok, (a + y) / np.where(ok, P, 1) - b / np.where(ok, Q, 1), -np.inf)
+    ys = phi.argmax(axis=1).astype(np.int64)
+    out = np.zeros((v.shape[0], 4), dtype=np.int64)
+    out[:, 0] = ys
+    out[:, 1] = ys
+    out[:, 3] = n - ys
+    return out
+
+
+class AttackStrategy(ABC):
+    """A fabrication strategy of a (non-colluding) attacker.
+
+    Subclasses implement :meth:`fabricate`, vectorised over views. Strategies are deterministic
+    functions of ``(view, n, round)``; one that needs randomness takes a ``seed`` in its
+    constructor and must stay reproducible.
+    """
+
+    name: ClassVar[str] = ""
+
+    @abstractmethod
+    def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:
+        """Increments ``(da, dA, db, dB)`` in ``X_n``, one row per view, for round ``round_``."""
+
+    def fabricate_one(self, view: CountsVector, n: int, round_: int) -> CountsVector:
+        """Scalar form used by the per-auditor protocol core."""
+        return CountsVector.from_array(self.fabricate(view.as_array()[None, :], n, round_)[0])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+ATTACKS: dict[str, type[AttackStrategy]] = {}
+
+
+def register_attack(cls: type[AttackStrategy]) -> type[AttackStrategy]:
+    """Class decorator: add a strategy to :data:`ATTACKS` under its ``name``."""
+    if not cls.name:
+        raise InvalidParameterError(f"{cls.__name__} needs a non-empty 'name'.")
+    ATTACKS[cls.name] = cls
+    return cls
+
+
+def get_attack(name: str) -> AttackStrategy:
+    """Instantiate the registered strategy ``name``."""
+    check_choice(name, "attack", "get_attack", list(ATTACKS))
+    return ATTACKS[name]()
+
+
+def _neutral_rows(k: int, n: int) -> IntArray:
+    return np.tile(np.array(neutral_increment(n), dtype=np.int64), (k, 1))
+
+
+@register_attack
+class AdaptiveAttack(AttackStrategy):
+    """Algorithm 2: neutral first report, then the exact minimiser of ``|DP(C + delta)|``."""
+
+    name = "adaptive"
+
+    def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:
+        v = _check_views(views, n)
+        if round_ <= 1:
+            return _neutral_rows(v.shape[0], n)
+        return minimise_abs_dp(v, n)
+
+
+@register_attack
+class ExtremeAttack(AttackStrategy):
+    """Neutral first report, then always the Lemma 1 maximiser of DP (no overshoot control)."""
+
+    name = "extreme"
+
+    def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:
+        v = _check_views(views, n)
+        if round_ <= 1:
+            return _neutral_rows(v.shape[0], n)
+        return maximise_dp(v, n)
+
+
+@register_attack
+class NeutralAttack(AttackStrategy):
+    """A self-consistent attacker: the neutral vector every round (rate 1/2 in each group).
+
+    It never adapts, so the suspicion score cannot tell it from an honest source with such a query
+    set; it moves the estimate only as much as any honest auditor could.
+    """
+
+    name = "neutral"
+
+    def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:
+        v = _check_views(views, n)
+        return _neutral_rows(v.shape[0], n)
+
+
+AttackFactory = Callable[[], AttackStrategy]

@@ -1,0 +1,583 @@
+"""The per-auditor protocol core of the collaborative audit, free of I/O (Algorithms 1 and 2).
+
+``collaborative-auditing-auditopus.md``, Section III-C. One :class:`AuditorCore` is the whole
+state of one honest auditor ``i`` and the steps it takes each round; it never opens a socket,
+reads a clock or touches a file (the "sans-I/O" pattern), so the simulator and a networked node
+run the very same code and a node can persist it as JSON (:meth:`AuditorCore.to_dict`).
+
+State (Lines 1-2 of Algorithm 1)
+    ``c`` the own cumulative counts vector; the table ``M[j] = (c_j, r_j, sig_j)`` of the latest
+    entry held per auditor; ``prev_j`` (and the round it came from); the weighted vectors ``W_j``.
+
+One round ``t``::
+
+    core.start_round()                        # t <- t + 1
+    idx = sampler.draw(core.n)                # Step 1 (QuerySampler, also sans-I/O)
+    core.record_answers(counts_of(idx))       # Step 2: c += stats, M[i] = (c, t, sign(c, t))
+    send(core.table_entries())                # Step 3 (the caller's I/O)
+    core.merge(received_entries)              # Step 4: newer round wins, bad signatures rejected
+    report = core.end_round()                 # Steps 5-6: score, weight, estimate
+    ...
+    core.verdict()                            # |estimate| <= tau -> fair
+
+Scoring (Step 5): for each source ``j`` whose entry was replaced since the previous round,
+``delta = M[j].c - prev_j`` is scored by Algorithm 3 (:mod:`fairprobe.collab.score`) and added to
+``W_j`` with weight ``(1 + S)^-2`` (weight 1 for a first increment, ``prev_j = 0``); ``prev_j``
+is set to ``M[j].c`` every round; weights are never revised. The estimate is ``DP(sum_j W_j)``
+summed in roster order.
+
+An :class:`AttackerCore` (Algorithm 2) keeps the same table and merges the same way, but
+fabricates its increment from its view ``C = sum_j M[j].c`` with an
+:class:`~fairprobe.collab.attacker.AttackStrategy`, skips scoring and reports 0 as its estimate.
+
+Signing goes through :class:`EntrySigner` / :class:`EntryVerifier` (the method names of
+``fairprobe.collab.net.keys.Ed25519Signer`` / ``Ed25519Verifier``); the simulator uses
+:class:`NullSigner` / :class:`NullVerifier`.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from fairprobe._validation import check_int, check_real
+from fairprobe.collab.attacker import AttackStrategy, get_attack
+from fairprobe.collab.score import Z_MAX, suspicion_scores
+from fairprobe.errors import EmptyGroupError, InvalidParameterError, ProtocolError
+from fairprobe.stats.counts import CountsVector
+
+__all__ = [
+    "AttackerCore",
+    "AuditorCore",
+    "Entry",
+    "EntrySigner",
+    "EntryVerifier",
+    "MergeReport",
+    "NullSigner",
+    "NullVerifier",
+    "QuerySampler",
+    "RoundReport",
+    "Verdict",
+    "core_from_dict",
+    "dp_of",
+]
+
+#: Reasons for rejecting an entry (same strings as ``fairprobe.collab.net.validate.Reason``).
+REJECT_REASONS = (
+    "unknown-auditor",
+    "bad-signature",
+    "impossible-counts",
+    "bad-round",
+    "equivocation",
+    "shrinking-totals",
+    "over-budget",
+)
+
+
+def dp_of(total: npt.ArrayLike) -> float:
+    """``a/A - b/B`` of a (possibly weighted) vector; NaN when a group is empty."""
+    t = np.asarray(total, dtype=np.float64)
+    if t[1] <= 0 or t[3] <= 0:
+        return math.nan
+    return float(t[0] / t[1] - t[2] / t[3])
+
+
+class EntrySigner(Protocol):
+    """Signs the own entry ``(round, a, A, b, B)`` of one auditor."""
+
+    def sign_entry(self, round_: int, a: int, A: int, b: int, B: int) -> bytes: ...
+
+
+class EntryVerifier(Protocol):
+    """Verifies the signature of any auditor's entry."""
+
+    def knows(self, auditor_id: str) -> bool: ...
+
+    def verify_entry(
+        self, auditor: str, round_: int, a: int, A: int, b: int, B: int, signature: bytes
+    ) -> bool: ...
+
+
+class NullSigner:
+    """Signs nothing (the simulator's signer): the signature is ``b""``."""
+
+    def sign_entry(self, round_: int, a: int, A: int, b: int, B: int) -> bytes:
+        return b""
+
+    def __repr__(self) -> str:
+        return "NullSigner()"
+
+
+class NullVerifier:
+    """Accepts every signature of every auditor (the core still checks the roster)."""
+
+    def knows(self, auditor_id: str) -> bool:
+        return True
+
+    def verify_entry(
+        self, auditor: str, round_: int, a: int, A: int, b: int, B: int, signature: bytes
+    ) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "NullVerifier()"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One signed entry ``M[j] = (c, r)``: auditor ``j``'s counts vector stamped with round ``r``."""
+
+    auditor: str
+    round: int
+    counts: CountsVector
+    sig: bytes = b""
+
+    def to_dict(self) -> dict[str, Any]:
+        a, A, b, B = self.counts.as_tuple()
+        return {
+            "auditor": self.auditor,
+            "round": self.round,
+            "a": a,
+            "A": A,
+            "b": b,
+            "B": B,
+            "sig": base64.b64encode(self.sig).decode("ascii"),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Entry:
+        try:
+            return cls(
+                auditor=str(d["auditor"]),
+                round=int(d["round"]),
+                counts=CountsVector(int(d["a"]), int(d["A"]), int(d["b"]), int(d["B"])),
+                sig=base64.b64decode(d.get("sig", "")),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"Malformed entry {dict(d)!r}: {exc}.") from exc
+
+
+@dataclass(frozen=True)
+class MergeReport:
+    """What :meth:`AuditorCore.merge` did with a batch of received entries."""
+
+    accepted: tuple[str, ...]
+    rejected: tuple[tuple[str, str], ...]  # (auditor, reason)
+    ignored: int  # stale or duplicate entries (not an error: gossip repeats entries)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "accepted": list(self.accepted),
+            "rejected": [list(r) for r in self.rejected],
+            "ignored": self.ignored,
+        }
+
+
+@dataclass(frozen=True)
+class RoundReport:
+    """Result of :meth:`AuditorCore.end_round`: the scores, weights and estimate of round ``t``."""
+
+    round: int
+    scores: dict[str, float]
+    weights: dict[str, float]
+    estimate: float
+
+    def to_dict(self) -> dict[str, Any]:
+        est = None if math.isnan(self.estimate) else self.estimate
+        return {"round": self.round, "scores": self.scores, "weights": self.weights,
+                "estimate": est}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Final estimate and verdict of one auditor: fair iff ``|estimate| <= tau``."""
+
+    auditor: str
+    role: str
+    rounds: int
+    estimate: float
+    tau: float
+
+    @property
+    def fair(self) -> bool:
+        return abs(self.estimate) <= self.tau
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "auditor": self.auditor,
+            "role": self.role,
+            "rounds": self.rounds,
+            "estimate": self.estimate,
+            "tau": self.tau,
+            "verdict": "fair" if self.fair else "unfair",
+        }
+
+
+class QuerySampler:
+    """Which of an auditor's ``size`` queries to issue each round (Step 1), sans I/O.
+
+    Without replacement (the paper's default) the order is one seeded permutation of
+    ``range(size)``, consumed ``n`` at a time until exhausted; with replacement (RQ4) each round
+    draws ``n`` indices uniformly. ``position`` (and the generator state) is all there is to
+    persist.
+    """
+
+    def __init__(self, size: int, seed: int | np.random.Generator | None = 0, *,
+                 replacement: bool = False) -> None:
+        self.size = check_int(size, "size", "QuerySampler", lo=0)
+        self.replacement = bool(replacement)
+        self._rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        self.order: npt.NDArray[np.int64] | None = (
+            None if self.replacement else query_order(self._rng, self.size)
+        )
+        self.position = 0
+
+    @property
+    def remaining(self) -> int:
+        return self.size if self.replacement else self.size - self.position
+
+    def draw(self, n: int) -> npt.NDArray[np.int64]:
+        """Indices of the next ``n`` queries (fewer once the set runs out; none after)."""
+        n = check_int(n, "n", "QuerySampler.draw", lo=1)
+        if self.replacement:
+            if self.size == 0:
+                return np.zeros(0, dtype=np.int64)
+            return self._rng.integers(0, self.size, n).astype(np.int64)
+        assert self.order is not None
+        out = self.order[self.position : self.position + n]
+        self.position += out.size
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "size": self.size,
+            "replacement": self.replacement,
+            "position": self.position,
+            "order": None if self.order is None else self.order.tolist(),
+            "rng": self._rng.bit_generator.state,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> QuerySampler:
+        s = cls(0, 0, replacement=bool(d["replacement"]))
+        s.size = int(d["size"])
+        s.position = int(d["position"])
+        s.order = None if d["order"] is None else np.asarray(d["order"], dtype=np.int64)
+        s._rng.bit_generator.state = d["rng"]
+        return s
+
+
+def query_order(rng: np.random.Generator, size: int) -> npt.NDArray[np.int64]:
+    """The seeded query order of an auditor: a permutation of ``range(size)``."""
+    return rng.permutation(size).astype(np.int64)
+
+
+@dataclass
+class _Held:
+    round: int = 0
+    counts: tuple[int, int, int, int] = (0, 0, 0, 0)
+    sig: bytes = b""
+
+
+@dataclass
+class _Base:
+    auditor_id: str
+    roster: tuple[str, ...]
+    n: int
+    tau: float = 0.05
+    signer: Any = field(default_factory=NullSigner)
+    verifier: Any = field(default_factory=NullVerifier)
+    round: int = 0
+    own: tuple[int, int, int, int] = (0, 0, 0, 0)
+    held: dict[str, _Held] = field(default_factory=dict)
+    phase: str = "idle"  # idle -> open (after start_round) -> stamped -> idle (after end_round)
+
+    def _init_common(self) -> None:
+        if not self.roster:
+            raise InvalidParameterError("The roster must list at least one auditor.")
+        if len(set(self.roster)) != len(self.roster):
+            raise InvalidParameterError("The roster lists an auditor twice.")
+        if self.auditor_id not in self.roster:
+            raise InvalidParameterError(f"Auditor {self.auditor_id!r} is not in the roster.")
+        self.n = check_int(self.n, "n", type(self).__name__, lo=1)
+        self.tau = check_real(self.tau, "tau", type(self).__name__, lo=0.0, hi=1.0)
+        self.index = {a: k for k, a in enumerate(self.roster)}
+        for a in self.roster:
+            self.held.setdefault(a, _Held())
+
+    # -- Step 1/2 helpers -------------------------------------------------------------------
+    def start_round(self) -> int:
+        """Open round ``t + 1`` and return it."""
+        if self.phase != "idle":
+            raise ProtocolError(f"start_round called in phase {self.phase!r}; end the round first.")
+        self.round += 1
+        self.phase = "open"
+        return self.round
+
+    def _stamp(self, inc: tuple[int, int, int, int]) -> Entry:
+        if self.phase != "open":
+            raise ProtocolError("The own entry is stamped once per round, after start_round.")
+        if inc[1] + inc[3] > self.n:
+            raise ProtocolError(f"An increment holds at most n = {self.n} queries. Got {inc}.")
+        c = tuple(x + d for x, d in zip(self.own, inc, strict=True))
+        cv = CountsVector(*c)
+        sig = bytes(self.signer.sign_entry(self.round, *cv.as_tuple()))
+        self.own = cv.as_tuple()
+        self.held[self.auditor_id] = _Held(self.round, self.own, sig)
+        self.phase = "stamped"
+        return self.own_entry()
+
+    def own_entry(self) -> Entry:
+        h = self.held[self.auditor_id]
+        return Entry(self.auditor_id, h.round, CountsVector(*h.counts), h.sig)
+
+    def table_entries(self) -> list[Entry]:
+        """The table ``M_i`` to send: every entry held (round >= 1), in roster order."""
+        return [
+            Entry(a, h.round, CountsVector(*h.counts), h.sig)
+            for a in self.roster
+            if (h := self.held[a]).round >= 1
+        ]
+
+    # -- Step 4 -----------------------------------------------------------------------------
+    def merge(self, entries: Iterable[Entry]) -> MergeReport:
+        """Merge received entries one by one: a valid entry of a strictly newer round wins."""
+        accepted: list[str] = []
+        rejected: list[tuple[str, str]] = []
+        ignored = 0
+        for e in entries:
+            reason = self._check(e)
+            if reason == "ignore":
+                ignored += 1
+            elif reason is not None:
+                rejected.append((e.auditor, reason))
+            else:
+                self.held[e.auditor] = _Held(e.round, e.counts.as_tuple(), e.sig)
+                accepted.append(e.auditor)
+        return MergeReport(tuple(accepted), tuple(rejected), ignored)
+
+    def _check(self, e: Entry) -> str | None:
+        if e.auditor not in self.index or not self.verifier.knows(e.auditor):
+            return "unknown-auditor"
+        h = self.held[e.auditor]
+        c = e.counts.as_tuple()
+        if e.round < 1:
+            return "bad-round"
+        if e.auditor == self.auditor_id:
+            # nobody else can produce my entry; a relayed copy is at best a stale duplicate
+            return "ignore" if (e.round, c) == (h.round, h.counts) or e.round < h.round else (
+                "bad-round")
+        if e.round < h.round:
+            return "ignore"
+        if e.round == h.round:
+            return "ignore" if c == h.counts else "equivocation"
+        if c[1] + c[3] > self.n * e.round:
+            return "impossible-counts"
+        if not self.verifier.verify_entry(e.auditor, e.round, *c, e.sig):
+            return "bad-signature"
+        if any(x < y for x, y in zip(c, h.counts, strict=True)):
+            return "shrinking-totals"
+        if (c[1] + c[3]) - (h.counts[1] + h.counts[3]) > self.n * (e.round - h.round):
+            return "over-budget"
+        return None
+
+    def _base_dict(self) -> dict[str, Any]:
+        return {
+            "auditor_id": self.auditor_id,
+            "roster": list(self.roster),
+            "n": self.n,
+            "tau": self.tau,
+            "round": self.round,
+            "phase": self.phase,
+            "own": list(self.own),
+            "table": {
+                a: {"round": h.round, "counts": list(h.counts),
+                    "sig": base64.b64encode(h.sig).decode("ascii")}
+                for a, h in self.held.items()
+            },
+        }
+
+    def _load_base(self, d: Mapping[str, Any]) -> None:
+        self.round = int(d["round"])
+        self.phase = str(d["phase"])
+        self.own = tuple(int(x) for x in d["own"])  # type: ignore[assignment]
+        for a, h in d["table"].items():
+            self.held[a] = _Held(int(h["round"]), tuple(int(x) for x in h["counts"]),  # type: ignore[arg-type]
+                                 base64.b64decode(h["sig"]))
+
+
+class AuditorCore(_Base):
+    """State machine of one honest auditor (Algorithm 1).
+
+    Parameters
+    ----------
+    auditor_id : str
+        This auditor's id; must appear in ``roster``.
+    roster : sequence of str
+        Every auditor of the audit (the permissioned network), in a fixed order; sums over
+        auditors follow this order.
+    n : int
+        Query budget per round (an increment larger than ``n`` per elapsed round is rejected).
+    tau : float
+        Half-width of the fair band.
+    z_max : float
+        Cap of the suspicion score.
+    signer, verifier
+        :class:`EntrySigner` / :class:`EntryVerifier`; null implementations by default.
+    """
+
+    role = "honest"
+
+    def __init__(self, auditor_id: str, roster: Sequence[str], *, n: int, tau: float = 0.05,
+                 z_max: float = Z_MAX, signer: EntrySigner | None = None,
+                 verifier: EntryVerifier | None = None) -> None:
+        super().__init__(auditor_id, tuple(roster), n, tau, signer or NullSigner(),
+                         verifier or NullVerifier())
+        self._init_common()
+        self.z_max = check_real(z_max, "z_max", "AuditorCore", lo=0.0, closed="neither")
+        v = len(self.roster)
+        self.prev = np.zeros((v, 4), dtype=np.int64)
+        self.prev_round = np.zeros(v, dtype=np.int64)
+        self.W = np.zeros((v, 4), dtype=np.float64)
+        self.last_report: RoundReport | None = None
+
+    def record_answers(self, increment: CountsVector | Sequence[int]) -> Entry:
+        """Step 2: add this round's statistics to ``c`` and stamp the own entry with round t."""
+        inc = increment if isinstance(increment, CountsVector) else CountsVector(*increment)
+        return self._stamp(inc.as_tuple())
+
+    def end_round(self) -> RoundReport:
+        """Steps 5-6: score and weight every replaced entry, update ``prev``, estimate."""
+        if self.phase == "open":  # an auditor with no query left still stamps its round
+            self._stamp((0, 0, 0, 0))
+        if self.phase != "stamped":
+            raise ProtocolError(f"end_round called in phase {self.phase!r}.")
+        rows = [k for k, a in enumerate(self.roster) if self.held[a].round > self.prev_round[k]]
+        scores: dict[str, float] = {}
+        weights: dict[str, float] = {}
+        if rows:
+            cur = np.array([self.held[self.roster[k]].counts for k in rows], dtype=np.int64)
+            prev = self.prev[rows]
+            delta = cur - prev
+            res = suspicion_scores(prev, delta, self.z_max)
+            for r, k in enumerate(rows):
+                self.W[k] = self.W[k] + res.weight[r] * delta[r].astype(np.float64)
+                self.prev[k] = cur[r]
+                self.prev_round[k] = self.held[self.roster[k]].round
+                scores[self.roster[k]] = float(res.score[r])
+                weights[self.roster[k]] = float(res.weight[r])
+        self.phase = "idle"
+        self.last_report = RoundReport(self.round, scores, weights, self.estimate())
+        return self.last_report
+
+    def weighted_total(self) -> npt.NDArray[np.float64]:
+        """``sum_j W_j`` in roster order."""
+        return np.asarray(self.W.sum(axis=0))
+
+    def estimate(self) -> float:
+        """Step 6: ``DP(sum_j W_j)`` (NaN while a group has no data)."""
+        return dp_of(self.weighted_total())
+
+    def table_counts(self) -> npt.NDArray[np.int64]:
+        """The latest counts vector held per auditor, roster order, shape (V, 4)."""
+        return np.array([self.held[a].counts for a in self.roster], dtype=np.int64)
+
+    def verdict(self) -> Verdict:
+        est = self.estimate()
+        if math.isnan(est):
+            raise EmptyGroupError("No statistics of one group have arrived yet: no verdict.")
+        return Verdict(self.auditor_id, self.role, self.round, est, self.tau)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self._base_dict()
+        d.update({
+            "role": self.role,
+            "z_max": self.z_max,
+            "prev": self.prev.tolist(),
+            "prev_round": self.prev_round.tolist(),
+            "W": self.W.tolist(),
+        })
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], *, signer: EntrySigner | None = None,
+                  verifier: EntryVerifier | None = None) -> AuditorCore:
+        core = cls(str(d["auditor_id"]), list(d["roster"]), n=int(d["n"]), tau=float(d["tau"]),
+                   z_max=float(d["z_max"]), signer=signer, verifier=verifier)
+        core._load_base(d)
+        core.prev = np.asarray(d["prev"], dtype=np.int64).reshape(-1, 4)
+        core.prev_round = np.asarray(d["prev_round"], dtype=np.int64)
+        core.W = np.asarray(d["W"], dtype=np.float64).reshape(-1, 4)
+        return core
+
+
+class AttackerCore(_Base):
+    """A non-colluding attacker (Algorithm 2): same table and merge, fabricated own entry.
+
+    It reports 0 as its final estimate (Section VI-A).
+    """
+
+    role = "attacker"
+
+    def __init__(self, auditor_id: str, roster: Sequence[str], *, n: int, tau: float = 0.05,
+                 strategy: AttackStrategy | str = "adaptive", signer: EntrySigner | None = None,
+                 verifier: EntryVerifier | None = None) -> None:
+        super().__init__(auditor_id, tuple(roster), n, tau, signer or NullSigner(),
+                         verifier or NullVerifier())
+        self._init_common()
+        self.strategy = get_attack(strategy) if isinstance(strategy, str) else strategy
+
+    def view(self) -> CountsVector:
+        """``C = sum_j M_k[j].c``: the attacker's view of the global counts vector (eq. 5)."""
+        tot = np.zeros(4, dtype=np.int64)
+        for a in self.roster:
+            tot += np.asarray(self.held[a].counts, dtype=np.int64)
+        return CountsVector.from_array(tot)
+
+    def fabricate(self) -> Entry:
+        """Lines 3-4: fabricate this round's increment from the view and stamp the own entry."""
+        if self.phase != "open":
+            raise ProtocolError("fabricate is called once per round, after start_round.")
+        inc = self.strategy.fabricate_one(self.view(), self.n, self.round)
+        return self._stamp(inc.as_tuple())
+
+    def end_round(self) -> RoundReport:
+        if self.phase == "open":
+            self.fabricate()
+        if self.phase != "stamped":
+            raise ProtocolError(f"end_round called in phase {self.phase!r}.")
+        self.phase = "idle"
+        return RoundReport(self.round, {}, {}, 0.0)
+
+    def estimate(self) -> float:
+        return 0.0
+
+    def verdict(self) -> Verdict:
+        return Verdict(self.auditor_id, self.role, self.round, 0.0, self.tau)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self._base_dict()
+        d.update({"role": self.role, "strategy": self.strategy.name})
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], *, signer: EntrySigner | None = None,
+                  verifier: EntryVerifier | None = None) -> AttackerCore:
+        core = cls(str(d["auditor_id"]), list(d["roster"]), n=int(d["n"]), tau=float(d["tau"]),
+                   strategy=str(d["strategy"]), signer=signer, verifier=verifier)
+        core._load_base(d)
+        return core
+
+
+def core_from_dict(d: Mapping[str, Any], *, signer: EntrySigner | None = None,
+                   verifier: EntryVerifier | None = None) -> AuditorCore | AttackerCore:
+    """Rebuild either kind of core from :meth:`to_dict` output."""
+    if d.get("role") == "attacker":
+        return AttackerCore.from_dict(d, signer=signer, verifier=verifier)
+    return AuditorCore.from_dict(d, signer=signer, verifier=verifier)
