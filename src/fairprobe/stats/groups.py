@@ -48,6 +48,9 @@ def as_1d(values: Any, name: str) -> npt.NDArray[Any]:
         arr = values.to_numpy()
     else:
         arr = np.asarray(values)
+        if arr.ndim == 1 and isinstance(values, list | tuple):
+            # Keep None/NaN as missing (numpy would turn ["a", nan] into the string "nan").
+            arr = pd.Series(list(values)).to_numpy()
     if arr.ndim == 2 and 1 in arr.shape:
         arr = arr.ravel()
     if arr.ndim != 1:
