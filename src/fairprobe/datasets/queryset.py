@@ -55,9 +55,9 @@ def _to_binary(values: pd.Series, col: str) -> npt.NDArray[np.int64]:
     bad = num.isna().to_numpy() | ~num.isin([0, 1]).to_numpy()
     if bad.any():
         i = _first_bad_row(bad)
-        raise DataError(
-            f"Label column {col!r} must hold 0/1 values; row {i} holds {values.iloc[i]!r}."
-        )
+        v = values.iloc[i]
+        v = v.item() if isinstance(v, np.generic) else v
+        raise DataError(f"Label column {col!r} must hold 0/1 values; row {i} holds {v!r}.")
     return num.to_numpy().astype(np.int64)
 
 
