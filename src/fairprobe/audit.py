@@ -1,0 +1,244 @@
+"""The fixed-budget black-box audit: draw queries, ask the model, compute one metric.
+
+This is the first main job of fairprobe (``fairprobe audit``). It draws ``budget`` queries
+uniformly without replacement from a query pool (seeded), asks the model through a
+:class:`~fairprobe.access.BlackBox` (so every answer is cached and an interrupted audit resumes
+without paying twice), drops and counts the answers that do not parse, and computes the metric
+with its confidence interval and verdict through :func:`fairprobe.stats.compute_metric`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from fairprobe._validation import check_choice, check_int
+from fairprobe.access import AnswerBatch
+from fairprobe.access.blackbox import BlackBox
+from fairprobe.errors import BudgetError, DataError
+from fairprobe.stats import METRICS, MetricResult, compute_metric, select_groups
+
+__all__ = ["AuditResult", "draw_queries", "run_audit"]
+
+#: Short names accepted by :func:`run_audit` and the CLI.
+METRIC_ALIASES = {
+    "dp": "demographic_parity_difference",
+    "sp": "demographic_parity_difference",
+    "di": "disparate_impact_ratio",
+    "eo": "equal_opportunity_difference",
+    "gap": "performance_gap",
+    "accuracy-gap": "performance_gap",
+}
+
+
+def _metric_name(metric: str) -> str:
+    name = METRIC_ALIASES.get(metric, metric)
+    check_choice(name, "metric", "run_audit", sorted(METRICS) + sorted(METRIC_ALIASES))
+    return name
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """The outcome of a fixed-budget audit.
+
+    Attributes
+    ----------
+    metric : MetricResult
+        Estimate, raw counts, confidence interval and verdict.
+    budget : int
+        Queries the audit was allowed.
+    queried : int
+        Queries asked (paid now or answered from the cache).
+    paid, cached : int
+        Of those, answers paid for in this run, and answers replayed from the cache.
+    unparsed : int
+        Answers that did not parse: dropped from the metric and reported.
+    seed : int
+        Seed of the query draw.
+    backend : str
+        Identity of the audited backend.
+    group_col : str
+        The group column.
+    values, in_group_a : ndarray
+        Per-instance value behind the metric (the decision for DP/DI/EO, the per-instance value
+        for the performance gap) and group membership, for the consistency radius.
+    """
+
+    metric: MetricResult
+    budget: int
+    queried: int
+    paid: int
+    cached: int
+    unparsed: int
+    seed: int
+    backend: str
+    group_col: str
+    values: npt.NDArray[np.float64] = field(repr=False)
+    in_group_a: npt.NDArray[np.bool_] = field(repr=False)
+
+    @property
+    def verdict(self) -> str:
+        return str(self.metric.verdict)
+
+    def confidence_interval(self, confidence_level: float | None = None) -> Any:
+        return self.metric.confidence_interval(confidence_level)
+
+    def to_dict(self, per_instance: bool = True) -> dict[str, Any]:
+        """JSON-ready dict; the keys are documented in ``docs/audit.md``."""
+        out: dict[str, Any] = {
+            "kind": "fairprobe.audit",
+            "metric": self.metric.to_dict(),
+            "verdict": self.verdict,
+            "budget": self.budget,
+            "queried": self.queried,
+            "paid": self.paid,
+            "cached": self.cached,
+            "unparsed": self.unparsed,
+            "seed": self.seed,
+            "backend": self.backend,
+            "group_col": self.group_col,
+        }
+        if per_instance:
+            groups = self.metric.groups
+            out["per_instance"] = [
+                {"value": float(v), "group": groups[0] if g else groups[1]}
+                for v, g in zip(self.values.tolist(), self.in_group_a.tolist(), strict=True)
+            ]
+        return out
+
+
+def draw_queries(pool: pd.DataFrame, budget: int, seed: int) -> pd.DataFrame:
+    """``budget`` rows of ``pool`` drawn uniformly without replacement (all rows if fewer)."""
+    budget = check_int(budget, "budget", "draw_queries", lo=1)
+    seed = check_int(seed, "seed", "draw_queries", lo=0)
+    if len(pool) == 0:
+        raise DataError("The query pool is empty.")
+    order = np.random.default_rng(seed).permutation(len(pool))[: min(budget, len(pool))]
+    return pool.iloc[np.sort(order)].reset_index(drop=True)
+
+
+def _check_columns(pool: pd.DataFrame, cols: Sequence[str], what: str) -> None:
+    missing = [c for c in cols if c not in pool.columns]
+    if missing:
+        have = ", ".join(map(str, pool.columns[:12]))
+        raise DataError(f"The query pool has no {what} column {missing[0]!r} (columns: {have}).")
+
+
+def run_audit(
+    blackbox: BlackBox,
+    pool: pd.DataFrame,
+    *,
+    group_col: str,
+    metric: str = "di",
+    group_a: Any = None,
+    group_b: Any = None,
+    label_col: str | None = None,
+    feature_cols: Sequence[str] | None = None,
+    budget: int = 1000,
+    seed: int = 0,
+    tolerance: float | None = None,
+    threshold: float | None = None,
+    confidence_level: float = 0.95,
+) -> AuditResult:
+    """Run a fixed-budget black-box audit of one fairness metric.
+
+    Parameters
+    ----------
+    blackbox : BlackBox
+        The audited model, with its cache and budget.
+    pool : DataFrame
+        The query pool: feature columns, the group column, and the label column if the metric
+        needs true labels.
+    group_col : str
+        The sensitive attribute; ``group_a`` vs ``group_b`` (``None``: every other value).
+    metric : str
+        ``disparate_impact`` (``di``), ``demographic_parity`` (``dp``/``sp``),
+        ``equal_opportunity`` (``eo``, needs ``label_col``) or ``performance_gap``
+        (``accuracy-gap``: correctness, needs ``label_col``).
+    feature_cols : sequence of str, optional
+        Columns sent to the model; default every column but ``label_col``.
+    budget, seed : int
+        Queries drawn from the pool, uniformly without replacement, with this seed.
+    tolerance, threshold, confidence_level : float
+        The fair band half-width of differences, the threshold of the ratio (80% rule), and the
+        confidence level of the interval.
+
+    Raises
+    ------
+    DataError
+        A missing column, NaN in the group or label column, a group absent from the pool.
+    BudgetError
+        A budget below one query per group.
+    """
+    name = _metric_name(metric)
+    budget = check_int(budget, "budget", "run_audit", lo=1)
+    needs_label = name in ("equal_opportunity_difference", "performance_gap")
+    if needs_label and label_col is None:
+        raise DataError(f"The metric {name!r} needs true labels: pass label_col.")
+    _check_columns(pool, [group_col], "group")
+    if label_col is not None:
+        _check_columns(pool, [label_col], "label")
+    feats = list(feature_cols) if feature_cols is not None else [
+        c for c in pool.columns if c != label_col
+    ]
+    _check_columns(pool, feats, "feature")
+    if pool[group_col].isna().any():
+        raise DataError(f"The group column {group_col!r} has missing values; drop those rows.")
+    if budget < 2:
+        raise BudgetError(f"A budget of {budget} is below one query per group (at least 2).")
+    sample = draw_queries(pool, budget, seed)
+    groups = sample[group_col]
+    if group_a is not None and not (groups == group_a).any():
+        raise BudgetError(
+            f"The {budget} queries drawn hold no member of group {group_a!r}: raise the budget "
+            f"or check that {group_a!r} is a value of {group_col!r}."
+        )
+    before_paid, before_cached = blackbox.spent, blackbox.from_cache
+    answers: AnswerBatch = blackbox.query(sample[feats])
+    paid = blackbox.spent - before_paid
+    cached = blackbox.from_cache - before_cached
+    keep = answers.parsed
+    if not keep.any():
+        raise DataError("No answer of the model could be parsed: check the backend's parsing.")
+    decisions = answers.decisions[keep]
+    kept = sample.loc[keep].reset_index(drop=True)
+    group_values = kept[group_col].to_numpy()
+    y_true = None if label_col is None else kept[label_col].to_numpy()
+    values = decisions
+    if name == "performance_gap":
+        assert y_true is not None
+        values = (decisions == y_true.astype(float)).astype(float)
+    result = compute_metric(
+        name,
+        sensitive_features=group_values,
+        y_pred=decisions,
+        y_true=y_true,
+        values=values if name == "performance_gap" else None,
+        group_a=group_a,
+        group_b=group_b,
+        threshold=threshold if name == "disparate_impact_ratio" else tolerance,
+        confidence_level=confidence_level,
+    )
+    sel = select_groups(group_values, group_a, group_b)
+    used = sel.in_a | sel.in_b
+    if name == "equal_opportunity_difference":
+        assert y_true is not None
+        used &= y_true.astype(float) == 1.0
+    return AuditResult(
+        metric=result,
+        budget=budget,
+        queried=len(sample),
+        paid=paid,
+        cached=cached,
+        unparsed=int((~keep).sum()),
+        seed=seed,
+        backend=blackbox.identity,
+        group_col=group_col,
+        values=np.asarray(values, dtype=float)[used],
+        in_group_a=sel.in_a[used],
+    )
