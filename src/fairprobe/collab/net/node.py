@@ -46,7 +46,7 @@ import httpx
 import uvicorn
 
 from fairprobe.collab.net.config import NodeConfig
-from fairprobe.collab.net.driver import Driver, make_driver
+from fairprobe.collab.net.driver import Driver
 from fairprobe.collab.net.keys import Ed25519Signer, load_private_key
 from fairprobe.collab.net.messages import (
     EntryMessage,
@@ -58,14 +58,10 @@ from fairprobe.collab.net.messages import (
 from fairprobe.collab.net.roster import Roster, load_roster, parse_address
 from fairprobe.collab.net.service import Refused, create_app
 from fairprobe.collab.net.store import NodeStore
-from fairprobe.collab.net.validate import (
-    HeldEntry,
-    Reason,
-    check_against_held,
-    check_static,
-    is_duplicate,
-)
+from fairprobe.collab.net.validate import precheck
+from fairprobe.collab.protocol import Entry
 from fairprobe.errors import ConfigError, PortInUseError
+from fairprobe.stats.counts import CountsVector
 
 __all__ = ["Node", "run_node"]
 
@@ -162,13 +158,7 @@ class Node:
 
     # -- wire ---------------------------------------------------------------------------------
     def _table_entries(self) -> list[EntryMessage]:
-        return [
-            EntryMessage(
-                auditor=j, round=h.round, a=h.a, A=h.A, b=h.b, B=h.B,
-                sig=base64.b64encode(h.sig).decode("ascii"),
-            )
-            for j, h in self.driver.table()
-        ]
+        return [EntryMessage.model_validate(e.to_dict()) for e in self.driver.table()]
 
     def _table_for(self, receiver: str, round_: int, entries: list[EntryMessage]) -> bytes:
         unsigned = TableMessage.model_construct(
@@ -222,9 +212,6 @@ class Node:
                 ev.clear()
 
     # -- rounds -------------------------------------------------------------------------------
-    def _held(self, auditor: str) -> HeldEntry | None:
-        return self.driver.held(auditor)
-
     def _merge(self, t: int) -> list[tuple[str, int]]:
         """Merge every stored table of a round ``<= t``; return the consumed inbox keys."""
         consumed: list[tuple[str, int]] = []
@@ -235,33 +222,24 @@ class Node:
             if r < t:
                 self.counters["late-tables"] += 1
             msg = TableMessage.model_validate_json(body)
+            passed: list[Entry] = []
             for e in msg.entries:
-                self._merge_entry(e, msg.round)
+                reason = precheck(
+                    e,
+                    known=e.auditor in self.roster,
+                    last_round=self.last_round,
+                    carrier_round=msg.round,
+                    held_round=self.driver.held_round(e.auditor),
+                )
+                if reason is not None:
+                    self.rejections[str(reason)] += 1
+                    continue
+                passed.append(
+                    Entry(e.auditor, e.round, CountsVector(*e.counts), e.signature)
+                )
+            for _auditor, why in self.driver.merge(passed):
+                self.rejections[why] += 1
         return consumed
-
-    def _merge_entry(self, e: EntryMessage, carrier_round: int) -> None:
-        held = self._held(e.auditor)
-        if is_duplicate(e, held):
-            return
-        reason = check_static(
-            e,
-            verifier=self.verifier,
-            n=self.n,
-            last_round=self.last_round,
-            carrier_round=carrier_round,
-        )
-        if reason is None and e.auditor == self.id:
-            # our own entry relayed back: never taken from outside; an older one is routine
-            reason = Reason.STALE_ROUND if held is not None and e.round < held.round else (
-                Reason.EQUIVOCATION
-            )
-        if reason is None:
-            reason = check_against_held(e, held, n=self.n)
-        if reason is not None:
-            self.rejections[str(reason)] += 1
-            return
-        assert held is None or e.round > held.round
-        self.driver.merge_entry(e.auditor, e.round, e.counts, e.signature)
 
     async def _wait_for_neighbours(self, t: int) -> None:
         assert self._table_event is not None and self._stop is not None
@@ -301,10 +279,8 @@ class Node:
         return r, phase
 
     async def _local_step(self, t: int) -> None:
-        counts = await asyncio.to_thread(self.driver.local_step, t)
-        sig = self.signer.sign_entry(t, *counts)
-        self.driver.stamp(t, counts, sig)
-        self.store.save_stamped(t, self._checkpoint_state(), counts, sig)
+        entry = await asyncio.to_thread(self.driver.local_step, t)
+        self.store.save_stamped(t, self._checkpoint_state(), entry.counts.as_tuple(), entry.sig)
 
     async def _rounds(self) -> NodeResult:
         assert self._stop is not None
@@ -320,7 +296,7 @@ class Node:
             await self._wait_for_neighbours(t)
             self.phase = "merging"
             consumed = self._merge(t)
-            self.driver.end_round(t)
+            self.driver.end_round()
             self.store.save_merged(
                 t, self._checkpoint_state(), consumed, self.rejections, self.counters
             )
@@ -421,6 +397,7 @@ class Node:
                 server.should_exit = True
                 await serve_task
                 self.store.close()
+                self.driver.close()
         return result
 
 
@@ -428,7 +405,7 @@ def build_node(cfg: NodeConfig, *, out: TextIO | None = None) -> Node:
     """A node from its configuration: roster, key, driver (core + model access)."""
     roster = load_roster(cfg.roster)
     signer = Ed25519Signer(cfg.id, load_private_key(cfg.key))
-    driver = make_driver(cfg, roster)
+    driver = Driver(cfg, roster, signer, roster.verifier())
     return Node(cfg, roster, signer, driver, out=out)
 
 

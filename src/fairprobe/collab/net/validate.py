@@ -1,36 +1,33 @@
-"""Entry validation: every entry a node receives, its own or relayed, is checked before merging.
+"""Entry checks a node makes before handing an entry to the protocol core.
 
-``collaborative-auditing-auditopus.md``, Section III-C, Step 4 merges an entry only if it is newer
-and "carries a valid signature of j". A node on a real network checks more, because an entry is all
-it ever sees of another auditor. An entry is rejected (and counted under its :class:`Reason`) when
+Every entry a node receives, its own or relayed, goes through two stages:
 
-* it names an auditor outside the roster (``unknown-auditor``);
-* its signature does not verify against its author's key (``bad-signature``);
-* its counts are impossible in themselves: a negative field, ``a > A``, ``b > B``, or more queries
-  than ``n`` per round up to its round (``impossible-counts``); or its round is 0, later than the
-  audit's last round or later than the round of the table carrying it (``bad-round``);
-* compared with the entry held for the same auditor: its round is older (``stale-round``); the same
-  round with other counts, which only a double-signing author produces (``equivocation``); a
-  count that shrinks (``shrinking-totals``); or more new queries than ``n`` per elapsed round
-  (``over-budget``).
+1. :func:`precheck` (here) -- what the wire allows but the core's types cannot hold or the core
+   does not know: a negative count, ``a > A`` or ``b > B`` (``impossible-counts``; such a vector
+   is not even a :class:`~fairprobe.stats.counts.CountsVector`), round 0, a round past the audit's
+   last round or newer than the round of the table carrying it (``bad-round``), an auditor
+   outside the roster (``unknown-auditor``), and an entry older than the one held
+   (``stale-round``; the core ignores these silently, the node counts them).
+2. :meth:`fairprobe.collab.protocol.AuditorCore.merge` -- the protocol's own merge (Section
+   III-C, Step 4): a strictly newer round wins if its author's signature verifies
+   (``bad-signature``), and it rejects ``equivocation`` (same round, other counts),
+   ``shrinking-totals``, ``over-budget`` (more than ``n`` new queries per elapsed round) and
+   totals above ``n`` times the round (``impossible-counts``).
 
-An entry equal to the held one is a duplicate (gossip delivers the same entry along several paths):
-it is neither merged again nor counted as a rejection. Its signature was verified when it was first
-accepted; :func:`check_static` still verifies any entry whose bytes differ from the held one.
+A duplicate of the entry held (same round and counts) is neither merged again nor counted as a
+rejection: gossip delivers the same entry along several paths.
 
-An increment that passes these checks may still be fabricated; judging it is the suspicion score's
-job (Section V), not this module's.
+The reasons are the strings of ``fairprobe.collab.protocol.REJECT_REASONS`` plus
+``stale-round``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 
-from fairprobe.collab.net.keys import Ed25519Verifier
 from fairprobe.collab.net.messages import EntryMessage
 
-__all__ = ["HeldEntry", "Reason", "check_against_held", "check_static", "is_duplicate"]
+__all__ = ["Reason", "precheck"]
 
 
 class Reason(StrEnum):
@@ -46,64 +43,35 @@ class Reason(StrEnum):
     OVER_BUDGET = "over-budget"
 
 
-@dataclass(frozen=True, slots=True)
-class HeldEntry:
-    """The entry a node holds for one auditor (round 0 and zero counts before any)."""
-
-    round: int
-    a: int
-    A: int
-    b: int
-    B: int
-    sig: bytes = b""
-
-    @property
-    def counts(self) -> tuple[int, int, int, int]:
-        return (self.a, self.A, self.b, self.B)
-
-
-def is_duplicate(e: EntryMessage, held: HeldEntry | None) -> bool:
-    """True iff ``e`` is byte-for-byte the entry already held (same round, counts, signature)."""
-    return (
-        held is not None
-        and e.round == held.round
-        and e.counts == held.counts
-        and e.signature == held.sig
-    )
-
-
-def check_static(
+def precheck(
     e: EntryMessage,
     *,
-    verifier: Ed25519Verifier,
-    n: int,
+    known: bool,
     last_round: int,
     carrier_round: int,
+    held_round: int,
 ) -> Reason | None:
-    """Checks that need nothing but the entry, the roster and the audit parameters."""
-    if not verifier.knows(e.auditor):
+    """Checks of one received entry that come before the core's merge.
+
+    Parameters
+    ----------
+    e : EntryMessage
+    known : bool
+        Whether ``e.auditor`` is in the roster.
+    last_round : int
+        The audit's last round ``T``.
+    carrier_round : int
+        Round of the table that carried ``e`` (its sender cannot relay a newer entry).
+    held_round : int
+        Round of the entry held for ``e.auditor`` (0 if none).
+    """
+    if not known:
         return Reason.UNKNOWN_AUDITOR
     a, A, b, B = e.counts
+    if min(a, A, b, B) < 0 or a > A or b > B:
+        return Reason.IMPOSSIBLE_COUNTS
     if e.round < 1 or e.round > last_round or e.round > carrier_round:
         return Reason.BAD_ROUND
-    if min(a, A, b, B) < 0 or a > A or b > B or A + B > n * e.round:
-        return Reason.IMPOSSIBLE_COUNTS
-    if not verifier.verify_entry(e.auditor, e.round, a, A, b, B, e.signature):
-        return Reason.BAD_SIGNATURE
-    return None
-
-
-def check_against_held(e: EntryMessage, held: HeldEntry | None, *, n: int) -> Reason | None:
-    """Checks of ``e`` against the entry held for its author (``None``: nothing held yet)."""
-    if held is None or held.round == 0:
-        return None
-    if e.round < held.round:
+    if e.round < held_round:
         return Reason.STALE_ROUND
-    if e.round == held.round:
-        return None if e.counts == held.counts else Reason.EQUIVOCATION
-    a, A, b, B = e.counts
-    if a < held.a or A < held.A or b < held.b or B < held.B:
-        return Reason.SHRINKING_TOTALS
-    if (A + B) - (held.A + held.B) > n * (e.round - held.round):
-        return Reason.OVER_BUDGET
     return None

@@ -1,0 +1,330 @@
+"""Start a whole auditor network as separate processes on 127.0.0.1 (demo, tests, benchmark).
+
+:class:`LocalNetwork` writes everything a real deployment would have -- one Ed25519 key pair per
+auditor (``fairprobe node keygen``), the roster, one ``node.toml`` per auditor, the replay file of
+the audited model's answers -- then runs ``fairprobe node run --config ...`` once per auditor and
+collects the results. The partition of the population, the graph and the attackers' positions
+come from the simulator's own set-up functions (:mod:`fairprobe.collab.net.plan`), so that a run
+of the network can be compared, digit for digit, with a simulated run of the same seed.
+
+Every process started is terminated on exit, also when the caller fails (context manager).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from fairprobe._validation import check_int, check_real
+from fairprobe.collab.net.config import AuditConfig, NodeConfig, TimeoutConfig
+from fairprobe.collab.net.keys import generate_keypair
+from fairprobe.collab.net.roster import Member, Roster
+from fairprobe.errors import FairprobeError, ProtocolError
+
+__all__ = ["DemoSpec", "LocalNetwork", "free_loopback_port", "run_demo"]
+
+
+def free_loopback_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class DemoSpec:
+    """What to run: N honest and K attacker auditors on one Table I population."""
+
+    honest: int
+    attackers: int = 0
+    seed: int = 0
+    case: str = "bios-moderate"
+    n: int = 300
+    rounds: int | None = None
+    max_rounds: int = 150
+    alpha: float = 1.0
+    tau: float = 0.05
+    z_max: float = 8.0
+    replacement: bool = False
+    min_per_group: int = 30
+    round_timeout: float = 30.0
+    request_timeout: float = 2.0
+    finish_timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        owner = "DemoSpec"
+        check_int(self.honest, "honest", owner, lo=1)
+        check_int(self.attackers, "attackers", owner, lo=0)
+        check_int(self.seed, "seed", owner, lo=0)
+        check_int(self.n, "n", owner, lo=1)
+        check_int(self.max_rounds, "max_rounds", owner, lo=1)
+        if self.rounds is not None:
+            check_int(self.rounds, "rounds", owner, lo=1)
+        check_real(self.alpha, "alpha", owner, lo=0.0, closed="neither")
+        check_real(self.round_timeout, "round_timeout", owner, lo=0.0, closed="neither")
+
+
+@dataclass
+class _Proc:
+    id: str
+    role: str
+    config: Path
+    result: Path
+    log: Path
+    popen: subprocess.Popen[bytes] | None = None
+    log_fh: Any = None
+
+
+@dataclass
+class LocalNetwork:
+    """N + K node processes on 127.0.0.1, planned like the simulator plans a run.
+
+    Parameters
+    ----------
+    spec : DemoSpec
+    workdir : Path
+        Where keys, roster, configs, state databases, logs and results go.
+    listen_override : dict, optional
+        ``{id: port}``: nodes that listen on another port than their roster address (a test puts
+        a recording proxy on the roster address).
+    roster_override : dict, optional
+        ``{id: Roster}``: nodes that read another roster (e.g. with neighbours behind proxies).
+    """
+
+    spec: DemoSpec
+    workdir: Path
+    listen_override: dict[str, int] = field(default_factory=dict)
+    python: str = sys.executable
+    procs: dict[str, _Proc] = field(default_factory=dict)
+    roster: Roster | None = None
+    plan: Any = None
+
+    # -- planning -----------------------------------------------------------------------------
+    def write(self) -> LocalNetwork:
+        from fairprobe.collab.net.plan import plan_network
+        from fairprobe.datasets.populations import write_population_answers
+
+        s = self.spec
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        plan = plan_network(
+            case=s.case, honest=s.honest, attackers=s.attackers, seed=s.seed, n=s.n,
+            alpha=s.alpha, max_rounds=s.max_rounds, rounds=s.rounds,
+            min_per_group=s.min_per_group,
+        )
+        self.plan = plan
+        answers = self.workdir / f"answers-{s.case}.parquet"
+        if not answers.exists():
+            write_population_answers(s.case, answers)
+        members = []
+        for i, nid in enumerate(plan.ids):
+            kp = generate_keypair(self.workdir / "keys" / nid, force=True)
+            port = free_loopback_port()
+            nb = tuple(plan.ids[j] for j in plan.neighbours[i])
+            members.append(Member(nid, kp.public_key_b64, "127.0.0.1", port, nb))
+        self.roster = Roster(tuple(members), name=f"demo-{s.case}-{s.seed}")
+        roster_path = self.roster.write(self.workdir / "roster.toml")
+        for i, nid in enumerate(plan.ids):
+            role = "attacker" if plan.is_attacker[i] else "honest"
+            qs: dict[str, Any] = {}
+            be: dict[str, Any] = {}
+            if role == "honest":
+                qs = {
+                    "kind": "population",
+                    "case": s.case,
+                    "honest": s.honest,
+                    "alpha": s.alpha,
+                    "seed": s.seed,
+                    "min_per_group": s.min_per_group,
+                    "index": int(plan.honest_index[i]),
+                }
+                be = {
+                    "kind": "replay",
+                    "path": str(answers),
+                    "key_column": "query_id",
+                    "cache": str(self.workdir / "state" / f"{nid}.answers.sqlite"),
+                }
+            listen = self.listen_override.get(nid)
+            cfg = NodeConfig(
+                id=nid,
+                key=self.workdir / "keys" / nid / "node.key",
+                roster=roster_path,
+                state_db=self.workdir / "state" / f"{nid}.sqlite",
+                role=role,
+                listen=None if listen is None else f"127.0.0.1:{listen}",
+                audit=AuditConfig(
+                    n=s.n, rounds=plan.rounds, tau=s.tau, z_max=s.z_max,
+                    replacement=s.replacement, seed=s.seed,
+                ),
+                timeouts=TimeoutConfig(
+                    round=s.round_timeout, request=s.request_timeout, finish=s.finish_timeout
+                ),
+                query_set=qs,
+                backend=be,
+            )
+            cpath = cfg.write(self.workdir / "nodes" / f"{nid}.toml")
+            self.procs[nid] = _Proc(
+                nid, role, cpath,
+                self.workdir / "results" / f"{nid}.json",
+                self.workdir / "logs" / f"{nid}.log",
+            )
+        (self.workdir / "results").mkdir(exist_ok=True)
+        (self.workdir / "logs").mkdir(exist_ok=True)
+        return self
+
+    # -- processes ----------------------------------------------------------------------------
+    def start(self, ids: Sequence[str] | None = None) -> None:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        for nid in ids if ids is not None else list(self.procs):
+            p = self.procs[nid]
+            if p.popen is not None and p.popen.poll() is None:
+                continue
+            p.log_fh = open(p.log, "ab")  # noqa: SIM115 - closed in close()
+            p.popen = subprocess.Popen(
+                [self.python, "-m", "fairprobe", "node", "run",
+                 "--config", str(p.config), "--json", str(p.result)],
+                stdout=p.log_fh, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            )
+
+    def signal(self, nid: str, sig: int = signal.SIGKILL) -> None:
+        p = self.procs[nid]
+        if p.popen is not None and p.popen.poll() is None:
+            p.popen.send_signal(sig)
+            p.popen.wait(timeout=30)
+
+    def status(self, nid: str, timeout: float = 1.0) -> dict[str, Any] | None:
+        assert self.roster is not None
+        m = self.roster.member(nid)
+        try:
+            r = httpx.get(f"{m.url}/v1/status", timeout=timeout, trust_env=False)
+            return dict(r.json())
+        except (httpx.HTTPError, ValueError):
+            return None
+
+    def wait_round(self, nid: str, round_: int, timeout: float) -> None:
+        """Block until node ``nid`` reports a round >= ``round_``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            st = self.status(nid)
+            if st is not None and st["round"] >= round_:
+                return
+            time.sleep(0.05)
+        raise ProtocolError(f"node {nid} did not reach round {round_} in {timeout:.0f} s.")
+
+    def alive(self) -> list[str]:
+        return [k for k, p in self.procs.items() if p.popen is not None and p.popen.poll() is None]
+
+    def wait(self, timeout: float, *, progress: bool = False) -> dict[str, dict[str, Any]]:
+        """Wait for every started node to exit; return ``{id: result}`` (raise on a failure)."""
+        deadline = time.monotonic() + timeout
+        bar_ctx: Any = contextlib.nullcontext()
+        if progress:
+            from rich.progress import Progress
+
+            bar_ctx = Progress(transient=True)
+        with bar_ctx as bar:
+            task = bar.add_task("audit rounds", total=self.plan.rounds) if progress else None
+            while self.alive():
+                if time.monotonic() > deadline:
+                    raise ProtocolError(
+                        f"the network did not finish in {timeout:.0f} s; logs in "
+                        f"{self.workdir / 'logs'}."
+                    )
+                if progress and task is not None:
+                    rounds = [st["round"] for k in self.alive() if (st := self.status(k, 0.2))]
+                    if rounds:
+                        bar.update(task, completed=max(0, min(rounds) - 1))
+                time.sleep(0.1)
+        results: dict[str, dict[str, Any]] = {}
+        for nid, p in self.procs.items():
+            assert p.popen is not None
+            if p.popen.returncode != 0 or not p.result.exists():
+                tail = p.log.read_text(errors="replace").strip().splitlines()[-1:] or ["?"]
+                raise ProtocolError(
+                    f"node {nid} exited with code {p.popen.returncode}: {tail[0]}"
+                )
+            results[nid] = json.loads(p.result.read_text())
+        return results
+
+    def close(self) -> None:
+        """Terminate every process still running (SIGTERM, then SIGKILL)."""
+        for p in self.procs.values():
+            if p.popen is not None and p.popen.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    p.popen.terminate()
+        deadline = time.monotonic() + 5
+        for p in self.procs.values():
+            if p.popen is None:
+                continue
+            try:
+                p.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    p.popen.kill()
+                p.popen.wait(timeout=10)
+            if p.log_fh is not None:
+                p.log_fh.close()
+                p.log_fh = None
+
+    def __enter__(self) -> LocalNetwork:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def summarise(results: dict[str, dict[str, Any]], tau: float) -> dict[str, Any]:
+    """``nodes`` (id, role, estimate) and the ``median`` verdict of Section VI-A."""
+    nodes = [
+        {"id": k, "role": v["role"], "estimate": v["estimate"], "verdict": v["verdict"]}
+        for k, v in sorted(results.items())
+    ]
+    med = float(statistics.median(x["estimate"] for x in nodes))
+    return {
+        "nodes": nodes,
+        "median": {
+            "estimate": med,
+            "verdict": "fair" if abs(med) <= tau else "unfair",
+            "tau": tau,
+        },
+    }
+
+
+@contextlib.contextmanager
+def _workdir(path: Path | None) -> Iterator[Path]:
+    if path is not None:
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+    else:
+        with tempfile.TemporaryDirectory(prefix="fairprobe-demo-") as d:
+            yield Path(d)
+
+
+def run_demo(
+    spec: DemoSpec, *, workdir: Path | None = None, progress: bool = False, timeout: float = 3600
+) -> dict[str, Any]:
+    """Run a whole network to the end; return ``nodes``, ``median``, ``true_dp``, ``spec``."""
+    with _workdir(workdir) as wd, LocalNetwork(spec, wd) as net:
+        net.write()
+        net.start()
+        try:
+            results = net.wait(timeout, progress=progress)
+        except FairprobeError:
+            raise
+        out = summarise(results, spec.tau)
+        out["true_dp"] = float(net.plan.true_dp)
+        out["rounds"] = int(net.plan.rounds)
+        out["spec"] = asdict(spec)
+        return out
