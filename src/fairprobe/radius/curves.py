@@ -1,0 +1,291 @@
+"""Least-divergence reweighting of ONE group with a prescribed mean (the within-group problem).
+
+For a group with distinct values ``v_j`` and within-group probabilities ``p_j`` the cost of moving
+its mean to ``a`` is ``c(a) = min { D(r) : r >= 0, sum p r = 1, sum p r v = a }``; ``c`` is convex
+in ``a``, zero at the group mean ``mu``, finite on ``[min v, max v]`` and infinite outside.
+
+KL (``D = sum p r log r``): the minimiser is the exponential tilt ``r ∝ exp(lam v)``; with
+``Lambda(lam) = log sum p exp(lam v)`` one has ``a = Lambda'(lam)``, ``c = lam a - Lambda(lam)``
+(the convex dual) and ``c'(a) = lam``.
+
+chi2 (``D = sum p (r - 1)^2``): the minimiser is ``r = max(0, alpha + beta v)``; parametrised by
+``beta`` (``c'(a) = 2 beta``) it is ``r = beta (v - tau)_+`` for ``beta > 0`` with ``tau`` fixed
+by ``sum p r = 1``, found exactly from sorted suffix sums; ``a = mu + beta sigma^2`` and
+``c = beta^2 sigma^2`` while no point is clipped.
+
+Each curve is parametrised by its slope parameter (``lam`` or ``beta``), monotone in ``a``;
+``eval`` maps parameters to ``(a, c, c'(a))`` and ``solve`` inverts ``a -> parameter``. The
+support ends have parameter ``+-inf`` and finite cost (``-log p_end`` for KL, ``1/p_end - 1`` for
+chi2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["Chi2Curve", "GroupCurve", "KLCurve", "make_curve"]
+
+FloatArray = NDArray[np.float64]
+_CHUNK = 4_000_000  # entries of the (params x atoms) block evaluated at once
+
+
+class GroupCurve:
+    """Common part: sorted atoms, mean, spread and the end points."""
+
+    def __init__(self, v: FloatArray, p: FloatArray) -> None:
+        self.v = np.asarray(v, dtype=float)
+        self.p = np.asarray(p, dtype=float) / float(np.sum(p))
+        self.lo = float(self.v[0])
+        self.hi = float(self.v[-1])
+        self.mean = float(self.p @ self.v)
+        self.var = float(self.p @ (self.v - self.mean) ** 2)
+        self.spread = self.hi - self.lo
+        self.constant = self.spread <= 0.0
+
+    # subclasses -------------------------------------------------------------------------
+    def end_cost(self, upper: bool) -> float:
+        raise NotImplementedError
+
+    def eval(self, params: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        raise NotImplementedError
+
+    def ratio(self, param: float) -> FloatArray:
+        """Within-group density ratio ``r_j`` (mean 1 under p) for one parameter value."""
+        raise NotImplementedError
+
+    def scale(self) -> float:
+        """A parameter value that moves the mean by about one standard deviation."""
+        raise NotImplementedError
+
+    # shared -----------------------------------------------------------------------------
+    def eval_full(self, params: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """``eval`` that also accepts ``+-inf`` (the support ends)."""
+        params = np.asarray(params, dtype=float)
+        a = np.empty_like(params)
+        c = np.empty_like(params)
+        s = np.empty_like(params)
+        fin = np.isfinite(params)
+        if fin.any():
+            a[fin], c[fin], s[fin] = self.eval(params[fin])
+        up = params == np.inf
+        dn = params == -np.inf
+        a[up], c[up], s[up] = self.hi, self.end_cost(True), np.inf
+        a[dn], c[dn], s[dn] = self.lo, self.end_cost(False), -np.inf
+        return a, c, s
+
+    def solve(self, targets: FloatArray, tol: float = 1e-14) -> FloatArray:
+        """Parameters whose curve point has mean ``targets`` (vectorised safeguarded secant).
+
+        Targets at a support end give ``+-inf``; targets outside the support raise ValueError.
+        """
+        t = np.atleast_1d(np.asarray(targets, dtype=float))
+        out = np.zeros_like(t)
+        span = max(self.spread, 1e-300)
+        out[t >= self.hi] = np.inf
+        out[t <= self.lo] = -np.inf
+        inside = (t > self.lo) & (t < self.hi)
+        if np.any(t > self.hi + 1e-12 * span) or np.any(t < self.lo - 1e-12 * span):
+            raise ValueError("target mean outside the group's support")
+        if not inside.any():
+            return out
+        tt = t[inside]
+        up = tt >= self.mean
+        # bracket: [lo_p, hi_p] with a(lo_p) <= tt <= a(hi_p)
+        lo_p = np.where(up, 0.0, -self.scale())
+        hi_p = np.where(up, self.scale(), 0.0)
+        for _ in range(200):
+            a_hi, _, _ = self.eval(hi_p)
+            need = up & (a_hi < tt)
+            if not need.any():
+                break
+            lo_p = np.where(need, hi_p, lo_p)
+            hi_p = np.where(need, hi_p * 2.0, hi_p)
+        for _ in range(200):
+            a_lo, _, _ = self.eval(lo_p)
+            need = (~up) & (a_lo > tt)
+            if not need.any():
+                break
+            hi_p = np.where(need, lo_p, hi_p)
+            lo_p = np.where(need, lo_p * 2.0, lo_p)
+        # Newton steps on a(param) = tt, where da/dparam is approximated by secants inside the
+        # bracket, with bisection as the safeguard (Illinois-style regula falsi).
+        a_lo, _, _ = self.eval(lo_p)
+        a_hi, _, _ = self.eval(hi_p)
+        for _ in range(100):
+            denom = a_hi - a_lo
+            with np.errstate(divide="ignore", invalid="ignore"):
+                x = lo_p + (tt - a_lo) * (hi_p - lo_p) / denom
+            mid = 0.5 * (lo_p + hi_p)
+            bad = ~np.isfinite(x) | (x <= np.minimum(lo_p, hi_p)) | (x >= np.maximum(lo_p, hi_p))
+            x = np.where(bad, mid, x)
+            # keep progress: mix in bisection when the bracket shrinks slowly
+            ax, _, _ = self.eval(x)
+            left = ax < tt
+            lo_p = np.where(left, x, lo_p)
+            a_lo = np.where(left, ax, a_lo)
+            hi_p = np.where(left, hi_p, x)
+            a_hi = np.where(left, a_hi, ax)
+            # Illinois modification: pull the stale end towards the target
+            width = np.abs(hi_p - lo_p)
+            done = (np.abs(ax - tt) <= tol * (abs(self.hi) + abs(self.lo) + span)) | (
+                width <= 1e-15 * np.maximum(np.abs(hi_p), np.abs(lo_p)) + 1e-300
+            )
+            if done.all():
+                break
+            # one bisection step on every other iteration guarantees linear convergence
+            m2 = 0.5 * (lo_p + hi_p)
+            am, _, _ = self.eval(m2)
+            lm = am < tt
+            lo_p = np.where(lm, m2, lo_p)
+            a_lo = np.where(lm, am, a_lo)
+            hi_p = np.where(lm, hi_p, m2)
+            a_hi = np.where(lm, a_hi, am)
+        res = np.where(np.abs(a_lo - tt) <= np.abs(a_hi - tt), lo_p, hi_p)
+        out[inside] = res
+        return out
+
+
+class KLCurve(GroupCurve):
+    """Exponential tilts ``r ∝ exp(lam v)`` of one group (KL divergence)."""
+
+    def end_cost(self, upper: bool) -> float:
+        return -math.log(float(self.p[-1] if upper else self.p[0]))
+
+    def scale(self) -> float:
+        return 1.0 / max(math.sqrt(self.var), 1e-300)
+
+    def _block(self, lam: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        # shift by the end that keeps exponents <= 0
+        ref = np.where(lam >= 0, self.hi, self.lo)
+        e = np.exp(lam[:, None] * (self.v[None, :] - ref[:, None])) * self.p[None, :]
+        z = e.sum(axis=1)
+        dev = self.v[None, :] - self.mean
+        ad = (e @ (self.v - self.mean)) / z  # a - mean, computed on centred values
+        a = self.mean + ad
+        # c = lam a - Lambda(lam) = lam (a - ref) - log z
+        c = lam * (a - ref) - np.log(z)
+        del dev
+        return a, np.maximum(c, 0.0), lam.copy()
+
+    def eval(self, params: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        lam = np.atleast_1d(np.asarray(params, dtype=float))
+        rows = max(1, _CHUNK // max(self.v.size, 1))
+        if lam.size <= rows:
+            return self._block(lam)
+        parts = [self._block(lam[i : i + rows]) for i in range(0, lam.size, rows)]
+        return tuple(np.concatenate([q[k] for q in parts]) for k in range(3))  # type: ignore[return-value]
+
+    def ratio(self, param: float) -> FloatArray:
+        if param == np.inf or param == -np.inf:
+            r = np.zeros_like(self.v)
+            k = -1 if param > 0 else 0
+            r[k] = 1.0 / self.p[k]
+            return r
+        ref = self.hi if param >= 0 else self.lo
+        e = np.exp(param * (self.v - ref))
+        return e / float(self.p @ e)
+
+
+class Chi2Curve(GroupCurve):
+    """Clipped linear reweightings ``r = max(0, alpha + beta v)`` of one group (chi-square)."""
+
+    def __init__(self, v: FloatArray, p: FloatArray) -> None:
+        super().__init__(v, p)
+        self._side = {+1: self._suffix(self.v - self.mean), -1: self._suffix(-(self.v - self.mean))}
+
+    def _suffix(self, x: FloatArray) -> tuple[FloatArray, ...]:
+        """Sorted x with suffix mass, suffix mean, suffix centred second moment (all stable)."""
+        order = np.argsort(x, kind="stable")
+        xs = x[order]
+        ps = self.p[order]
+        sp = np.cumsum(ps[::-1])[::-1]
+        sm = np.cumsum((ps * xs)[::-1])[::-1]
+        mean = sm / sp
+        mean_next = np.append(mean[1:], xs[-1])
+        # M2_k = M2_{k+1} + p_k (x_k - m_{k+1}) (x_k - m_k): non-negative terms, summed stably
+        d = ps * (xs - mean_next) * (xs - mean)
+        d[-1] = 0.0
+        m2 = np.cumsum(np.maximum(d, 0.0)[::-1])[::-1]
+        # S1 at tau = x_k: sum_{j>k} p_j (x_j - x_k) = P_{k+1} (m_{k+1} - x_k)
+        sp1 = np.append(sp[1:], 0.0)
+        s1_at = np.maximum(sp1 * (mean_next - xs), 0.0)
+        return xs, sp, mean, m2, s1_at
+
+    def _active(self, s: FloatArray, side: int) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Active-set mass, mean and centred moment once S1(tau) = s forces clipping."""
+        xs, sp, mean, m2, s1_at = self._side[side]
+        k = np.searchsorted(-s1_at, -s, side="right") - 1
+        k = np.clip(k, 0, xs.size - 2) + 1
+        return sp[k], mean[k], m2[k]
+
+    def end_cost(self, upper: bool) -> float:
+        return 1.0 / float(self.p[-1] if upper else self.p[0]) - 1.0
+
+    def scale(self) -> float:
+        return 1.0 / max(self.var, 1e-300)
+
+    def _side_eval(self, beta: FloatArray, side: int) -> tuple[FloatArray, FloatArray]:
+        """For beta > 0 on centred values x (side=+1: x = v - mu; side=-1: x = mu - v).
+
+        With active set J (the points with x > tau), mass P, mean m_J and centred moment M2:
+        ``a = m_J + beta M2`` and ``c = beta^2 M2 + 1/P - 1``; with no clipping (J = all)
+        this is ``a = beta var`` and ``c = beta^2 var``.
+        """
+        xs = self._side[side][0]
+        s = 1.0 / beta  # required S1(tau)
+        free = s >= -xs[0]  # S1 at tau = x_min is mean(x) - x_min = -x_min
+        ad = np.empty_like(beta)
+        c = np.empty_like(beta)
+        ad[free] = beta[free] * self.var
+        c[free] = beta[free] ** 2 * self.var
+        cl = ~free
+        if cl.any():
+            P, mj, m2 = self._active(s[cl], side)
+            b = beta[cl]
+            ad[cl] = mj + b * m2
+            c[cl] = b * b * m2 + 1.0 / P - 1.0
+        return ad, np.maximum(c, 0.0)
+
+    def eval(self, params: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        beta = np.atleast_1d(np.asarray(params, dtype=float))
+        a = np.full_like(beta, self.mean)
+        c = np.zeros_like(beta)
+        pos = beta > 0
+        neg = beta < 0
+        if pos.any():
+            ad, cc = self._side_eval(beta[pos], +1)
+            a[pos] = self.mean + ad
+            c[pos] = cc
+        if neg.any():
+            ad, cc = self._side_eval(-beta[neg], -1)
+            a[neg] = self.mean - ad
+            c[neg] = cc
+        return np.clip(a, self.lo, self.hi), c, 2.0 * beta
+
+    def ratio(self, param: float) -> FloatArray:
+        if param == np.inf or param == -np.inf:
+            r = np.zeros_like(self.v)
+            k = -1 if param > 0 else 0
+            r[k] = 1.0 / self.p[k]
+            return r
+        if param == 0:
+            return np.ones_like(self.v)
+        side = 1 if param > 0 else -1
+        x = side * (self.v - self.mean)
+        b = abs(param)
+        s = 1.0 / b
+        xs = self._side[side][0]
+        if s >= -xs[0]:
+            tau = -s
+        else:
+            P, mj, _ = self._active(np.array([s]), side)
+            tau = float(mj[0] - s / P[0])
+        r = b * np.maximum(x - tau, 0.0)
+        return r / float(self.p @ r)
+
+
+def make_curve(divergence: str, v: FloatArray, p: FloatArray) -> GroupCurve:
+    return KLCurve(v, p) if divergence == "kl" else Chi2Curve(v, p)
