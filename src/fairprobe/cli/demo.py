@@ -1,0 +1,29 @@
+"""``fairprobe demo``: the main job of ``make demo``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def demo(
+    seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
+    port: Annotated[int, typer.Option(help="Port of the platform server (0: any free port).")] = 8765,
+    budget: Annotated[int, typer.Option(help="Queries of the fixed-budget audit.")] = 2000,
+    cache_dir: Annotated[Path, typer.Option(help="Where answers are cached.")] = Path(".fairprobe"),
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write all results as JSON.")] = None,
+) -> None:
+    """Audit the bundled platform server on 127.0.0.1 with each of fairprobe's methods."""
+    from fairprobe.demo import DemoConfig, run_demo
+    from fairprobe.report import write_json
+
+    cfg = DemoConfig(seed=seed, port=port or None, budget=budget, cache_dir=cache_dir)
+    result = run_demo(cfg)
+    if json_path is not None:
+        write_json(json_path, result)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo)
