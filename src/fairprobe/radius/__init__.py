@@ -11,6 +11,18 @@ docs/radius.md), the paper's CoRe (Section 4) and baselines (Section 5.1), the L
 """
 
 from fairprobe.radius.api import METHODS, consistency_radius, register_method
+from fairprobe.radius.blind import BlindAuditProtocol, BlindAuditResult, blind_audit
+from fairprobe.radius.lmr import LMRResult, local_misjudge_rate
 from fairprobe.radius.result import RadiusResult
 
-__all__ = ["METHODS", "RadiusResult", "consistency_radius", "register_method"]
+__all__ = [
+    "METHODS",
+    "BlindAuditProtocol",
+    "BlindAuditResult",
+    "LMRResult",
+    "RadiusResult",
+    "blind_audit",
+    "consistency_radius",
+    "local_misjudge_rate",
+    "register_method",
+]

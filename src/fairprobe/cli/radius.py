@@ -1,0 +1,37 @@
+"""``fairprobe radius``: the consistency radius of an audit conclusion (docs/radius.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def radius(
+    input: Annotated[Path, typer.Option("--input", help="CSV/Parquet table, or JSON with a 'per_instance' list of {value, group[, weight]}.")],
+    tolerance: Annotated[float, typer.Option("--tolerance", help="Fairness tolerance eps > 0 (fair iff |phi| < eps).")],
+    value_col: Annotated[str | None, typer.Option("--value-col", help="Per-instance performance column (required for tables).")] = None,
+    group_col: Annotated[str | None, typer.Option("--group-col", help="Binary group column (required for tables).")] = None,
+    weight_col: Annotated[str | None, typer.Option("--weight-col", help="Optional non-negative weights: the audit distribution P.")] = None,
+    method: Annotated[str, typer.Option("--method", help="exact | core | greedy | worst-group")] = "exact",
+    divergence: Annotated[str, typer.Option("--divergence", help="kl | chi2")] = "kl",
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
+) -> None:
+    """Smallest distribution shift (KL) that flips the fair/unfair assessment of the audit data."""
+    from fairprobe.radius import consistency_radius
+    from fairprobe.radius.io import read_audit_input
+    from fairprobe.report import write_json
+
+    values, groups, weights = read_audit_input(input, value_col, group_col, weight_col)
+    res = consistency_radius(values, groups, tolerance, weights=weights, method=method,
+                             divergence=divergence)
+    typer.echo(str(res))
+    if res.infinite:
+        typer.echo(f"radius: infinite — {res.message}")
+    if json_path is not None:
+        write_json(json_path, res.to_dict())
+
+
+def register(app: typer.Typer) -> None:
+    app.command("radius")(radius)
