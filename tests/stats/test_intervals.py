@@ -254,3 +254,28 @@ def test_welch_matches_scipy_ttest() -> None:
 def test_welch_zero_variance_is_a_point() -> None:
     lo, hi = welch_interval(1.0, 0.0, 5, 0.25, 0.0, 7)
     assert _f(lo) == _f(hi) == 0.75
+
+
+def test_score_ratio_scalar_and_vector_paths_agree() -> None:
+    rng = np.random.default_rng(1)
+    A = rng.integers(1, 300, 400)
+    B = rng.integers(1, 300, 400)
+    a = rng.integers(0, A + 1)
+    b = rng.integers(0, B + 1)
+    a[:20] = 0
+    b[20:40] = 0
+    a[40:60] = A[40:60]
+    b[60:80] = B[60:80]
+    A[80:90] = 1
+    a[80:90] = rng.integers(0, 2, 10)
+    lo, hi = score_ratio_interval(a, A, b, B)
+    for i in range(400):
+        sl, sh = score_ratio_interval(int(a[i]), int(A[i]), int(b[i]), int(B[i]))
+        assert _f(sl) == pytest.approx(lo[i], rel=1e-9, abs=1e-300)
+        assert _f(sh) == pytest.approx(hi[i], rel=1e-9)
+    assert np.all(lo[:20] == 0.0) and np.all(np.isinf(hi[20:40]))
+    # Extreme imbalance: the constrained MLE stays accurate at very large ratios.
+    lo1, hi1 = score_ratio_interval(88, 91, 0, 3)
+    assert _koopman_chi2(_f(lo1), 88, 91, 0, 3) == pytest.approx(
+        normal_quantile(0.95) ** 2, rel=1e-5)
+    assert hi1 == np.inf

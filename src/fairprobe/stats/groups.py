@@ -58,10 +58,6 @@ def as_1d(values: Any, name: str) -> npt.NDArray[Any]:
     return arr
 
 
-def _isnull(arr: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
-    return np.asarray(pd.isna(arr), dtype=bool)
-
-
 def _label(v: Any) -> str:
     return str(v.item() if isinstance(v, np.generic) else v)
 
@@ -91,16 +87,25 @@ def select_groups(
     InvalidParameterError
         ``group_a == group_b``, or both ``None`` with more than two values present.
     """
-    g = as_1d(groups, "The group column")
-    if g.size == 0:
+    col: Any
+    if isinstance(groups, pd.DataFrame) and groups.shape[1] == 1:
+        col = groups.iloc[:, 0]
+    elif isinstance(groups, pd.Series):
+        col = groups  # kept as a Series: categoricals factorise from their codes
+    else:
+        col = as_1d(groups, "The group column")
+    # One factorisation pass: integer codes (-1 for missing), then integer comparisons only.
+    codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    codes = np.asarray(codes)
+    if codes.size == 0:
         raise DataError("The group column is empty: pass one group value per instance.")
-    null = _isnull(g)
-    if null.any():
+    n_missing = int(np.count_nonzero(codes < 0))
+    if n_missing:
         raise DataError(
-            f"The group column holds {int(null.sum())} missing value(s) (NaN/None): drop or "
+            f"The group column holds {n_missing} missing value(s) (NaN/None): drop or "
             "label those rows first."
         )
-    values = pd.unique(g)
+    values = list(uniques)
     if len(values) < 2:
         raise DataError(
             f"The group column holds a single value ({_label(values[0])!r}): an audit needs "
@@ -109,12 +114,12 @@ def select_groups(
     present = ", ".join(repr(_label(v)) for v in _sorted(values)[:20])
 
     def mask_of(v: Any, which: str) -> npt.NDArray[np.bool_]:
-        m = np.asarray(g == v, dtype=bool)
-        if not m.any():
-            raise EmptyGroupError(
-                f"{which}={v!r} does not occur in the group column; values present: {present}."
-            )
-        return m
+        for i, u in enumerate(values):
+            if _same(u, v):
+                return np.asarray(codes == i)
+        raise EmptyGroupError(
+            f"{which}={v!r} does not occur in the group column; values present: {present}."
+        )
 
     if group_a is None and group_b is None:
         if len(values) != 2:
@@ -146,8 +151,9 @@ def _same(x: Any, y: Any) -> bool:
         return False
 
 
-def _sorted(values: npt.NDArray[Any]) -> list[Any]:
+def _sorted(values: list[Any]) -> list[Any]:
+    plain = [v.item() if isinstance(v, np.generic) else v for v in values]
     try:
-        return sorted(values.tolist())
+        return sorted(plain)
     except TypeError:
-        return sorted(values.tolist(), key=str)
+        return sorted(plain, key=str)

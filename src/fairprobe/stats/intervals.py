@@ -22,9 +22,11 @@ References
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
-from scipy import special
+from scipy import optimize, special
 from scipy import stats as sps
 
 __all__ = [
@@ -40,7 +42,7 @@ FloatArray = npt.NDArray[np.float64]
 
 #: Bisection bracket of the score-ratio interval on the log scale: ratios in [e^-50, e^50].
 _LOG_BRACKET = 50.0
-_BISECT_STEPS = 80
+_BISECT_STEPS = 60
 
 
 def normal_quantile(confidence_level: float) -> float:
@@ -113,7 +115,9 @@ def _ratio_score_z(
     qb = -(A * theta + a + B + b * theta)
     qc = a + b
     disc = np.maximum(qb * qb - 4.0 * qa * qc, 0.0)
-    p2 = (-qb - np.sqrt(disc)) / (2.0 * qa)
+    # Smaller root in the cancellation-free form 2c / (-b + sqrt(disc)).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p2 = np.where(qc > 0, 2.0 * qc / (-qb + np.sqrt(disc)), 0.0)
     p2 = np.clip(p2, 0.0, 1.0)
     p1 = np.clip(theta * p2, 0.0, 1.0)
     num = a / A - theta * (b / B)
@@ -142,8 +146,8 @@ def score_ratio_interval(
     where :math:`(\tilde p_1 = \theta\tilde p_2, \tilde p_2)` is the maximum-likelihood estimate
     under :math:`p_1 = \theta p_2` (closed form: the smaller root of
     :math:`N\theta p^2 - (A\theta + a + B + b\theta)p + (a + b) = 0`, :math:`N = A + B`).
-    The bounds are found by a vectorised bisection on :math:`\log\theta` (80 halvings of
-    ``[-50, 50]``). No continuity correction is needed: ``a = 0`` gives lower bound 0, ``b = 0``
+    The bounds are found by a vectorised bisection on :math:`\log\theta` (60 halvings of
+    ``[-50, 50]``; a scalar call uses Brent's method on the same bracket). No continuity correction is needed: ``a = 0`` gives lower bound 0, ``b = 0``
     gives upper bound ``+inf``, and ``a = b = 0`` gives ``(0, inf)`` (nothing is known).
     """
     af, Af, bf, Bf = np.broadcast_arrays(
@@ -153,6 +157,9 @@ def score_ratio_interval(
         np.asarray(B, dtype=np.float64),
     )
     z = normal_quantile(confidence_level)
+    if af.ndim == 0:
+        lo_s, hi_s = _score_ratio_scalar(float(af), float(Af), float(bf), float(Bf), z)
+        return np.asarray(lo_s), np.asarray(hi_s)
     with np.errstate(divide="ignore", invalid="ignore"):
         log_est = np.log(af / Af) - np.log(bf / Bf)
     log_est = np.clip(np.nan_to_num(log_est, nan=0.0), -_LOG_BRACKET, _LOG_BRACKET)
@@ -177,6 +184,48 @@ def score_ratio_interval(
     upper = np.exp(lo_up)
     lower = np.where(af == 0, 0.0, lower)
     upper = np.where(bf == 0, np.inf, upper)
+    return lower, upper
+
+
+def _score_z_scalar(t: float, a: float, A: float, b: float, B: float) -> float:
+    """Scalar twin of :func:`_ratio_score_z` in plain floats (no numpy overhead)."""
+    theta = math.exp(t)
+    qa = (A + B) * theta
+    qb = -(A * theta + a + B + b * theta)
+    disc = max(qb * qb - 4.0 * qa * (a + b), 0.0)
+    qc = a + b
+    p2 = min(max(2.0 * qc / (-qb + math.sqrt(disc)), 0.0), 1.0) if qc > 0 else 0.0
+    p1 = min(max(theta * p2, 0.0), 1.0)
+    num = a / A - theta * (b / B)
+    if num == 0.0:
+        return 0.0
+    var = p1 * (1.0 - p1) / A + theta * theta * p2 * (1.0 - p2) / B
+    return num / math.sqrt(var) if var > 0.0 else math.copysign(math.inf, num)
+
+
+def _score_ratio_scalar(a: float, A: float, b: float, B: float, z: float) -> tuple[float, float]:
+    if a == 0.0 and b == 0.0:
+        return 0.0, math.inf
+    if a == 0.0:
+        log_est = -_LOG_BRACKET
+    elif b == 0.0:
+        log_est = _LOG_BRACKET
+    else:
+        log_est = min(max(math.log(a / A) - math.log(b / B), -_LOG_BRACKET), _LOG_BRACKET)
+    lower = 0.0
+    if a > 0.0:
+        f_lo = lambda t: _score_z_scalar(t, a, A, b, B) - z  # noqa: E731
+        if f_lo(-_LOG_BRACKET) <= 0.0:
+            lower = math.exp(-_LOG_BRACKET)
+        else:
+            lower = math.exp(optimize.brentq(f_lo, -_LOG_BRACKET, log_est, xtol=1e-13))
+    upper = math.inf
+    if b > 0.0:
+        f_up = lambda t: _score_z_scalar(t, a, A, b, B) + z  # noqa: E731
+        if f_up(_LOG_BRACKET) >= 0.0:
+            upper = math.exp(_LOG_BRACKET)
+        else:
+            upper = math.exp(optimize.brentq(f_up, log_est, _LOG_BRACKET, xtol=1e-13))
     return lower, upper
 
 
