@@ -34,6 +34,10 @@ def _loose(v: Any) -> Any:
     return v
 
 
+def _loose_repr(v: Any) -> str:
+    return repr(v.item() if isinstance(v, np.generic) else v)
+
+
 def loose_key(values: Mapping[str, Any]) -> str:
     """SHA-256 of the canonical JSON of ``values`` after :func:`_loose` normalisation.
 
@@ -55,7 +59,7 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         if name.endswith((".parquet", ".pq")):
             return pd.read_parquet(p)
         if name.endswith((".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst")):
-            return pd.read_csv(p, float_precision="round_trip")
+            return pd.read_csv(p)
     except Exception as exc:  # noqa: BLE001
         raise DataError(f"cannot read {p.name}: {exc}".splitlines()[0]) from None
     raise DataError(f"{p.name} must be a .csv or .parquet file.")
@@ -187,7 +191,7 @@ class ReplayBackend(Backend):
             if bad.any():
                 row = int(np.flatnonzero(bad)[0])
                 raise DataError(
-                    f"replay table {self.source} has decision {raw.iloc[row]!r} in row {row}; "
+                    f"replay table {self.source} has decision {_loose_repr(raw.iloc[row])} in row {row}; "
                     "decisions must be 0 or 1 (or set positive_values for labels)."
                 )
             dec = num
@@ -201,7 +205,7 @@ class ReplayBackend(Backend):
             if bad.any() or (df[scol].notna().to_numpy() & np.isnan(sco)).any():
                 row = int(np.flatnonzero(bad | (df[scol].notna().to_numpy() & np.isnan(sco)))[0])
                 raise DataError(
-                    f"replay table {self.source} has score {df[scol].iloc[row]!r} in row {row}; "
+                    f"replay table {self.source} has score {_loose_repr(df[scol].iloc[row])} in row {row}; "
                     "scores must be numbers in [0, 1]."
                 )
         if lcol in df.columns:
@@ -210,7 +214,7 @@ class ReplayBackend(Backend):
             if bad.any():
                 row = int(np.flatnonzero(bad)[0])
                 raise DataError(
-                    f"replay table {self.source} has logit {df[lcol].iloc[row]!r} in row {row}; "
+                    f"replay table {self.source} has logit {_loose_repr(df[lcol].iloc[row])} in row {row}; "
                     "logits must be finite numbers."
                 )
 
