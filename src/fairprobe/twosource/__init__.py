@@ -1,1 +1,60 @@
-"""fairprobe.twosource"""
+"""Two-source audits: detect a fairwashed audit API with a second, trustworthy source.
+
+Implements ``two-source-audits.md``: proxies linking the user interface B to the audit API A
+(:mod:`~fairprobe.twosource.proxies`), the statistics of its Section 4
+(:mod:`~fairprobe.twosource.theory`), the detectors (:mod:`~fairprobe.twosource.detectors`) and the
+audit itself (:func:`run_two_source_audit`). See ``docs/twosource.md``.
+"""
+
+from fairprobe.twosource.audit import TwoSourceResult, run_two_source_audit, stratified_sample
+from fairprobe.twosource.detectors import DETECTORS, Detector, DetectorOutcome, make_detector
+from fairprobe.twosource.proxies import (
+    PROXIES,
+    IdentityProxy,
+    LearnedProxy,
+    MappingProxy,
+    NameProxy,
+    Proxy,
+    ProxyAccuracy,
+    RandomProxy,
+    make_proxy,
+    proxy_from_spec,
+    register_proxy,
+)
+from fairprobe.twosource.theory import (
+    allocate,
+    detection_test,
+    gamma_max,
+    n_max,
+    p_manip,
+    pareto_frontier,
+    theorem3,
+)
+
+__all__ = [
+    "DETECTORS",
+    "PROXIES",
+    "Detector",
+    "DetectorOutcome",
+    "IdentityProxy",
+    "LearnedProxy",
+    "MappingProxy",
+    "NameProxy",
+    "Proxy",
+    "ProxyAccuracy",
+    "RandomProxy",
+    "TwoSourceResult",
+    "allocate",
+    "detection_test",
+    "gamma_max",
+    "make_detector",
+    "make_proxy",
+    "n_max",
+    "p_manip",
+    "pareto_frontier",
+    "proxy_from_spec",
+    "register_proxy",
+    "run_two_source_audit",
+    "stratified_sample",
+    "theorem3",
+]

@@ -43,6 +43,7 @@ __all__ = [
     "ProxyAccuracy",
     "RandomProxy",
     "make_proxy",
+    "proxy_from_spec",
     "register_proxy",
 ]
 

@@ -1,0 +1,568 @@
+"""The two-source audit (Sections 3-5 of ``two-source-audits.md``): one engine, one result type.
+
+:func:`run_two_source_audit` queries the audit API **A** and the user interface **B** of a platform
+through two :class:`~fairprobe.access.BlackBox` objects (so every answer goes through the response
+cache and nothing paid for is lost), pairs the answers through a proxy, and concludes ``fair``,
+``unfair`` or ``manipulated``:
+
+1. The budget ``t`` is split as in Section 5.3 (:func:`~fairprobe.twosource.theory.allocate`):
+   ``t_fair`` records go to A, ``t_fraud`` of them are also sent (in their B form) to B.
+   Records are drawn from the query pool without replacement, stratified by group (each group
+   gets its proportional share and at least one query on each source).
+2. Checks run in batches. After each batch the consistency detector (Lemma 2) compares the
+   inconsistencies with ``n_max``; the audit stops as soon as they pass it (manipulation proved:
+   the rest of the budget is not spent) or can no longer pass it (B is then no longer queried
+   unless another detector needs B's answers).
+3. The remaining A-only queries are sent; the disparate impact through A (all A answers, true
+   groups) and through B with the proxy (B answers, proxy groups) are computed with Koopman
+   score intervals, and every requested detector decides (Bonferroni: each at
+   ``alpha / len(detectors)``).
+4. Verdict: ``manipulated`` if any detector fires; otherwise ``unfair`` if the DI through A is
+   below the threshold (the paper's rule, Section 4.1), else ``fair``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from fairprobe._validation import check_choice, check_int, check_real
+from fairprobe.errors import (
+    AccessError,
+    BudgetError,
+    DataError,
+    FairprobeError,
+    InvalidParameterError,
+)
+from fairprobe.stats.counts import CountsVector
+from fairprobe.stats.metrics import disparate_impact_from_counts
+from fairprobe.stats.result import MetricResult
+from fairprobe.twosource.detectors import (
+    DETECTORS,
+    ConsistencyDetector,
+    DetectorOutcome,
+    PairedEvidence,
+    make_detector,
+)
+from fairprobe.twosource.proxies import Proxy, ProxyAccuracy
+from fairprobe.twosource.theory import Allocation, allocate, n_max
+
+__all__ = ["TwoSourceResult", "default_columns", "run_two_source_audit", "stratified_sample"]
+
+VERDICTS = ("fair", "unfair", "manipulated")
+
+
+def default_columns() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The platform server's audit-API and user-interface features (A side, B side)."""
+    from fairprobe.platform.core import USER_FEATURES
+    from fairprobe.platform.model import AUDIT_FEATURES
+
+    return tuple(AUDIT_FEATURES), tuple(USER_FEATURES)
+
+
+def stratified_sample(
+    groups: npt.ArrayLike, n: int, rng: np.random.Generator
+) -> npt.NDArray[np.intp]:
+    """``n`` distinct indices, each group getting its proportional share and at least one.
+
+    Largest-remainder rounding of ``n * share``; within a group, a uniform draw without
+    replacement. Returned in random order.
+    """
+    g = np.asarray(groups, dtype=object)
+    labels, inv = np.unique(g.astype(str), return_inverse=True)
+    sizes = np.bincount(inv, minlength=labels.size)
+    if n < labels.size:
+        raise BudgetError(f"{n} queries cannot cover the {labels.size} groups once each.")
+    if n > g.size:
+        raise BudgetError(f"The query pool holds {g.size} records; the plan needs {n} of them.")
+    exact = n * sizes / sizes.sum()
+    take = np.maximum(np.floor(exact).astype(int), 1)
+    take = np.minimum(take, sizes)
+    while take.sum() < n:  # largest remainder among groups with room left
+        room = take < sizes
+        rem = np.where(room, exact - take, -np.inf)
+        take[int(np.argmax(rem))] += 1
+    while take.sum() > n:
+        over = np.where(take > 1, take - exact, -np.inf)
+        take[int(np.argmax(over))] -= 1
+    parts = [rng.choice(np.flatnonzero(inv == k), size=int(take[k]), replace=False)
+             for k in range(labels.size)]  # fmt: skip
+    out = np.concatenate(parts)
+    rng.shuffle(out)
+    return out.astype(np.intp)
+
+
+@dataclass(frozen=True)
+class TwoSourceResult:
+    """Verdict and evidence of a two-source audit.
+
+    Attributes
+    ----------
+    verdict : {"fair", "unfair", "manipulated"}
+    di_a : MetricResult
+        Disparate impact through A (all A answers, true groups), Koopman interval.
+    di_b : MetricResult or None
+        Disparate impact through B with the proxy's groups (``None`` without checks).
+    detectors : tuple of DetectorOutcome
+        Each detector's decision; ``consistency`` carries ``n_inconsistent``, ``n_max`` and the
+        exact p-value.
+    allocation : Allocation
+        The planned split of the budget.
+    n_checked : int
+        Checks actually made (fewer than planned after an early stop).
+    stop_reason : str
+        ``"completed"``, ``"detected"`` (inconsistencies passed ``n_max``) or ``"cleared"``
+        (they could no longer pass it).
+    queries_a, queries_b : int
+        Records asked of each source (paid plus answered from the cache).
+    paid_a, paid_b : int
+        Of those, the answers paid for in this run.
+    unpaired : int
+        Checks dropped because one of the two answers did not parse.
+    """
+
+    verdict: str
+    threshold: float
+    alpha: float
+    alpha_per_detector: float
+    di_a: MetricResult
+    di_b: MetricResult | None
+    detectors: tuple[DetectorOutcome, ...]
+    allocation: Allocation
+    n_checked: int
+    stop_reason: str
+    queries_a: int
+    queries_b: int
+    paid_a: int
+    paid_b: int
+    unpaired: int
+    proxy: dict[str, Any]
+    proxy_accuracy: ProxyAccuracy
+    p_phi: float
+    groups: tuple[str, str]
+    seed: int
+    checks_to_detection: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def stopped_early(self) -> bool:
+        return self.stop_reason != "completed"
+
+    def outcome(self, name: str) -> DetectorOutcome | None:
+        """The outcome of detector ``name`` (``None`` if it did not run)."""
+        return next((o for o in self.detectors if o.detector == name), None)
+
+    @property
+    def consistency(self) -> DetectorOutcome | None:
+        return self.outcome("consistency")
+
+    @property
+    def detected_by(self) -> tuple[str, ...]:
+        return tuple(o.detector for o in self.detectors if o.detected)
+
+    def confidence_interval(self, confidence_level: float | None = None) -> Any:
+        """Interval of the DI through A (a :class:`~fairprobe.stats.ConfidenceInterval`)."""
+        return self.di_a.confidence_interval(confidence_level)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict; keys documented in ``docs/twosource.md``."""
+        cons = self.consistency
+        return {
+            "verdict": self.verdict,
+            "threshold": self.threshold,
+            "alpha": self.alpha,
+            "alpha_per_detector": self.alpha_per_detector,
+            "groups": {"unprivileged": self.groups[0], "privileged": self.groups[1]},
+            "di_a": self.di_a.to_dict(),
+            "di_b_proxy": None if self.di_b is None else self.di_b.to_dict(),
+            "detected_by": list(self.detected_by),
+            "detectors": [o.to_dict() for o in self.detectors],
+            "n_inconsistent": None if cons is None else cons.details["n_inconsistent"],
+            "n_max": None if cons is None else cons.details["n_max"],
+            "p_value": None if cons is None else cons.to_dict()["p_value"],
+            "allocation": self.allocation.to_dict(),
+            "n_checked": self.n_checked,
+            "checks_to_detection": self.checks_to_detection,
+            "stop_reason": self.stop_reason,
+            "queries": {
+                "a": self.queries_a,
+                "b": self.queries_b,
+                "paid_a": self.paid_a,
+                "paid_b": self.paid_b,
+                "total": self.queries_a + self.queries_b,
+            },
+            "unpaired": self.unpaired,
+            "proxy": {**self.proxy, "p_phi": self.p_phi, "accuracy": self.proxy_accuracy.to_dict()},
+            "seed": self.seed,
+            **self.extra,
+        }
+
+    def __str__(self) -> str:
+        cons = self.consistency
+        lines = [f"two-source audit: {self.verdict.upper()}"]
+        lines.append(f"  DI through A         : {self.di_a}")
+        if self.di_b is not None:
+            lines.append(f"  DI through B + proxy : {self.di_b}")
+        if cons is not None:
+            d = cons.details
+            pv = cons.p_value
+            lines.append(
+                f"  consistency          : {d['n_inconsistent']} inconsistencies in "
+                f"{d['n_checked']} checks (n_max {d['n_max']} of {d['n_planned']}, "
+                f"p_phi {self.p_phi:.3f}), p-value {pv if pv is None else f'{pv:.3g}'}"
+                f"{' -> DETECTED' if cons.detected else ''}"
+            )
+        for o in self.detectors:
+            if o.detector != "consistency":
+                z = "n/a" if o.statistic is None else f"{o.statistic:.2f}"
+                pvs = "n/a" if o.p_value is None else f"{o.p_value:.3g}"
+                lines.append(
+                    f"  {o.detector:<21}: z {z}, p-value {pvs}"
+                    f"{' -> DETECTED' if o.detected else ''}"
+                )
+        lines.append(
+            f"  queries              : A {self.queries_a} (paid {self.paid_a}), "
+            f"B {self.queries_b} (paid {self.paid_b}); stop: {self.stop_reason}"
+        )
+        return "\n".join(lines)
+
+
+def _source_error(exc: FairprobeError, source: str) -> FairprobeError:
+    msg = (
+        f"source {source}: {str(exc).rstrip('.')}; answers paid for so far are in the cache, "
+        "rerun with the same seed to resume."
+    )
+    try:
+        new = type(exc)(msg)
+    except TypeError:
+        new = AccessError(msg)
+    return new
+
+
+def _ask(bb: Any, frame: pd.DataFrame, source: str) -> tuple[npt.NDArray[np.float64], int, int]:
+    if frame.empty:
+        return np.empty(0), 0, 0
+    try:
+        ans = bb.query(frame)
+    except FairprobeError as exc:
+        raise _source_error(exc, source) from exc
+    if len(ans) != len(frame):
+        raise DataError(
+            f"source {source} returned {len(ans)} answers for {len(frame)} queries: the answers "
+            "of A and B cannot be paired."
+        )
+    return np.asarray(ans.decisions, dtype=np.float64), int(ans.n_paid), int(ans.n_cached)
+
+
+def _counts(groups: npt.NDArray[np.object_], decisions: npt.NDArray[np.float64],
+            privileged: str) -> CountsVector:  # fmt: skip
+    ok = ~np.isnan(decisions)
+    g, d = groups[ok], decisions[ok]
+    unpriv = g != privileged
+    return CountsVector(
+        int(d[unpriv].sum()), int(unpriv.sum()), int(d[~unpriv].sum()), int((~unpriv).sum())
+    )
+
+
+def run_two_source_audit(
+    api: Any,
+    ui: Any,
+    queries: pd.DataFrame,
+    proxy: Proxy,
+    *,
+    budget: int,
+    beta: float = 0.5,
+    t_fraud: int | None = None,
+    group_column: str = "sex",
+    privileged: str = "Male",
+    api_columns: Sequence[str] | None = None,
+    ui_columns: Sequence[str] | None = None,
+    alpha: float = 0.05,
+    threshold: float = 0.8,
+    p_phi: float | None = None,
+    detectors: Sequence[str] = ("consistency", "di"),
+    batch_size: int = 25,
+    early_stop: bool = True,
+    seed: int = 0,
+    progress: bool = False,
+) -> TwoSourceResult:
+    """Run a two-source audit of a platform (Sections 3-5 of the two-source paper).
+
+    Parameters
+    ----------
+    api, ui : fairprobe.access.BlackBox
+        The audit API A (possibly fairwashed) and the user interface B (trusted). Any object with
+        ``query(DataFrame) -> AnswerBatch`` works; BlackBox adds the cache, budget and retries.
+    queries : pandas.DataFrame
+        The pool of records the auditor may ask about, with both sides known: the A-side columns
+        (including ``group_column``) and the B-side columns (e.g. ``first_name``). Rows are paired
+        by position: row ``i`` is sent to A as ``queries[api_columns]`` and to B as
+        ``queries[ui_columns]``.
+    proxy : Proxy
+        Links B to A (:mod:`fairprobe.twosource.proxies`); it reads its columns from the pool.
+    budget : int
+        Total queries ``t`` over both sources.
+    beta : float in [0, 1]
+        Share of ``t`` spent on A only (Section 5.3); the rest buys ``t (1 - beta) / 2`` checks.
+        Ignored when ``t_fraud`` is given.
+    t_fraud : int, optional
+        Number of checks directly (``t_fair = budget - t_fraud``).
+    group_column, privileged : str
+        The protected attribute and its privileged value (the DI's denominator group).
+    api_columns, ui_columns : sequence of str, optional
+        Fields sent to A and to B (default: the platform server's features).
+    alpha : float
+        Family-wise false-alarm level of the detectors (Bonferroni over ``detectors``).
+    threshold : float
+        The 80% rule's threshold on the DI through A.
+    p_phi : float, optional
+        Proxy accuracy; by default measured on the whole pool (both sides known).
+    detectors : sequence of {"consistency", "di"}
+        Which fairwashing detectors decide (see :mod:`fairprobe.twosource.detectors`).
+    batch_size : int
+        Checks per batch between two looks of the early stop.
+    early_stop : bool
+        Stop once the consistency test is decided.
+    seed : int
+        Seeds the query sample and the proxy's draws: same seed, same audit.
+
+    Returns
+    -------
+    TwoSourceResult
+
+    Raises
+    ------
+    DataError
+        Missing columns, not exactly two groups, a proxy mapping to unknown groups, answers that
+        cannot be paired.
+    BudgetError
+        A budget too small for one query per group per source (or a BlackBox budget exhausted).
+    EndpointUnreachableError, AccessError
+        A source failed (e.g. timed out) after its retries; what was paid is in the cache.
+    """
+    owner = "run_two_source_audit"
+    t = check_int(budget, "budget", owner, lo=1)
+    a_lvl = check_real(alpha, "alpha", owner, lo=0.0, hi=1.0, closed="neither")
+    th = check_real(threshold, "threshold", owner, lo=0.0, closed="neither")
+    bs = check_int(batch_size, "batch_size", owner, lo=1)
+    seed = check_int(seed, "seed", owner, lo=0)
+    dets = tuple(detectors)
+    for d in dets:
+        check_choice(d, "detectors", owner, list(DETECTORS))
+    if len(set(dets)) != len(dets):
+        raise InvalidParameterError(f"The 'detectors' parameter of {owner} lists one twice.")
+    if not isinstance(proxy, Proxy):
+        raise InvalidParameterError(
+            f"The 'proxy' parameter of {owner} must be a fairprobe.twosource Proxy. Got "
+            f"{type(proxy).__name__} instead."
+        )
+    if not isinstance(queries, pd.DataFrame):
+        raise DataError(f"{owner} needs the query pool as a pandas DataFrame.")
+    if api_columns is None or ui_columns is None:
+        dflt_a, dflt_b = default_columns()
+        api_columns = dflt_a if api_columns is None else api_columns
+        ui_columns = dflt_b if ui_columns is None else ui_columns
+    a_cols, b_cols = list(api_columns), list(ui_columns)
+    needed = sorted({*a_cols, *b_cols, group_column, *proxy.required_columns})
+    missing = [c for c in needed if c not in queries.columns]
+    if missing:
+        raise DataError(f"The query pool lacks the column(s) {missing}.")
+    if group_column not in a_cols:
+        raise DataError(f"The group column {group_column!r} must be sent to A (api_columns).")
+    pool = queries.reset_index(drop=True)
+    if pool[group_column].isna().any():
+        raise DataError(f"The group column {group_column!r} has missing values.")
+    true_groups = pool[group_column].astype(str).to_numpy(dtype=object)
+    labels = sorted(set(true_groups))
+    if len(labels) != 2 or privileged not in labels:
+        raise DataError(
+            f"The group column {group_column!r} must hold exactly two values including the "
+            f"privileged {privileged!r}. Got {labels}."
+        )
+    unprivileged = next(x for x in labels if x != privileged)
+    proxy.check_groups(labels)
+
+    # ---- plan ---------------------------------------------------------------------------------
+    if t_fraud is None:
+        alloc = allocate(t, check_real(beta, "beta", owner, lo=0.0, hi=1.0))
+    else:
+        k = check_int(t_fraud, "t_fraud", owner, lo=0, hi=t // 2)
+        alloc = Allocation(t, t - k, k)
+    need = len(labels)
+    if alloc.t_fair < need or (dets and alloc.t_fraud < need):
+        raise BudgetError(
+            f"A budget of {t} (t_fair={alloc.t_fair} on A, t_fraud={alloc.t_fraud} checks on B) "
+            f"is too small for one query per group per source: need t_fair >= {need} and "
+            f"t_fraud >= {need}; raise the budget or lower beta."
+        )
+    acc = proxy.accuracy(pool, true_groups)
+    pp = acc.p_phi if p_phi is None else check_real(p_phi, "p_phi", owner, lo=0.0, hi=1.0)
+    alpha_each = a_lvl / max(len(dets), 1)
+    threshold_n = n_max(alloc.t_fraud, pp, alpha_each)
+
+    ss = np.random.SeedSequence(seed)
+    rng_sample, rng_proxy = (np.random.default_rng(s) for s in ss.spawn(2))
+    a_idx = stratified_sample(true_groups, alloc.t_fair, rng_sample)
+    if alloc.t_fraud:
+        pick = stratified_sample(true_groups[a_idx], alloc.t_fraud, rng_sample)
+        check_idx = a_idx[pick]
+        only_idx = np.setdiff1d(a_idx, check_idx, assume_unique=True)
+        only_idx = a_idx[np.isin(a_idx, only_idx)]  # keep the random order
+    else:
+        check_idx, only_idx = a_idx[:0], a_idx
+    proxy_seed = int(rng_proxy.integers(2**63 - 1))
+    check_frame = pool.iloc[check_idx]
+    proxy_groups = proxy.predict_groups(check_frame, seed=proxy_seed)
+
+    # ---- checks, in batches, with the early stop of Lemma 2 -----------------------------------
+    dec_a_chk = np.full(check_idx.size, np.nan)
+    dec_b_chk = np.full(check_idx.size, np.nan)
+    paid_a = paid_b = 0
+    done = 0
+    n_inc = 0
+    status = "open"
+    checks_to_detection: int | None = None
+    query_b = True
+    prog = _Progress(progress, check_idx.size)
+    with prog:
+        while done < check_idx.size:
+            hi = min(done + bs, check_idx.size)
+            rows = check_frame.iloc[done:hi]
+            da, pa, _ = _ask(api, rows[a_cols], "A (audit API)")
+            dec_a_chk[done:hi] = da
+            paid_a += pa
+            if query_b:
+                db, pb, _ = _ask(ui, rows[b_cols], "B (user interface)")
+                dec_b_chk[done:hi] = db
+                paid_b += pb
+            done = hi
+            prog.advance(done)
+            if "consistency" not in dets or not query_b:
+                continue
+            ok = ~np.isnan(dec_a_chk[:done]) & ~np.isnan(dec_b_chk[:done])
+            inc = ok & (
+                (proxy_groups[:done] != true_groups[check_idx[:done]])
+                | (dec_b_chk[:done] != dec_a_chk[:done])
+            )
+            n_inc = int(inc.sum())
+            usable_left = int(ok.sum()) + (check_idx.size - done)
+            threshold_n = n_max(usable_left, pp, alpha_each)
+            status = ConsistencyDetector.status(n_inc, int(ok.sum()), usable_left, threshold_n)
+            if status == "detected" and checks_to_detection is None:
+                checks_to_detection = done
+            if early_stop and status == "detected":
+                break
+            if early_stop and status == "cleared" and dets == ("consistency",):
+                query_b = False  # B's answers can no longer change anything
+    stop_reason = "completed"
+    if early_stop and status == "detected" and done < check_idx.size:
+        stop_reason = "detected"
+    elif early_stop and not query_b:
+        stop_reason = "cleared"
+
+    # ---- the A-only share (skipped once manipulation is proved) -------------------------------
+    b_done = done if query_b else int(np.flatnonzero(~np.isnan(dec_b_chk)).max(initial=-1) + 1)
+    if stop_reason == "detected":
+        a_rows_idx = check_idx[:done]
+        dec_a_all = dec_a_chk[:done]
+    else:
+        da, pa, _ = _ask(api, pool.iloc[only_idx][a_cols], "A (audit API)")
+        paid_a += pa
+        a_rows_idx = np.concatenate([check_idx, only_idx])
+        dec_a_all = np.concatenate([dec_a_chk, da])
+
+    # ---- evidence, detectors, verdict ---------------------------------------------------------
+    counts_a = _counts(true_groups[a_rows_idx], dec_a_all, privileged)
+    if counts_a.A == 0 or counts_a.B == 0:
+        raise DataError(
+            "No parsed answer from A for one of the groups: the disparate impact is undefined."
+        )
+    di_a = disparate_impact_from_counts(
+        counts_a, threshold=min(th, 1.0), confidence_level=1 - a_lvl,
+        groups=(unprivileged, privileged),
+    )  # fmt: skip
+    ok_pairs = ~np.isnan(dec_a_chk[:b_done]) & ~np.isnan(dec_b_chk[:b_done])
+    unpaired = int(b_done - ok_pairs.sum())
+    if b_done and not ok_pairs.any():
+        raise DataError(
+            f"None of the {b_done} checks could be paired: every pair lacks a parsed answer from "
+            "A or B. Check the sources' answer format."
+        )
+    counts_b = _counts(proxy_groups[:b_done], dec_b_chk[:b_done], privileged)
+    di_b = None
+    if counts_b.A and counts_b.B:
+        di_b = disparate_impact_from_counts(
+            counts_b, threshold=min(th, 1.0), confidence_level=1 - a_lvl,
+            groups=(unprivileged, privileged),
+        )  # fmt: skip
+    sel = np.flatnonzero(ok_pairs)
+    ev = PairedEvidence(
+        check_group_a=true_groups[check_idx[sel]],
+        check_decision_a=dec_a_chk[sel],
+        check_group_proxy=proxy_groups[sel],
+        check_decision_proxy=dec_b_chk[sel],
+        counts_a=counts_a,
+        counts_b=counts_b,
+        p_phi=pp,
+        n_planned_checks=alloc.t_fraud - unpaired,
+    )
+    outcomes = tuple(make_detector(d).decide(ev, alpha_each) for d in dets)
+    if any(o.detected for o in outcomes):
+        verdict = "manipulated"
+    else:
+        verdict = "fair" if di_a.estimate >= th else "unfair"
+    return TwoSourceResult(
+        verdict=verdict,
+        threshold=th,
+        alpha=a_lvl,
+        alpha_per_detector=alpha_each,
+        di_a=di_a,
+        di_b=di_b,
+        detectors=outcomes,
+        allocation=alloc,
+        n_checked=int(ok_pairs.sum()),
+        stop_reason=stop_reason,
+        queries_a=int(a_rows_idx.size),
+        queries_b=b_done,
+        paid_a=paid_a,
+        paid_b=paid_b,
+        unpaired=unpaired,
+        proxy=proxy.describe(),
+        proxy_accuracy=acc,
+        p_phi=pp,
+        groups=(unprivileged, privileged),
+        seed=seed,
+        checks_to_detection=checks_to_detection,
+    )
+
+
+class _Progress:
+    """A rich progress bar over the checks (no-op when disabled)."""
+
+    def __init__(self, enabled: bool, total: int) -> None:
+        self.enabled = enabled and total > 0
+        self.total = total
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.progress import Progress
+
+            self._bar = Progress(transient=True)
+            self._bar.__enter__()
+            self._task = self._bar.add_task("cross-checking A against B", total=self.total)
+        return self
+
+    def advance(self, done: int) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, completed=done)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
