@@ -255,3 +255,15 @@ def test_performance_gap_from_stats() -> None:
     assert performance_gap_from_stats(s, tolerance=3.0).verdict == "fair"
     with pytest.raises(InvalidParameterError, match="'tolerance' parameter"):
         performance_gap_from_stats(s, tolerance=-1.0)
+
+
+def test_replace_threshold_and_direct_construction() -> None:
+    import dataclasses
+
+    r = demographic_parity_from_counts(CountsVector(56, 70, 48, 80), tolerance=0.05)
+    r2 = dataclasses.replace(r, threshold=0.4)
+    assert r2.interval == r.interval and r2.verdict == "fair"
+    with pytest.raises(InvalidParameterError, match="Unknown metric"):
+        MetricResult("accuracy", 0.1, CountsVector(1, 2, 1, 2), 0.05, 0.95, "newcombe")
+    with pytest.raises(InvalidParameterError, match="needs a MeanStats"):
+        MetricResult("performance_gap", 0.1, CountsVector(1, 2, 1, 2), 0.05, 0.95, "welch")

@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from fairprobe._validation import check_real
+from fairprobe.errors import InvalidParameterError
 from fairprobe.stats.counts import CountsVector
 from fairprobe.stats.intervals import (
     katz_ratio_interval,
@@ -180,9 +182,19 @@ class MetricResult:
 
     def __post_init__(self) -> None:
         if self.metric not in METRIC_KINDS:
-            raise ValueError(f"unknown metric {self.metric!r}")
+            raise InvalidParameterError(
+                f"Unknown metric {self.metric!r}: use one of {sorted(METRIC_KINDS)}."
+            )
         if self.method not in INTERVAL_METHODS:
-            raise ValueError(f"unknown interval method {self.method!r}")
+            raise InvalidParameterError(
+                f"Unknown interval method {self.method!r}: use one of {sorted(INTERVAL_METHODS)}."
+            )
+        evidence = CountsVector if self.method != "welch" else MeanStats
+        if not isinstance(self.counts, evidence):
+            raise InvalidParameterError(
+                f"Interval method {self.method!r} needs a {evidence.__name__} as counts; got "
+                f"{type(self.counts).__name__}."
+            )
         object.__setattr__(self, "interval", self._interval_at(self.confidence_level))
 
     def _interval_at(self, level: float) -> ConfidenceInterval:
@@ -198,8 +210,6 @@ class MetricResult:
         """The interval at ``confidence_level`` (default: the level of the result)."""
         if confidence_level is None or confidence_level == self.confidence_level:
             return self.interval
-        from fairprobe._validation import check_real
-
         level = check_real(
             confidence_level, "confidence_level", "MetricResult.confidence_interval",
             lo=0.0, hi=1.0, closed="neither",
