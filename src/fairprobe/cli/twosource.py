@@ -1,0 +1,215 @@
+"""``fairprobe twosource``: a two-source audit (A and B of a platform) and ``twosource plan``.
+
+Without a subcommand it runs :func:`fairprobe.twosource.run_two_source_audit`; ``plan`` prints the
+Lemma 2 test (``n_max``, ``p_manip``) and, given ``--budget``, the Pareto-optimal allocations.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from fairprobe.cli._common import console, read_table, split_list
+
+DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"
+
+#: The default platform on the Adult test split (docs/twosource.md): positive rates and share.
+PLATFORM_RATE_FEMALE = 0.1205
+PLATFORM_RATE_MALE = 0.4686
+PLATFORM_SHARE_FEMALE = 0.333
+
+twosource_app = typer.Typer(
+    name="twosource",
+    help="Two-source audit: audit API A cross-checked against the user interface B.",
+    no_args_is_help=False,
+    invoke_without_command=True,
+)
+
+
+def _sources(url: str | None, api_config: str | None, ui_config: str | None) -> tuple[Any, Any]:
+    from fairprobe.access.config import load_backend
+    from fairprobe.access.http import HttpJsonBackend
+    from fairprobe.errors import ConfigError
+
+    if url is not None and (api_config or ui_config):
+        raise ConfigError("Give either --url or both --api-config and --ui-config, not both.")
+    if url is not None:
+        return HttpJsonBackend(url=url), HttpJsonBackend(url=url, path="/user/predict")
+    if api_config is None or ui_config is None:
+        raise ConfigError("Give --url (a platform server) or both --api-config and --ui-config.")
+    return load_backend(api_config), load_backend(ui_config)
+
+
+@twosource_app.callback()
+def twosource(
+    ctx: typer.Context,
+    url: Annotated[
+        str | None, typer.Option(help="Platform server: A at /audit/predict, B at /user/predict.")
+    ] = None,
+    api_config: Annotated[str | None, typer.Option(help="Backend config file of source A.")] = None,
+    ui_config: Annotated[str | None, typer.Option(help="Backend config file of source B.")] = None,
+    queries: Annotated[
+        str | None,
+        typer.Option(
+            help="Query pool with both sides (CSV/Parquet); default: bundled Adult test split with first names."
+        ),
+    ] = None,
+    proxy: Annotated[
+        str, typer.Option(help="name | identity | random | learned | mapping:PATH.json")
+    ] = "name",
+    proxy_features: Annotated[
+        str, typer.Option(help="learned proxy: comma-separated B-side columns.")
+    ] = "first_name",
+    group_col: Annotated[str, typer.Option(help="Protected attribute (sent to A).")] = "sex",
+    privileged: Annotated[str, typer.Option(help="Privileged value (DI denominator).")] = "Male",
+    api_cols: Annotated[
+        str | None, typer.Option(help="Columns sent to A (default: platform features).")
+    ] = None,
+    ui_cols: Annotated[
+        str | None, typer.Option(help="Columns sent to B (default: platform user features).")
+    ] = None,
+    budget: Annotated[int, typer.Option(help="Total queries t over A and B.")] = 1000,
+    beta: Annotated[
+        float, typer.Option(help="Share of t on A only; the rest buys t(1-beta)/2 checks.")
+    ] = 0.5,
+    checks: Annotated[
+        int | None, typer.Option(help="Number of checks t_fraud (overrides --beta).")
+    ] = None,
+    alpha: Annotated[
+        float, typer.Option(help="False-alarm level (split over the detectors).")
+    ] = 0.05,
+    threshold: Annotated[float, typer.Option(help="80% rule threshold on DI through A.")] = 0.8,
+    p_phi: Annotated[
+        float | None, typer.Option(help="Proxy accuracy (default: measured on the pool).")
+    ] = None,
+    detectors: Annotated[
+        str, typer.Option(help="Comma-separated: consistency, di.")
+    ] = "consistency,di",
+    batch_size: Annotated[
+        int, typer.Option(help="Checks between two looks of the early stop.")
+    ] = 25,
+    seed: Annotated[int, typer.Option(help="Seed of the query sample and the proxy draws.")] = 0,
+    cache: Annotated[Path, typer.Option(help="Persistent answer cache (SQLite).")] = DEFAULT_CACHE,
+    retries: Annotated[int, typer.Option(help="Retries of a failed batch.")] = 5,
+    timeout: Annotated[float | None, typer.Option(help="Per-request timeout (s).")] = None,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Write the result as JSON.")
+    ] = None,
+) -> None:
+    """Two-source audit: conclude fair / unfair / manipulated with the evidence."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from fairprobe.access.blackbox import BlackBox
+    from fairprobe.report import write_json
+    from fairprobe.twosource import LearnedProxy, proxy_from_spec, run_two_source_audit
+
+    if queries is None:
+        from fairprobe.datasets.adult import load_adult
+
+        pool = load_adult("test")
+    else:
+        pool = read_table(queries)
+    if proxy == "learned":
+        feats = split_list(proxy_features) or ["first_name"]
+        px: Any = LearnedProxy(features=feats, seed=seed).fit(pool, pool[group_col].astype(str))
+    elif proxy == "identity":
+        px = proxy_from_spec(proxy, column=group_col)
+    else:
+        px = proxy_from_spec(proxy)
+    a_backend, b_backend = _sources(url, api_config, ui_config)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    with (
+        BlackBox(a_backend, cache=cache, retries=retries, timeout=timeout, seed=seed) as api,
+        BlackBox(b_backend, cache=cache, retries=retries, timeout=timeout, seed=seed) as ui,
+    ):
+        result = run_two_source_audit(
+            api, ui, pool, px, budget=budget, beta=beta, t_fraud=checks,
+            group_column=group_col, privileged=privileged, api_columns=split_list(api_cols),
+            ui_columns=split_list(ui_cols), alpha=alpha, threshold=threshold, p_phi=p_phi,
+            detectors=tuple(split_list(detectors) or ()), batch_size=batch_size, seed=seed,
+            progress=progress,
+        )  # fmt: skip
+    console.print(str(result), markup=False)
+    if json_path is not None:
+        write_json(json_path, result)
+
+
+@twosource_app.command("plan")
+def plan(
+    proxy_accuracy: Annotated[float, typer.Option(help="Proxy accuracy p_phi.")],
+    checks: Annotated[int, typer.Option(help="Consistency checks t_fraud.")],
+    alpha: Annotated[float, typer.Option(help="Level of the test.")] = 0.05,
+    gamma: Annotated[float, typer.Option(help="Share of checked answers flipped.")] = 0.10,
+    budget: Annotated[
+        int | None, typer.Option(help="Total budget t: print the Pareto-optimal allocations.")
+    ] = None,
+    sigma_a: Annotated[
+        float | None,
+        typer.Option(help="Per-query sd of the DI estimate (default: from the rates)."),
+    ] = None,
+    rate_unprivileged: Annotated[
+        float, typer.Option(help="Expected positive rate, unprivileged.")
+    ] = PLATFORM_RATE_FEMALE,
+    rate_privileged: Annotated[
+        float, typer.Option(help="Expected positive rate, privileged.")
+    ] = PLATFORM_RATE_MALE,
+    share_unprivileged: Annotated[
+        float, typer.Option(help="Share of unprivileged queries.")
+    ] = PLATFORM_SHARE_FEMALE,
+    theorem3: Annotated[
+        bool,
+        typer.Option(
+            "--theorem3",
+            help="Frontier at Theorem 3's cheapest successful fairwashing instead of --gamma.",
+        ),
+    ] = False,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Write the plan as JSON.")
+    ] = None,
+) -> None:
+    """Lemma 2's n_max and p_manip; with --budget, the Pareto frontier of Figure 4."""
+    from fairprobe.report import write_json
+    from fairprobe.twosource.theory import detection_test, di_sigma, pareto_frontier
+
+    test = detection_test(checks, proxy_accuracy, alpha, gamma=gamma)
+    out: dict[str, Any] = test.to_dict()
+    console.print(
+        f"consistency test: {checks} checks, p_phi {proxy_accuracy:g}, alpha {alpha:g}\n"
+        f"  n_max   = {test.n_max}  (manipulation if more inconsistencies; exact size "
+        f"{test.size:.4f})\n"
+        f"  p_manip = {test.p_manip:.4f}  at gamma = {gamma:g}",
+        markup=False,
+    )
+    if budget is not None:
+        sig = (
+            di_sigma(rate_unprivileged, rate_privileged, share_unprivileged)
+            if sigma_a is None
+            else sigma_a
+        )
+        front = pareto_frontier(
+            budget, proxy_accuracy, sig, alpha, None if theorem3 else gamma,
+            rate_unprivileged=rate_unprivileged, rate_privileged=rate_privileged,
+            share_unprivileged=share_unprivileged,
+        )  # fmt: skip
+        rows = front.pareto()
+        out["budget"] = budget
+        out["sigma_a"] = sig
+        out["frontier_gamma"] = "theorem3" if theorem3 else gamma
+        out["pareto"] = rows
+        console.print(f"Pareto-optimal allocations of t = {budget} (sigma_A {sig:.3f}):")
+        console.print("  t_fair  t_fraud   beta  epsilon_A  gamma  n_max  p_manip", markup=False)
+        for r in rows:
+            console.print(
+                f"  {r['t_fair']:>6}  {r['t_fraud']:>7}  {r['beta']:5.2f}  {r['epsilon_a']:9.4f}"
+                f"  {r['gamma']:5.3f}  {r['n_max']:>5}  {r['p_manip']:7.4f}",
+                markup=False,
+            )
+    if json_path is not None:
+        write_json(json_path, out)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(twosource_app, name="twosource")
