@@ -43,6 +43,14 @@ def run_cmd(
     from fairprobe.collab.net.node import run_node
     from fairprobe.report.jsonio import write_json
 
+    import logging
+    import os
+
+    if os.environ.get("FAIRPROBE_NODE_LOG"):
+        logging.basicConfig(
+            level=os.environ["FAIRPROBE_NODE_LOG"].upper(),
+            format="%(asctime)s %(name)s %(message)s",
+        )
     cfg = load_node_config(config)
     if role is not None:
         cfg = dataclasses.replace(cfg, role=role, source=cfg.source)

@@ -11,7 +11,8 @@ Query sets (``[query_set]`` of ``node.toml``)
 ``kind = "population"``
     This auditor's share of a bundled Table I population, exactly as the simulator partitions it
     (``case``, ``honest``, ``alpha``, ``seed``, ``min_per_group``, ``index``); the query order is
-    the simulator's for that auditor. Records are ``{"query_id": row}``; use the ``replay``
+    the simulator's for that auditor. Records are ``{"query_id": row}``; answer them with the
+    ``population`` backend (:mod:`fairprobe.collab.net.population`) or the generic ``replay``
     backend over :func:`fairprobe.datasets.populations.write_population_answers` output.
 ``kind = "file"``
     A CSV/Parquet file of records (``path``), the group column (``group_column``) and the value
@@ -21,6 +22,7 @@ Query sets (``[query_set]`` of ``node.toml``)
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -116,6 +118,7 @@ class Driver:
             )
 
     def _open_backend(self) -> None:
+        import fairprobe.collab.net.population  # noqa: F401 - registers kind "population"
         from fairprobe.access import BlackBox, load_backend
 
         be = dict(self.cfg.backend)
@@ -159,6 +162,10 @@ class Driver:
         h = self.core.held.get(auditor)
         return 0 if h is None else int(h.round)
 
+    def held_counts(self, auditor: str) -> tuple[int, int, int, int] | None:
+        h = self.core.held.get(auditor)
+        return None if h is None else tuple(int(x) for x in h.counts)  # type: ignore[return-value]
+
     def table(self) -> list[Entry]:
         return self.core.table_entries()
 
@@ -175,12 +182,31 @@ class Driver:
 
     # -- persistence --------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:
-        return {
-            "core": self.core.to_dict(),
-            "sampler": None if self.sampler is None else self.sampler.to_dict(),
-        }
+        """JSON-ready state; the query order is kept as a digest (it is rebuilt from the
+        query set on load, which is deterministic), not as a list of every index."""
+        sampler = None
+        if self.sampler is not None:
+            sampler = self.sampler.to_dict()
+            order = sampler.pop("order")
+            sampler["order_sha256"] = _digest(order)
+        return {"core": self.core.to_dict(), "sampler": sampler}
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         self.core = core_from_dict(state["core"], signer=self._signer, verifier=self._verifier)
-        if state.get("sampler") is not None:
-            self.sampler = QuerySampler.from_dict(state["sampler"])
+        saved = state.get("sampler")
+        if saved is not None:
+            assert self.sampler is not None
+            order = None if self.sampler.order is None else self.sampler.order.tolist()
+            if _digest(order) != saved["order_sha256"]:
+                raise ConfigError(
+                    "The query set no longer gives the query order of the saved state; "
+                    "restore the original query set or start a fresh state_db."
+                )
+            d = {k: v for k, v in saved.items() if k != "order_sha256"}
+            self.sampler = QuerySampler.from_dict({**d, "order": order})
+
+
+def _digest(order: list[int] | None) -> str | None:
+    if order is None:
+        return None
+    return hashlib.sha256(np.asarray(order, dtype=np.int64).tobytes()).hexdigest()

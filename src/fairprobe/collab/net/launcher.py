@@ -115,7 +115,6 @@ class LocalNetwork:
     # -- planning -----------------------------------------------------------------------------
     def write(self) -> LocalNetwork:
         from fairprobe.collab.net.plan import plan_network
-        from fairprobe.datasets.populations import write_population_answers
 
         s = self.spec
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -125,9 +124,6 @@ class LocalNetwork:
             min_per_group=s.min_per_group,
         )
         self.plan = plan
-        answers = self.workdir / f"answers-{s.case}.parquet"
-        if not answers.exists():
-            write_population_answers(s.case, answers)
         members = []
         for i, nid in enumerate(plan.ids):
             kp = generate_keypair(self.workdir / "keys" / nid, force=True)
@@ -151,9 +147,8 @@ class LocalNetwork:
                     "index": int(plan.honest_index[i]),
                 }
                 be = {
-                    "kind": "replay",
-                    "path": str(answers),
-                    "key_column": "query_id",
+                    "kind": "population",
+                    "case": s.case,
                     "cache": str(self.workdir / "state" / f"{nid}.answers.sqlite"),
                 }
             listen = self.listen_override.get(nid)

@@ -128,6 +128,11 @@ class NodeResult(BaseModel):
     tau: float
     #: Entries rejected, by reason (see :class:`fairprobe.collab.net.validate.Reason`).
     rejected: dict[str, int]
+    #: Entries older than the one held, dropped (routine in gossip: a neighbour relays what it
+    #: holds, which may lag behind what this node already has). Counted, not an alarm.
+    stale: int
+    #: Table messages answered 4xx, by reason (malformed, oversized, bad envelope signature...).
+    refused: dict[str, int]
     #: Neighbour tables that arrived after the round they belong to had moved on.
     late_tables: int
     #: Rounds this node left on a timeout rather than with every neighbour's table.

@@ -58,7 +58,7 @@ from fairprobe.collab.net.messages import (
 from fairprobe.collab.net.roster import Roster, load_roster, parse_address
 from fairprobe.collab.net.service import Refused, create_app
 from fairprobe.collab.net.store import NodeStore
-from fairprobe.collab.net.validate import precheck
+from fairprobe.collab.net.validate import Reason, precheck
 from fairprobe.collab.protocol import Entry
 from fairprobe.errors import ConfigError, PortInUseError
 from fairprobe.stats.counts import CountsVector
@@ -230,7 +230,12 @@ class Node:
                     last_round=self.last_round,
                     carrier_round=msg.round,
                     held_round=self.driver.held_round(e.auditor),
+                    held_counts=self.driver.held_counts(e.auditor),
+                    verifier=self.verifier,
                 )
+                if reason is Reason.STALE_ROUND:
+                    self.counters["stale-entries"] += 1
+                    continue
                 if reason is not None:
                     self.rejections[str(reason)] += 1
                     continue
@@ -288,6 +293,7 @@ class Node:
         t = r0 if phase == "stamped" else r0 + 1
         while t <= self.last_round:
             self.round = t
+            t0 = time.monotonic()
             if not (t == r0 and phase == "stamped"):
                 self.phase = "querying"
                 await self._local_step(t)
@@ -300,6 +306,7 @@ class Node:
             self.store.save_merged(
                 t, self._checkpoint_state(), consumed, self.rejections, self.counters
             )
+            log.info("%s: round %d done in %.3f s", self.id, t, time.monotonic() - t0)
             t += 1
         return self._result()
 
@@ -314,6 +321,12 @@ class Node:
             verdict="fair" if abs(est) <= self.cfg.audit.tau else "unfair",
             tau=self.cfg.audit.tau,
             rejected=dict(sorted(self.rejections.items())),
+            stale=self.counters["stale-entries"],
+            refused={
+                k.split(":", 1)[1]: v
+                for k, v in sorted(self.counters.items())
+                if k.startswith("refused:")
+            },
             late_tables=self.counters["late-tables"],
             timeouts=self.counters["round-timeouts"],
             queries_used=self.driver.queries_used,

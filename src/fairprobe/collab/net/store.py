@@ -10,7 +10,7 @@ One file per node (WAL journal; a committed transaction survives the death of th
     signatures, ``prev``, ``W``; the position in the query order; the table snapshot it sends for
     ``round``). ``phase`` is ``"stamped"`` once the own entry of ``round`` is signed and the
     snapshot fixed, ``"merged"`` once the neighbours' tables of ``round`` are merged and scored.
-``own_entries(round, a, A, b, B, sig)``
+``own_entries(round, pos_a, n_a, pos_b, n_b, sig)``
     every entry this node signed, in order (a restarted node re-sends the same bytes, never a
     second, different entry for a round).
 ``inbox(sender, round, body)``
@@ -46,8 +46,8 @@ _SCHEMA = [
         id INTEGER PRIMARY KEY CHECK (id = 1), round INTEGER NOT NULL, phase TEXT NOT NULL,
         state TEXT NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS own_entries (
-        round INTEGER PRIMARY KEY, a INTEGER NOT NULL, A INTEGER NOT NULL, b INTEGER NOT NULL,
-        B INTEGER NOT NULL, sig BLOB NOT NULL)""",
+        round INTEGER PRIMARY KEY, pos_a INTEGER NOT NULL, n_a INTEGER NOT NULL,
+        pos_b INTEGER NOT NULL, n_b INTEGER NOT NULL, sig BLOB NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS inbox (
         sender TEXT NOT NULL, round INTEGER NOT NULL, body TEXT NOT NULL,
         PRIMARY KEY (sender, round))""",
@@ -129,7 +129,7 @@ class NodeStore:
                     (round_, json.dumps(state)),
                 ),
                 (
-                    "INSERT OR REPLACE INTO own_entries (round, a, A, b, B, sig) "
+                    "INSERT OR REPLACE INTO own_entries (round, pos_a, n_a, pos_b, n_b, sig) "
                     "VALUES (?,?,?,?,?,?)",
                     (round_, *own, sig),
                 ),
@@ -166,7 +166,7 @@ class NodeStore:
     def own_entries(self) -> list[tuple[int, int, int, int, int, bytes]]:
         with self._lock:
             rows = self._conn.execute(
-                "SELECT round, a, A, b, B, sig FROM own_entries ORDER BY round"
+                "SELECT round, pos_a, n_a, pos_b, n_b, sig FROM own_entries ORDER BY round"
             ).fetchall()
         return [(int(r), int(a), int(A), int(b), int(B), bytes(s)) for r, a, A, b, B, s in rows]
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from fairprobe.collab.net.messages import EntryMessage
+from fairprobe.collab.protocol import EntryVerifier
 
 __all__ = ["Reason", "precheck"]
 
@@ -50,6 +51,8 @@ def precheck(
     last_round: int,
     carrier_round: int,
     held_round: int,
+    held_counts: tuple[int, int, int, int] | None = None,
+    verifier: EntryVerifier | None = None,
 ) -> Reason | None:
     """Checks of one received entry that come before the core's merge.
 
@@ -64,6 +67,10 @@ def precheck(
         Round of the table that carried ``e`` (its sender cannot relay a newer entry).
     held_round : int
         Round of the entry held for ``e.auditor`` (0 if none).
+    held_counts, verifier : optional
+        With both given, an entry of the held round with other counts is checked for its
+        signature here (``bad-signature``): the core would call it an ``equivocation`` without
+        verifying, which would blame a tampered relayed copy on its author.
     """
     if not known:
         return Reason.UNKNOWN_AUDITOR
@@ -74,4 +81,12 @@ def precheck(
         return Reason.BAD_ROUND
     if e.round < held_round:
         return Reason.STALE_ROUND
+    if (
+        e.round == held_round
+        and held_counts is not None
+        and verifier is not None
+        and e.counts != held_counts
+        and not verifier.verify_entry(e.auditor, e.round, a, A, b, B, e.signature)
+    ):
+        return Reason.BAD_SIGNATURE
     return None

@@ -1,0 +1,114 @@
+"""The set-up of a networked run, taken from the simulator so that both run the same audit.
+
+A seed fixes the partition of the population, the graph, the attackers' positions and every
+honest auditor's query order (:mod:`fairprobe.collab.simulate`). The launcher and each demo node
+call the simulator's own set-up functions here -- nothing is re-implemented -- so that the final
+estimate of every honest node can be compared, to the last digit, with the simulator's for the
+same seed.
+
+The only thing added is the mapping from an auditor's *local* inputs to concrete rows of the
+population (the simulator only needs their cell types): local input ``k`` of auditor ``i`` is the
+``k``-th input of :func:`fairprobe.collab.partition.item_types` order (positives of group A, then
+negatives of A, positives of B, negatives of B), and each cell's rows are dealt to the auditors
+in auditor order from the population's answer array (:meth:`fairprobe.datasets.Population.answers`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from fairprobe.collab import simulate as sim
+from fairprobe.collab.partition import local_counts
+from fairprobe.collab.protocol import QuerySampler
+from fairprobe.datasets import get_population
+
+__all__ = ["Plan", "auditor_ids", "honest_share", "plan_network", "sim_config"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Who is who in a networked run (indices are the simulator's auditor indices)."""
+
+    ids: list[str]
+    neighbours: list[list[int]]
+    is_attacker: list[bool]
+    honest_index: list[int]  # rank among honest auditors, -1 for an attacker
+    rounds: int
+    true_dp: float
+    honest_dp: float
+
+
+def auditor_ids(v: int) -> list[str]:
+    """Node ids ``a00, a01, ...`` (zero-padded so that string order is index order)."""
+    width = max(2, len(str(v - 1)))
+    return [f"a{j:0{width}d}" for j in range(v)]
+
+
+def sim_config(
+    *, case: str, honest: int, attackers: int, seed: int, n: int, alpha: float,
+    max_rounds: int, min_per_group: int = 30, tau: float = 0.05, z_max: float = 8.0,
+    replacement: bool = False,
+) -> sim.SimConfig:
+    return sim.SimConfig(
+        case=case, attackers=attackers, seed=seed, honest=honest, alpha=alpha, n=n,
+        max_rounds=max_rounds, tau=tau, z_max=z_max, replacement=replacement,
+        min_per_group=min_per_group,
+    )
+
+
+def plan_network(
+    *, case: str, honest: int, attackers: int, seed: int, n: int, alpha: float,
+    max_rounds: int, rounds: int | None = None, min_per_group: int = 30,
+) -> Plan:
+    """Ids, graph, roles and number of rounds of the simulator's run for this seed."""
+    cfg = sim_config(case=case, honest=honest, attackers=attackers, seed=seed, n=n,
+                     alpha=alpha, max_rounds=max_rounds, min_per_group=min_per_group)
+    setup = sim.prepare_honest(cfg)
+    adj, att = sim._graph(cfg)  # see docs/collab-network.md, "Requests to the protocol core"
+    v = honest + attackers
+    is_att = np.zeros(v, dtype=bool)
+    is_att[att] = True
+    hidx = np.cumsum(~is_att) - 1
+    tot = local_counts(setup.cells).sum(axis=0)
+    return Plan(
+        ids=auditor_ids(v),
+        neighbours=[np.flatnonzero(adj[i]).tolist() for i in range(v)],
+        is_attacker=is_att.tolist(),
+        honest_index=[-1 if a else int(h) for h, a in zip(hidx, is_att, strict=True)],
+        rounds=int(setup.rounds if rounds is None else rounds),
+        true_dp=float(get_population(case).true_dp),
+        honest_dp=float(tot[0] / tot[1] - tot[2] / tot[3]),
+    )
+
+
+def honest_share(
+    *, case: str, honest: int, alpha: float, seed: int, min_per_group: int, index: int,
+    replacement: bool = False, n: int = 300, max_rounds: int = 150,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], QuerySampler]:
+    """Population rows, their group-A mask, and the query sampler of honest auditor ``index``.
+
+    The sampler is the simulator's (same seeded stream), over local indices into ``rows``.
+    """
+    cfg = sim_config(case=case, honest=honest, attackers=0, seed=seed, n=n, alpha=alpha,
+                     max_rounds=max_rounds, min_per_group=min_per_group,
+                     replacement=replacement)
+    pop = get_population(case)
+    cells = sim.prepare_honest(cfg).cells
+    _, _, query_ss = sim._streams(seed)
+    in_a, dec = pop.answers()
+    cell_rows = [
+        np.flatnonzero(in_a & (dec == 1)),
+        np.flatnonzero(in_a & (dec == 0)),
+        np.flatnonzero(~in_a & (dec == 1)),
+        np.flatnonzero(~in_a & (dec == 0)),
+    ]
+    start = np.vstack([np.zeros((1, 4), np.int64), np.cumsum(cells, axis=0)])
+    rows = np.concatenate(
+        [cell_rows[c][start[index, c] : start[index + 1, c]] for c in range(4)]
+    ).astype(np.int64)
+    child = query_ss.spawn(honest)[index]
+    sampler = QuerySampler(rows.size, np.random.default_rng(child), replacement=replacement)
+    return rows, in_a[rows], sampler
