@@ -21,7 +21,7 @@ demo: install
 	$(BIN)/fairprobe demo --port $(PORT) --seed $(SEED)
 
 lint: install-dev
-	$(BIN)/ruff check src tests benchmarks experiments
+	$(BIN)/ruff check .
 
 typecheck: install-dev
 	$(BIN)/mypy
@@ -30,7 +30,7 @@ pytest: install-dev
 	$(BIN)/python -m pytest
 
 test: install-dev
-	$(BIN)/ruff check src tests benchmarks experiments
+	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
