@@ -71,3 +71,10 @@ def test_pandas_inputs() -> None:
         select_groups(pd.DataFrame({"a": [1, 2], "b": [3, 4]}), 1)
     with pytest.raises(DataError, match="missing value"):
         select_groups(pd.Series(["F", pd.NA, "M"], dtype="string"), "F")
+
+
+def test_unhashable_group_values() -> None:
+    g = np.empty(3, dtype=object)
+    g[:] = [[1], [2], [1]]
+    with pytest.raises(DataError, match="hashable scalars"):
+        select_groups(g, "x")

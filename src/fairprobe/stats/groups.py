@@ -95,7 +95,13 @@ def select_groups(
     else:
         col = as_1d(groups, "The group column")
     # One factorisation pass: integer codes (-1 for missing), then integer comparisons only.
-    codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    try:
+        codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    except TypeError:
+        raise DataError(
+            "The group column must hold hashable scalars (strings, numbers, booleans); "
+            "convert lists or dicts to a label first."
+        ) from None
     codes = np.asarray(codes)
     if codes.size == 0:
         raise DataError("The group column is empty: pass one group value per instance.")
