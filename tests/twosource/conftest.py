@@ -68,3 +68,12 @@ class Unparsed(Backend):
 def fake() -> Any:
     """``fake.platform(mode, gamma, mix)``, ``fake.sources(platform, cache)``, ``fake.Unparsed``."""
     return SimpleNamespace(platform=make_platform, sources=sources, Unparsed=Unparsed)
+
+
+@pytest.fixture(scope="package")
+def live_platform() -> Any:
+    """One real platform server process (positive fairwashing, gamma 0.6) for the package."""
+    from fairprobe.platform.process import PlatformProcess
+
+    with PlatformProcess(fairwash="positive", gamma=0.6, seed=1) as plat:
+        yield plat

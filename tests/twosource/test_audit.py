@@ -158,12 +158,9 @@ def test_timeout_of_b_loses_nothing_paid(fake: Any, pool: pd.DataFrame, tmp_path
     assert api.spent + api2.spent <= 150  # t_fair = 150: nothing of A paid twice
 
 
-def test_live_platform_server(fake: Any, pool: pd.DataFrame) -> None:
-    from fairprobe.platform.process import PlatformProcess
-
-    with PlatformProcess(fairwash="positive", gamma=0.6, seed=1) as plat:
-        api = BlackBox(HttpJsonBackend(url=plat.url))
-        ui = BlackBox(HttpJsonBackend(url=plat.url, path="/user/predict"))
-        r = run_two_source_audit(api, ui, pool, make_proxy("name"), budget=600, seed=0)
+def test_live_platform_server(fake: Any, pool: pd.DataFrame, live_platform: Any) -> None:
+    api = BlackBox(HttpJsonBackend(url=live_platform.url))
+    ui = BlackBox(HttpJsonBackend(url=live_platform.url, path="/user/predict"))
+    r = run_two_source_audit(api, ui, pool, make_proxy("name"), budget=600, seed=0)
     assert r.verdict == "manipulated"
-    assert r.di_a.estimate > r.di_b.estimate  # type: ignore[union-attr]
+    assert r.di_b is not None and r.di_a.estimate > r.di_b.estimate

@@ -1,0 +1,72 @@
+"""``fairprobe twosource`` and ``fairprobe twosource plan`` through the real entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fairprobe.cli.main import main
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    out = capsys.readouterr()
+    return int(exc.value.code or 0), out.out, out.err
+
+
+def test_plan_worked_example(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "plan.json"
+    code, out, _ = run(
+        ["twosource", "plan", "--proxy-accuracy", "0.91", "--checks", "100", "--alpha", "0.05",
+         "--gamma", "0.1", "--json", str(path)],
+        capsys,
+    )  # fmt: skip
+    assert code == 0 and "n_max   = 14" in out
+    d = json.loads(path.read_text())
+    assert d["n_max"] == 14 and round(d["p_manip"], 2) == 0.76
+
+
+def test_plan_with_budget_lists_pareto_allocations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "plan.json"
+    code, out, _ = run(
+        ["twosource", "plan", "--proxy-accuracy", "0.91", "--checks", "12", "--gamma", "0.3",
+         "--budget", "100", "--json", str(path)],
+        capsys,
+    )  # fmt: skip
+    assert code == 0 and "Pareto-optimal" in out
+    d = json.loads(path.read_text())
+    eps = [r["epsilon_a"] for r in d["pareto"]]
+    pm = [r["p_manip"] for r in d["pareto"]]
+    assert eps == sorted(eps) and pm == sorted(pm) and len(pm) > 3
+    assert all(r["t_fair"] + r["t_fraud"] <= 100 for r in d["pareto"])
+
+
+def test_plan_bad_input_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["twosource", "plan", "--proxy-accuracy", "1.5", "--checks", "10"], capsys)
+    assert code != 0 and err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_audit_command_against_live_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], live_platform: Any
+) -> None:
+    path = tmp_path / "r.json"
+    argv = ["twosource", "--url", live_platform.url, "--budget", "400", "--seed", "2",
+            "--cache", str(tmp_path / "c.sqlite"), "--no-progress", "--json", str(path)]  # fmt: skip
+    code, out, _ = run(argv, capsys)
+    assert code == 0 and "MANIPULATED" in out
+    d = json.loads(path.read_text())
+    assert d["verdict"] == "manipulated" and d["n_inconsistent"] > d["n_max"]
+    assert d["queries"]["paid_a"] > 0
+    # the rerun is answered from the cache
+    code, _, _ = run(argv, capsys)
+    assert json.loads(path.read_text())["queries"]["paid_a"] == 0
+    # a budget too small: one clear line, exit code non-zero
+    code, _, err = run([*argv[:3], "--budget", "3", "--cache", str(tmp_path / "c.sqlite")], capsys)
+    assert code != 0 and "too small for one query per group per source" in err
+    assert err.count("\n") == 1
