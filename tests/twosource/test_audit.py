@@ -40,7 +40,9 @@ def test_honest_platform_is_unfair_not_manipulated(fake: Any, pool: pd.DataFrame
     assert r.queries_a == 600 and r.queries_b == 200
     # the proxy mixes groups, so DI through B is pulled towards 1 (attenuation)
     assert r.di_b is not None and r.di_b.estimate > r.di_a.estimate
-    assert 0.74 < r.p_phi < 0.80
+    assert 0.74 < r.proxy_accuracy.p_phi < 0.80
+    assert r.null == "agree" and r.p_test == pytest.approx(r.proxy_accuracy.p_agree)
+    assert 0.70 < r.p_test < r.proxy_accuracy.p_phi
     d = r.to_dict()
     assert {"verdict", "di_a", "di_b_proxy", "n_inconsistent", "n_max", "p_value"} <= set(d)
     assert "UNFAIR" in str(r)

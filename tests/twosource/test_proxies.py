@@ -106,6 +106,12 @@ def test_pinned_accuracies() -> None:
     female = sex == "Female"
     expected = (female.mean() * 16 + (~female).mean() * 21) / 25
     assert NameProxy().accuracy(df, sex).p_phi == pytest.approx(expected, abs=0.015)
+    # two independent draws both right: p_i^2, so 1/4 on the h/y names
+    hy = df["first_name"].str[-1].isin(["h", "y"]).mean()
+    acc = NameProxy().accuracy(df, sex)
+    assert acc.p_agree == pytest.approx(acc.p_phi - 0.25 * hy)
+    assert make_proxy("identity").accuracy(df, sex).p_agree == 1.0
+    assert make_proxy("random").accuracy(df, sex).p_agree == pytest.approx(0.25)
     one = pd.DataFrame({"first_name": ["Jessica", "Noah", "John", "Kyle"]})
     assert NameProxy()._probabilities(one)[:, 0].tolist() == [1.0, 0.5, 0.0, 1.0]
 

@@ -84,6 +84,12 @@ def twosource(
     p_phi: Annotated[
         float | None, typer.Option(help="Proxy accuracy (default: measured on the pool).")
     ] = None,
+    null: Annotated[
+        str,
+        typer.Option(
+            help="Honest consistency rate: agree (valid for randomised proxies) | accuracy (the paper's p_phi)."
+        ),
+    ] = "agree",
     detectors: Annotated[
         str, typer.Option(help="Comma-separated: consistency, di.")
     ] = "consistency,di",
@@ -128,7 +134,7 @@ def twosource(
         result = run_two_source_audit(
             api, ui, pool, px, budget=budget, beta=beta, t_fraud=checks,
             group_column=group_col, privileged=privileged, api_columns=split_list(api_cols),
-            ui_columns=split_list(ui_cols), alpha=alpha, threshold=threshold, p_phi=p_phi,
+            ui_columns=split_list(ui_cols), alpha=alpha, threshold=threshold, p_phi=p_phi, null=null,
             detectors=tuple(split_list(detectors) or ()), batch_size=batch_size, seed=seed,
             progress=progress,
         )  # fmt: skip

@@ -143,7 +143,8 @@ class TwoSourceResult:
     unpaired: int
     proxy: dict[str, Any]
     proxy_accuracy: ProxyAccuracy
-    p_phi: float
+    p_test: float
+    null: str
     groups: tuple[str, str]
     seed: int
     checks_to_detection: int | None = None
@@ -197,7 +198,14 @@ class TwoSourceResult:
                 "total": self.queries_a + self.queries_b,
             },
             "unpaired": self.unpaired,
-            "proxy": {**self.proxy, "p_phi": self.p_phi, "accuracy": self.proxy_accuracy.to_dict()},
+            "proxy": {
+                **self.proxy,
+                "p_phi": self.proxy_accuracy.p_phi,
+                "p_agree": self.proxy_accuracy.p_agree,
+                "accuracy": self.proxy_accuracy.to_dict(),
+            },
+            "p_test": self.p_test,
+            "null": self.null,
             "seed": self.seed,
             **self.extra,
         }
@@ -214,7 +222,7 @@ class TwoSourceResult:
             lines.append(
                 f"  consistency          : {d['n_inconsistent']} inconsistencies in "
                 f"{d['n_checked']} checks (n_max {d['n_max']} of {d['n_planned']}, "
-                f"p_phi {self.p_phi:.3f}), p-value {pv if pv is None else f'{pv:.3g}'}"
+                f"honest rate {self.p_test:.3f}), p-value {pv if pv is None else f'{pv:.3g}'}"
                 f"{' -> DETECTED' if cons.detected else ''}"
             )
         for o in self.detectors:
@@ -285,13 +293,14 @@ def run_two_source_audit(
     alpha: float = 0.05,
     threshold: float = 0.8,
     p_phi: float | None = None,
+    null: str = "agree",
     detectors: Sequence[str] = ("consistency", "di"),
     batch_size: int = 25,
     early_stop: bool = True,
     seed: int = 0,
     progress: bool = False,
 ) -> TwoSourceResult:
-    """Run a two-source audit of a platform (Sections 3-5 of the two-source paper).
+    r"""Run a two-source audit of a platform (Sections 3-5 of the two-source paper).
 
     Parameters
     ----------
@@ -321,7 +330,14 @@ def run_two_source_audit(
     threshold : float
         The 80% rule's threshold on the DI through A.
     p_phi : float, optional
-        Proxy accuracy; by default measured on the whole pool (both sides known).
+        The honest consistency rate of the test, overriding ``null``.
+    null : {"agree", "accuracy"}
+        Which measured proxy accuracy (on the whole pool, both sides known) sets the honest
+        inconsistency rate ``1 - p`` of Lemma 2: ``"agree"`` (default) uses
+        :attr:`ProxyAccuracy.p_agree`, valid when the platform infers the group on B with the
+        proxy's rule and its own coin; ``"accuracy"`` uses the paper's :math:`p_\phi`, which
+        under-states honest inconsistencies of a randomised proxy (the test's size then exceeds
+        ``alpha``; see ``docs/twosource.md``). Equal for deterministic proxies.
     detectors : sequence of {"consistency", "di"}
         Which fairwashing detectors decide (see :mod:`fairprobe.twosource.detectors`).
     batch_size : int
@@ -400,8 +416,12 @@ def run_two_source_audit(
             f"is too small for one query per group per source: need t_fair >= {need} and "
             f"t_fraud >= {need}; raise the budget or lower beta."
         )
+    check_choice(null, "null", owner, ("agree", "accuracy"))
     acc = proxy.accuracy(pool, true_groups)
-    pp = acc.p_phi if p_phi is None else check_real(p_phi, "p_phi", owner, lo=0.0, hi=1.0)
+    if p_phi is not None:
+        pp = check_real(p_phi, "p_phi", owner, lo=0.0, hi=1.0)
+    else:
+        pp = acc.p_agree if null == "agree" else acc.p_phi
     alpha_each = a_lvl / max(len(dets), 1)
     threshold_n = n_max(alloc.t_fraud, pp, alpha_each)
 
@@ -534,7 +554,8 @@ def run_two_source_audit(
         unpaired=unpaired,
         proxy=proxy.describe(),
         proxy_accuracy=acc,
-        p_phi=pp,
+        p_test=pp,
+        null=null if p_phi is None else "given",
         groups=(unprivileged, privileged),
         seed=seed,
         checks_to_detection=checks_to_detection,

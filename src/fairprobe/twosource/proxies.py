@@ -53,10 +53,16 @@ ObjArray = npt.NDArray[np.object_]
 
 @dataclass(frozen=True)
 class ProxyAccuracy:
-    """Accuracy of a proxy on records whose group is known.
+    r"""Accuracy of a proxy on records whose group is known.
 
-    ``p_phi`` is the expected accuracy; ``confusion[i][j]`` the expected number of records of
-    true group ``groups[i]`` that the proxy assigns to ``groups[j]``.
+    ``p_phi`` is the expected accuracy :math:`\frac1n\sum_i p_i` with
+    :math:`p_i = P(\phi(x_{B,i}) = g_i)` (the paper's :math:`p_\phi`, 91% in Section 5.1).
+    ``p_agree`` is :math:`\frac1n\sum_i p_i^2`: the probability that two independent draws of
+    the proxy — the auditor's and the platform's own inference on B, which Section 5.1 assumes
+    use the same rule — both land on the true group, a lower bound of the chance that an honest
+    pair is consistent. Both are equal for a deterministic proxy. ``confusion[i][j]`` is the
+    expected number of records of true group ``groups[i]`` that the proxy assigns to
+    ``groups[j]``.
     """
 
     proxy: str
@@ -64,12 +70,14 @@ class ProxyAccuracy:
     p_phi: float
     groups: tuple[str, ...]
     confusion: tuple[tuple[float, ...], ...]
+    p_agree: float = float("nan")
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "proxy": self.proxy,
             "n": self.n,
             "p_phi": self.p_phi,
+            "p_agree": self.p_agree,
             "groups": list(self.groups),
             "confusion": [list(r) for r in self.confusion],
         }
@@ -182,6 +190,7 @@ class Proxy(ABC):
             float(hit.mean()),
             labels,
             tuple(tuple(float(x) for x in r) for r in conf),
+            float((hit * hit).mean()),
         )
 
 
