@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fairprobe._validation import check_choice, check_int
-from fairprobe.collab.exact import max_mod_linear, min_mod_linear
+from fairprobe.collab.exact import min_mod_linear
 from fairprobe.errors import DataError, InvalidParameterError
 from fairprobe.stats.counts import CountsVector
 
@@ -117,66 +117,66 @@ def minimise_abs_dp(views: npt.ArrayLike, n: int) -> IntArray:
     lo_raw = _ceil_div(Y0 * Ps, Qs)  # first X with X Q >= Y0 P
     hi_raw = _ceil_div(Y1 * Ps, Qs) - 1  # last X with X Q < Y1 P
     big = np.iinfo(np.int64).max
-    # candidate kinds: 0 low edge, 1 inside below, 2 inside above, 3 high edge
-    absg = np.full((4,) + P.shape, big, dtype=np.int64)
-    xs = np.zeros((4,) + P.shape, dtype=np.int64)
-    ys = np.zeros((4,) + P.shape, dtype=np.int64)
+    # candidate kinds (last axis): 0 low edge, 1 inside below the line, 2 inside above, 3 high edge
+    absg = np.full(P.shape + (4,), big, dtype=np.int64)
     x_lo = np.minimum(X1, lo_raw - 1)
     m_lo = ok & (x_lo >= X0)
-    absg[0] = np.where(m_lo, Y0 * Ps - x_lo * Qs, big)
-    xs[0], ys[0] = x_lo, Y0
+    absg[..., 0] = np.where(m_lo, Y0 * Ps - x_lo * Qs, big)
     x_hi = np.maximum(X0, hi_raw + 1)
     m_hi = ok & (x_hi <= X1)
-    absg[3] = np.where(m_hi, x_hi * Qs - Y1 * Ps, big)
-    xs[3], ys[3] = x_hi, Y1
+    absg[..., 3] = np.where(m_hi, x_hi * Qs - Y1 * Ps, big)
     L = np.maximum(X0, lo_raw)
     R = np.minimum(X1, hi_raw)
     inside = ok & (L <= R)
+    targets = np.zeros(P.shape + (2,), dtype=np.int64)
     if inside.any():
         cnt = (R - L + 1)[inside]
         Pi, Qi, Li = Ps[inside], Qs[inside], L[inside]
         step = Qi % Pi
         start = (Li * Qi) % Pi
-        both_n = np.concatenate([cnt, cnt])
-        both_m = np.concatenate([Pi, Pi])
-        both_a = np.concatenate([step, step])
-        both_b = np.concatenate([start, start])
+        # one call for both: min of s_x, and min of (P - 1 - s_x) = P - 1 - max s_x
+        both = min_mod_linear(
+            np.concatenate([cnt, cnt]),
+            np.concatenate([Pi, Pi]),
+            np.concatenate([step, -step]),
+            np.concatenate([start, Pi - 1 - start]),
+        )
         half = cnt.size
-        smin = min_mod_linear(both_n[:half], both_m[:half], both_a[:half], both_b[:half])
-        smax = max_mod_linear(both_n[half:], both_m[half:], both_a[half:], both_b[half:])
-        absg[1][inside] = smin
-        absg[2][inside] = Pi - smax
-        # keep the targets; the x solving s_x = target is recovered for the chosen split only
-        xs[1][inside] = smin
-        xs[2][inside] = smax
+        smin, smax = both[:half], Pi - 1 - both[half:]
+        absg[..., 1][inside] = smin
+        absg[..., 2][inside] = Pi - smax
+        targets[..., 0][inside] = smin
+        targets[..., 1][inside] = smax
     denom = (Ps * Qs).astype(np.float64)
-    val = np.where(absg == big, np.inf, absg.astype(np.float64) / denom[None, :, :])
+    val = np.where(absg == big, np.inf, absg.astype(np.float64) / denom[..., None])
+    flat = val.reshape(k, -1)  # order (split, kind): argmin's first hit obeys the tie rule
+    first = flat.argmin(axis=1)
+    best = flat[np.arange(k), first]
+    near = (flat <= (best * (1.0 + 1e-12))[:, None]).sum(axis=1)
     out = np.zeros((k, 4), dtype=np.int64)
     for r in range(k):
-        vr = val[:, r, :]
-        best = vr.min()
-        # candidates within float noise of the best; decided exactly
-        kinds, splits = np.nonzero(vr <= best * (1.0 + 1e-9) + 1e-300)
-        chosen: tuple[int, int] | None = None
-        chosen_num = chosen_den = 0
-        for kind, sp in sorted(zip(kinds.tolist(), splits.tolist(), strict=True),
-                               key=lambda t: (t[1], t[0])):
-            num = int(absg[kind, r, sp])
-            den = int(Ps[r, sp]) * int(Qs[r, sp])
-            if chosen is None or num * chosen_den < chosen_num * den:
-                chosen, chosen_num, chosen_den = (kind, sp), num, den
-        assert chosen is not None
-        kind, sp = chosen
+        pick = int(first[r])
+        if near[r] > 1 and best[r] > 0:  # float near-tie: decide exactly
+            cands = np.flatnonzero(flat[r] <= best[r] * (1.0 + 1e-12))
+            bnum, bden = -1, 1
+            for c in cands.tolist():
+                sp, kind = divmod(c, 4)
+                num = int(absg[r, sp, kind])
+                den = int(Ps[r, sp]) * int(Qs[r, sp])
+                if bnum < 0 or num * bden < bnum * den:
+                    pick, bnum, bden = c, num, den
+        sp, kind = divmod(pick, 4)
         Pv, Qv = int(Ps[r, sp]), int(Qs[r, sp])
-        if kind in (0, 3):
-            X, Y = int(xs[kind, r, sp]), int(ys[kind, r, sp])
+        ar, br = int(a[r, 0]), int(b[r, 0])
+        if kind == 0:
+            X, Y = int(x_lo[r, sp]), br
+        elif kind == 3:
+            X, Y = int(x_hi[r, sp]), br + n - sp
         else:
-            target = int(xs[kind, r, sp])
             Lv = int(L[r, sp])
-            x = _solve_linear_mod(Qv % Pv, (Lv * Qv) % Pv, target, Pv)
+            x = _solve_linear_mod(Qv % Pv, (Lv * Qv) % Pv, int(targets[r, sp, kind - 1]), Pv)
             X = Lv + x
             Y = (X * Qv) // Pv + (1 if kind == 2 else 0)
-        ar, br = int(a[r, 0]), int(b[r, 0])
         out[r] = (X - ar, sp, Y - br, n - sp)
     return out
 

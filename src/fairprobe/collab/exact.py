@@ -50,30 +50,17 @@ def min_mod_linear(
     idx = np.arange(nn.size)
     while idx.size:
         zero = aa == 0
-        up = ~zero & (2 * aa <= mm)
-        down = ~zero & ~up
-        cand = bb.copy()
-        cand[down] = (aa[down] * (nn[down] - 1) + bb[down]) % mm[down]
-        out[idx] = np.minimum(out[idx], cand)
-        new_n = np.zeros_like(nn)
-        new_m = np.ones_like(mm)
-        new_a = np.zeros_like(aa)
-        new_b = np.zeros_like(bb)
-        # rising: modulus a, K terms
-        if up.any():
-            au, mu, bu, nu = aa[up], mm[up], bb[up], nn[up]
-            new_n[up] = (au * (nu - 1) + bu) // mu
-            new_m[up] = au
-            new_a[up] = (-mu) % au
-            new_b[up] = (bu - mu) % au
-        if down.any():
-            ad, md, bd, nd = aa[down], mm[down], bb[down], nn[down]
-            a2 = md - ad
-            num = a2 * nd - bd
-            new_n[down] = np.where(num > 0, (num + md - 1) // md, 0)
-            new_m[down] = a2
-            new_a[down] = md % a2
-            new_b[down] = bd % a2
+        up = 2 * aa <= mm  # includes a == 0
+        an1b = aa * (nn - 1) + bb
+        out[idx] = np.minimum(out[idx], np.where(up, bb, an1b % mm))
+        a_safe = np.where(zero, 1, aa)
+        a2 = mm - aa  # >= 1 since a < m
+        num = a2 * nn - bb
+        new_n = np.where(up, an1b // mm, np.where(num > 0, (num + mm - 1) // mm, 0))
+        new_n[zero] = 0
+        new_m = np.where(up, a_safe, a2)
+        new_a = np.where(up, (-mm) % a_safe, mm % a2)
+        new_b = np.where(up, (bb - mm) % a_safe, bb % a2)
         keep = new_n >= 1
         idx, nn, mm, aa, bb = idx[keep], new_n[keep], new_m[keep], new_a[keep], new_b[keep]
     return out.reshape(shape)

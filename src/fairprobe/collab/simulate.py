@@ -1,0 +1,368 @@
+"""The vectorised simulator of a collaborative audit (Section VI-A, Appendix C).
+
+One run: the population of a Table I case is split across ``N`` honest auditors
+(:mod:`.partition`), ``K`` attackers join at random positions of a connected Erdős-Rényi graph
+(:mod:`.graph`), and everyone runs ``R = min(ceil(max_i |D_i| / n), T)`` synchronous rounds. The
+seed fixes the partition, the graph and the query order (three independent child streams of
+``SeedSequence(seed)``; the partition and query order do not depend on ``K``).
+
+How the vectorised path works. With synchronous rounds on a static graph, honest auditor ``i``
+holds ``c_j(t - lag_ij)`` for every source ``j`` at the end of round ``t``
+(:func:`fairprobe.collab.graph.gossip_lags`); it therefore sees each of ``j``'s per-round
+increments exactly once, in order, and the weight it assigns to increment ``s`` of ``j`` depends only
+on ``c_j(s-1)`` and ``c_j(s)``, not on ``i``. So the simulator
+
+1. builds the cumulative vectors ``H[t, j]`` of every auditor: honest ones from their query
+   order, attackers round by round from their own views ``C_k(t) = sum_j H[t-1-lag_kj, j]``
+   (all attackers of a round in one vectorised call of the strategy);
+2. scores all ``R x V`` increments in one call of Algorithm 3 and accumulates
+   ``CW[s, j] = sum_{u <= s} w_j(u) delta_j(u)`` with a cumulative sum;
+3. gives auditor ``i`` the estimate ``DP(sum_j CW[R - lag_ij, j])`` and the baseline tables
+   ``H[R - lag_ij, j]``.
+
+:func:`simulate_reference` runs the same audit with one :class:`AuditorCore` /
+:class:`AttackerCore` per auditor exchanging tables over the graph; a test checks that both give
+identical estimates. The attack does not depend on the defense, so one run yields every method's
+estimate. The global estimate is the median of the ``N + K`` final estimates, attackers sending 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from fairprobe._validation import check_choice, check_int, check_real
+from fairprobe.collab.attacker import ATTACKS, get_attack
+from fairprobe.collab.baselines import get_aggregator
+from fairprobe.collab.graph import connected_erdos_renyi, gossip_lags
+from fairprobe.collab.partition import (
+    dirichlet_partition,
+    increments_per_round,
+    item_types,
+)
+from fairprobe.collab.protocol import (
+    AttackerCore,
+    AuditorCore,
+    QuerySampler,
+    dp_of,
+    query_order,
+)
+from fairprobe.collab.score import Z_MAX, suspicion_scores
+from fairprobe.datasets.populations import POPULATIONS, get_population
+from fairprobe.stats.counts import CountsVector
+
+__all__ = [
+    "BASE_METHODS",
+    "RunResult",
+    "SimConfig",
+    "prepare_honest",
+    "simulate",
+    "simulate_reference",
+]
+
+#: Methods every run reports (``trimmed-mean@B`` variants are added by ``SimConfig.extra_betas``).
+BASE_METHODS = (
+    "none",
+    "median",
+    "trimmed-mean",
+    "median-local-dp",
+    "trimmed-mean-local-dp",
+    "auditopus",
+)
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Parameters of one simulated audit (defaults: Section VI-A)."""
+
+    case: str
+    attackers: int = 0
+    seed: int = 0
+    honest: int = 20
+    alpha: float = 1.0
+    n: int = 300
+    max_rounds: int = 150
+    tau: float = 0.05
+    z_max: float = Z_MAX
+    beta: float = 0.2
+    replacement: bool = False
+    degree: float = 4.0
+    min_per_group: int = 30
+    attack: str = "adaptive"
+    extra_betas: tuple[float, ...] = field(default_factory=tuple)
+    max_redraws: int = 1000
+
+    def __post_init__(self) -> None:
+        o = "SimConfig"
+        check_choice(self.case, "case", o, list(POPULATIONS))
+        check_int(self.attackers, "attackers", o, lo=0)
+        check_int(self.seed, "seed", o, lo=0)
+        check_int(self.honest, "honest", o, lo=1)
+        check_real(self.alpha, "alpha", o, lo=0.0, closed="neither")
+        check_int(self.n, "n", o, lo=1)
+        check_int(self.max_rounds, "max_rounds", o, lo=1)
+        check_real(self.tau, "tau", o, lo=0.0, hi=1.0)
+        check_real(self.z_max, "z_max", o, lo=0.0, closed="neither")
+        check_real(self.beta, "beta", o, lo=0.0, hi=0.5, closed="left")
+        check_real(self.degree, "degree", o, lo=0.0, closed="neither")
+        check_int(self.min_per_group, "min_per_group", o, lo=0)
+        check_choice(self.attack, "attack", o, list(ATTACKS))
+        for b in self.extra_betas:
+            check_real(b, "extra_betas", o, lo=0.0, hi=0.5, closed="left")
+        check_int(self.max_redraws, "max_redraws", o, lo=1)
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        return BASE_METHODS + tuple(f"trimmed-mean@{b:g}" for b in self.extra_betas)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["extra_betas"] = list(self.extra_betas)
+        return d
+
+
+@dataclass(frozen=True)
+class HonestSetup:
+    """What a seed fixes independently of ``K``: the partition and the honest increments."""
+
+    cells: IntArray  # (N, 4) pos_a, neg_a, pos_b, neg_b
+    rounds: int
+    increments: IntArray  # (R, N, 4) per-round honest increments (a, A, b, B)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Outcome of one simulated audit.
+
+    ``estimates[m]`` is the global estimate of method ``m`` (median over the ``N + K`` auditors,
+    attackers reporting 0); ``per_auditor[m]`` the honest auditors' own estimates.
+    """
+
+    config: SimConfig
+    true_dp: float
+    honest_dp: float
+    rounds: int
+    estimates: dict[str, float]
+    per_auditor: dict[str, FloatArray]
+    attacker_positions: tuple[int, ...]
+    trajectory: dict[str, FloatArray] | None = None
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One JSON-ready row per method (the keys of ``fairprobe collab simulate --json``)."""
+        c = self.config
+        out = []
+        for m, est in self.estimates.items():
+            e = None if math.isnan(est) else float(est)
+            out.append({
+                "case": c.case,
+                "attackers": c.attackers,
+                "seed": c.seed,
+                "method": m,
+                "estimate": e,
+                "true_dp": self.true_dp,
+                "error": None if e is None else e - self.true_dp,
+                "fooled": bool(e is not None and abs(e) <= c.tau),
+                "honest": c.honest,
+                "rounds": self.rounds,
+            })
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "config": self.config.to_dict(),
+            "true_dp": self.true_dp,
+            "honest_dp": self.honest_dp,
+            "rounds": self.rounds,
+            "attacker_positions": list(self.attacker_positions),
+            "runs": self.rows(),
+        }
+        if self.trajectory is not None:
+            d["trajectory"] = {k: v.tolist() for k, v in self.trajectory.items()}
+        return d
+
+
+def _streams(seed: int) -> tuple[np.random.Generator, np.random.Generator, np.random.SeedSequence]:
+    part, graph, query = np.random.SeedSequence(seed).spawn(3)
+    return np.random.default_rng(part), np.random.default_rng(graph), query
+
+
+def prepare_honest(cfg: SimConfig) -> HonestSetup:
+    """Partition and honest per-round increments of ``cfg`` (independent of ``cfg.attackers``)."""
+    pop = get_population(cfg.case)
+    part_rng, _, query_ss = _streams(cfg.seed)
+    cells = dirichlet_partition(pop.counts, cfg.honest, cfg.alpha, part_rng,
+                                min_per_group=cfg.min_per_group, max_redraws=cfg.max_redraws)
+    sizes = cells.sum(axis=1)
+    rounds = int(min(math.ceil(int(sizes.max()) / cfg.n), cfg.max_rounds))
+    inc = np.zeros((rounds, cfg.honest, 4), dtype=np.int64)
+    for i, child in enumerate(query_ss.spawn(cfg.honest)):
+        rng = np.random.default_rng(child)
+        types = item_types(cells[i])
+        if cfg.replacement:
+            draws = np.concatenate([rng.integers(0, types.size, cfg.n) for _ in range(rounds)])
+            inc[:, i] = increments_per_round(types[draws], cfg.n, rounds)
+        else:
+            inc[:, i] = increments_per_round(types[query_order(rng, types.size)], cfg.n, rounds)
+    return HonestSetup(cells, rounds, inc)
+
+
+def _graph(cfg: SimConfig) -> tuple[npt.NDArray[np.bool_], IntArray]:
+    _, g_rng, _ = _streams(cfg.seed)
+    v = cfg.honest + cfg.attackers
+    adj = connected_erdos_renyi(v, cfg.degree, g_rng, max_redraws=cfg.max_redraws)
+    att = np.sort(g_rng.choice(v, size=cfg.attackers, replace=False)).astype(np.int64)
+    return adj, att
+
+
+def _global(per_honest: FloatArray, k: int) -> float:
+    vals = np.concatenate([per_honest, np.zeros(k)])
+    return float(np.median(vals))
+
+
+def simulate(cfg: SimConfig, *, setup: HonestSetup | None = None,
+             trajectory: bool = False) -> RunResult:
+    """Simulate one audit with the vectorised path (see the module docstring)."""
+    setup = setup or prepare_honest(cfg)
+    R, N, K = setup.rounds, cfg.honest, cfg.attackers
+    V = N + K
+    adj, att = _graph(cfg)
+    lag = gossip_lags(adj)
+    is_att = np.zeros(V, dtype=bool)
+    is_att[att] = True
+    hon = np.flatnonzero(~is_att)
+    H = np.zeros((R + 1, V, 4), dtype=np.int64)
+    H[1:, hon] = np.cumsum(setup.increments, axis=0)
+    if K:
+        strategy = get_attack(cfg.attack)
+        lag_k = lag[att]  # (K, V)
+        cols = np.arange(V)[None, :]
+        for t in range(1, R + 1):
+            views = H[np.maximum(t - 1 - lag_k, 0), cols].sum(axis=1)
+            H[t, att] = H[t - 1, att] + strategy.fabricate(views, cfg.n, t)
+    prev = H[:-1]
+    delta = H[1:] - prev
+    sc = suspicion_scores(prev.reshape(-1, 4), delta.reshape(-1, 4), cfg.z_max)
+    w = sc.weight.reshape(R, V)
+    CW = np.zeros((R + 1, V, 4), dtype=np.float64)
+    np.cumsum(w[:, :, None] * delta.astype(np.float64), axis=0, out=CW[1:])
+    s_idx = np.maximum(R - lag[hon], 0)  # (N, V): round of j's entry that i holds at the end
+    cols = np.arange(V)[None, :]
+    weighted = CW[s_idx, cols]  # (N, V, 4)
+    per: dict[str, FloatArray] = {}
+    tot = weighted.sum(axis=1)
+    with np.errstate(all="ignore"):
+        per["auditopus"] = np.array([dp_of(r) for r in tot])
+    tables = H[s_idx, cols]
+    held = s_idx >= 1
+    for m in BASE_METHODS[:-1]:
+        per[m] = get_aggregator(m, cfg.beta)(tables, held)
+    for b in cfg.extra_betas:
+        per[f"trimmed-mean@{b:g}"] = get_aggregator("trimmed-mean", b)(tables, held)
+    estimates = {m: _global(per[m], K) for m in cfg.methods}
+    pop = get_population(cfg.case)
+    honest_total = H[R, hon].sum(axis=0)
+    traj = None
+    if trajectory:
+        ts = np.arange(1, R + 1)
+        sidx = np.maximum(ts[:, None, None] - lag[hon][None], 0)  # (R, N, V)
+        tw = CW[sidx, cols[None]].sum(axis=2)  # (R, N, 4)
+        tn = H[sidx, cols[None]].sum(axis=2)
+        with np.errstate(all="ignore"):
+            dpw = tw[..., 0] / tw[..., 1] - tw[..., 2] / tw[..., 3]
+            dpn = tn[..., 0] / tn[..., 1] - tn[..., 2] / tn[..., 3]
+        zk = np.zeros((R, K))
+        traj = {
+            "auditopus": np.median(np.concatenate([dpw, zk], axis=1), axis=1),
+            "none": np.median(np.concatenate([dpn, zk], axis=1), axis=1),
+        }
+    return RunResult(
+        config=cfg,
+        true_dp=pop.true_dp,
+        honest_dp=dp_of(honest_total),
+        rounds=R,
+        estimates=estimates,
+        per_auditor=per,
+        attacker_positions=tuple(int(x) for x in att),
+        trajectory=traj,
+    )
+
+
+def simulate_reference(cfg: SimConfig, *, setup: HonestSetup | None = None) -> RunResult:
+    """The same audit run by one protocol core per auditor exchanging tables (slow; for tests).
+
+    Honest auditors draw their queries with :class:`QuerySampler` from the same seeded streams as
+    the vectorised path, merge their neighbours' tables in increasing id order, and score with
+    :class:`AuditorCore`; attackers run :class:`AttackerCore`.
+    """
+    setup = setup or prepare_honest(cfg)
+    R, N, K = setup.rounds, cfg.honest, cfg.attackers
+    V = N + K
+    adj, att = _graph(cfg)
+    is_att = np.zeros(V, dtype=bool)
+    is_att[att] = True
+    hon = np.flatnonzero(~is_att)
+    roster = [f"a{j:04d}" for j in range(V)]
+    cores: list[AuditorCore | AttackerCore] = []
+    samplers: dict[int, tuple[QuerySampler, npt.NDArray[np.int8]]] = {}
+    _, _, query_ss = _streams(cfg.seed)
+    children = query_ss.spawn(N)
+    for j in range(V):
+        if is_att[j]:
+            cores.append(AttackerCore(roster[j], roster, n=cfg.n, tau=cfg.tau,
+                                      strategy=cfg.attack))
+        else:
+            i = int(np.searchsorted(hon, j))
+            cores.append(AuditorCore(roster[j], roster, n=cfg.n, tau=cfg.tau, z_max=cfg.z_max))
+            types = item_types(setup.cells[i])
+            sampler = QuerySampler(types.size, np.random.default_rng(children[i]),
+                                   replacement=cfg.replacement)
+            samplers[j] = (sampler, types)
+    nbrs = [np.flatnonzero(adj[j]) for j in range(V)]
+    for _t in range(1, R + 1):
+        for j, core in enumerate(cores):
+            core.start_round()
+            if isinstance(core, AttackerCore):
+                core.fabricate()
+            else:
+                sampler, types = samplers[j]
+                idx = sampler.draw(cfg.n)
+                t_ = types[idx]
+                pa, na, pb, nb = (int((t_ == k).sum()) for k in range(4))
+                core.record_answers(CountsVector(pa, pa + na, pb, pb + nb))
+        tables = [core.table_entries() for core in cores]
+        for j, core in enumerate(cores):
+            for u in nbrs[j]:
+                core.merge(tables[u])
+            core.end_round()
+    per: dict[str, FloatArray] = {}
+    honest_cores = [c for c in cores if isinstance(c, AuditorCore)]
+    per["auditopus"] = np.array([c.estimate() for c in honest_cores])
+    tables_arr = np.stack([c.table_counts() for c in honest_cores])
+    held = np.stack([np.array([c.held[a].round >= 1 for a in roster]) for c in honest_cores])
+    for m in BASE_METHODS[:-1]:
+        per[m] = get_aggregator(m, cfg.beta)(tables_arr, held)
+    for b in cfg.extra_betas:
+        per[f"trimmed-mean@{b:g}"] = get_aggregator("trimmed-mean", b)(tables_arr, held)
+    estimates = {m: _global(per[m], K) for m in cfg.methods}
+    honest_total = np.sum([c.own for c in honest_cores], axis=0)
+    return RunResult(
+        config=cfg,
+        true_dp=get_population(cfg.case).true_dp,
+        honest_dp=dp_of(honest_total),
+        rounds=R,
+        estimates=estimates,
+        per_auditor=per,
+        attacker_positions=tuple(int(x) for x in att),
+    )
+
+
+def with_attackers(cfg: SimConfig, k: int) -> SimConfig:
+    """``cfg`` with ``k`` attackers (same seed, hence the same partition and query order)."""
+    return replace(cfg, attackers=k)

@@ -1,0 +1,181 @@
+"""Sweeps of simulated audits on Dask, with progress and resumable JSON output.
+
+A sweep is the grid ``cases x attackers x seeds`` over one base :class:`SimConfig`. The runs of one
+``(case, seed)`` share their partition and honest query order (they do not depend on ``K``), so
+they form one Dask task. Tasks run on a ``LocalCluster`` (one single-threaded worker process per
+core) or on an existing scheduler (``scheduler="tcp://host:8786"``). Rows are appended as tasks
+finish and the JSON file is rewritten atomically (at most every ``flush_every`` seconds, and at the
+end); rerunning the same sweep on the same file skips the runs already in it.
+
+Output (the keys other tools read)::
+
+    {"config": {...base SimConfig...}, "complete": bool,
+     "runs": [{"case", "attackers", "seed", "method", "estimate", "true_dp", "error", "fooled",
+               "honest", "rounds"}, ...]}
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from fairprobe._validation import check_choice, check_int
+from fairprobe.collab.simulate import SimConfig, prepare_honest, simulate
+from fairprobe.datasets.populations import POPULATIONS
+from fairprobe.errors import ConfigError, InvalidParameterError
+from fairprobe.report.jsonio import read_json, write_json
+
+__all__ = ["parse_int_range", "run_group", "sweep"]
+
+RunKey = tuple[str, int, int]
+
+#: Config fields that must match for a file to be resumed (the grid itself may grow).
+_GRID_FIELDS = ("case", "attackers", "seed")
+
+
+def parse_int_range(text: str, name: str = "attackers") -> list[int]:
+    """``"1-19"``, ``"0,2,5"`` or ``"1-3,7"`` -> sorted unique ints (>= 0)."""
+    out: set[int] = set()
+    try:
+        for part in str(text).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if "-" in part[1:]:
+                lo_s, hi_s = part.split("-", 1)
+                lo, hi = int(lo_s), int(hi_s)
+                if hi < lo:
+                    raise ValueError
+                out.update(range(lo, hi + 1))
+            else:
+                out.add(int(part))
+    except ValueError:
+        raise InvalidParameterError(
+            f"The {name!r} parameter must look like '1-19' or '0,2,5'. Got {text!r} instead."
+        ) from None
+    if not out or min(out) < 0:
+        raise InvalidParameterError(
+            f"The {name!r} parameter must list integers >= 0. Got {text!r} instead."
+        )
+    return sorted(out)
+
+
+def run_group(base: dict[str, Any], case: str, seed: int, ks: Sequence[int]) -> list[dict[str, Any]]:
+    """Simulate every ``K`` of ``ks`` for one ``(case, seed)``; returns the JSON rows."""
+    cfg0 = SimConfig(**{**base, "case": case, "seed": seed, "attackers": 0,
+                        "extra_betas": tuple(base.get("extra_betas", ()))})
+    setup = prepare_honest(cfg0)
+    rows: list[dict[str, Any]] = []
+    for k in ks:
+        rows.extend(simulate(replace(cfg0, attackers=int(k)), setup=setup).rows())
+    return rows
+
+
+def _base_dict(base: SimConfig) -> dict[str, Any]:
+    d = base.to_dict()
+    for f in _GRID_FIELDS:
+        d.pop(f, None)
+    return d
+
+
+def _load_done(path: Path, base: dict[str, Any]) -> tuple[list[dict[str, Any]], set[RunKey]]:
+    if not path.exists():
+        return [], set()
+    doc = read_json(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
+        raise ConfigError(f"{path} is not a sweep result (no 'runs' list); choose another path.")
+    old = doc.get("config", {})
+    if old != base:
+        diff = sorted(k for k in set(old) | set(base) if old.get(k) != base.get(k))
+        raise ConfigError(
+            f"{path} holds a sweep with other settings ({', '.join(diff)}); "
+            "use another --json path or the same settings to resume."
+        )
+    rows = doc["runs"]
+    return rows, {(r["case"], int(r["attackers"]), int(r["seed"])) for r in rows}
+
+
+def sweep(
+    base: SimConfig,
+    cases: Iterable[str],
+    attackers: Sequence[int],
+    seeds: Sequence[int],
+    *,
+    json_path: str | os.PathLike[str] | None = None,
+    scheduler: str | None = None,
+    n_workers: int | None = None,
+    flush_every: float = 1.0,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Run the grid on Dask and return ``{"config", "complete", "runs"}`` (also written to JSON).
+
+    ``on_progress(done_runs, total_runs)`` is called as results arrive (e.g. to drive a progress
+    bar).
+    """
+    cases = [check_choice(c, "cases", "sweep", list(POPULATIONS)) for c in cases]
+    if not cases:
+        raise InvalidParameterError("The 'cases' parameter of sweep must list at least one case.")
+    ks = sorted({check_int(k, "attackers", "sweep", lo=0) for k in attackers})
+    seed_list = sorted({check_int(s, "seeds", "sweep", lo=0) for s in seeds})
+    if not ks or not seed_list:
+        raise InvalidParameterError("A sweep needs at least one attacker count and one seed.")
+    bd = _base_dict(base)
+    path = Path(json_path) if json_path is not None else None
+    rows, done = _load_done(path, bd) if path is not None else ([], set())
+    groups: list[tuple[str, int, list[int]]] = []
+    for c in cases:
+        for s in seed_list:
+            todo = [k for k in ks if (c, k, s) not in done]
+            if todo:
+                groups.append((c, s, todo))
+    total = len(cases) * len(ks) * len(seed_list)
+    n_done = sum(1 for c in cases for k in ks for s in seed_list if (c, k, s) in done)
+    if on_progress:
+        on_progress(n_done, total)
+
+    def flush(complete: bool) -> None:
+        if path is not None:
+            write_json(path, {"config": bd, "complete": complete, "runs": rows})
+
+    if groups:
+        from dask.distributed import Client, LocalCluster, as_completed
+
+        cluster = None
+        if scheduler is None:
+            cluster = LocalCluster(
+                n_workers=n_workers or max(1, os.cpu_count() or 1),
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=":0",
+                silence_logs=40,
+            )
+            client = Client(cluster)
+        else:
+            try:
+                client = Client(scheduler, timeout=10)
+            except OSError as exc:
+                raise ConfigError(f"Cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+        try:
+            futs = [client.submit(run_group, bd, c, s, todo, pure=False) for c, s, todo in groups]
+            sizes = {f.key: len(g[2]) for f, g in zip(futs, groups, strict=True)}
+            last = time.monotonic()
+            for fut in as_completed(futs):
+                rows.extend(fut.result())
+                n_done += sizes[fut.key]
+                if on_progress:
+                    on_progress(n_done, total)
+                if time.monotonic() - last >= flush_every:
+                    flush(False)
+                    last = time.monotonic()
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    rows.sort(key=lambda r: (r["case"], r["attackers"], r["seed"], r["method"]))
+    flush(True)
+    return {"config": bd, "complete": True, "runs": rows}
