@@ -26,6 +26,7 @@ __all__ = [
     "AUDIT_FEATURES",
     "CATEGORIES",
     "DEFAULT_MODEL_ID",
+    "LinearAdultModel",
     "NUMERIC_FEATURES",
     "PlatformModel",
     "ProbaModel",
@@ -102,6 +103,59 @@ def train_default_model(seed: int = DEFAULT_MODEL_SEED) -> Any:
     return pipe
 
 
+class LinearAdultModel:
+    """The fitted default pipeline as plain numpy: same probabilities, ~50x less overhead.
+
+    ``z = b + sum_j w_j (x_j - mean_j) / scale_j + w_race[race] + w_sex[sex]``, ``p = expit(z)``;
+    an unknown category adds 0 (as ``OneHotEncoder(handle_unknown="ignore")``). Built from the
+    scikit-learn pipeline by :meth:`from_pipeline`; tests check both agree to 1e-12.
+    """
+
+    def __init__(
+        self,
+        mean: npt.NDArray[np.float64],
+        scale: npt.NDArray[np.float64],
+        w_num: npt.NDArray[np.float64],
+        w_cat: dict[str, dict[str, float]],
+        intercept: float,
+    ) -> None:
+        self.mean, self.scale, self.w_num = mean, scale, w_num
+        self.w_cat, self.intercept = w_cat, intercept
+
+    @classmethod
+    def from_pipeline(cls, pipe: Any) -> LinearAdultModel:
+        pre, clf = pipe.named_steps["pre"], pipe.named_steps["clf"]
+        scaler = pre.named_transformers_["num"]
+        enc = pre.named_transformers_["cat"]
+        coef = np.asarray(clf.coef_, dtype=np.float64).ravel()
+        n_num = len(NUMERIC_FEATURES)
+        w_cat: dict[str, dict[str, float]] = {}
+        pos = n_num
+        for col, cats in zip(["race", "sex"], enc.categories_, strict=True):
+            w_cat[col] = {str(c): float(coef[pos + i]) for i, c in enumerate(cats)}
+            pos += len(cats)
+        return cls(
+            np.asarray(scaler.mean_, dtype=np.float64),
+            np.asarray(scaler.scale_, dtype=np.float64),
+            coef[:n_num],
+            w_cat,
+            float(np.asarray(clf.intercept_).ravel()[0]),
+        )
+
+    def decision_function(self, X: pd.DataFrame) -> npt.NDArray[np.float64]:
+        num = X[list(NUMERIC_FEATURES)].to_numpy(dtype=np.float64)
+        z = ((num - self.mean) / self.scale) @ self.w_num + self.intercept
+        for col, weights in self.w_cat.items():
+            z = z + X[col].map(weights).fillna(0.0).to_numpy(dtype=np.float64)
+        return np.asarray(z, dtype=np.float64)
+
+    def predict_proba(self, X: pd.DataFrame) -> npt.NDArray[np.float64]:
+        from scipy.special import expit
+
+        p = expit(self.decision_function(X))
+        return np.column_stack([1.0 - p, p])
+
+
 def load_model_file(path: str | Path) -> Any:
     """Load a model saved with skops (``.skops``) or joblib (anything else).
 
@@ -139,7 +193,8 @@ class PlatformModel:
 
     @classmethod
     def default(cls, seed: int = DEFAULT_MODEL_SEED) -> PlatformModel:
-        return cls(DEFAULT_MODEL_ID, train_default_model(seed))
+        """The default logistic regression, served through :class:`LinearAdultModel`."""
+        return cls(DEFAULT_MODEL_ID, LinearAdultModel.from_pipeline(train_default_model(seed)))
 
     @classmethod
     def from_file(cls, path: str | Path) -> PlatformModel:
