@@ -1,0 +1,149 @@
+"""``fairprobe collab simulate`` and ``fairprobe collab sweep``: simulated collaborative audits.
+
+The sub-app object is :data:`collab_app`, so other modules (e.g. the node CLI) can add commands
+such as ``collab demo`` to it. See ``docs/collab.md``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+__all__ = ["collab_app", "register"]
+
+collab_app = typer.Typer(
+    help="Collaborative audits robust to fairwashing auditors (Auditopus): simulate and sweep.",
+    no_args_is_help=True,
+)
+
+_CASES_HELP = (
+    "civil-very-unfair, civil-moderate, civil-near-fair, bios-very-unfair, bios-moderate, "
+    "bios-near-fair"
+)
+
+
+def _config(case: str, attackers: int, seed: int, honest: int, alpha: float, n: int,
+            rounds: int, tau: float, z_max: float, beta: float, replacement: bool, degree: float,
+            attack: str, betas: str | None) -> object:
+    from fairprobe.collab.simulate import SimConfig
+    from fairprobe.errors import InvalidParameterError
+
+    extra: tuple[float, ...] = ()
+    if betas:
+        try:
+            extra = tuple(float(b) for b in betas.split(",") if b.strip())
+        except ValueError:
+            raise InvalidParameterError(
+                f"The 'betas' parameter must be a comma-separated list of floats. Got {betas!r}."
+            ) from None
+    return SimConfig(case=case, attackers=attackers, seed=seed, honest=honest, alpha=alpha, n=n,
+                     max_rounds=rounds, tau=tau, z_max=z_max, beta=beta, replacement=replacement,
+                     degree=degree, attack=attack, extra_betas=extra)
+
+
+@collab_app.command("simulate")
+def simulate_cmd(
+    case: str = typer.Option(..., "--case", help=f"Table I population: {_CASES_HELP}."),
+    attackers: int = typer.Option(0, "--attackers", help="Number K of attackers (>= 0)."),
+    seed: int = typer.Option(0, "--seed", help="Fixes the partition, graph and query order."),
+    honest: int = typer.Option(20, "--honest", "-N", help="Number N of honest auditors."),
+    alpha: float = typer.Option(1.0, "--alpha", help="Dirichlet concentration (heterogeneity)."),
+    n: int = typer.Option(300, "--n", help="Queries per auditor and round."),
+    rounds: int = typer.Option(150, "--rounds", "-T", help="Cap T on the number of rounds."),
+    tau: float = typer.Option(0.05, "--tau", help="Half-width of the fair band."),
+    z_max: float = typer.Option(8.0, "--z-max", help="Cap of the suspicion score."),
+    beta: float = typer.Option(0.2, "--beta", help="Trimming fraction of the trimmed mean."),
+    replacement: bool = typer.Option(
+        False, "--replacement/--no-replacement", help="Draw queries with replacement (RQ4)."
+    ),
+    degree: float = typer.Option(4.0, "--degree", help="Expected degree of the graph."),
+    attack: str = typer.Option("adaptive", "--attack", help="Attack strategy (adaptive, ...)."),
+    betas: str | None = typer.Option(None, "--betas", help="Extra trimming fractions, e.g. 0.1,0.3"),
+    json_path: Path | None = typer.Option(None, "--json", help="Write the result here (JSON)."),
+) -> None:
+    """Simulate one audit; print every method's estimate and verdict."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from fairprobe.collab.simulate import SimConfig, simulate
+    from fairprobe.report.jsonio import write_json
+
+    cfg = _config(case, attackers, seed, honest, alpha, n, rounds, tau, z_max, beta, replacement,
+                  degree, attack, betas)
+    assert isinstance(cfg, SimConfig)
+    res = simulate(cfg)
+    table = Table(title=f"{case}: N={honest}, K={attackers}, seed={seed}, {res.rounds} rounds, "
+                  f"true DP {res.true_dp:+.4f}")
+    for col in ("method", "estimate", "error", "verdict"):
+        table.add_column(col)
+    for row in res.rows():
+        est = row["estimate"]
+        table.add_row(
+            row["method"],
+            "n/a" if est is None else f"{est:+.4f}",
+            "n/a" if est is None else f"{row['error']:+.4f}",
+            "FAIR (fooled)" if row["fooled"] else "unfair",
+        )
+    Console().print(table)
+    if json_path is not None:
+        write_json(json_path, res.to_dict())
+
+
+@collab_app.command("sweep")
+def sweep_cmd(
+    cases: str = typer.Option(..., "--cases", help=f"Comma-separated cases: {_CASES_HELP}."),
+    attackers: str = typer.Option("1-19", "--attackers", help="Attacker counts, e.g. 1-19 or 0,5."),
+    seeds: int = typer.Option(20, "--seeds", help="Seeds 0..S-1 per configuration."),
+    json_path: Path = typer.Option(..., "--json", help="Results (rewritten as runs arrive)."),
+    scheduler: str | None = typer.Option(
+        None, "--scheduler", help="Address of an existing Dask scheduler (default: local cluster)."
+    ),
+    workers: int | None = typer.Option(None, "--workers", help="Local cluster worker processes."),
+    honest: int = typer.Option(20, "--honest", "-N", help="Number N of honest auditors."),
+    alpha: float = typer.Option(1.0, "--alpha", help="Dirichlet concentration (heterogeneity)."),
+    n: int = typer.Option(300, "--n", help="Queries per auditor and round."),
+    rounds: int = typer.Option(150, "--rounds", "-T", help="Cap T on the number of rounds."),
+    tau: float = typer.Option(0.05, "--tau", help="Half-width of the fair band."),
+    z_max: float = typer.Option(8.0, "--z-max", help="Cap of the suspicion score."),
+    beta: float = typer.Option(0.2, "--beta", help="Trimming fraction of the trimmed mean."),
+    replacement: bool = typer.Option(
+        False, "--replacement/--no-replacement", help="Draw queries with replacement (RQ4)."
+    ),
+    degree: float = typer.Option(4.0, "--degree", help="Expected degree of the graph."),
+    attack: str = typer.Option("adaptive", "--attack", help="Attack strategy (adaptive, ...)."),
+    betas: str | None = typer.Option(None, "--betas", help="Extra trimming fractions, e.g. 0.1,0.3"),
+) -> None:
+    """Run cases x attackers x seeds on Dask; resumable (rerun to finish an interrupted sweep)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from fairprobe._validation import check_int
+    from fairprobe.collab.simulate import SimConfig
+    from fairprobe.collab.sweep import parse_int_range, sweep
+    from fairprobe.errors import InvalidParameterError
+
+    case_list = [c.strip() for c in cases.split(",") if c.strip()]
+    if not case_list:
+        raise InvalidParameterError("The 'cases' parameter must name at least one case.")
+    ks = parse_int_range(attackers)
+    check_int(seeds, "seeds", "collab sweep", lo=1)
+    cfg = _config(case_list[0], 0, 0, honest, alpha, n, rounds, tau, z_max, beta, replacement,
+                  degree, attack, betas)
+    assert isinstance(cfg, SimConfig)
+    console = Console(stderr=True)
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console) as prog:
+        task = prog.add_task("runs", total=None)
+
+        def on_progress(done: int, total: int) -> None:
+            prog.update(task, completed=done, total=total)
+
+        res = sweep(cfg, case_list, ks, list(range(seeds)), json_path=json_path,
+                    scheduler=scheduler, n_workers=workers, on_progress=on_progress)
+    n_runs = len({(r["case"], r["attackers"], r["seed"]) for r in res["runs"]})
+    Console().print(f"{n_runs} runs, {len(res['runs'])} rows -> {json_path}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(collab_app, name="collab")
