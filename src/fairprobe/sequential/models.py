@@ -54,11 +54,32 @@ class AuditedMLP:
         self.feature_names_in_ = np.array(features, dtype=object)
         self.classes_ = np.array([0, 1])
 
+    def transform(self, X: pd.DataFrame) -> FloatArray:
+        """The network's input: the fitted scaler and one-hot encoder, applied with numpy.
+
+        Equal to ``self.pre.transform`` (tested) but without its per-call overhead, which
+        dominates one-record queries of a live audit.
+        """
+        num = self.pre.named_transformers_["num"]
+        cat = self.pre.named_transformers_["cat"]
+        cols_num = list(self.pre.transformers_[0][2])
+        cols_cat = list(self.pre.transformers_[1][2])
+        missing = [c for c in (*cols_num, *cols_cat) if c not in X.columns]
+        if missing:
+            from fairprobe.errors import DataError
+
+            raise DataError(f"The model needs the column(s) {', '.join(map(repr, missing))}.")
+        parts = [(X[cols_num].to_numpy(dtype=float) - num.mean_) / num.scale_]
+        for col, cats in zip(cols_cat, cat.categories_, strict=True):
+            vals = X[col].to_numpy()
+            parts.append((vals[:, None] == np.asarray(cats, dtype=object)[None, :]).astype(float))
+        return np.concatenate(parts, axis=1)
+
     def decision_function(self, X: pd.DataFrame) -> FloatArray:
         """The logit ``z(x)``: the network's output before its logistic activation."""
         from sklearn.neural_network._base import ACTIVATIONS
 
-        h = np.asarray(self.pre.transform(X[list(self.feature_names_in_)]), dtype=float)
+        h = self.transform(X)
         act = ACTIVATIONS[self.net.activation]
         n = len(self.net.coefs_)
         for i in range(n):

@@ -1,0 +1,198 @@
+"""Live sequential audits: query a black box one answer at a time and stop when the test decides.
+
+:func:`audit_live` draws a random order of the query pool (the ``Y = 1`` sub-pool for equal
+opportunity) and asks the :class:`~fairprobe.access.BlackBox` for ``batch_size`` records at a
+time (default 1: no answer is bought after the test has stopped); each answer is folded into the
+test's per-step :class:`~fairprobe.sequential.base.Stepper` in O(1). It returns a
+:class:`~fairprobe.sequential.results.SequentialResult` with the whole path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fairprobe._validation import check_choice, check_int
+from fairprobe.errors import AccessError, DataError
+from fairprobe.sequential.base import SequentialTest, Stepper, check_budget, get_test
+from fairprobe.sequential.pool import METRICS, AuditPool
+from fairprobe.sequential.results import GroupTally, SequentialResult
+
+__all__ = ["StepInfo", "audit_live"]
+
+
+class StepInfo:
+    """What a live display needs after each answer (passed to ``on_step``)."""
+
+    __slots__ = ("queries", "paid", "statistic_upper", "statistic_lower", "outcome", "budget")
+
+    def __init__(
+        self,
+        queries: int,
+        paid: int,
+        up: float,
+        low: float,
+        outcome: str | None,
+        budget: int,
+    ) -> None:
+        self.queries = queries
+        self.paid = paid
+        self.statistic_upper = up
+        self.statistic_lower = low
+        self.outcome = outcome
+        self.budget = budget
+
+
+def _observable(batch: Any, access: str) -> np.ndarray:
+    if access == "decisions":
+        return np.asarray(batch.decisions, dtype=float)
+    if access == "scores":
+        return np.asarray(batch.scores, dtype=float)
+    z = np.asarray(batch.logits, dtype=float)
+    s = np.asarray(batch.scores, dtype=float)
+    # a backend exposing scores but not logits: logit(score), clipped to [1e-12, 1 - 1e-12]
+    miss = np.isnan(z) & ~np.isnan(s)
+    if miss.any():
+        q = np.clip(s[miss], 1e-12, 1 - 1e-12)
+        z[miss] = np.log(q) - np.log1p(-q)
+    return z
+
+
+def audit_live(
+    blackbox: Any,
+    queries: pd.DataFrame,
+    *,
+    group_col: str,
+    metric: str = "sp",
+    access: str = "decisions",
+    test: str | SequentialTest = "glr",
+    tolerance: float = 0.1,
+    budget: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+    beta: float = 0.2,
+    label_col: str | None = None,
+    feature_cols: Sequence[str] | None = None,
+    group_a: Any = None,
+    batch_size: int = 1,
+    test_options: dict[str, Any] | None = None,
+    on_step: Callable[[StepInfo], None] | None = None,
+) -> SequentialResult:
+    """Run one sequential audit against a live black box.
+
+    Parameters
+    ----------
+    blackbox : fairprobe.access.BlackBox
+        The model (cache and budget of the black box apply; cached answers are free).
+    queries : DataFrame
+        The held-out query pool: features, the group column and (for ``metric="eo"``) labels.
+    group_col, group_a : the sensitive attribute; group a is ``group_a`` or the first value.
+    metric : {"sp", "eo"}; access : {"decisions", "scores", "logits"};
+    test : {"glr", "betting", "fixed"} or a :class:`SequentialTest`.
+    tolerance, alpha, beta : ``delta`` and the nominal error rates.
+    budget : int
+        Most queries (capped at the size of the audited sub-pool).
+    seed : int
+        Seed of the random order.
+    label_col : str, optional
+        True labels (1 = favourable), needed for ``metric="eo"``; never sent to the model.
+    feature_cols : sequence of str, optional
+        Columns sent to the model (default: every column but ``label_col``).
+    batch_size : int
+        Records per request. Above 1, answers bought after the stopping time are paid for but
+        unused (``queries_paid`` > ``queries``).
+    on_step : callable, optional
+        Called with a :class:`StepInfo` after every answer (live displays).
+
+    Returns
+    -------
+    SequentialResult
+    """
+    owner = "audit_live"
+    budget = check_budget(budget, owner)
+    seed = check_int(seed, "seed", owner, lo=0)
+    batch_size = check_int(batch_size, "batch_size", owner, lo=1)
+    check_choice(metric, "metric", owner, METRICS)
+    t = (
+        test
+        if isinstance(test, SequentialTest)
+        else get_test(
+            test, tolerance=tolerance, access=access, alpha=alpha, beta=beta, **(test_options or {})
+        )
+    )
+    if not isinstance(queries, pd.DataFrame):
+        raise DataError("queries must be a pandas DataFrame of query records.")
+    pool = AuditPool.from_frame(queries, group_col, label_col=label_col, group_a=group_a)
+    mask = pool.subpool(metric)
+    idx_pool = np.flatnonzero(mask)
+    if feature_cols is None:
+        feats = [c for c in queries.columns if c != label_col]
+    else:
+        feats = list(feature_cols)
+        absent = [c for c in feats if c not in queries.columns]
+        if absent:
+            raise DataError(f"Feature column(s) {', '.join(map(repr, absent))} not in the queries.")
+    rng = np.random.default_rng(seed)
+    order = idx_pool[rng.permutation(len(idx_pool))[: min(budget, len(idx_pool))]]
+    tt = len(order)
+    st: Stepper = t.stepper(tt)
+    up: list[float] = []
+    low: list[float] = []
+    asked: list[int] = []
+    tallies = np.zeros((2, 3))  # rows a, b; cols n, sum, sum of squares
+    paid = cached = unparsed = 0
+    sent = 0
+    in_a = pool.in_a
+    records = queries[feats]
+    while sent < tt and not st.done:
+        chunk = order[sent : sent + batch_size]
+        sent += len(chunk)
+        batch = blackbox.query(records.iloc[chunk])
+        paid += int(batch.n_paid)
+        cached += int(batch.n_cached)
+        vals = _observable(batch, t.access)
+        if t.access != "decisions" and np.isnan(vals).all() and not np.isnan(batch.decisions).all():
+            raise AccessError(
+                f"The model does not expose {t.access}; audit it with access='decisions'."
+            )
+        first = sent - len(chunk)
+        for k, (j, v) in enumerate(zip(chunk.tolist(), vals.tolist(), strict=True)):
+            if np.isnan(v):
+                unparsed += 1
+                continue
+            t.check_values(np.array([v]))
+            g = bool(in_a[j])
+            r = 0 if g else 1
+            tallies[r] += (1.0, v, v * v)
+            st.update(g, v)
+            up.append(st.statistic_upper)
+            low.append(st.statistic_lower)
+            asked.append(first + k + 1)
+            if on_step is not None:
+                on_step(
+                    StepInfo(st.n, paid, st.statistic_upper, st.statistic_lower, st.outcome, tt)
+                )
+            if st.done:
+                break
+    if not st.done:  # unparsed answers left the stepper short of its budget
+        st.outcome = st._at_budget()
+    outcome = st.outcome or "inconclusive"
+    bnd = t.boundaries
+    return SequentialResult(
+        outcome=outcome,
+        queries=asked[-1] if asked else sent,
+        params=t.params(),
+        metric=metric,
+        budget=tt,
+        boundaries=bnd.to_dict(),
+        group_a=GroupTally(int(tallies[0, 0]), float(tallies[0, 1]), float(tallies[0, 2])),
+        group_b=GroupTally(int(tallies[1, 0]), float(tallies[1, 1]), float(tallies[1, 2])),
+        group_names=pool.group_names,
+        path={"query": [float(q) for q in asked], "statistic_upper": up, "statistic_lower": low},
+        queries_paid=paid,
+        queries_cached=cached,
+        unparsed=unparsed,
+    )
