@@ -179,6 +179,23 @@ class LocalNetwork:
         (self.workdir / "logs").mkdir(exist_ok=True)
         return self
 
+    def override_peers(self, nid: str, ports: dict[str, int]) -> Path:
+        """Make node ``nid`` reach the members in ``ports`` on other ports (e.g. proxies)."""
+        import dataclasses
+
+        from fairprobe.collab.net.config import load_node_config
+
+        assert self.roster is not None
+        members = tuple(
+            dataclasses.replace(m, port=ports.get(m.id, m.port)) for m in self.roster.members
+        )
+        own = Roster(members, name=self.roster.name, allow_remote=self.roster.allow_remote)
+        path = own.write(self.workdir / f"roster-{nid}.toml")
+        p = self.procs[nid].config
+        cfg = load_node_config(p)
+        dataclasses.replace(cfg, roster=path).write(p)
+        return path
+
     # -- processes ----------------------------------------------------------------------------
     def start(self, ids: Sequence[str] | None = None) -> None:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -192,6 +209,10 @@ class LocalNetwork:
                  "--config", str(p.config), "--json", str(p.result)],
                 stdout=p.log_fh, stderr=subprocess.STDOUT, env=env, start_new_session=True,
             )
+            # a record of what runs, so that a supervisor can end it even if this process dies
+            pid_dir = self.workdir / "pids"
+            pid_dir.mkdir(exist_ok=True)
+            (pid_dir / f"{nid}.pid").write_text(str(p.popen.pid))
 
     def signal(self, nid: str, sig: int = signal.SIGKILL) -> None:
         p = self.procs[nid]
@@ -297,6 +318,18 @@ def summarise(results: dict[str, dict[str, Any]], tau: float) -> dict[str, Any]:
     }
 
 
+def _term_is_exit() -> None:
+    """Turn SIGTERM into SystemExit so that the network's processes are ended on the way out."""
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+
+        def _exit(signum: int, frame: object) -> None:
+            raise SystemExit(128 + signum)
+
+        signal.signal(signal.SIGTERM, _exit)
+
+
 @contextlib.contextmanager
 def _workdir(path: Path | None) -> Iterator[Path]:
     if path is not None:
@@ -311,6 +344,7 @@ def run_demo(
     spec: DemoSpec, *, workdir: Path | None = None, progress: bool = False, timeout: float = 3600
 ) -> dict[str, Any]:
     """Run a whole network to the end; return ``nodes``, ``median``, ``true_dp``, ``spec``."""
+    _term_is_exit()
     with _workdir(workdir) as wd, LocalNetwork(spec, wd) as net:
         net.write()
         net.start()

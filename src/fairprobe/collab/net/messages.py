@@ -137,6 +137,8 @@ class NodeResult(BaseModel):
     late_tables: int
     #: Rounds this node left on a timeout rather than with every neighbour's table.
     timeouts: int
+    #: Times this node resumed from its state database (after a crash or a stop).
+    restarts: int
     queries_used: int
     queries_left: int
 

@@ -329,6 +329,7 @@ class Node:
             },
             late_tables=self.counters["late-tables"],
             timeouts=self.counters["round-timeouts"],
+            restarts=self.counters["restarts"],
             queries_used=self.driver.queries_used,
             queries_left=self.driver.queries_left,
         )
