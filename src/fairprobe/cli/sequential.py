@@ -1,0 +1,230 @@
+"""``fairprobe sequential``: a sequential fairness audit that stops when the evidence decides.
+
+Two modes, one command:
+
+- **pool** (``--input FILE``): the answers of a held-out pool are already in a table; the audit is
+  replayed over ``--repeats`` random query orders (vectorised). JSON keys: ``mean_queries``,
+  ``queries`` (one per repeat), ``outcomes`` (shares of violation / compliant / inconclusive) and
+  more (``docs/sequential.md``).
+- **live** (``--url URL`` or ``--backend-config FILE``): one audit against a model, queried one
+  record at a time from ``--queries FILE`` (default: the bundled Adult test split), showing the
+  running statistic, the boundaries and the queries spent; the JSON holds the whole path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from fairprobe.cli._common import build_backend, console, read_table, split_list
+from fairprobe.errors import ConfigError
+
+DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"
+
+
+def _print_repeated(res: Any) -> None:
+    from rich.table import Table
+
+    d = res.to_dict()
+    sh = d["outcomes"]
+    wb = d["wald_lower_bound"]
+    ratio = d["ratio_to_wald"]
+    tab = Table(title=f"sequential audit: {d['test']} / {d['metric']} / {d['access']}")
+    tab.add_column("quantity")
+    tab.add_column("value", justify="right")
+    rows = [
+        ("tolerance delta", f"{d['tolerance']:g}"),
+        ("pool gap |g|", f"{d['pool']['gap']:.4f}"),
+        ("budget (effective)", f"{d['budget_effective']}"),
+        ("repeats", f"{d['repeats']}"),
+        ("mean queries (sd)", f"{d['mean_queries']:.1f} ({d['sd_queries']:.1f})"),
+        ("median (q10 to q90)",
+         f"{d['median_queries']:.0f} ({d['q10_queries']:.0f} to {d['q90_queries']:.0f})"),
+        ("violation / compliant / inconclusive",
+         f"{sh['violation']:.3f} / {sh['compliant']:.3f} / {sh['inconclusive']:.3f}"),
+        ("Wald lower bound E[N]", "inf" if wb is None else f"{wb:.1f}"),
+        ("mean queries / Wald bound", "-" if ratio is None else f"{ratio:.2f}"),
+    ]  # fmt: skip
+    for k, v in rows:
+        tab.add_row(k, v)
+    console.print(tab)
+
+
+def _print_single(res: Any) -> None:
+    d = res.to_dict()
+    b = d["boundaries"]
+    low = "none" if b["lower"] is None else f"{b['lower']:.3f}"
+    stat = d["path"]["statistic_upper"][-1] if d["path"]["statistic_upper"] else 0.0
+    lo, hi = d["gap_interval_naive"]
+    console.print(
+        f"[bold]{d['outcome']}[/bold] after {d['queries']} queries "
+        f"(paid {d['queries_paid']}, cached {d['queries_cached']}, unparsed {d['unparsed']}); "
+        f"statistic {stat:+.3f}, boundaries l={low} u={b['upper']:.3f}; "
+        f"gap estimate {d['gap_estimate']:+.4f} (naive 95% interval [{lo:+.4f}, {hi:+.4f}])"
+    )
+
+
+def sequential(
+    input_path: Annotated[str | None, typer.Option("--input", help="Pool mode: table (CSV/Parquet) of answers already collected.")] = None,
+    url: Annotated[str | None, typer.Option(help="Live mode: base URL of an HTTP JSON model (platform shape).")] = None,
+    backend_config: Annotated[str | None, typer.Option(help="Live mode: backend config file (TOML/JSON).")] = None,
+    path: Annotated[str, typer.Option(help="Endpoint path used with --url.")] = "/audit/predict",
+    queries: Annotated[str | None, typer.Option(help="Live mode: query pool (CSV/Parquet); default the bundled Adult test split.")] = None,
+    feature_cols: Annotated[str | None, typer.Option(help="Live mode: comma-separated columns sent to the model.")] = None,
+    group_col: Annotated[str, typer.Option(help="Sensitive attribute column.")] = "sex",
+    group_a: Annotated[str | None, typer.Option(help="Value of group a (default: the first of the two values).")] = None,
+    decision_col: Annotated[str | None, typer.Option(help="Pool mode: 0/1 decision column.")] = None,
+    score_col: Annotated[str | None, typer.Option(help="Pool mode: score column, in [0, 1].")] = None,
+    logit_col: Annotated[str | None, typer.Option(help="Pool mode: logit column.")] = None,
+    label_col: Annotated[str | None, typer.Option(help="True-label column (needed for --metric eo).")] = None,
+    metric: Annotated[str, typer.Option(help="sp | eo")] = "sp",
+    tolerance: Annotated[float, typer.Option(help="delta in (0, 1): H0 |g| <= delta is compliance.")] = 0.1,
+    access: Annotated[str, typer.Option(help="decisions | scores | logits")] = "decisions",
+    test: Annotated[str, typer.Option(help="glr | betting | fixed")] = "glr",
+    alpha: Annotated[float, typer.Option(help="Nominal type-I error (false violation).")] = 0.05,
+    beta: Annotated[float, typer.Option(help="Nominal type-II error (false compliance).")] = 0.2,
+    min_per_group: Annotated[int | None, typer.Option(help="GLR/fixed: answers per group before the statistic may move.")] = None,
+    budget: Annotated[int, typer.Option(help="Most queries per audit.")] = 4000,
+    repeats: Annotated[int, typer.Option(help="Pool mode: random query orders.")] = 200,
+    seed: Annotated[int, typer.Option(help="Seed of the query orders.")] = 0,
+    batch_size: Annotated[int, typer.Option(help="Live mode: records per request.")] = 1,
+    cache: Annotated[Path, typer.Option(help="Live mode: persistent answer cache (SQLite).")] = DEFAULT_CACHE,
+    retries: Annotated[int, typer.Option(help="Live mode: retries of a failed request.")] = 5,
+    timeout: Annotated[float | None, typer.Option(help="Live mode: per-request timeout (s).")] = None,
+    progress: Annotated[bool, typer.Option(help="Show progress.")] = True,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
+) -> None:
+    """Sequential audit of SP or EO: stop at violation, compliance, or the budget."""
+    from fairprobe.report import write_json
+
+    opts: dict[str, Any] = {}
+    if min_per_group is not None:
+        if test == "betting":
+            raise ConfigError("--min-per-group applies to --test glr or fixed, not betting.")
+        opts["min_per_group"] = min_per_group
+    live = url is not None or backend_config is not None
+    if input_path is not None and live:
+        raise ConfigError("Give --input (pool mode) or --url/--backend-config (live mode), not both.")
+    if input_path is None and not live:
+        raise ConfigError("Give --input FILE (pool mode) or --url / --backend-config (live mode).")
+    common = dict(
+        metric=metric, access=access, test=test, tolerance=tolerance, budget=budget, seed=seed,
+        alpha=alpha, beta=beta, test_options=opts,
+    )  # fmt: skip
+    result: Any
+    if input_path is not None:
+        result = _pool_mode(
+            input_path, group_col, group_a, decision_col, score_col, logit_col, label_col,
+            repeats, progress, common,
+        )  # fmt: skip
+        _print_repeated(result)
+    else:
+        result = _live_mode(
+            url, backend_config, path, queries, feature_cols, group_col, group_a, label_col,
+            batch_size, cache, retries, timeout, progress, common,
+        )  # fmt: skip
+        _print_single(result)
+    if json_path is not None:
+        write_json(json_path, result)
+
+
+def _pool_mode(
+    input_path: str,
+    group_col: str,
+    group_a: str | None,
+    decision_col: str | None,
+    score_col: str | None,
+    logit_col: str | None,
+    label_col: str | None,
+    repeats: int,
+    progress: bool,
+    common: dict[str, Any],
+) -> Any:
+    from rich.progress import Progress
+
+    from fairprobe.sequential.pool import AuditPool, run_pool
+
+    df = read_table(input_path)
+    pool = AuditPool.from_frame(
+        df, group_col, decision_col=decision_col, score_col=score_col, logit_col=logit_col,
+        label_col=label_col, group_a=group_a,
+    )  # fmt: skip
+    if not progress:
+        return run_pool(pool, repeats=repeats, **common)
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("query orders", total=repeats)
+        return run_pool(
+            pool, repeats=repeats, progress=lambda k: bar.update(task, completed=k), **common
+        )
+
+
+def _live_mode(
+    url: str | None,
+    backend_config: str | None,
+    path: str,
+    queries: str | None,
+    feature_cols: str | None,
+    group_col: str,
+    group_a: str | None,
+    label_col: str | None,
+    batch_size: int,
+    cache: Path,
+    retries: int,
+    timeout: float | None,
+    progress: bool,
+    common: dict[str, Any],
+) -> Any:
+    from rich.live import Live
+    from rich.text import Text
+
+    from fairprobe.access.blackbox import BlackBox
+    from fairprobe.sequential.runner import StepInfo, audit_live
+
+    if queries is None:
+        from fairprobe.datasets import load_adult
+        from fairprobe.platform.model import AUDIT_FEATURES
+
+        pool = load_adult("test", names_seed=None)[[*AUDIT_FEATURES, "income"]]
+        feats: list[str] | None = split_list(feature_cols) or list(AUDIT_FEATURES)
+        label = label_col or "income"
+    else:
+        pool = read_table(queries)
+        feats = split_list(feature_cols)
+        label = label_col  # type: ignore[assignment]
+    backend = build_backend(url, backend_config, path)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+
+    def line(s: StepInfo, bounds: tuple[float, float | None]) -> Text:
+        up, low = bounds
+        lows = "none" if low is None else f"{low:+.3f}"
+        return Text(
+            f"queries {s.queries}/{s.budget} (paid {s.paid})  statistic {s.statistic_upper:+.3f}"
+            f" / {s.statistic_lower:+.3f}  boundaries l={lows} u={up:+.3f}"
+        )
+
+    with BlackBox(backend, cache=cache, retries=retries, timeout=timeout) as bb:
+        if not progress:
+            return audit_live(
+                bb, pool, group_col=group_col, group_a=group_a, label_col=label,
+                feature_cols=feats, batch_size=batch_size, **common,
+            )  # fmt: skip
+        from fairprobe.sequential.base import get_test
+
+        t = get_test(
+            common["test"], tolerance=common["tolerance"], access=common["access"],
+            alpha=common["alpha"], beta=common["beta"], **common["test_options"],
+        )  # fmt: skip
+        bnd = (t.boundaries.upper, t.boundaries.lower)
+        kw = {k: v for k, v in common.items() if k not in ("test", "test_options")}
+        with Live(Text("starting…"), console=console, transient=False, refresh_per_second=8) as lv:
+            return audit_live(
+                bb, pool, group_col=group_col, group_a=group_a, label_col=label,
+                feature_cols=feats, batch_size=batch_size, test=t,
+                on_step=lambda s: lv.update(line(s, bnd)), **kw,
+            )  # fmt: skip
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sequential")(sequential)
