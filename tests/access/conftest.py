@@ -98,7 +98,7 @@ def adult_records(n: int, seed: int = 0) -> list[dict[str, Any]]:
     return out
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def make_records() -> Any:
     """The :func:`adult_records` generator."""
     return adult_records

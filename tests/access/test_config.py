@@ -78,3 +78,12 @@ def test_bad_files(tmp_path: Path) -> None:
     (tmp_path / "k.toml").write_text('kind = "http-json"\nurl = "http://x"\nbatch_size = 3\n')
     with pytest.raises(ConfigError, match="in k.toml: 'batch_size': Extra inputs"):
         load_backend(tmp_path / "k.toml")
+
+
+def test_public_names_resolve() -> None:
+    import fairprobe.access as access
+
+    for name in access.__all__:
+        assert getattr(access, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        access.Nope  # noqa: B018

@@ -145,3 +145,11 @@ def test_secret_headers_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert be._transport.client().headers["Authorization"] == "s3cret"
     be.close()
     assert math.isfinite(be.timeout)
+
+
+def test_cache_name_replaces_the_url_in_the_identity() -> None:
+    a = HttpJsonBackend(url="http://127.0.0.1:1", cache_name="platform-prod")
+    b = HttpJsonBackend(url="http://127.0.0.1:2", cache_name="platform-prod")
+    c = HttpJsonBackend(url="http://127.0.0.1:2", cache_name="platform-prod", path="/user/predict")
+    assert a.identity == b.identity != c.identity
+    assert "127.0.0.1" not in a.identity

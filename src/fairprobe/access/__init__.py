@@ -4,26 +4,59 @@
 >>> with BlackBox(load_backend("backend.toml"), cache="answers.sqlite", budget=1000) as bb:
 ...     answers = bb.query(records)                                  # doctest: +SKIP
 
-See ``docs/access.md``.
+Names are imported lazily (PEP 562), so that ``import fairprobe.access.cache`` or a CLI command
+that needs one backend does not pay for pandas, httpx and pydantic it does not use. See
+``docs/access.md``.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from fairprobe.access.base import Answer, AnswerBatch, Backend, TransientAccessError
-from fairprobe.access.blackbox import BlackBox, validate_answers
-from fairprobe.access.cache import ResponseCache
-from fairprobe.access.config import (
-    BackendConfig,
-    LocalConfig,
-    ReplayConfig,
-    backend_kinds,
-    load_backend,
-    register_backend,
-)
-from fairprobe.access.http import HttpJsonBackend, HttpJsonConfig
-from fairprobe.access.local import LocalModelBackend
-from fairprobe.access.openai_chat import OpenAIChatBackend, OpenAIChatConfig, parse_label
-from fairprobe.access.records import canonical_json, normalize_records, record_key
-from fairprobe.access.replay import ReplayBackend
-from fairprobe.access.retry import Backoff, RateLimitedError
+
+if TYPE_CHECKING:
+    from fairprobe.access.blackbox import BlackBox, validate_answers
+    from fairprobe.access.cache import ResponseCache
+    from fairprobe.access.config import (
+        BackendConfig,
+        LocalConfig,
+        ReplayConfig,
+        backend_kinds,
+        load_backend,
+        register_backend,
+    )
+    from fairprobe.access.http import HttpJsonBackend, HttpJsonConfig
+    from fairprobe.access.local import LocalModelBackend
+    from fairprobe.access.openai_chat import OpenAIChatBackend, OpenAIChatConfig, parse_label
+    from fairprobe.access.records import canonical_json, normalize_records, record_key
+    from fairprobe.access.replay import ReplayBackend
+    from fairprobe.access.retry import Backoff, RateLimitedError
+
+_LAZY = {
+    "BlackBox": "blackbox",
+    "validate_answers": "blackbox",
+    "ResponseCache": "cache",
+    "BackendConfig": "config",
+    "LocalConfig": "config",
+    "ReplayConfig": "config",
+    "backend_kinds": "config",
+    "load_backend": "config",
+    "register_backend": "config",
+    "HttpJsonBackend": "http",
+    "HttpJsonConfig": "http",
+    "LocalModelBackend": "local",
+    "OpenAIChatBackend": "openai_chat",
+    "OpenAIChatConfig": "openai_chat",
+    "parse_label": "openai_chat",
+    "canonical_json": "records",
+    "normalize_records": "records",
+    "record_key": "records",
+    "ReplayBackend": "replay",
+    "Backoff": "retry",
+    "RateLimitedError": "retry",
+}
 
 __all__ = [
     "Answer",
@@ -52,3 +85,16 @@ __all__ = [
     "register_backend",
     "validate_answers",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fairprobe.access' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"fairprobe.access.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -186,6 +186,9 @@ class HttpJsonConfig(BackendConfig):
         kept as unparsed (decision ``None``, counted by BlackBox).
     model : str, optional
         A model name or version to keep answers of different models apart in the cache.
+    cache_name : str, optional
+        Names the endpoint in the cache identity instead of its URL, so that cached answers
+        stay valid when the same model moves to another host or port.
     """
 
     kind: Literal["http-json"] = "http-json"
@@ -205,6 +208,7 @@ class HttpJsonConfig(BackendConfig):
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     on_malformed: Literal["error", "drop"] = "error"
     model: str | None = None
+    cache_name: str | None = None
     max_batch: int = Field(default=64, ge=1)
     timeout: float = Field(default=30.0, gt=0.0)
 
@@ -249,15 +253,13 @@ class HttpJsonBackend(Backend):
         self._transport = HttpTransport(
             {**c.headers, **_headers_from_env(c.headers_env)}, c.timeout
         )
-        ident = json.dumps(
-            c.model_dump(
-                exclude={"headers", "headers_env", "timeout", "max_batch", "on_malformed"}
-            ),
-            sort_keys=True,
-            default=str,
-        )
+        transport = {"headers", "headers_env", "timeout", "max_batch", "on_malformed"}
+        if c.cache_name is not None:
+            transport |= {"url"}
+        ident = json.dumps(c.model_dump(exclude=transport), sort_keys=True, default=str)
+        where = self.url if c.cache_name is None else c.cache_name
         self._identity = (
-            f"http-json:{c.method} {self.url}"
+            f"http-json:{c.method} {where}"
             + (f" model={c.model}" if c.model else "")
             + f"#{hashlib.sha256(ident.encode()).hexdigest()[:12]}"
         )

@@ -227,6 +227,9 @@ class OpenAIChatConfig(BackendConfig):
         OpenAI and the platform server support it).
     logprobs : bool
         Ask for ``top_logprobs`` and derive a score for the positive labels (:func:`label_score`).
+    cache_name : str, optional
+        Names the endpoint in the cache identity instead of ``base_url`` (the model, prompt,
+        labels and decoding stay in it), so that cached answers survive a move of the server.
     """
 
     kind: Literal["openai-chat"] = "openai-chat"
@@ -246,6 +249,7 @@ class OpenAIChatConfig(BackendConfig):
     top_logprobs: int = Field(default=5, ge=1, le=20)
     extra_body: dict[str, Any] = {}
     headers: dict[str, str] = {}
+    cache_name: str | None = None
     max_batch: int = Field(default=1, ge=1)
     timeout: float = Field(default=60.0, gt=0.0)
 
@@ -304,13 +308,13 @@ class OpenAIChatBackend(Backend):
             headers["Authorization"] = f"Bearer {key}"
         self._transport = HttpTransport(headers, c.timeout)
         self._fields = [f for _, f, _, _ in string.Formatter().parse(c.prompt_template) if f]
-        ident = json.dumps(
-            c.model_dump(exclude={"api_key_env", "headers", "timeout", "max_batch"}),
-            sort_keys=True,
-            default=str,
-        )
+        transport = {"api_key_env", "headers", "timeout", "max_batch"}
+        if c.cache_name is not None:
+            transport |= {"base_url"}
+        ident = json.dumps(c.model_dump(exclude=transport), sort_keys=True, default=str)
+        where = c.base_url if c.cache_name is None else c.cache_name
         self._identity = (
-            f"openai-chat:{c.base_url} model={c.model}"
+            f"openai-chat:{where} model={c.model}"
             f"#{hashlib.sha256(ident.encode()).hexdigest()[:12]}"
         )
         self._positive = set(c.positive_labels)

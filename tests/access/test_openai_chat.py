@@ -1,0 +1,138 @@
+"""OpenAIChatBackend: answer parsing, logprob scores, request bodies (no server needed)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from fairprobe.access import OpenAIChatBackend, parse_label
+from fairprobe.access.openai_chat import label_score
+from fairprobe.errors import AccessError, AnswerParseError, DataError
+
+INCOME = [">50K", "<=50K"]
+TOXIC = ["toxic", "non-toxic"]
+
+
+@pytest.mark.parametrize(
+    "text, labels, expected",
+    [
+        (">50K", INCOME, ">50K"),
+        ("  <=50k\n", INCOME, "<=50K"),
+        ('"<=50K".', INCOME, "<=50K"),
+        ('{"label": ">50K"}', INCOME, ">50K"),
+        ('{"label":"<=50k"}', INCOME, "<=50K"),
+        ('```json\n{"label": ">50K"}\n```', INCOME, ">50K"),
+        ('Sure! {"label": "<=50K"} is my answer', INCOME, "<=50K"),
+        ('{"answer": ">50K"}', INCOME, ">50K"),
+        ("The yearly income is <=50K.", INCOME, "<=50K"),  # ">50K" inside "<=50K" is not >50K
+        ("Income: >50K", INCOME, ">50K"),
+        (">50K or <=50K", INCOME, None),
+        ("I am not able to assess this person's income.", INCOME, None),
+        ("", INCOME, None),
+        (None, INCOME, None),
+        ('{"label": "maybe"}', INCOME, None),
+        ("Non-Toxic", TOXIC, "non-toxic"),
+        ("This comment is non-toxic.", TOXIC, "non-toxic"),  # "toxic" inside "non-toxic"
+        ("This comment is toxic.", TOXIC, "toxic"),
+        ("toxicity unclear", TOXIC, None),  # no whole-word label
+        ("Nurse", ["nurse", "surgeon", "physician"], "nurse"),
+    ],
+)
+def test_parse_label(text: str | None, labels: list[str], expected: str | None) -> None:
+    assert parse_label(text, labels) == expected
+
+
+def chat(content: str | None, logprobs: Any = None) -> dict[str, Any]:
+    return {
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content},
+             "logprobs": logprobs}
+        ]
+    }
+
+
+def tok(token: str, lp: float, top: list[tuple[str, float]] | None = None) -> dict[str, Any]:
+    return {"token": token, "logprob": lp,
+            "top_logprobs": [{"token": t, "logprob": v} for t, v in (top or [])]}
+
+
+def test_label_score_plain_and_json_mode() -> None:
+    lp_pos, lp_neg = math.log(0.3), math.log(0.7)
+    toks = [tok("<=50K", lp_neg, [("<=50K", lp_neg), (">50K", lp_pos)])]
+    s, z = label_score("<=50K", "<=50K", toks, INCOME, [">50K"])
+    assert s == pytest.approx(0.3) and z == pytest.approx(math.log(0.3 / 0.7))
+    toks = [tok('{"label": "', 0.0), tok(">", lp_pos, [(">", lp_pos), ("<=", lp_neg)]),
+            tok("50K", 0.0), tok('"}', 0.0)]
+    s, z = label_score('{"label": ">50K"}', ">50K", toks, INCOME, [">50K"])
+    assert s == pytest.approx(0.3)
+    # a multi-token label whose first token is shared ("non" vs "no") still discriminates
+    toks = [tok("non", math.log(0.6), [("non", math.log(0.6)), ("tox", math.log(0.2)),
+                                       ("the", math.log(0.1))]), tok("-toxic", 0.0)]
+    s, z = label_score("non-toxic", "non-toxic", toks, TOXIC, ["toxic"])
+    assert s == pytest.approx(0.2 / 0.8)
+    # only the chosen side in the top-k: score 1 or 0, no finite logit
+    s, z = label_score(">50K", ">50K", [tok(">50K", -0.01, [(">50K", -0.01)])], INCOME, [">50K"])
+    assert (s, z) == (1.0, None)
+
+
+def backend(**kw: Any) -> OpenAIChatBackend:
+    base = {"base_url": "http://127.0.0.1:1/v1", "model": "m", "labels": INCOME,
+            "positive_labels": [">50K"]}
+    return OpenAIChatBackend(**{**base, **kw})
+
+
+def test_request_body_defaults_are_deterministic() -> None:
+    body = backend().request_body({"age": 39, "sex": "Male"})
+    assert body["temperature"] == 0.0 and body["seed"] == 0 and body["max_tokens"] == 16
+    assert body["messages"] == [{"role": "user", "content": '{"age": 39, "sex": "Male"}'}]
+    assert "response_format" not in body and "logprobs" not in body
+
+
+def test_request_body_structured_output_system_prompt_template() -> None:
+    be = backend(structured_output=True, logprobs=True, top_logprobs=2,
+                 system_prompt="You are a classifier.",
+                 prompt_template="Age {age}, sex {sex}. Record: {record_json}")
+    body = be.request_body({"age": 39, "sex": "Male"})
+    assert body["messages"][0] == {"role": "system", "content": "You are a classifier."}
+    assert body["messages"][1]["content"] == 'Age 39, sex Male. Record: {"age": 39, "sex": "Male"}'
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert body["response_format"]["type"] == "json_schema"
+    assert schema["properties"]["label"]["enum"] == INCOME and schema["required"] == ["label"]
+    assert body["logprobs"] is True and body["top_logprobs"] == 2
+
+
+def test_template_naming_an_absent_field() -> None:
+    with pytest.raises(DataError, match="names field 'income', which a record lacks"):
+        backend(prompt_template="{income}").request_body({"age": 1})
+
+
+def test_parse_response() -> None:
+    be = backend(logprobs=True)
+    a = be.parse_response(chat(">50K", {"content": [
+        tok(">50K", math.log(0.8), [(">50K", math.log(0.8)), ("<=50K", math.log(0.2))])]}))
+    assert a.decision == 1 and a.score == pytest.approx(0.8)
+    assert a.logit == pytest.approx(math.log(4.0)) and a.raw == ">50K"
+    garbled = be.parse_response(chat("I cannot tell."))
+    assert garbled.decision is None and garbled.raw == "I cannot tell."
+    assert be.parse_response(chat(None)).decision is None
+    with pytest.raises(AnswerParseError, match="without choices\\[0\\].message"):
+        be.parse_response({"data": []})
+    with pytest.raises(AnswerParseError, match="content is a list"):
+        be.parse_response(chat([1]))  # type: ignore[arg-type]
+    with pytest.raises(AccessError, match="answered with an error: model not found"):
+        be.parse_response({"error": {"message": "model not found"}})
+
+
+def test_identity_has_model_and_decoding_but_never_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAIRPROBE_TEST_KEY", "sk-very-secret")
+    a = backend(api_key_env="FAIRPROBE_TEST_KEY")
+    assert "sk-very-secret" not in a.identity
+    assert a._transport.client().headers["Authorization"] == "Bearer sk-very-secret"
+    assert a.identity == backend().identity  # the key does not change the model
+    assert a.identity != backend(model="m2").identity
+    assert a.identity != backend(temperature=0.7).identity
+    assert a.identity != backend(prompt_template="Person: {record_json}").identity
+    assert a.identity.startswith("openai-chat:http://127.0.0.1:1/v1 model=m#")
+    a.close()
