@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import http.server
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -30,7 +32,12 @@ from fairprobe.collab.net.keys import (
     load_private_key,
 )
 from fairprobe.collab.net.launcher import DemoSpec, LocalNetwork
-from fairprobe.collab.net.messages import EntryMessage, TableMessage, max_body_bytes
+from fairprobe.collab.net.messages import (
+    EntryMessage,
+    ResultMessage,
+    TableMessage,
+    max_body_bytes,
+)
 from fairprobe.collab.net.plan import sim_config
 from fairprobe.collab.partition import local_counts
 
@@ -294,7 +301,21 @@ def test_forged_tampered_replayed_malformed_oversized_down_and_sigkilled(tmp_pat
 
 # -- 3. only counts vectors, rounds and signatures leave a node ----------------------------------
 def test_every_byte_a_node_sends_is_counts_rounds_and_signatures(tmp_path):
-    spec = DemoSpec(honest=3, attackers=1, seed=1, case=CASE, n=3000, round_timeout=60)
+    collected: list[bytes] = []
+
+    class Collector(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            collected.append(self.rfile.read(int(self.headers["content-length"])))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *a: object) -> None:
+            pass
+
+    collector = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Collector)
+    threading.Thread(target=collector.serve_forever, daemon=True).start()
+    spec = DemoSpec(honest=2, attackers=1, seed=1, case=CASE, n=3000, round_timeout=60,
+                    collector_url=f"http://127.0.0.1:{collector.server_address[1]}/results")
     proxy = RecordingProxy()
     try:
         with LocalNetwork(spec, tmp_path) as net:
@@ -324,7 +345,16 @@ def test_every_byte_a_node_sends_is_counts_rounds_and_signatures(tmp_path):
             results = net.wait(timeout=180)
     finally:
         proxy.close()
+        collector.shutdown()
     assert results[x]["rounds"] == plan.rounds
+    # the final results went to the collector, signed by each node, and nowhere else
+    got = {}
+    for raw in collected:
+        m = ResultMessage.model_validate_json(raw)
+        body = b"fairprobe/collab/result/v1\x00" + m.result.model_dump_json().encode()
+        assert net.roster.verifier().verify(m.result.id, body, base64.b64decode(m.sig))
+        got[m.result.id] = m.result.estimate
+    assert got == {k: v["estimate"] for k, v in results.items()}
 
     verifier = net.roster.verifier()
     n_tables = 0

@@ -63,6 +63,7 @@ class DemoSpec:
     round_timeout: float = 30.0
     request_timeout: float = 2.0
     finish_timeout: float = 10.0
+    collector_url: str | None = None
 
     def __post_init__(self) -> None:
         owner = "DemoSpec"
@@ -159,6 +160,7 @@ class LocalNetwork:
                 state_db=self.workdir / "state" / f"{nid}.sqlite",
                 role=role,
                 listen=None if listen is None else f"127.0.0.1:{listen}",
+                collector_url=s.collector_url,
                 audit=AuditConfig(
                     n=s.n, rounds=plan.rounds, tau=s.tau, z_max=s.z_max,
                     replacement=s.replacement, seed=s.seed,

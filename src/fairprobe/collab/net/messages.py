@@ -139,6 +139,13 @@ class NodeResult(BaseModel):
     timeouts: int
     #: Times this node resumed from its state database (after a crash or a stop).
     restarts: int
+    #: Tables delivered to neighbours, the entries they held, and their JSON body bytes
+    #: (HTTP framing not included).
+    sent_tables: int
+    sent_entries: int
+    sent_body_bytes: int
+    #: Mean wall time of one round of this node (since its last start).
+    seconds_per_round: float
     queries_used: int
     queries_left: int
 

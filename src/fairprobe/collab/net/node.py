@@ -80,6 +80,7 @@ class _QuietServer(uvicorn.Server):
 class _Mail:
     round: int
     body: bytes
+    entries: int
 
 
 class Node:
@@ -177,7 +178,7 @@ class Node:
     def _post_mail(self, round_: int) -> None:
         entries = self._table_entries()
         for u in self.neighbours:
-            self._mail[u] = _Mail(round_, self._table_for(u, round_, entries))
+            self._mail[u] = _Mail(round_, self._table_for(u, round_, entries), len(entries))
             self._mail_events[u].set()
 
     async def _deliver(self, client: httpx.AsyncClient, u: str) -> None:
@@ -203,6 +204,9 @@ class Node:
                         self.counters[f"delivery-refused:{r.status_code}"] += 1
                     else:
                         self._delivered[u] = max(self._delivered[u], mail.round)
+                        self.counters["sent-tables"] += 1
+                        self.counters["sent-entries"] += mail.entries
+                        self.counters["sent-body-bytes"] += len(mail.body)
                     if self._mail[u] is mail:
                         self._mail[u] = None
                     break
@@ -291,6 +295,8 @@ class Node:
         assert self._stop is not None
         r0, phase = self._resume()
         t = r0 if phase == "stamped" else r0 + 1
+        started = time.monotonic()
+        first = t
         while t <= self.last_round:
             self.round = t
             t0 = time.monotonic()
@@ -308,6 +314,10 @@ class Node:
             )
             log.info("%s: round %d done in %.3f s", self.id, t, time.monotonic() - t0)
             t += 1
+        done = t - first
+        if done > 0:
+            self.counters["round-ms-total"] += int(1000 * (time.monotonic() - started))
+            self.counters["rounds-run"] += done
         return self._result()
 
     def _result(self) -> NodeResult:
@@ -330,6 +340,12 @@ class Node:
             late_tables=self.counters["late-tables"],
             timeouts=self.counters["round-timeouts"],
             restarts=self.counters["restarts"],
+            sent_tables=self.counters["sent-tables"],
+            sent_entries=self.counters["sent-entries"],
+            sent_body_bytes=self.counters["sent-body-bytes"],
+            seconds_per_round=(
+                self.counters["round-ms-total"] / 1000 / max(1, self.counters["rounds-run"])
+            ),
             queries_used=self.driver.queries_used,
             queries_left=self.driver.queries_left,
         )

@@ -1,0 +1,64 @@
+"""``fairprobe node keygen``, ``node run`` and ``collab demo``: outputs and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from fairprobe.cli.main import main
+
+
+def run(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def test_keygen(tmp_path, capsys):
+    code, out, err = run(["node", "keygen", "--out", str(tmp_path / "k")], capsys)
+    assert code == 0, err
+    d = json.loads(out)
+    assert stat.S_IMODE(os.stat(d["private_key"]).st_mode) == 0o600
+    assert (tmp_path / "k" / "node.pub").read_text().strip() == d["public_key"]
+    code, out, err = run(["node", "keygen", "--out", str(tmp_path / "k")], capsys)
+    assert code != 0 and err.startswith("error: ") and "--force" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["node", "run", "--config", "/nonexistent/node.toml"], "Cannot read node file"),
+        (["collab", "demo", "--honest", "0"], "'honest' parameter"),
+        (["collab", "demo", "--honest", "3", "--attackers", "-1"], "'attackers' parameter"),
+        (["collab", "demo", "--honest", "3", "--case", "nope"], "'case' parameter"),
+    ],
+)
+def test_bad_input_is_one_error_line(argv, needle, capsys):
+    code, out, err = run(argv, capsys)
+    assert code != 0
+    assert err.startswith("error: ") and needle in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_node_run_refuses_a_key_that_is_not_in_the_roster(tmp_path, capsys):
+    from fairprobe.collab.net.config import NodeConfig
+    from fairprobe.collab.net.keys import generate_keypair
+    from fairprobe.collab.net.roster import Member, Roster
+
+    k1 = generate_keypair(tmp_path / "k1")
+    k2 = generate_keypair(tmp_path / "k2")
+    roster = Roster((
+        Member("a0", k1.public_key_b64, "127.0.0.1", 9301, ("a1",)),
+        Member("a1", k2.public_key_b64, "127.0.0.1", 9302, ("a0",)),
+    ))
+    rp = roster.write(tmp_path / "roster.toml")
+    cfg = NodeConfig(id="a0", key=k2.private_path, roster=rp, state_db=tmp_path / "s.sqlite",
+                     role="attacker")
+    p = cfg.write(tmp_path / "node.toml")
+    code, out, err = run(["node", "run", "--config", str(p)], capsys)
+    assert code != 0 and "does not match the public key" in err
