@@ -144,6 +144,9 @@ class NodeResult(BaseModel):
     sent_tables: int
     sent_entries: int
     sent_body_bytes: int
+    #: Entries and body bytes of the last table delivered (the steady state: ``|V|`` entries).
+    last_table_entries: int
+    last_table_bytes: int
     #: Mean wall time of one round of this node (since its last start).
     seconds_per_round: float
     queries_used: int

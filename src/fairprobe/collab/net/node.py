@@ -207,6 +207,8 @@ class Node:
                         self.counters["sent-tables"] += 1
                         self.counters["sent-entries"] += mail.entries
                         self.counters["sent-body-bytes"] += len(mail.body)
+                        self.counters["last-table-entries"] = mail.entries
+                        self.counters["last-table-bytes"] = len(mail.body)
                     if self._mail[u] is mail:
                         self._mail[u] = None
                     break
@@ -343,6 +345,8 @@ class Node:
             sent_tables=self.counters["sent-tables"],
             sent_entries=self.counters["sent-entries"],
             sent_body_bytes=self.counters["sent-body-bytes"],
+            last_table_entries=self.counters["last-table-entries"],
+            last_table_bytes=self.counters["last-table-bytes"],
             seconds_per_round=(
                 self.counters["round-ms-total"] / 1000 / max(1, self.counters["rounds-run"])
             ),
