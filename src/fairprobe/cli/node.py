@@ -38,13 +38,12 @@ def run_cmd(
 ) -> None:
     """Run this node until the last round; print its estimate and verdict (one JSON line)."""
     import dataclasses
+    import logging
+    import os
 
     from fairprobe.collab.net.config import load_node_config
     from fairprobe.collab.net.node import run_node
     from fairprobe.report.jsonio import write_json
-
-    import logging
-    import os
 
     if os.environ.get("FAIRPROBE_NODE_LOG"):
         logging.basicConfig(
