@@ -69,8 +69,93 @@ def _audit_section(ctx: dict[str, Any], cfg: DemoConfig, console: Console) -> di
             "demographic_parity": dp.to_dict(per_instance=False)}
 
 
+def _radius_section(ctx: dict[str, Any], cfg: DemoConfig, console: Console) -> dict[str, Any]:
+    from fairprobe.radius import consistency_radius
+
+    dp = ctx["dp_audit"]
+    groups = [dp.metric.groups[0] if g else dp.metric.groups[1] for g in dp.in_group_a]
+    res = consistency_radius(dp.values, groups, cfg.tolerance, method="exact")
+    verdict = "fair" if res.fair else "unfair"
+    if res.radius == float("inf"):
+        console.print(f"No distribution shift can flip the '{verdict}' conclusion ({res.message}).")
+    else:
+        console.print(
+            f"The '{verdict}' conclusion (|DP| < {cfg.tolerance:g} is "
+            f"{'met' if res.fair else 'not met'}: phi = {res.phi:.4f}) flips only under a shift of "
+            f"the audit distribution with KL >= [bold]{res.radius:.4f}[/] nats "
+            f"(phi would reach {res.phi_shifted:.4f}); by Pinsker, no event's probability moves "
+            f"by more than {res.pinsker_bound:.3f} before that."
+        )
+    return res.to_dict()
+
+
+def _sequential_section(ctx: dict[str, Any], cfg: DemoConfig, console: Console) -> dict[str, Any]:
+    from fairprobe.access.blackbox import BlackBox
+    from fairprobe.access.http import HttpJsonBackend
+    from fairprobe.sequential.runner import audit_live
+
+    tol = 0.1
+    console.print(
+        f"Sequential GLR audit of statistical parity by sex (H0: |SP| <= {tol:g}; alpha 0.05, "
+        f"beta 0.2), querying the same platform one record at a time, with each access level:"
+    )
+    out: dict[str, Any] = {}
+    backend = HttpJsonBackend(url=ctx["url"], path="/audit/predict")
+    with BlackBox(backend, cache=cfg.cache_dir / "demo-cache.sqlite", seed=cfg.seed) as bb:
+        for access in ("decisions", "scores", "logits"):
+            res = audit_live(bb, ctx["pool"], group_col="sex", metric="sp", access=access,
+                             test="glr", tolerance=tol, budget=4000, seed=cfg.seed,
+                             feature_cols=ctx["features"])
+            console.print(
+                f"  {access:<9}: [bold]{res.outcome}[/] after {res.queries} queries "
+                f"(gap estimate {res.gap_estimate:+.3f}; budget 4000)"
+            )
+            out[access] = res.to_dict()
+    return out
+
+
+def _twosource_section(ctx: dict[str, Any], cfg: DemoConfig, console: Console) -> dict[str, Any]:
+    from fairprobe.access.blackbox import BlackBox
+    from fairprobe.access.http import HttpJsonBackend
+    from fairprobe.platform.process import PlatformProcess
+    from fairprobe.twosource import proxy_from_spec, run_two_source_audit
+
+    gamma = cfg.fairwash_gamma
+    with PlatformProcess(fairwash="positive", gamma=gamma, seed=cfg.seed) as washer:
+        console.print(
+            f"A second platform at {washer.url} fairwashes its audit API (positive "
+            f"discrimination, gamma = {gamma:g}); its user interface stays truthful. Two-source "
+            "audit with the first-name proxy, budget 1000:"
+        )
+        api = HttpJsonBackend(url=washer.url, path="/audit/predict")
+        ui = HttpJsonBackend(url=washer.url, path="/user/predict")
+        cache = cfg.cache_dir / "demo-cache.sqlite"
+        with BlackBox(api, cache=cache, seed=cfg.seed) as a, BlackBox(ui, cache=cache,
+                                                                      seed=cfg.seed) as b:
+            res = run_two_source_audit(a, b, ctx["pool"], proxy_from_spec("name"), budget=1000,
+                                       seed=cfg.seed)
+    di_b = "n/a" if res.di_b is None else f"{res.di_b.estimate:.3f}"
+    console.print(
+        f"  DI through the audit API: {res.di_a.estimate:.3f} ({res.di_a.verdict} by itself); "
+        f"DI through the user interface + proxy: {di_b}"
+    )
+    for d in res.detectors:
+        p = "n/a" if d.p_value is None else f"{d.p_value:.2g}"
+        extra = ""
+        if "n_inconsistent" in d.details:
+            extra = f", {d.details['n_inconsistent']} inconsistencies vs n_max {d.details.get('n_max')}"
+        console.print(
+            f"  detector {d.detector}: {'FIRED' if d.detected else 'silent'} (p = {p}{extra})"
+        )
+    console.print(f"  verdict: [bold]{res.verdict}[/] ({res.n_checked} checks, {res.stop_reason})")
+    return res.to_dict()
+
+
 SECTIONS: dict[str, tuple[str, Callable[[dict[str, Any], DemoConfig, Console], dict[str, Any]]]] = {
     "audit": ("1. Fixed-budget audit", _audit_section),
+    "radius": ("2. Consistency radius of the conclusion", _radius_section),
+    "sequential": ("3. Sequential audit", _sequential_section),
+    "twosource": ("4. Two-source audit of a fairwashing platform", _twosource_section),
 }
 
 
