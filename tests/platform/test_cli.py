@@ -37,6 +37,7 @@ def test_info_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     [
         (["platform", "serve", "--gamma", "1.5", "--fairwash", "positive"], "'gamma' parameter"),
         (["platform", "serve", "--fairwash", "lie"], "'fairwash' parameter"),
+        (["platform", "serve", "--fairwash-select", "best"], "'fairwash_select' parameter"),
         (["platform", "serve", "--fail-rate", "1"], "'fail_rate' parameter"),
         (["platform", "serve", "--host", "192.168.1.2"], "Refusing to serve on '192.168.1.2'"),
         (["platform", "info", "--split", "dev"], "'split' parameter"),

@@ -222,3 +222,41 @@ def test_bad_user_instances(model: PlatformModel) -> None:
         Platform(model).user_predict([rec])
     with pytest.raises(DataError, match="first_name"):
         Platform(model).user_predict([rec | {"first_name": "42"}])
+
+
+@pytest.mark.parametrize("mode", ["positive", "negative"])
+def test_margin_selection_flips_the_borderline_answers(model: PlatformModel, mode: str) -> None:
+    """Reject-option variant: the flipped candidates are those nearest the boundary, and their
+    share on the training data (the reference of the quantile) is gamma."""
+    df = load_adult("train", names_seed=None)
+    rows = df[list(AUDIT_FEATURES)].to_dict("records")
+    truth = Platform(model).audit_predict(rows)
+    cfg = FairwashConfig(mode, 0.3, seed=0, select="margin")
+    lied = Platform(model, fairwash=cfg).audit_predict(rows)
+    female = truth.sex == "Female"
+    if mode == "positive":
+        cand = female & (truth.decisions == 0)
+    else:
+        cand = ~female & (truth.decisions == 1)
+    flipped = lied.decisions != truth.decisions
+    assert not (flipped & ~cand).any()
+    assert flipped[cand].mean() == pytest.approx(0.3, abs=0.01)
+    s_flip, s_keep = truth.scores[cand & flipped], truth.scores[cand & ~flipped]
+    if mode == "positive":
+        assert s_flip.min() >= s_keep.max()
+    else:
+        assert s_flip.max() <= s_keep.min()
+    # deterministic per input
+    again = Platform(model, fairwash=cfg).audit_predict(rows[:500][::-1])
+    assert np.array_equal(again.decisions[::-1], lied.decisions[:500])
+
+
+def test_margin_extremes(model: PlatformModel, adult_test: list) -> None:
+    rows = [{k: r[k] for k in AUDIT_FEATURES} for r in adult_test[:2000]]
+    truth = Platform(model).audit_predict(rows)
+    none = Platform(model, fairwash=FairwashConfig("positive", 0.0, select="margin"))
+    assert np.array_equal(none.audit_predict(rows).decisions, truth.decisions)
+    full = Platform(model, fairwash=FairwashConfig("positive", 1.0, select="margin"))
+    assert full.audit_predict(rows).decisions[truth.sex == "Female"].all()
+    with pytest.raises(InvalidParameterError, match="fairwash_select"):
+        FairwashConfig("positive", 0.1, select="best")

@@ -23,6 +23,9 @@ def serve_cmd(
     fairwash: str = typer.Option("none", help="none | positive | negative | mixed."),
     gamma: float = typer.Option(0.0, help="Share of manipulated answers (see docs/platform.md)."),
     mix: float = typer.Option(0.5, help="mixed mode: share of gamma spent on positive flips."),
+    fairwash_select: str = typer.Option(
+        "random", help="Which answers to flip: random (per-input hash) | margin (reject option)."
+    ),
     seed: int = typer.Option(0, help="Seed of every server-side random choice."),
     model_file: Path | None = typer.Option(None, help="skops/joblib model with predict_proba."),
     fail_rate: float = typer.Option(0.0, help="Seeded share of requests answered 429/503."),
@@ -40,7 +43,9 @@ def serve_cmd(
     cfg = ServerConfig(
         host=host,
         port=port,
-        fairwash=FairwashConfig(mode=fairwash, gamma=gamma, mix=mix, seed=seed),
+        fairwash=FairwashConfig(
+            mode=fairwash, gamma=gamma, mix=mix, seed=seed, select=fairwash_select
+        ),
         seed=seed,
         model_file=str(model_file) if model_file is not None else None,
         fail_rate=fail_rate,

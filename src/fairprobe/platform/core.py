@@ -22,7 +22,7 @@ import pandas as pd
 
 from fairprobe.datasets.names import FEMALE, female_probability, hash_uniform
 from fairprobe.errors import DataError
-from fairprobe.platform.fairwash import FairwashConfig, apply_flips
+from fairprobe.platform.fairwash import FairwashConfig, apply_flips, margin_thresholds
 from fairprobe.platform.model import (
     AUDIT_FEATURES,
     CATEGORIES,
@@ -139,6 +139,17 @@ class Platform:
     model: PlatformModel
     fairwash: FairwashConfig = field(default_factory=FairwashConfig)
     seed: int = 0
+    thresholds: tuple[float, float] | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.fairwash.select == "margin" and self.fairwash.mode != "none":
+            from fairprobe.datasets.adult import load_adult
+
+            ref = load_adult("train", names_seed=None)
+            scores = self.model.proba(ref)
+            self.thresholds = margin_thresholds(
+                self.fairwash, scores, (ref["sex"] == FEMALE).to_numpy()
+            )
 
     def _truthful(self, frame: pd.DataFrame) -> npt.NDArray[np.float64]:
         return self.model.proba(frame)
@@ -150,13 +161,16 @@ class Platform:
         decisions = (scores >= 0.5).astype(np.int64)
         female = (frame["sex"] == FEMALE).to_numpy()
         if self.fairwash.mode != "none" and self.fairwash.gamma > 0:
-            u = np.array(
-                [
-                    hash_uniform(record_key(r), self.fairwash.seed, "fairwash")
-                    for r in frame.to_dict("records")
-                ]
-            )
-            flips = self.fairwash.flips(decisions, female, u)
+            if self.fairwash.select == "random":
+                u = np.array(
+                    [
+                        hash_uniform(record_key(r), self.fairwash.seed, "fairwash")
+                        for r in frame.to_dict("records")
+                    ]
+                )
+            else:
+                u = np.zeros(len(frame))
+            flips = self.fairwash.flips(decisions, female, u, scores, self.thresholds)
             scores = apply_flips(scores, flips)
             decisions = np.where(flips, 1 - decisions, decisions)
         else:
