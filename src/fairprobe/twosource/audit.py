@@ -294,6 +294,7 @@ def run_two_source_audit(
     threshold: float = 0.8,
     p_phi: float | None = None,
     null: str = "agree",
+    proxy_accuracy: ProxyAccuracy | None = None,
     detectors: Sequence[str] = ("consistency", "di"),
     batch_size: int = 25,
     early_stop: bool = True,
@@ -338,7 +339,10 @@ def run_two_source_audit(
         proxy's rule and its own coin; ``"accuracy"`` uses the paper's :math:`p_\phi`, which
         under-states honest inconsistencies of a randomised proxy (the test's size then exceeds
         ``alpha``; see ``docs/twosource.md``). Equal for deterministic proxies.
-    detectors : sequence of {"consistency", "di"}
+    proxy_accuracy : ProxyAccuracy, optional
+        The proxy's accuracy measured beforehand (skips measuring it on the pool again; repeated
+        audits over one pool pass it).
+    detectors : sequence of {"consistency", "conditional", "di"}
         Which fairwashing detectors decide (see :mod:`fairprobe.twosource.detectors`).
     batch_size : int
         Checks per batch between two looks of the early stop.
@@ -390,7 +394,11 @@ def run_two_source_audit(
         raise DataError(f"The query pool lacks the column(s) {missing}.")
     if group_column not in a_cols:
         raise DataError(f"The group column {group_column!r} must be sent to A (api_columns).")
-    pool = queries.reset_index(drop=True)
+    pool = queries
+    if not (
+        isinstance(pool.index, pd.RangeIndex) and pool.index.start == 0 and pool.index.step == 1
+    ):
+        pool = queries.reset_index(drop=True)
     if pool[group_column].isna().any():
         raise DataError(f"The group column {group_column!r} has missing values.")
     true_groups = pool[group_column].astype(str).to_numpy(dtype=object)
@@ -417,7 +425,7 @@ def run_two_source_audit(
             f"t_fraud >= {need}; raise the budget or lower beta."
         )
     check_choice(null, "null", owner, ("agree", "accuracy"))
-    acc = proxy.accuracy(pool, true_groups)
+    acc = proxy.accuracy(pool, true_groups) if proxy_accuracy is None else proxy_accuracy
     if p_phi is not None:
         pp = check_real(p_phi, "p_phi", owner, lo=0.0, hi=1.0)
     else:
@@ -438,6 +446,10 @@ def run_two_source_audit(
     proxy_seed = int(rng_proxy.integers(2**63 - 1))
     check_frame = pool.iloc[check_idx]
     proxy_groups = proxy.predict_groups(check_frame, seed=proxy_seed)
+    probs = proxy._probabilities(check_frame)
+    p_true = np.zeros(check_idx.size)  # P(proxy draw = true group), per check
+    for j, g in enumerate(proxy.groups):
+        p_true = np.where(true_groups[check_idx] == g, probs[:, j], p_true)
 
     # ---- checks, in batches, with the early stop of Lemma 2 -----------------------------------
     dec_a_chk = np.full(check_idx.size, np.nan)
@@ -530,6 +542,7 @@ def run_two_source_audit(
         counts_b=counts_b,
         p_phi=pp,
         n_planned_checks=alloc.t_fraud - unpaired,
+        check_p_true=p_true[sel],
     )
     outcomes = tuple(make_detector(d).decide(ev, alpha_each) for d in dets)
     if any(o.detected for o in outcomes):

@@ -5,6 +5,14 @@
   with :math:`n_{max}` of :math:`\\mathcal{B}(t_{fraud}, 1 - p_\\phi)` (exact binomial). The count
   only grows, so stopping as soon as it passes ``n_max`` (or can no longer pass it) decides
   exactly as the full test would.
+* ``conditional`` — beyond the paper: Lemma 2's binomial treats every pair alike, but the
+  auditor knows, pair by pair, what the proxy said. A pair whose proxy draw missed the true group
+  is inconsistent whatever the platform does (no information); a pair whose draw hit it can only
+  be inconsistent through B's own inference of the group, with probability at most
+  :math:`1 - p_i` (:math:`p_i = P(\\phi(x_{B,i}) = g_i)`, the platform inferring with the proxy's
+  rule, as Section 5.1 assumes). Under honesty the decision mismatches among the hit pairs are
+  thus dominated by a Poisson-binomial with rates :math:`1 - p_i` (zero for a deterministic,
+  right proxy): an exact, valid test that keeps the power the binomial wastes on misses.
 * ``di`` — beyond the paper: compare the disparate impact through A with the one through B and
   the proxy. A proxy that mixes groups pulls the DI through B towards 1, so an honest platform
   shows :math:`\\mu_A \\le \\mu_B` (for :math:`\\mu_B < 1`), while every fairwashing strategy
@@ -31,11 +39,13 @@ from fairprobe.twosource.theory import consistency_p_value, n_max
 __all__ = [
     "DETECTORS",
     "ConsistencyDetector",
+    "ConditionalDetector",
     "DIGapDetector",
     "Detector",
     "DetectorOutcome",
     "PairedEvidence",
     "make_detector",
+    "poisson_binomial_sf",
     "register_detector",
 ]
 
@@ -59,6 +69,7 @@ class PairedEvidence:
     counts_b: CountsVector
     p_phi: float
     n_planned_checks: int
+    check_p_true: FloatArray | None = None
 
     @property
     def inconsistent(self) -> npt.NDArray[np.bool_]:
@@ -165,6 +176,60 @@ class ConsistencyDetector(Detector):
                 "n_max": nm,
                 "p_phi": evidence.p_phi,
                 "expected_if_honest": (1.0 - evidence.p_phi) * n,
+            },
+        )
+
+
+def poisson_binomial_sf(k: int, rates: npt.ArrayLike) -> float:
+    """``P(N >= k)`` for a sum ``N`` of independent Bernoulli(``rates``): exact, by convolution.
+
+    Rates of exactly 0 or 1 are taken out first (they shift or vanish); the rest is a dynamic
+    programme over the pmf, vectorised per pair.
+    """
+    r = np.asarray(rates, dtype=np.float64)
+    ones = int((r >= 1.0).sum())
+    r = r[(r > 0.0) & (r < 1.0)]
+    k = k - ones
+    if k <= 0:
+        return 1.0
+    if k > r.size:
+        return 0.0
+    pmf = np.zeros(r.size + 1)
+    pmf[0] = 1.0
+    for i, q in enumerate(r):
+        pmf[1 : i + 2] = pmf[1 : i + 2] * (1.0 - q) + pmf[: i + 1] * q
+        pmf[0] *= 1.0 - q
+    return float(min(1.0, max(0.0, pmf[k:].sum())))
+
+
+@register_detector
+class ConditionalDetector(Detector):
+    """Decision mismatches among the pairs whose proxy draw hit the true group (exact test)."""
+
+    name = "conditional"
+
+    def decide(self, evidence: PairedEvidence, alpha: float) -> DetectorOutcome:
+        if evidence.check_p_true is None:
+            return DetectorOutcome(
+                self.name, False, None, None, float(alpha),
+                {"reason": "the evidence lacks the proxy's per-pair probabilities"},
+            )  # fmt: skip
+        hit = evidence.check_group_proxy == evidence.check_group_a
+        mismatch = hit & (evidence.check_decision_proxy != evidence.check_decision_a)
+        n = int(mismatch.sum())
+        rates = 1.0 - np.asarray(evidence.check_p_true, dtype=np.float64)[hit]
+        p = poisson_binomial_sf(n, rates) if n else 1.0
+        return DetectorOutcome(
+            self.name,
+            bool(p < alpha),
+            float(n),
+            p,
+            float(alpha),
+            {
+                "n_mismatch_on_hits": n,
+                "n_hits": int(hit.sum()),
+                "expected_if_honest_at_most": float(rates.sum()),
+                "n_checked": evidence.n_checked,
             },
         )
 
