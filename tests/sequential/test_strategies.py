@@ -134,8 +134,8 @@ def test_glr_boundary_crossing_logic() -> None:
     # group a all ones, group b all zeros: violation as soon as the statistic passes log 16
     st = t.stepper(100)
     seq = [(True, 1.0), (False, 0.0)] * 10
-    for k, (g, v) in enumerate(seq, 1):
+    for g, v in seq:
         if st.update(g, v):
             break
     assert st.outcome == "violation" and st.statistic_upper >= b.upper
-    assert k < 20
+    assert st.n < 20
