@@ -126,6 +126,11 @@ def sweep_cmd(
     case_list = [c.strip() for c in cases.split(",") if c.strip()]
     if not case_list:
         raise InvalidParameterError("The 'cases' parameter must name at least one case.")
+    from fairprobe._validation import check_choice
+    from fairprobe.datasets.populations import POPULATIONS
+
+    for c in case_list:
+        check_choice(c, "cases", "collab sweep", list(POPULATIONS))
     ks = parse_int_range(attackers)
     check_int(seeds, "seeds", "collab sweep", lo=1)
     cfg = _config(case_list[0], 0, 0, honest, alpha, n, rounds, tau, z_max, beta, replacement,
