@@ -161,8 +161,9 @@ def test_timeout_of_b_loses_nothing_paid(fake: Any, pool: pd.DataFrame, tmp_path
 
 
 def test_live_platform_server(fake: Any, pool: pd.DataFrame, live_platform: Any) -> None:
-    api = BlackBox(HttpJsonBackend(url=live_platform.url))
-    ui = BlackBox(HttpJsonBackend(url=live_platform.url, path="/user/predict"))
+    from fairprobe.twosource import platform_blackboxes
+
+    api, ui = platform_blackboxes(live_platform.url)
     r = run_two_source_audit(api, ui, pool, make_proxy("name"), budget=600, seed=0)
     assert r.verdict == "manipulated"
     assert r.di_b is not None and r.di_a.estimate > r.di_b.estimate

@@ -6,7 +6,12 @@ Implements ``two-source-audits.md``: proxies linking the user interface B to the
 audit itself (:func:`run_two_source_audit`). See ``docs/twosource.md``.
 """
 
-from fairprobe.twosource.audit import TwoSourceResult, run_two_source_audit, stratified_sample
+from fairprobe.twosource.audit import (
+    TwoSourceResult,
+    platform_blackboxes,
+    run_two_source_audit,
+    stratified_sample,
+)
 from fairprobe.twosource.detectors import DETECTORS, Detector, DetectorOutcome, make_detector
 from fairprobe.twosource.proxies import (
     PROXIES,
@@ -52,6 +57,7 @@ __all__ = [
     "n_max",
     "p_manip",
     "pareto_frontier",
+    "platform_blackboxes",
     "proxy_from_spec",
     "register_proxy",
     "run_two_source_audit",

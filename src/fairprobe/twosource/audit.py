@@ -52,7 +52,13 @@ from fairprobe.twosource.detectors import (
 from fairprobe.twosource.proxies import Proxy, ProxyAccuracy
 from fairprobe.twosource.theory import Allocation, allocate, n_max
 
-__all__ = ["TwoSourceResult", "default_columns", "run_two_source_audit", "stratified_sample"]
+__all__ = [
+    "TwoSourceResult",
+    "default_columns",
+    "platform_blackboxes",
+    "run_two_source_audit",
+    "stratified_sample",
+]
 
 VERDICTS = ("fair", "unfair", "manipulated")
 
@@ -63,6 +69,23 @@ def default_columns() -> tuple[tuple[str, ...], tuple[str, ...]]:
     from fairprobe.platform.model import AUDIT_FEATURES
 
     return tuple(AUDIT_FEATURES), tuple(USER_FEATURES)
+
+
+def platform_blackboxes(url: str, cache: Any = None, **blackbox_kwargs: Any) -> tuple[Any, Any]:
+    """BlackBoxes for the two interfaces of a platform server at ``url`` (A, then B).
+
+    ``cache`` (a path or :class:`~fairprobe.access.cache.ResponseCache`) is shared by both;
+    ``blackbox_kwargs`` (``retries``, ``timeout``, ``budget``...) go to both BlackBoxes.
+    """
+    from fairprobe.access.blackbox import BlackBox
+    from fairprobe.access.cache import ResponseCache
+    from fairprobe.access.http import HttpJsonBackend
+
+    if cache is not None and not isinstance(cache, ResponseCache):
+        cache = ResponseCache(cache)
+    api = BlackBox(HttpJsonBackend(url=url), cache=cache, **blackbox_kwargs)
+    ui = BlackBox(HttpJsonBackend(url=url, path="/user/predict"), cache=cache, **blackbox_kwargs)
+    return api, ui
 
 
 def stratified_sample(
