@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from fairprobe.datasets.names import FEMALE, female_probability, hash_uniform
 from fairprobe.errors import DataError
@@ -27,6 +26,7 @@ from fairprobe.platform.model import (
     AUDIT_FEATURES,
     CATEGORIES,
     NUMERIC_FEATURES,
+    Columns,
     PlatformModel,
     logit,
 )
@@ -95,7 +95,8 @@ class Predictions:
         ]
 
 
-def _validate(instances: Any, features: Sequence[str], where: str) -> pd.DataFrame:
+def _validate(instances: Any, features: Sequence[str], where: str) -> dict[str, npt.NDArray[Any]]:
+    """Check every record and return the features as columns (float64 or object arrays)."""
     if not isinstance(instances, list):
         raise DataError(f"{where}: 'instances' must be a list of JSON objects.")
     if not instances:
@@ -126,10 +127,22 @@ def _validate(instances: Any, features: Sequence[str], where: str) -> pd.DataFra
                         f"{where}: instance {i} 'first_name' must be a string with a letter. "
                         f"Got {v!r} instead."
                     )
-    frame = pd.DataFrame.from_records([{f: rec[f] for f in features} for rec in instances])
-    for f in NUMERIC_FEATURES:
-        frame[f] = frame[f].astype("float64")
-    return frame
+    cols: dict[str, npt.NDArray[Any]] = {}
+    for f in features:
+        values = [rec[f] for rec in instances]
+        if f in NUMERIC_FEATURES:
+            cols[f] = np.array(values, dtype=np.float64)
+        else:
+            arr = np.empty(len(values), dtype=object)
+            arr[:] = values
+            cols[f] = arr
+    return cols
+
+
+def _rows(cols: Columns, features: Sequence[str]) -> list[dict[str, Any]]:
+    n = len(next(iter(cols.values())))
+    lists = {f: cols[f].tolist() for f in features}
+    return [{f: lists[f][i] for f in features} for i in range(n)]
 
 
 @dataclass
@@ -151,53 +164,50 @@ class Platform:
                 self.fairwash, scores, (ref["sex"] == FEMALE).to_numpy()
             )
 
-    def _truthful(self, frame: pd.DataFrame) -> npt.NDArray[np.float64]:
-        return self.model.proba(frame)
-
     def audit_predict(self, instances: Any) -> Predictions:
         """The audit API: truthful model answers, then the configured fairwash flips."""
-        frame = _validate(instances, AUDIT_FEATURES, "audit")
-        scores = self._truthful(frame)
+        cols = _validate(instances, AUDIT_FEATURES, "audit")
+        n = len(instances)
+        scores = self.model.proba(cols)
         decisions = (scores >= 0.5).astype(np.int64)
-        female = (frame["sex"] == FEMALE).to_numpy()
+        female = np.asarray(cols["sex"] == FEMALE, dtype=bool)
         if self.fairwash.mode != "none" and self.fairwash.gamma > 0:
             if self.fairwash.select == "random":
+                seed = self.fairwash.seed
                 u = np.array(
                     [
-                        hash_uniform(record_key(r), self.fairwash.seed, "fairwash")
-                        for r in frame.to_dict("records")
+                        hash_uniform(record_key(r), seed, "fairwash")
+                        for r in _rows(cols, AUDIT_FEATURES)
                     ]
                 )
             else:
-                u = np.zeros(len(frame))
+                u = np.zeros(n)
             flips = self.fairwash.flips(decisions, female, u, scores, self.thresholds)
             scores = apply_flips(scores, flips)
             decisions = np.where(flips, 1 - decisions, decisions)
         else:
-            flips = np.zeros(len(frame), dtype=bool)
-        return Predictions(decisions, scores, logit(scores), flips, frame["sex"].to_numpy())
+            flips = np.zeros(n, dtype=bool)
+        return Predictions(decisions, scores, logit(scores), flips, cols["sex"])
 
-    def infer_sex(self, frame: pd.DataFrame) -> npt.NDArray[np.object_]:
+    def infer_sex(self, cols: Columns) -> npt.NDArray[np.object_]:
         """Sex the user interface infers from ``first_name`` (deterministic per record)."""
-        p = np.array([female_probability(n) for n in frame["first_name"]], dtype=np.float64)
-        u = np.array(
-            [
-                hash_uniform(user_key(r), self.seed, "name") if 0 < pi < 1 else 0.5
-                for r, pi in zip(frame.to_dict("records"), p, strict=True)
-            ]
-        )
-        return np.where(u < p, FEMALE, "Male").astype(object)
+        names = cols["first_name"].tolist()
+        p = np.array([female_probability(n) for n in names], dtype=np.float64)
+        half = np.flatnonzero((p > 0) & (p < 1))
+        u = np.full(p.shape, 0.5)
+        if half.size:
+            rows = _rows({f: cols[f][half] for f in USER_FEATURES}, USER_FEATURES)
+            u[half] = [hash_uniform(user_key(r), self.seed, "name") for r in rows]
+        out = np.empty(p.shape, dtype=object)
+        out[:] = np.where(u < p, FEMALE, "Male")
+        return out
 
     def user_predict(self, instances: Any) -> Predictions:
         """The user interface: sex inferred from the first name, then the same model, no lies."""
-        frame = _validate(instances, USER_FEATURES, "user")
-        frame["sex"] = self.infer_sex(frame)
-        scores = self._truthful(frame)
+        cols = _validate(instances, USER_FEATURES, "user")
+        cols["sex"] = self.infer_sex(cols)
+        scores = self.model.proba(cols)
         decisions = (scores >= 0.5).astype(np.int64)
         return Predictions(
-            decisions,
-            scores,
-            logit(scores),
-            np.zeros(len(frame), dtype=bool),
-            frame["sex"].to_numpy(),
+            decisions, scores, logit(scores), np.zeros(len(scores), dtype=bool), cols["sex"]
         )
