@@ -49,6 +49,10 @@ class GroupCurve:
     def end_cost(self, upper: bool) -> float:
         raise NotImplementedError
 
+    def end_param(self, upper: bool) -> float:
+        """Parameter at which the mean reaches the support end (``+-inf`` for KL)."""
+        return math.inf if upper else -math.inf
+
     def eval(self, params: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
         raise NotImplementedError
 
@@ -84,8 +88,8 @@ class GroupCurve:
         t = np.atleast_1d(np.asarray(targets, dtype=float))
         out = np.zeros_like(t)
         span = max(self.spread, 1e-300)
-        out[t >= self.hi] = np.inf
-        out[t <= self.lo] = -np.inf
+        out[t >= self.hi] = self.end_param(True)
+        out[t <= self.lo] = self.end_param(False)
         inside = (t > self.lo) & (t < self.hi)
         if np.any(t > self.hi + 1e-12 * span) or np.any(t < self.lo - 1e-12 * span):
             raise ValueError("target mean outside the group's support")
@@ -223,6 +227,14 @@ class Chi2Curve(GroupCurve):
 
     def end_cost(self, upper: bool) -> float:
         return 1.0 / float(self.p[-1] if upper else self.p[0]) - 1.0
+
+    def end_param(self, upper: bool) -> float:
+        # the mean reaches the end once only the end atom stays active: S1 = s1_at[-2]
+        if self.v.size < 2:
+            return 0.0
+        s1 = float(self._side[1 if upper else -1][4][-2])
+        b = 1.0 / s1 if s1 > 0 else math.inf
+        return b if upper else -b
 
     def scale(self) -> float:
         return 1.0 / max(self.var, 1e-300)

@@ -123,6 +123,7 @@ class _Knots:
         out = np.where(up, p0 + np.maximum(np.abs(p0), sc), out)
         dn = np.isinf(p0) & np.isfinite(p1)
         out = np.where(dn, p1 - np.maximum(np.abs(p1), sc), out)
+        out = np.where(np.isinf(p0) & np.isinf(p1), 0.0, out)
         ok = np.isfinite(out) & (out > p0) & (out < p1)
         return np.where(ok, out, np.nan)
 

@@ -1,0 +1,93 @@
+"""``fairprobe radius``: inputs, JSON keys, one error line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fairprobe.radius import consistency_radius
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "fairprobe", "radius", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def table(tmp_path):
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"ok": (rng.random(200) < 0.8).astype(int),
+                       "sex": rng.choice(["F", "M"], 200), "w": rng.random(200)})
+    path = tmp_path / "audit.csv"
+    df.to_csv(path, index=False)
+    return df, path
+
+
+def test_csv_with_weights_writes_documented_json(table, tmp_path):
+    df, path = table
+    out = tmp_path / "r.json"
+    p = run("--input", str(path), "--value-col", "ok", "--group-col", "sex", "--weight-col", "w",
+            "--tolerance", "0.05", "--method", "exact", "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    ref = consistency_radius(df.ok, df.sex, 0.05, weights=df.w)
+    assert doc["radius"] == pytest.approx(ref.radius)
+    for key in ("radius", "phi", "fair", "phi_shifted", "pinsker_bound", "method", "divergence"):
+        assert key in doc
+    assert doc["pinsker_bound"] == pytest.approx((ref.radius / 2) ** 0.5)
+
+
+def test_per_instance_json_input_and_chi2(tmp_path):
+    rows = [{"value": v, "group": g} for v, g in
+            [(1, "a"), (0, "a"), (1, "a"), (1, "b"), (0, "b"), (0, "b")]]
+    src = tmp_path / "audit.json"
+    src.write_text(json.dumps({"metric": "accuracy-gap", "per_instance": rows}))
+    out = tmp_path / "r.json"
+    p = run("--input", str(src), "--tolerance", "0.2", "--divergence", "chi2", "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["divergence"] == "chi2" and doc["fair"] is False
+
+
+def test_infinite_radius_is_null(tmp_path):
+    src = tmp_path / "a.csv"
+    pd.DataFrame({"v": [1, 1, 0, 0], "g": [0, 0, 1, 1]}).to_csv(src, index=False)
+    out = tmp_path / "r.json"
+    p = run("--input", str(src), "--value-col", "v", "--group-col", "g", "--tolerance", "0.5",
+            "--json", str(out))
+    assert p.returncode == 0
+    assert json.loads(out.read_text())["radius"] is None
+    assert "infinite" in p.stdout
+
+
+@pytest.mark.parametrize(
+    ("extra", "text"),
+    [(["--tolerance", "0"], "tolerance"), (["--tolerance", "0.1", "--method", "x"], "method"),
+     (["--tolerance", "0.1", "--value-col", "nope"], "no column")],
+)
+def test_bad_input_one_error_line(table, extra, text):
+    _, path = table
+    args = ["--input", str(path), "--value-col", "ok", "--group-col", "sex", *extra]
+    if "--value-col" in extra:
+        args = ["--input", str(path), "--group-col", "sex", *extra]
+    p = run(*args)
+    assert p.returncode != 0
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and text in lines[0]
+    assert "Traceback" not in p.stderr
+
+
+def test_nan_and_negative_weight_rows(tmp_path):
+    src = tmp_path / "a.csv"
+    pd.DataFrame({"v": [1, None, 0, 1], "g": [0, 0, 1, 1], "w": [1, 1, -1, 1]}).to_csv(src, index=False)
+    p = run("--input", str(src), "--value-col", "v", "--group-col", "g", "--tolerance", "0.1")
+    assert p.returncode != 0 and "NaN" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    pd.DataFrame({"v": [1, 0, 0, 1], "g": [0, 0, 1, 1], "w": [1, 1, -1, 1]}).to_csv(src, index=False)
+    p = run("--input", str(src), "--value-col", "v", "--group-col", "g", "--weight-col", "w",
+            "--tolerance", "0.1")
+    assert p.returncode != 0 and "non-negative" in p.stderr

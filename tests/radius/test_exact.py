@@ -1,0 +1,226 @@
+"""The exact solver against brute force, closed forms and its own certificate."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from fairprobe.errors import DataError, EmptyGroupError, InvalidParameterError
+from fairprobe.radius import consistency_radius
+from fairprobe.radius.curves import Chi2Curve, KLCurve
+from fairprobe.radius.divergences import get_divergence
+
+
+def _phi(p, h, v, g):
+    q = p * h
+    return q[g == 0] @ v[g == 0] / q[g == 0].sum() - q[g == 1] @ v[g == 1] / q[g == 1].sum()
+
+
+def brute_force(v, g, p, eps, div, starts=60, seed=0):
+    """Multi-start SLSQP on h over the atoms, constrained to |phi| = +-eps (boundary)."""
+    d = get_divergence(div)
+    rng = np.random.default_rng(seed)
+    phi0 = _phi(p, np.ones_like(p), v, g)
+    targets = [eps, -eps] if abs(phi0) < eps else [math.copysign(eps, phi0)]
+    best = math.inf
+    for t in targets:
+        for _ in range(starts):
+            x0 = rng.dirichlet(np.ones(p.size)) / p
+            x0 = x0 / (p @ x0)
+            cons = [{"type": "eq", "fun": lambda h: p @ h - 1.0},
+                    {"type": "eq", "fun": lambda h, t=t: _phi(p, np.maximum(h, 1e-300), v, g) - t}]
+            res = minimize(lambda h: d.value(p, np.maximum(h, 0.0)), x0, method="SLSQP",
+                           bounds=[(1e-12, None)] * p.size, constraints=cons,
+                           options={"maxiter": 500, "ftol": 1e-13})
+            h = np.maximum(res.x, 0)
+            if res.success and abs(p @ h - 1) < 1e-7 and abs(_phi(p, h, v, g) - t) < 1e-7:
+                best = min(best, d.value(p, h))
+    return best
+
+
+@pytest.mark.parametrize("div", ["kl", "chi2"])
+@pytest.mark.parametrize("seed", range(6))
+def test_matches_multistart_brute_force(div, seed):
+    rng = np.random.default_rng(seed)
+    k0, k1 = rng.integers(2, 4), rng.integers(2, 4)
+    v = np.round(rng.random(k0 + k1), 3)
+    g = np.array([0] * k0 + [1] * k1)
+    p = rng.dirichlet(np.ones(k0 + k1))
+    phi0 = _phi(p, np.ones_like(p), v, g)
+    eps = float(abs(phi0) * rng.choice([0.5, 1.5]) + 0.01)
+    r = consistency_radius(v, g, eps, weights=p, divergence=div)
+    bf = brute_force(v, g, p, eps, div)
+    if math.isinf(bf):
+        pytest.skip("brute force found no feasible point")
+    assert r.radius <= bf + 1e-7  # never worse than any local optimum found
+    assert r.radius >= bf - 1e-6 * max(1, bf)  # and the brute force reaches it
+
+
+def trinomial_truth(p, m, eps):
+    """Ground truth of the paper's trinomial set-up by exhaustive search over q0 (1e6 grid)."""
+    best = math.inf
+    for target in (m[2] + eps, m[2] - eps):
+        if not (min(m[0], m[1]) <= target <= max(m[0], m[1])):
+            continue
+        # q1 / q0 fixed by the group-0 mean; scan q0 on a fine grid
+        ratio = (m[0] - target) / (target - m[1])
+        q0 = np.linspace(1e-9, 1, 1_000_001) / (1 + ratio)
+        q1 = ratio * q0
+        q2 = 1 - q0 - q1
+        ok = q2 > 0
+        q = np.stack([q0[ok], q1[ok], q2[ok]])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            kl = np.nansum(np.where(q > 0, q * np.log(q / p[:, None]), 0.0), axis=0)
+        best = min(best, float(kl.min()))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_trinomial_exhaustive(seed):
+    rng = np.random.default_rng(100 + seed)
+    m = rng.random(3)
+    p = rng.dirichlet(np.ones(3))
+    lo, hi = sorted((m[0] - m[2], m[1] - m[2]))
+    phi0 = (p[0] * m[0] + p[1] * m[1]) / (p[0] + p[1]) - m[2]
+    for eps in np.linspace(max(lo, 0) + 1e-3, max(abs(lo), abs(hi)) - 1e-3, 4):
+        if eps <= 0 or abs(abs(phi0) - eps) < 1e-6:
+            continue
+        r = consistency_radius(m, [0, 0, 1], eps, weights=p)
+        truth = trinomial_truth(p, m, eps)
+        if math.isinf(truth):
+            assert r.infinite
+        else:
+            assert r.radius == pytest.approx(truth, rel=1e-5, abs=1e-9)
+            assert r.radius <= truth + 1e-12  # the grid can only overestimate the minimum
+
+
+def test_bimodal_line_takes_global_optimum():
+    # Two separated bumps: moving group 0 or moving group 1 are both local optima.
+    v = np.array([0.0, 1.0, 0.45, 0.55, 0.0, 1.0])
+    g = np.array([0, 0, 0, 1, 1, 1])
+    p = np.array([0.02, 0.02, 0.46, 0.46, 0.02, 0.02])
+    eps = 0.3
+    r = consistency_radius(v, g, eps, weights=p)
+    # dense scan of the line a - b = +-eps with exact within-group costs
+    c0 = KLCurve(np.array([0.0, 0.45, 1.0]), np.array([0.02, 0.46, 0.02]) / 0.5)
+    c1 = KLCurve(np.array([0.0, 0.55, 1.0]), np.array([0.02, 0.46, 0.02]) / 0.5)
+    best = math.inf
+    for t in (eps, -eps):
+        a = np.linspace(max(0.0, t), min(1.0, 1 + t), 20001)[1:-1]
+        _, k0, _ = c0.eval(c0.solve(a))
+        _, k1, _ = c1.eval(c1.solve(a - t))
+        best = min(best, float(np.min(-np.log(0.5 * np.exp(-k0) + 0.5 * np.exp(-k1)))))
+    assert r.radius <= best + 1e-12
+    assert r.radius == pytest.approx(best, rel=1e-6)
+
+
+@pytest.mark.parametrize("div", ["kl", "chi2"])
+def test_result_is_consistent(div):
+    rng = np.random.default_rng(7)
+    n = 400
+    g = rng.integers(0, 2, n)
+    m = rng.random(n) + 0.15 * g
+    w = rng.random(n)
+    for eps in (0.05, 0.1, 0.3):
+        r = consistency_radius(m, g, eps, weights=w, divergence=div)
+        p = w / w.sum()
+        assert r.lower_bound <= r.radius <= r.lower_bound + 1e-8
+        assert get_divergence(div).value(p, r.h) == pytest.approx(r.radius, rel=1e-8, abs=1e-12)
+        assert p @ r.h == pytest.approx(1.0)
+        assert abs(_phi(p, r.h, m, g)) == pytest.approx(eps, abs=1e-9)
+        assert r.phi_shifted == pytest.approx(math.copysign(eps, r.phi_shifted))
+        assert r.fair == (abs(r.phi) < eps)
+        assert r.pinsker_bound == pytest.approx(
+            math.sqrt((r.radius if div == "kl" else math.log1p(r.radius)) / 2))
+
+
+def test_chi2_within_group_matches_qp():
+    import cvxpy as cp
+
+    rng = np.random.default_rng(3)
+    v = np.sort(rng.random(12))
+    p = rng.dirichlet(np.ones(12))
+    c = Chi2Curve(v, p)
+    for a in (0.2, 0.5, c.mean + 0.01, 0.9):
+        if not c.lo < a < c.hi:
+            continue
+        r = cp.Variable(12, nonneg=True)
+        prob = cp.Problem(cp.Minimize(p @ cp.square(r - 1)), [p @ r == 1, (p * v) @ r == a])
+        prob.solve(solver="CLARABEL")
+        _, cost, _ = c.eval(c.solve(np.array([a])))
+        assert cost[0] == pytest.approx(prob.value, rel=1e-5, abs=1e-8)
+
+
+def test_weights_equal_duplicated_points():
+    v = [0.1, 0.5, 0.9, 0.3, 0.7]
+    g = [0, 0, 0, 1, 1]
+    a = consistency_radius(v, g, 0.05, weights=[2, 1, 1, 1, 3])
+    b = consistency_radius([0.1, 0.1, 0.5, 0.9, 0.3, 0.7, 0.7, 0.7], [0, 0, 0, 0, 1, 1, 1, 1], 0.05)
+    assert a.radius == pytest.approx(b.radius, rel=1e-9)
+    c = consistency_radius(v, g, 0.05, weights=[20, 10, 10, 10, 30])
+    assert c.radius == pytest.approx(a.radius, rel=1e-12)
+
+
+def test_labels_order_and_binary_correctness_large():
+    rng = np.random.default_rng(0)
+    n = 100_000
+    sex = np.where(rng.random(n) < 0.6, "Male", "Female")
+    correct = (rng.random(n) < np.where(sex == "Male", 0.82, 0.88)).astype(float)
+    r = consistency_radius(correct, sex, 0.03)
+    assert r.groups == ("Female", "Male")
+    assert r.phi == pytest.approx(correct[sex == "Female"].mean() - correct[sex == "Male"].mean())
+    assert not r.fair and 0 < r.radius < 0.01
+
+
+def test_boundary_phi_equal_eps_gives_zero():
+    v, g = [1.0, 0.0, 1.0, 0.0], [0, 0, 1, 1]
+    w = [3.0, 1.0, 1.0, 1.0]
+    r = consistency_radius(v, g, 0.25, weights=w)  # phi = 0.75 - 0.5 = 0.25 -> unfair
+    assert not r.fair
+    assert r.radius == pytest.approx(0.0, abs=1e-12)
+
+
+def test_constant_group_moves_only_the_other():
+    v = [0.2, 0.4, 0.9, 0.5, 0.5]
+    g = [0, 0, 0, 1, 1]
+    r = consistency_radius(v, g, 0.2)
+    assert r.fair and math.isfinite(r.radius)
+    assert r.reweighting["group_mean_after"][1] == pytest.approx(0.5)
+
+
+def test_infinite_radius_is_reported_not_raised():
+    # both groups constant: phi can never change
+    r = consistency_radius([1.0, 1.0, 0.0, 0.0], [0, 0, 1, 1], 0.5)
+    assert r.infinite and r.to_dict()["radius"] is None and "infinite" in r.message
+    # fair, and the group supports can never differ by eps
+    r = consistency_radius([0.4, 0.5, 0.45, 0.5], [0, 0, 1, 1], 0.2)
+    assert r.fair and r.infinite and r.to_dict()["pinsker_bound"] is None
+    # unfair with disjoint supports farther apart than eps
+    r = consistency_radius([0.9, 1.0, 0.0, 0.1], [0, 0, 1, 1], 0.5)
+    assert not r.fair and r.infinite
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "err", "text"),
+    [
+        ({"values": [0.1, math.nan, 0.3, 0.2], "groups": [0, 0, 1, 1]}, DataError, "NaN"),
+        ({"weights": [1, -1, 1, 1]}, DataError, "non-negative"),
+        ({"weights": [1, 1, 0, 0]}, EmptyGroupError, "zero total weight"),
+        ({"groups": [0, 0, 0, 0]}, EmptyGroupError, "only one group"),
+        ({"groups": [0, 1, 2, 2]}, DataError, "binary group"),
+        ({"tolerance": 0.0}, InvalidParameterError, "tolerance"),
+        ({"tolerance": -0.1}, InvalidParameterError, "tolerance"),
+        ({"method": "nope"}, InvalidParameterError, "method"),
+        ({"divergence": "tv"}, InvalidParameterError, "divergence"),
+        ({"values": [0.1, 0.2, 0.3]}, DataError, "same length"),
+    ],
+)
+def test_bad_input_one_clear_error(kwargs, err, text):
+    args = {"values": [0.1, 0.2, 0.3, 0.9], "groups": [0, 0, 1, 1], "tolerance": 0.1}
+    args.update(kwargs)
+    with pytest.raises(err, match=text) as info:
+        consistency_radius(args.pop("values"), args.pop("groups"), args.pop("tolerance"), **args)
+    assert "\n" not in str(info.value)
