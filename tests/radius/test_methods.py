@@ -56,7 +56,7 @@ def test_heuristics_are_deterministic(method):
 def test_surrogate_weights_distance_to_other_range():
     d = prepare([0.0, 0.5, 1.0, 0.4, 0.6], [0, 0, 0, 1, 1])
     w = surrogate_weights(d, delta0=0.0)
-    by = dict(zip(zip(d.atom_values, d.atom_groups), w, strict=True))
+    by = dict(zip(zip(d.atom_values, d.atom_groups, strict=True), w, strict=True))
     assert by[(0.0, 0)] == pytest.approx(0.4)  # distance from 0 to [0.4, 0.6]
     assert by[(1.0, 0)] == pytest.approx(0.4)
     assert by[(0.5, 0)] == 0.0 and by[(0.4, 1)] == 0.0
