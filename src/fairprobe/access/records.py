@@ -35,6 +35,15 @@ def _strict_default(value: Any) -> Any:
     raise _NotNative
 
 
+_FAST_DUMPS = json.JSONEncoder(
+    sort_keys=True,
+    separators=(",", ":"),
+    ensure_ascii=False,
+    allow_nan=False,
+    default=_strict_default,
+).encode
+
+
 def _clean_value(value: Any, where: str) -> Any:
     """``value`` as a JSON-native value; NaN and None become None; raises on anything else."""
     if value is None or isinstance(value, bool | str):
@@ -88,7 +97,8 @@ def record_key(canonical: str) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def _as_dicts(records: Records) -> Sequence[Any]:
+def _as_dicts(records: Records) -> tuple[Sequence[Any], bool]:
+    """The records as a sequence of mappings, and whether their keys are known to be strings."""
     if isinstance(records, pd.DataFrame):
         bad = [c for c in records.columns if not isinstance(c, str)]
         if bad:
@@ -96,13 +106,16 @@ def _as_dicts(records: Records) -> Sequence[Any]:
         if records.columns.duplicated().any():
             dup = records.columns[records.columns.duplicated()][0]
             raise DataError(f"column {dup!r} appears twice; column names must be unique.")
-        return records.to_dict(orient="records")
+        names = [str(c) for c in records.columns]
+        # column-wise tolist() yields Python scalars and is much faster than to_dict("records")
+        columns = [records[c].tolist() for c in names]
+        return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)], True
     if isinstance(records, Mapping | str | bytes) or not isinstance(records, Sequence):
         raise DataError(
             f"records must be a sequence of mappings or a pandas DataFrame; got a "
             f"{type(records).__name__}."
         )
-    return records
+    return records, False
 
 
 def normalize_records(records: Records) -> tuple[list[dict[str, Any]], list[str]]:
@@ -112,26 +125,20 @@ def normalize_records(records: Records) -> tuple[list[dict[str, Any]], list[str]
     order is kept in the returned dicts (the canonical JSON sorts keys). Anything else that JSON
     cannot hold raises :class:`~fairprobe.errors.DataError` naming the record and the field.
     """
-    rows = _as_dicts(records)
+    rows, str_keys = _as_dicts(records)
     dicts: list[dict[str, Any]] = []
     canon: list[str] = []
+    fast = _FAST_DUMPS
     for i, rec in enumerate(rows):
-        if type(rec) is dict:
+        if type(rec) is dict and (str_keys or all(type(k) is str for k in rec)):
             try:  # fast path: already JSON-native
-                s = json.dumps(
-                    rec,
-                    sort_keys=True,
-                    separators=(",", ":"),
-                    ensure_ascii=False,
-                    allow_nan=False,
-                    default=_strict_default,
-                )
-                if all(type(k) is str for k in rec):
-                    dicts.append(rec)
-                    canon.append(s)
-                    continue
+                s = fast(rec)
             except (_NotNative, ValueError, TypeError):
                 pass
+            else:
+                dicts.append(rec)
+                canon.append(s)
+                continue
         clean = _clean_record(rec, i)
         dicts.append(clean)
         canon.append(canonical_json(clean))
