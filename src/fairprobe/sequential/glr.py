@@ -177,6 +177,10 @@ def bernoulli_glr_scalar(
     gap = abs(q1 - q2)
     if gap == delta:
         return 0.0
+    if gap > delta:
+        # the profile log-likelihood is concave in c = p1 - p2 with its maximum at q1 - q2, so
+        # the boundary point on the same side is the nearer one: one restricted MLE suffices
+        return bernoulli_divergence_scalar(n1, q1, n2, q2, delta if q1 > q2 else -delta)
     d = min(
         bernoulli_divergence_scalar(n1, q1, n2, q2, delta),
         bernoulli_divergence_scalar(n1, q1, n2, q2, -delta),

@@ -196,6 +196,8 @@ class PoolTruth:
         """
         pa, pb = self.share_a, 1.0 - self.share_a
         delta = test.tolerance
+        if abs(self.gap - delta) <= 1e-9:
+            return 0.0  # gap at delta (up to rounding): no test separates the hypotheses
         if test.access == "decisions":
             return float(
                 min(
