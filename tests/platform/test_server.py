@@ -140,6 +140,14 @@ def test_fairwash_flip_share_and_determinism(
         (json.dumps({"instances": [EXAMPLE_AUDIT_RECORD | {"age": None}]}).encode(), 422, "finite"),
         (json.dumps({"instances": [EXAMPLE_AUDIT_RECORD | {"sex": "X"}]}).encode(), 422, "one of"),
         ("\udcff".encode("utf-8", "surrogatepass"), 400, "not valid JSON"),
+        (b"[" * 100_000 + b"]" * 100_000, 400, "nested too deeply"),
+        (b'{"instances": [{"age": 1' + b"0" * 400 + b"}]}", 422, "lacks feature"),
+        (
+            json.dumps({"instances": [EXAMPLE_AUDIT_RECORD | {"age": 10**400}]}).encode(),
+            422,
+            "finite",
+        ),
+        (b'{"instances": [{"age": Infinity}]}', 422, "lacks feature"),
     ],
 )
 def test_bad_bodies(plain: PlatformProcess, body: bytes, status: int, match: str) -> None:

@@ -95,6 +95,13 @@ class Predictions:
         ]
 
 
+def _finite(v: float) -> bool:
+    try:
+        return math.isfinite(v)
+    except OverflowError:  # an int too large for a float
+        return False
+
+
 def _validate(instances: Any, features: Sequence[str], where: str) -> dict[str, npt.NDArray[Any]]:
     """Check every record and return the features as columns (float64 or object arrays)."""
     if not isinstance(instances, list):
@@ -110,7 +117,7 @@ def _validate(instances: Any, features: Sequence[str], where: str) -> dict[str, 
         for f in features:
             v = rec[f]
             if f in NUMERIC_FEATURES:
-                if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                if isinstance(v, bool) or not isinstance(v, int | float) or not _finite(v):
                     raise DataError(
                         f"{where}: instance {i} feature {f!r} must be a finite number. "
                         f"Got {v!r} instead."

@@ -186,8 +186,8 @@ def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
         raw = await request.body()
         try:
             body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return None, error(400, "The request body is not valid JSON.")
+        except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError included
+            return None, error(400, "The request body is not valid JSON (or nested too deeply).")
         return body, None
 
     def instances_of(body: Any) -> Any:
