@@ -113,6 +113,9 @@ def test_fourteen_node_processes_match_the_simulator_to_the_last_digit(tmp_path)
     assert [i for i, x in enumerate(nodes) if x["role"] == "attacker"] == list(
         vec.attacker_positions
     )
+    for x in nodes:  # the fault-free schedule was followed (else the comparison is moot)
+        r = json.loads((wd / "results" / f"{x['id']}.json").read_text())
+        assert r["missing_tables"] == 0 and r["timeouts"] == 0, r
     got = [x["estimate"] for x in nodes if x["role"] == "honest"]
     # to the last digit: float equality, not approx
     assert got == vec.per_auditor["auditopus"].tolist()
@@ -123,6 +126,7 @@ def test_fourteen_node_processes_match_the_simulator_to_the_last_digit(tmp_path)
     for x in nodes:
         r = json.loads((wd / "results" / f"{x['id']}.json").read_text())
         assert r["rounds"] == vec.rounds and r["timeouts"] == 0 and r["rejected"] == {}
+        assert r["missing_tables"] == 0 and r["late_tables"] == 0
         if x["role"] == "honest":
             assert r["queries_left"] == 0 and r["queries_used"] > 0
     assert vec.rounds > 1

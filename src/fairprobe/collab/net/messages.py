@@ -135,6 +135,9 @@ class NodeResult(BaseModel):
     refused: dict[str, int]
     #: Neighbour tables that arrived after the round they belong to had moved on.
     late_tables: int
+    #: (neighbour, round) pairs whose table was not merged in its own round. Zero means the run
+    #: followed the fault-free schedule, whose estimates equal the simulator's.
+    missing_tables: int
     #: Rounds this node left on a timeout rather than with every neighbour's table.
     timeouts: int
     #: Times this node resumed from its state database (after a crash or a stop).

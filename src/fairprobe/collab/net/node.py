@@ -7,8 +7,8 @@ Each round ``t`` (``collaborative-auditing-auditopus.md``, Section III-C, Algori
    an attacker fabricates its increment (Algorithm 2). The new own entry is signed and stamped
    with ``t``; the state and the entry are committed (phase ``stamped``).
 2. *send* -- the table (every entry held, each with its author's signature) goes to every
-   neighbour, in a message signed by the sender. Delivery is retried until acknowledged; a newer
-   round's table supersedes an undelivered older one (it holds every entry at least as new).
+   neighbour, in a message signed by the sender. Each neighbour gets every table, in round order,
+   each retried until acknowledged.
 3. *wait* -- until every neighbour's table for round ``t`` (or a later one) is held, or
    ``timeouts.round`` seconds have passed.
 4. *merge, score* -- every stored table of a round ``<= t`` is merged entry by entry (each entry
@@ -37,7 +37,7 @@ import signal
 import socket
 import sys
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -125,8 +125,7 @@ class Node:
         self.done = False
         self._table_event: asyncio.Event | None = None
         self._stop: asyncio.Event | None = None
-        self._mail: dict[str, _Mail | None] = dict.fromkeys(self.neighbours)
-        self._delivered: dict[str, int] = dict.fromkeys(self.neighbours, 0)
+        self._queues: dict[str, deque[_Mail]] = {u: deque() for u in self.neighbours}
         self._mail_events: dict[str, asyncio.Event] = {}
 
     # -- TableSink (called by the HTTP service, in the event loop) ----------------------------
@@ -178,21 +177,26 @@ class Node:
     def _post_mail(self, round_: int) -> None:
         entries = self._table_entries()
         for u in self.neighbours:
-            self._mail[u] = _Mail(round_, self._table_for(u, round_, entries), len(entries))
+            self._queues[u].append(_Mail(round_, self._table_for(u, round_, entries), len(entries)))
             self._mail_events[u].set()
 
     async def _deliver(self, client: httpx.AsyncClient, u: str) -> None:
-        """Deliver the latest table to neighbour ``u``; retry until acknowledged or superseded."""
+        """Deliver every table to neighbour ``u``, in round order, each until acknowledged.
+
+        Tables are never skipped: a neighbour that holds a later table of ours also holds every
+        earlier one (unless it refused it), so its merge of a round sees exactly our table of that
+        round, as the simulator's does. A 4xx answer drops the table (and is counted).
+        """
         url = self.roster.member(u).url + "/v1/table"
+        q = self._queues[u]
         ev = self._mail_events[u]
         while True:
-            await ev.wait()
-            mail = self._mail[u]
-            if mail is None:
+            while not q:
                 ev.clear()
-                continue
+                await ev.wait()
+            mail = q[0]
             delay = 0.02
-            while self._mail[u] is mail:
+            while True:
                 try:
                     r = await client.post(
                         url, content=mail.body, headers={"content-type": "application/json"}
@@ -203,28 +207,27 @@ class Node:
                     if r.status_code >= 400:
                         self.counters[f"delivery-refused:{r.status_code}"] += 1
                     else:
-                        self._delivered[u] = max(self._delivered[u], mail.round)
                         self.counters["sent-tables"] += 1
                         self.counters["sent-entries"] += mail.entries
                         self.counters["sent-body-bytes"] += len(mail.body)
                         self.counters["last-table-entries"] = mail.entries
                         self.counters["last-table-bytes"] = len(mail.body)
-                    if self._mail[u] is mail:
-                        self._mail[u] = None
                     break
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 0.5)
-            if self._mail[u] is None:
-                ev.clear()
+            q.popleft()
 
     # -- rounds -------------------------------------------------------------------------------
     def _merge(self, t: int) -> list[tuple[str, int]]:
         """Merge every stored table of a round ``<= t``; return the consumed inbox keys."""
         consumed: list[tuple[str, int]] = []
+        on_time: set[str] = set()
         for sender, r, body in self.store.inbox():
             if r > t:
                 continue
             consumed.append((sender, r))
+            if r == t:
+                on_time.add(sender)
             if r < t:
                 self.counters["late-tables"] += 1
             msg = TableMessage.model_validate_json(body)
@@ -250,6 +253,9 @@ class Node:
                 )
             for _auditor, why in self.driver.merge(passed):
                 self.rejections[why] += 1
+        # neighbours whose table of this very round is not part of this merge (down, slow, or
+        # refused): the run then departs from the fault-free schedule the simulator follows
+        self.counters["missing-tables"] += len(set(self.neighbours) - on_time)
         return consumed
 
     async def _wait_for_neighbours(self, t: int) -> None:
@@ -340,6 +346,7 @@ class Node:
                 if k.startswith("refused:")
             },
             late_tables=self.counters["late-tables"],
+            missing_tables=self.counters["missing-tables"],
             timeouts=self.counters["round-timeouts"],
             restarts=self.counters["restarts"],
             sent_tables=self.counters["sent-tables"],
@@ -373,7 +380,7 @@ class Node:
     async def _drain(self) -> None:
         """Keep delivering the last table until every neighbour has it (bounded)."""
         deadline = time.monotonic() + self.cfg.timeouts.finish
-        while time.monotonic() < deadline and any(m is not None for m in self._mail.values()):
+        while time.monotonic() < deadline and any(self._queues.values()):
             await asyncio.sleep(0.02)
 
     async def run(self) -> NodeResult:
