@@ -78,7 +78,10 @@ def test_conditional_detector_ignores_misses() -> None:
     ev = _evidence(0.0)
     out = make_detector("conditional").decide(ev, 0.05)
     hit = ev.check_group_proxy == ev.check_group_a
-    assert out.details["n_hits"] == int(hit.sum())
+    p_true = np.asarray(ev.check_p_true)
+    assert out.details["n_hits"] == int((hit & (p_true >= 0.9)).sum())
+    loose = make_detector("conditional", min_p=0.0).decide(ev, 0.05)
+    assert loose.details["n_hits"] == int(hit.sum())
     # deterministic right pairs can never disagree honestly
     p = np.asarray(ev.check_p_true)
     det_right = hit & (p == 1.0)

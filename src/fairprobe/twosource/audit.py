@@ -467,9 +467,11 @@ def run_two_source_audit(
     else:
         check_idx, only_idx = a_idx[:0], a_idx
     proxy_seed = int(rng_proxy.integers(2**63 - 1))
-    check_frame = pool.iloc[check_idx]
-    proxy_groups = proxy.predict_groups(check_frame, seed=proxy_seed)
+    pos = {c: i for i, c in enumerate(pool.columns)}
+    used = list(dict.fromkeys([*a_cols, *b_cols, group_column, *proxy.required_columns]))
+    check_frame = pool.iloc[check_idx, [pos[c] for c in used]]  # only the columns needed
     probs = proxy._probabilities(check_frame)
+    proxy_groups = proxy.draw(probs, seed=proxy_seed)
     p_true = np.zeros(check_idx.size)  # P(proxy draw = true group), per check
     for j, g in enumerate(proxy.groups):
         p_true = np.where(true_groups[check_idx] == g, probs[:, j], p_true)
@@ -526,7 +528,7 @@ def run_two_source_audit(
         a_rows_idx = check_idx[:done]
         dec_a_all = dec_a_chk[:done]
     else:
-        da, pa, _ = _ask(api, pool.iloc[only_idx][a_cols], "A (audit API)")
+        da, pa, _ = _ask(api, pool.iloc[only_idx, [pos[c] for c in a_cols]], "A (audit API)")
         paid_a += pa
         a_rows_idx = np.concatenate([check_idx, only_idx])
         dec_a_all = np.concatenate([dec_a_chk, da])

@@ -12,7 +12,9 @@
   :math:`1 - p_i` (:math:`p_i = P(\\phi(x_{B,i}) = g_i)`, the platform inferring with the proxy's
   rule, as Section 5.1 assumes). Under honesty the decision mismatches among the hit pairs are
   thus dominated by a Poisson-binomial with rates :math:`1 - p_i` (zero for a deterministic,
-  right proxy): an exact, valid test that keeps the power the binomial wastes on misses.
+  right proxy): an exact, valid test that keeps the power the binomial wastes on misses. Only
+  pairs with :math:`p_i \\ge` ``min_p`` (default 0.9) enter: uncertain pairs add more null
+  variance than signal (for the name rule, the h/y names with :math:`p_i = 1/2`).
 * ``di`` — beyond the paper: compare the disparate impact through A with the one through B and
   the proxy. A proxy that mixes groups pulls the DI through B towards 1, so an honest platform
   shows :math:`\\mu_A \\le \\mu_B` (for :math:`\\mu_B < 1`), while every fairwashing strategy
@@ -134,10 +136,10 @@ def register_detector(cls: D) -> D:
     return cls
 
 
-def make_detector(name: str) -> Detector:
-    """Build the registered detector ``name``."""
+def make_detector(name: str, **kwargs: Any) -> Detector:
+    """Build the registered detector ``name`` (``kwargs`` go to its constructor)."""
     check_choice(name, "detector", "make_detector", list(DETECTORS))
-    return DETECTORS[name]()
+    return DETECTORS[name](**kwargs)
 
 
 @register_detector
@@ -208,16 +210,22 @@ class ConditionalDetector(Detector):
 
     name = "conditional"
 
+    def __init__(self, min_p: float = 0.9) -> None:
+        from fairprobe._validation import check_real
+
+        self.min_p = check_real(min_p, "min_p", "ConditionalDetector", lo=0.0, hi=1.0)
+
     def decide(self, evidence: PairedEvidence, alpha: float) -> DetectorOutcome:
         if evidence.check_p_true is None:
             return DetectorOutcome(
                 self.name, False, None, None, float(alpha),
                 {"reason": "the evidence lacks the proxy's per-pair probabilities"},
             )  # fmt: skip
-        hit = evidence.check_group_proxy == evidence.check_group_a
+        p_true = np.asarray(evidence.check_p_true, dtype=np.float64)
+        hit = (evidence.check_group_proxy == evidence.check_group_a) & (p_true >= self.min_p)
         mismatch = hit & (evidence.check_decision_proxy != evidence.check_decision_a)
         n = int(mismatch.sum())
-        rates = 1.0 - np.asarray(evidence.check_p_true, dtype=np.float64)[hit]
+        rates = 1.0 - p_true[hit]
         p = poisson_binomial_sf(n, rates) if n else 1.0
         return DetectorOutcome(
             self.name,
@@ -228,6 +236,7 @@ class ConditionalDetector(Detector):
             {
                 "n_mismatch_on_hits": n,
                 "n_hits": int(hit.sum()),
+                "min_p": self.min_p,
                 "expected_if_honest_at_most": float(rates.sum()),
                 "n_checked": evidence.n_checked,
             },

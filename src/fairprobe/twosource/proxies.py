@@ -131,11 +131,14 @@ class Proxy(ABC):
 
     def predict_groups(self, records: pd.DataFrame, seed: int | None = 0) -> ObjArray:
         """One draw of :math:`\\phi` per record: the predicted protected group (seeded)."""
-        p = self._probabilities(records)
-        if len(records) == 0:
+        return self.draw(self._probabilities(records), seed)
+
+    def draw(self, p: FloatArray, seed: int | None = 0) -> ObjArray:
+        """Seeded draws of groups from a ``(n, len(groups))`` probability array."""
+        if p.shape[0] == 0:
             return np.empty(0, dtype=object)
         rng = np.random.default_rng(seed)
-        u = rng.random(len(records))
+        u = np.asarray(rng.random(size=(p.shape[0],)), dtype=np.float64)
         cum = np.cumsum(p, axis=1)
         cum[:, -1] = 1.0 + 1e-12
         idx = (u[:, None] >= cum).sum(axis=1)

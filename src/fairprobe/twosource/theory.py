@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -90,6 +91,11 @@ def n_max(t_fraud: int, p_phi: float, alpha: float = 0.05) -> int:
     t = check_int(t_fraud, "t_fraud", owner, lo=0)
     p = _check_p(p_phi, owner)
     a = _check_alpha(alpha, owner)
+    return _n_max(t, p, a)
+
+
+@lru_cache(maxsize=4096)
+def _n_max(t: int, p: float, a: float) -> int:
     if t == 0:
         return 0
     cdf = sps.binom.cdf(np.arange(t + 1), t, 1.0 - p)
