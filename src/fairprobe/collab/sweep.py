@@ -16,7 +16,9 @@ Output (the keys other tools read)::
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -27,7 +29,7 @@ from fairprobe._validation import check_choice, check_int
 from fairprobe.collab.simulate import SimConfig, prepare_honest, simulate
 from fairprobe.datasets.populations import POPULATIONS
 from fairprobe.errors import ConfigError, InvalidParameterError
-from fairprobe.report.jsonio import read_json, write_json
+from fairprobe.report.jsonio import read_json, to_jsonable
 
 __all__ = ["parse_int_range", "run_group", "sweep"]
 
@@ -75,6 +77,22 @@ def run_group(base: dict[str, Any], case: str, seed: int, ks: Sequence[int]) -> 
     return rows
 
 
+def _write_compact(path: Path, doc: dict[str, Any]) -> None:
+    """Atomic JSON write, one run row per line (cheap to rewrite as results arrive)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    head = json.dumps({k: v for k, v in doc.items() if k != "runs"}, allow_nan=False)[:-1]
+    lines = ",\n".join(json.dumps(to_jsonable(r), allow_nan=False) for r in doc["runs"])
+    text = f'{head}, "runs": [\n{lines}\n]}}\n'
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def _base_dict(base: SimConfig) -> dict[str, Any]:
     d = base.to_dict()
     for f in _GRID_FIELDS:
@@ -108,7 +126,7 @@ def sweep(
     json_path: str | os.PathLike[str] | None = None,
     scheduler: str | None = None,
     n_workers: int | None = None,
-    flush_every: float = 1.0,
+    flush_every: float = 5.0,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Run the grid on Dask and return ``{"config", "complete", "runs"}`` (also written to JSON).
@@ -139,7 +157,7 @@ def sweep(
 
     def flush(complete: bool) -> None:
         if path is not None:
-            write_json(path, {"config": bd, "complete": complete, "runs": rows})
+            _write_compact(path, {"config": bd, "complete": complete, "runs": rows})
 
     if groups:
         from dask.distributed import Client, LocalCluster, as_completed
