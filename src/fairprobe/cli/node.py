@@ -91,10 +91,9 @@ def demo_cmd(
     out = run_demo(spec, workdir=workdir, progress=True)
     for node in out["nodes"]:
         typer.echo(f"{node['id']:>6}  {node['role']:<8}  {node['estimate']:+.6f}")
-    m = out["median"]
     typer.echo(
-        f"median estimate {m['estimate']:+.6f} -> {m['verdict']} "
-        f"(tau = {m['tau']}, true DP of the honest data {out['true_dp']:+.6f})"
+        f"median estimate {out['median']:+.6f} -> {out['verdict']} "
+        f"(tau = {out['tau']}; DP of the honest auditors' data {out['honest_dp']:+.6f})"
     )
     if json_path is not None:
         from fairprobe.report.jsonio import write_json

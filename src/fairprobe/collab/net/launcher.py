@@ -304,7 +304,8 @@ class LocalNetwork:
 
 
 def summarise(results: dict[str, dict[str, Any]], tau: float) -> dict[str, Any]:
-    """``nodes`` (id, role, estimate) and the ``median`` verdict of Section VI-A."""
+    """``nodes`` (id, role, estimate, verdict), the ``median`` estimate over all nodes
+    (attackers report 0) and its ``verdict`` against ``tau`` (Section VI-A)."""
     nodes = [
         {"id": k, "role": v["role"], "estimate": v["estimate"], "verdict": v["verdict"]}
         for k, v in sorted(results.items())
@@ -312,11 +313,9 @@ def summarise(results: dict[str, dict[str, Any]], tau: float) -> dict[str, Any]:
     med = float(statistics.median(x["estimate"] for x in nodes))
     return {
         "nodes": nodes,
-        "median": {
-            "estimate": med,
-            "verdict": "fair" if abs(med) <= tau else "unfair",
-            "tau": tau,
-        },
+        "median": med,
+        "verdict": "fair" if abs(med) <= tau else "unfair",
+        "tau": tau,
     }
 
 
@@ -345,7 +344,12 @@ def _workdir(path: Path | None) -> Iterator[Path]:
 def run_demo(
     spec: DemoSpec, *, workdir: Path | None = None, progress: bool = False, timeout: float = 3600
 ) -> dict[str, Any]:
-    """Run a whole network to the end; return ``nodes``, ``median``, ``true_dp``, ``spec``."""
+    """Run a whole network to the end.
+
+    Returns ``nodes`` (``id``, ``role``, ``estimate``, ``verdict``), ``median`` (a float),
+    ``verdict``, ``tau``, ``true_dp`` (of the population), ``honest_dp`` (of the honest
+    auditors' data), ``rounds`` and ``spec``.
+    """
     _term_is_exit()
     with _workdir(workdir) as wd, LocalNetwork(spec, wd) as net:
         net.write()
@@ -356,6 +360,7 @@ def run_demo(
             raise
         out = summarise(results, spec.tau)
         out["true_dp"] = float(net.plan.true_dp)
+        out["honest_dp"] = float(net.plan.honest_dp)
         out["rounds"] = int(net.plan.rounds)
         out["spec"] = asdict(spec)
         return out
