@@ -341,3 +341,25 @@ def test_stats_and_repr() -> None:
         "from_cache": 1, "unparsed": 0, "retried": 0,
     }
     assert "spent=1" in repr(bb)
+
+
+def test_concurrent_queries_cannot_overspend_the_budget() -> None:
+    be = Counting(max_batch=5, sleep=0.002)
+    bb = BlackBox(be, budget=50, concurrency=2)
+    results: list[object] = []
+
+    def worker(t: int) -> None:
+        try:
+            out = bb.query(recs(range(100 * t, 100 * t + 20)))
+            results.append(out.n_paid)
+        except BudgetError as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert sorted(r for r in results if isinstance(r, int)) == [20, 20]
+    assert sum(isinstance(r, BudgetError) for r in results) == 2
+    assert bb.spent == be.paid == 40 and bb.remaining == 10

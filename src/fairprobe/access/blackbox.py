@@ -184,6 +184,7 @@ class BlackBox:
         self._rng = _LockedRandom(seed)
         self._lock = threading.Lock()
         self._spent = 0
+        self._reserved = 0
         self._unparsed = 0
         self._from_cache = 0
         self._retried = 0
@@ -279,32 +280,40 @@ class BlackBox:
         found = self.cache.get_many(identity, ukeys)
         answers: list[Answer | None] = [found.get(k) for k in ukeys]
         missing = [u for u, a in enumerate(answers) if a is None]
-        if self.budget is not None and len(missing) > self.budget - self._spent:
-            raise BudgetError(
-                f"this query needs {len(missing)} new answers but only "
-                f"{self.budget - self._spent} of the budget of {self.budget} remain "
-                f"({self._spent} spent); raise the budget or query fewer records."
-            )
+        with self._lock:  # reserve the budget, so that concurrent calls cannot overspend it
+            if self.budget is not None:
+                left = self.budget - self._spent - self._reserved
+                if len(missing) > left:
+                    raise BudgetError(
+                        f"this query needs {len(missing)} new answers but only {left} of the "
+                        f"budget of {self.budget} remain ({self._spent} spent); raise the budget "
+                        "or query fewer records."
+                    )
+            self._reserved += len(missing)
         step = self.backend.max_batch
         batches = [missing[lo : lo + step] for lo in range(0, len(missing), step)]
-        paid_before = self._spent
-        with self._progress_bar(len(ukeys), len(ukeys) - len(missing)) as advance:
+        try:
+            with self._progress_bar(len(ukeys), len(ukeys) - len(missing)) as advance:
 
-            def run(batch: list[int]) -> None:
-                got = self._ask([dicts[first[u]] for u in batch])
-                self.cache.put_many(
-                    identity, [(ukeys[u], a) for u, a in zip(batch, got, strict=True)]
-                )
-                for u, a in zip(batch, got, strict=True):
-                    answers[u] = a
+                def run(batch: list[int], abort: threading.Event | None) -> None:
+                    got = self._ask([dicts[first[u]] for u in batch], abort)
+                    self.cache.put_many(
+                        identity, [(ukeys[u], a) for u, a in zip(batch, got, strict=True)]
+                    )
+                    for u, a in zip(batch, got, strict=True):
+                        answers[u] = a
 
-            self._run_batches(batches, run, advance)
-        n_paid = self._spent - paid_before
+                self._run_batches(batches, run, advance)
+        finally:
+            with self._lock:
+                self._reserved -= len(missing)
+        n_paid = len(missing)
         out = self._assemble(answers, inverse, n_paid, n - n_paid)
-        self._from_cache += n - n_paid
-        if out.n_unparsed:
+        with self._lock:
+            self._from_cache += n - n_paid
             self._unparsed += out.n_unparsed
-            log.warning(
+        if out.n_unparsed:
+            log.info(
                 "%d of %d answers could not be parsed; they are dropped from the audit.",
                 out.n_unparsed,
                 n,
@@ -333,24 +342,23 @@ class BlackBox:
     def _run_batches(
         self,
         batches: list[list[int]],
-        run: Callable[[list[int]], None],
+        run: Callable[[list[int], threading.Event | None], None],
         advance: Callable[[int], None],
     ) -> None:
         if not batches:
             return
         if len(batches) == 1 or self.concurrency == 1:
             for b in batches:
-                run(b)
+                run(b, None)
                 advance(len(b))
             return
         abort = threading.Event()
-        self._abort = abort
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="fairprobe-blackbox")
         try:
             pending: set[Future[None]] = set()
             sizes: dict[Future[None], int] = {}
             for b in batches:
-                f = pool.submit(run, b)
+                f = pool.submit(run, b, abort)
                 sizes[f] = len(b)
                 pending.add(f)
             while pending:
@@ -368,16 +376,12 @@ class BlackBox:
             # cancel what has not started; let running batches finish so that every answer paid
             # for reaches the cache
             pool.shutdown(wait=True, cancel_futures=True)
-            self._abort = None
 
-    _abort: threading.Event | None = None
-
-    def _ask(self, batch: list[dict[str, Any]]) -> list[Answer]:
+    def _ask(self, batch: list[dict[str, Any]], abort: threading.Event | None) -> list[Answer]:
         backend = self.backend
         who = f"{backend.kind} backend"
         attempt = 0
         t0 = time.monotonic()
-        abort = self._abort
         while True:
             if abort is not None and abort.is_set():
                 raise _Aborted
