@@ -218,7 +218,7 @@ def _live_mode(
         )  # fmt: skip
         bnd = (t.boundaries.upper, t.boundaries.lower)
         kw = {k: v for k, v in common.items() if k not in ("test", "test_options")}
-        with Live(Text("starting…"), console=console, transient=False, refresh_per_second=8) as lv:
+        with Live(Text("starting…"), console=console, transient=True, refresh_per_second=8) as lv:
             return audit_live(
                 bb, pool, group_col=group_col, group_a=group_a, label_col=label,
                 feature_cols=feats, batch_size=batch_size, test=t,

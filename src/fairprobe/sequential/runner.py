@@ -144,6 +144,7 @@ def audit_live(
     asked: list[int] = []
     tallies = np.zeros((2, 3))  # rows a, b; cols n, sum, sum of squares
     paid = cached = unparsed = 0
+    sigmoid = t.name == "betting" and t.access == "logits"
     sent = 0
     in_a = pool.in_a
     records = queries[feats]
@@ -166,7 +167,8 @@ def audit_live(
             t.check_values(np.array([v]))
             g = bool(in_a[j])
             r = 0 if g else 1
-            tallies[r] += (1.0, v, v * v)
+            w = 1.0 / (1.0 + np.exp(-v)) if sigmoid else v  # the functional the test audits
+            tallies[r] += (1.0, w, w * w)
             st.update(g, v)
             up.append(st.statistic_upper)
             low.append(st.statistic_lower)
