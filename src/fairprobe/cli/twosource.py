@@ -91,8 +91,8 @@ def twosource(
         ),
     ] = "agree",
     detectors: Annotated[
-        str, typer.Option(help="Comma-separated: consistency, di.")
-    ] = "consistency,di",
+        str, typer.Option(help="Comma-separated: conditional, consistency, di.")
+    ] = "conditional,consistency,di",
     batch_size: Annotated[
         int, typer.Option(help="Checks between two looks of the early stop.")
     ] = 25,

@@ -249,7 +249,16 @@ class TwoSourceResult:
                 f"{' -> DETECTED' if cons.detected else ''}"
             )
         for o in self.detectors:
-            if o.detector != "consistency":
+            if o.detector == "conditional" and "n_hits" in o.details:
+                d = o.details
+                pvs = "n/a" if o.p_value is None else f"{o.p_value:.3g}"
+                lines.append(
+                    f"  conditional          : {d['n_mismatch_on_hits']} decision mismatches on "
+                    f"{d['n_hits']} sure proxy hits (honest <= "
+                    f"{d['expected_if_honest_at_most']:.1f} expected), p-value {pvs}"
+                    f"{' -> DETECTED' if o.detected else ''}"
+                )
+            elif o.detector != "consistency":
                 z = "n/a" if o.statistic is None else f"{o.statistic:.2f}"
                 pvs = "n/a" if o.p_value is None else f"{o.p_value:.3g}"
                 lines.append(
@@ -318,7 +327,7 @@ def run_two_source_audit(
     p_phi: float | None = None,
     null: str = "agree",
     proxy_accuracy: ProxyAccuracy | None = None,
-    detectors: Sequence[str] = ("consistency", "di"),
+    detectors: Sequence[str] = ("conditional", "consistency", "di"),
     batch_size: int = 25,
     early_stop: bool = True,
     seed: int = 0,
