@@ -363,3 +363,27 @@ def test_concurrent_queries_cannot_overspend_the_budget() -> None:
     assert sorted(r for r in results if isinstance(r, int)) == [20, 20]
     assert sum(isinstance(r, BudgetError) for r in results) == 2
     assert bb.spent == be.paid == 40 and bb.remaining == 10
+
+
+def test_answers_stored_meanwhile_by_another_process_are_not_paid(tmp_path: Path) -> None:
+    """Before each batch is paid, the file cache is looked up again (one SELECT per batch)."""
+    path = tmp_path / "shared.sqlite"
+    other = ResponseCache(path)  # stands for another process auditing the same model
+
+    class Racing(Counting):
+        def ask(self, records: Sequence[Record]) -> list[Answer]:
+            out = super().ask(records)
+            if len(self.calls) == 1:  # meanwhile, the other process answers records 50..99
+                from fairprobe.access.records import normalize_records, record_key
+
+                _, canon = normalize_records(recs(range(50, 100)))
+                other.put_many(self.identity, [(record_key(c), Answer(1, 0.5, 0.0)) for c in canon])
+            return out
+
+    be = Racing(max_batch=10)
+    bb = BlackBox(be, cache=path, concurrency=1, budget=100)
+    out = bb.query(recs(range(100)))
+    assert be.paid == bb.spent == out.n_paid == 50 and out.n_cached == 50
+    assert (out.scores[50:] == 0.5).all()  # the answers the other process stored
+    assert bb.remaining == 50
+    other.close()

@@ -292,22 +292,36 @@ class BlackBox:
             self._reserved += len(missing)
         step = self.backend.max_batch
         batches = [missing[lo : lo + step] for lo in range(0, len(missing), step)]
+        paid = [0]
+        # the first batches were looked up just now; later ones are looked up again right before
+        # they are paid for, when the cache is a file other processes may be filling too
+        recheck = self.cache.path != ":memory:" and len(batches) > self.concurrency
         try:
             with self._progress_bar(len(ukeys), len(ukeys) - len(missing)) as advance:
 
                 def run(batch: list[int], abort: threading.Event | None) -> None:
+                    if recheck:  # another process sharing the cache may have paid meanwhile
+                        late = self.cache.get_many(identity, [ukeys[u] for u in batch])
+                        if late:
+                            for u in batch:
+                                answers[u] = late.get(ukeys[u], answers[u])
+                            batch = [u for u in batch if ukeys[u] not in late]
+                            if not batch:
+                                return
                     got = self._ask([dicts[first[u]] for u in batch], abort)
                     self.cache.put_many(
                         identity, [(ukeys[u], a) for u, a in zip(batch, got, strict=True)]
                     )
                     for u, a in zip(batch, got, strict=True):
                         answers[u] = a
+                    with self._lock:
+                        paid[0] += len(batch)
 
                 self._run_batches(batches, run, advance)
         finally:
             with self._lock:
                 self._reserved -= len(missing)
-        n_paid = len(missing)
+        n_paid = paid[0]
         out = self._assemble(answers, inverse, n_paid, n - n_paid)
         with self._lock:
             self._from_cache += n - n_paid
