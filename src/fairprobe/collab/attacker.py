@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -52,6 +51,7 @@ __all__ = [
     "ExtremeAttack",
     "NeutralAttack",
     "get_attack",
+    "maximise_dp",
     "minimise_abs_dp",
     "neutral_increment",
     "register_attack",
@@ -297,5 +297,3 @@ class NeutralAttack(AttackStrategy):
         v = _check_views(views, n)
         return _neutral_rows(v.shape[0], n)
 
-
-AttackFactory = Callable[[], AttackStrategy]
