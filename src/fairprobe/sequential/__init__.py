@@ -20,10 +20,19 @@ from fairprobe.sequential.betting import BettingTest
 from fairprobe.sequential.boundaries import Boundaries, wald_boundaries, wald_lower_bound
 from fairprobe.sequential.fixed import FixedSampleTest
 from fairprobe.sequential.glr import GLRTest
+from fairprobe.sequential.pool import AuditPool, run_pool
+from fairprobe.sequential.results import RepeatedAudit, SequentialResult
+from fairprobe.sequential.runner import StepInfo, audit_live
 
 __all__ = [
     "ACCESS_REGIMES",
     "OUTCOMES",
+    "AuditPool",
+    "RepeatedAudit",
+    "SequentialResult",
+    "StepInfo",
+    "audit_live",
+    "run_pool",
     "BettingTest",
     "Boundaries",
     "FixedSampleTest",
