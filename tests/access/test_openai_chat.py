@@ -136,3 +136,12 @@ def test_identity_has_model_and_decoding_but_never_the_key(monkeypatch: pytest.M
     assert a.identity != backend(prompt_template="Person: {record_json}").identity
     assert a.identity.startswith("openai-chat:http://127.0.0.1:1/v1 model=m#")
     a.close()
+
+
+def test_template_with_format_spec_and_a_record_json_field() -> None:
+    be = backend(prompt_template="age {age:>3}; {record_json}")
+    assert be.prompt({"age": 7}) == 'age   7; {"age": 7}'
+    # a record field called record_json does not clash with the placeholder
+    assert backend().prompt({"record_json": 1}) == '{"record_json": 1}'
+    with pytest.raises(DataError, match="cannot fill the prompt template"):
+        backend(prompt_template="{age:d}").prompt({"age": "x"})

@@ -476,6 +476,7 @@ class _Progress:
 
     def __enter__(self) -> Callable[[int], None]:
         if self.bb.progress:
+            from rich.console import Console
             from rich.progress import (
                 BarColumn,
                 MofNCompleteColumn,
@@ -492,6 +493,7 @@ class _Progress:
                 TextColumn("spent {task.fields[spent]}{task.fields[of]}"),
                 TimeElapsedColumn(),
                 TimeRemainingColumn(),
+                console=Console(stderr=True),  # keeps stdout for results
             )
             self._bar.start()
             self._task = self._bar.add_task(

@@ -339,13 +339,13 @@ class OpenAIChatBackend(Backend):
         """The user message for ``record``."""
         rec_json = json.dumps(dict(record), ensure_ascii=False, separators=(", ", ": "))
         try:
-            return self.config.prompt_template.format(**record, record_json=rec_json)
+            return self.config.prompt_template.format_map({**record, "record_json": rec_json})
         except KeyError as exc:
             raise DataError(
                 f"the prompt template names field {exc.args[0]!r}, which a record lacks; records "
                 f"have {sorted(record)}."
             ) from None
-        except (IndexError, ValueError) as exc:
+        except (IndexError, ValueError, TypeError, AttributeError) as exc:
             raise DataError(f"cannot fill the prompt template: {exc}") from None
 
     def request_body(self, record: Record) -> dict[str, Any]:
