@@ -387,3 +387,10 @@ def test_answers_stored_meanwhile_by_another_process_are_not_paid(tmp_path: Path
     assert (out.scores[50:] == 0.5).all()  # the answers the other process stored
     assert bb.remaining == 50
     other.close()
+
+
+def test_progress_bar_shows_queries_spent(capsys: pytest.CaptureFixture[str]) -> None:
+    bb = BlackBox(Counting(max_batch=4), progress=True, budget=30)
+    bb.query(recs(range(10)))
+    err = capsys.readouterr().err
+    assert "10/10" in err and "spent 10/30" in err
