@@ -71,13 +71,41 @@ def demo_cmd(
     max_rounds: int = typer.Option(150, help="Cap T on the number of rounds."),
     alpha: float = typer.Option(1.0, help="Dirichlet concentration of the partition."),
     round_timeout: float = typer.Option(30.0, help="Seconds a node waits for a round's tables."),
+    platform: str | None = typer.Option(
+        None, help="Audit the platform server at this URL over Adult records instead."
+    ),
+    serve_platform: bool = typer.Option(
+        False, help="Start a platform server (fairprobe platform serve) for this demo."
+    ),
     workdir: Path | None = typer.Option(None, help="Keep keys, roster, configs and state here."),
     json_path: Path | None = typer.Option(None, "--json", help="Write nodes and median (JSON)."),
 ) -> None:
     """Start N honest and K attacker nodes on 127.0.0.1 and run the audit to the end."""
+
+    import contextlib
+
+    plat_ctx: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
+    if serve_platform:
+        if platform is not None:
+            raise typer.BadParameter("give --platform URL or --serve-platform, not both")
+        from fairprobe.platform import PlatformProcess
+
+        plat_ctx = PlatformProcess()
+    with plat_ctx as plat:
+        url = plat.url if serve_platform else platform  # type: ignore[attr-defined]
+        _demo(honest, attackers, seed, case, n, rounds, max_rounds, alpha, round_timeout,
+              url, workdir, json_path)
+
+
+def _demo(
+    honest: int, attackers: int, seed: int, case: str, n: int, rounds: int | None,
+    max_rounds: int, alpha: float, round_timeout: float, platform: str | None,
+    workdir: Path | None, json_path: Path | None,
+) -> None:
     from fairprobe.collab.net.launcher import DemoSpec, run_demo
 
     spec = DemoSpec(
+        platform_url=platform,
         honest=honest,
         attackers=attackers,
         seed=seed,
@@ -91,9 +119,12 @@ def demo_cmd(
     out = run_demo(spec, workdir=workdir, progress=True)
     for node in out["nodes"]:
         typer.echo(f"{node['id']:>6}  {node['role']:<8}  {node['estimate']:+.6f}")
+    truth = (
+        f"; DP of the honest auditors' data {out['honest_dp']:+.6f}"
+        if out["honest_dp"] is not None else ""
+    )
     typer.echo(
-        f"median estimate {out['median']:+.6f} -> {out['verdict']} "
-        f"(tau = {out['tau']}; DP of the honest auditors' data {out['honest_dp']:+.6f})"
+        f"median estimate {out['median']:+.6f} -> {out['verdict']} (tau = {out['tau']}{truth})"
     )
     if json_path is not None:
         from fairprobe.report.jsonio import write_json

@@ -172,8 +172,8 @@ def _latest(db: Path) -> tuple[int, tuple[int, int, int, int, bytes]]:
 
 
 def test_forged_tampered_replayed_malformed_oversized_down_and_sigkilled(tmp_path):
-    spec = DemoSpec(honest=5, attackers=1, seed=2, case=CASE, n=400, round_timeout=1.5,
-                    request_timeout=1.0, finish_timeout=4.0)
+    spec = DemoSpec(honest=5, attackers=1, seed=2, case=CASE, n=600, round_timeout=1.5,
+                    request_timeout=1.0, finish_timeout=2.0)
     net = LocalNetwork(spec, tmp_path)
     with net:
         net.write()
@@ -306,6 +306,8 @@ def test_forged_tampered_replayed_malformed_oversized_down_and_sigkilled(tmp_pat
 
 # -- 3. only counts vectors, rounds and signatures leave a node ----------------------------------
 def test_every_byte_a_node_sends_is_counts_rounds_and_signatures(tmp_path):
+    """Audit of the platform server by 2 honest nodes and 1 attacker, with node X's every
+    connection to its neighbours recorded, and the results sent to a collector."""
     collected: list[bytes] = []
 
     class Collector(http.server.BaseHTTPRequestHandler):
@@ -317,12 +319,19 @@ def test_every_byte_a_node_sends_is_counts_rounds_and_signatures(tmp_path):
         def log_message(self, *a: object) -> None:
             pass
 
+    from fairprobe.access import BlackBox, HttpJsonBackend
+    from fairprobe.datasets.queryset import adult_queryset
+    from fairprobe.platform import PlatformProcess
+
     collector = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Collector)
     threading.Thread(target=collector.serve_forever, daemon=True).start()
-    spec = DemoSpec(honest=2, attackers=1, seed=1, case=CASE, n=3000, round_timeout=60,
-                    collector_url=f"http://127.0.0.1:{collector.server_address[1]}/results")
     proxy = RecordingProxy()
+    plat = PlatformProcess()   # the audited model: the platform server over Adult records
     try:
+        plat.__enter__()
+        spec = DemoSpec(honest=2, attackers=1, seed=1, n=3000, round_timeout=60,
+                        platform_url=plat.url,
+                        collector_url=f"http://127.0.0.1:{collector.server_address[1]}/results")
         with LocalNetwork(spec, tmp_path) as net:
             net.write()
             assert net.roster is not None
@@ -348,9 +357,13 @@ def test_every_byte_a_node_sends_is_counts_rounds_and_signatures(tmp_path):
             net.override_peers(x, ports)
             net.start()
             results = net.wait(timeout=180)
+        qs = adult_queryset("test")
+        with BlackBox(HttpJsonBackend(url=plat.url)) as bb:
+            dec = bb.query(qs.frame[list(qs.feature_cols)]).decisions
     finally:
         proxy.close()
         collector.shutdown()
+        plat.__exit__(None, None, None)
     assert results[x]["rounds"] == plan.rounds
     # the final results went to the collector, signed by each node, and nowhere else
     got = {}
@@ -399,5 +412,20 @@ def test_every_byte_a_node_sends_is_counts_rounds_and_signatures(tmp_path):
     everything = sent_by_x + b"".join(
         bytes(v) for (c, d), v in proxy.records["in"].chunks.items() if d == "down"
     )
-    for word in (b"query_id", b"decision", b"estimate", b"verdict", b"score"):
+    # (words of 5+ characters: a base64 signature may contain a short word by chance)
+    for word in (b"query_id", b"decision", b"estimate", b"verdict", b"score",
+                 b"hours-per-week", b"education", b"Female", b"instances", b"predictions"):
         assert word not in everything
+
+    # the audit itself: every Adult record asked once, by one honest node, through the platform
+    female = (qs.frame["sex"] == "Female").to_numpy()
+    platform_dp = dec[female].mean() - dec[~female].mean()
+    honest = [k for k, r in results.items() if r["role"] == "honest"]
+    totals = np.sum([own_entries(tmp_path / "state" / f"{k}.sqlite")[plan.rounds][:4]
+                     for k in honest], axis=0)
+    assert (totals[1], totals[3]) == (female.sum(), (~female).sum())
+    assert totals[0] / totals[1] - totals[2] / totals[3] == pytest.approx(platform_dp, abs=1e-12)
+    for k in honest:  # one attacker pulls the defended estimate toward 0, not into the band
+        assert platform_dp < results[k]["estimate"] < -0.05
+        assert results[k]["missing_tables"] == 0
+

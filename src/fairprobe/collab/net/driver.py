@@ -14,6 +14,9 @@ Query sets (``[query_set]`` of ``node.toml``)
     the simulator's for that auditor. Records are ``{"query_id": row}``; answer them with the
     ``population`` backend (:mod:`fairprobe.collab.net.population`) or the generic ``replay``
     backend over :func:`fairprobe.datasets.populations.write_population_answers` output.
+``kind = "adult"``
+    This auditor's share of the bundled Adult records (``split``), for audits of the platform
+    server (:func:`fairprobe.collab.net.plan.adult_share`); use the ``http-json`` backend.
 ``kind = "file"``
     A CSV/Parquet file of records (``path``), the group column (``group_column``) and the value
     meaning group A (``group_a``); every other column is sent to the model. The order is a
@@ -66,8 +69,24 @@ def load_query_set(
             )
         except KeyError as exc:
             raise ConfigError(f"[query_set] kind = \"population\" needs {exc.args[0]!r}.") from None
-        records = [{"query_id": int(r)} for r in rows.tolist()]
-        return records, in_a, sampler
+        pop_records: list[dict[str, Any]] = [{"query_id": int(r)} for r in rows.tolist()]
+        return pop_records, in_a, sampler
+    if kind == "adult":
+        from fairprobe.collab.net.plan import adult_share
+
+        try:
+            adult_records, in_a, sampler = adult_share(
+                split=str(spec.get("split", "test")),
+                honest=int(spec["honest"]),
+                alpha=float(spec["alpha"]),
+                seed=int(spec["seed"]),
+                min_per_group=int(spec.get("min_per_group", 30)),
+                index=int(spec["index"]),
+                replacement=replacement,
+            )
+        except KeyError as exc:
+            raise ConfigError(f"[query_set] kind = \"adult\" needs {exc.args[0]!r}.") from None
+        return [dict(r) for r in adult_records], in_a, sampler
     if kind == "file":
         from fairprobe.datasets.queryset import read_table
 
@@ -83,7 +102,9 @@ def load_query_set(
         records = [{str(k): v for k, v in r.items()} for r in feats.to_dict(orient="records")]
         sampler = QuerySampler(len(records), audit_seed, replacement=replacement)
         return records, in_a, sampler
-    raise ConfigError(f"[query_set] kind must be \"population\" or \"file\". Got {kind!r}.")
+    raise ConfigError(
+        f"[query_set] kind must be \"population\", \"adult\" or \"file\". Got {kind!r}."
+    )
 
 
 class Driver:

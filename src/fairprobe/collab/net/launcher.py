@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import signal
 import socket
@@ -64,6 +65,10 @@ class DemoSpec:
     request_timeout: float = 2.0
     finish_timeout: float = 10.0
     collector_url: str | None = None
+    #: Audit the platform server at this URL (``fairprobe platform serve``) over the bundled
+    #: Adult records of ``adult_split`` instead of replaying a Table I population.
+    platform_url: str | None = None
+    adult_split: str = "test"
 
     def __post_init__(self) -> None:
         owner = "DemoSpec"
@@ -115,15 +120,22 @@ class LocalNetwork:
 
     # -- planning -----------------------------------------------------------------------------
     def write(self) -> LocalNetwork:
-        from fairprobe.collab.net.plan import plan_network
+        from fairprobe.collab.net.plan import plan_network, plan_platform_network
 
         s = self.spec
         self.workdir.mkdir(parents=True, exist_ok=True)
-        plan = plan_network(
-            case=s.case, honest=s.honest, attackers=s.attackers, seed=s.seed, n=s.n,
-            alpha=s.alpha, max_rounds=s.max_rounds, rounds=s.rounds,
-            min_per_group=s.min_per_group,
-        )
+        if s.platform_url is None:
+            plan = plan_network(
+                case=s.case, honest=s.honest, attackers=s.attackers, seed=s.seed, n=s.n,
+                alpha=s.alpha, max_rounds=s.max_rounds, rounds=s.rounds,
+                min_per_group=s.min_per_group,
+            )
+        else:
+            plan = plan_platform_network(
+                split=s.adult_split, honest=s.honest, attackers=s.attackers, seed=s.seed,
+                n=s.n, alpha=s.alpha, max_rounds=s.max_rounds, rounds=s.rounds,
+                min_per_group=s.min_per_group,
+            )
         self.plan = plan
         members = []
         for i, nid in enumerate(plan.ids):
@@ -152,6 +164,22 @@ class LocalNetwork:
                     "case": s.case,
                     "cache": str(self.workdir / "state" / f"{nid}.answers.sqlite"),
                 }
+                if s.platform_url is not None:
+                    qs = {
+                        "kind": "adult",
+                        "split": s.adult_split,
+                        "honest": s.honest,
+                        "alpha": s.alpha,
+                        "seed": s.seed,
+                        "min_per_group": s.min_per_group,
+                        "index": int(plan.honest_index[i]),
+                    }
+                    be = {
+                        "kind": "http-json",
+                        "url": s.platform_url,
+                        "path": "/audit/predict",
+                        "cache": str(self.workdir / "state" / f"{nid}.answers.sqlite"),
+                    }
             listen = self.listen_override.get(nid)
             cfg = NodeConfig(
                 id=nid,
@@ -319,6 +347,10 @@ def summarise(results: dict[str, dict[str, Any]], tau: float) -> dict[str, Any]:
     }
 
 
+def _finite(x: float) -> float | None:
+    return None if math.isnan(x) else float(x)
+
+
 def _term_is_exit() -> None:
     """Turn SIGTERM into SystemExit so that the network's processes are ended on the way out."""
     import threading
@@ -359,8 +391,8 @@ def run_demo(
         except FairprobeError:
             raise
         out = summarise(results, spec.tau)
-        out["true_dp"] = float(net.plan.true_dp)
-        out["honest_dp"] = float(net.plan.honest_dp)
+        out["true_dp"] = _finite(net.plan.true_dp)
+        out["honest_dp"] = _finite(net.plan.honest_dp)
         out["rounds"] = int(net.plan.rounds)
         out["spec"] = asdict(spec)
         return out

@@ -112,3 +112,90 @@ def honest_share(
     child = query_ss.spawn(honest)[index]
     sampler = QuerySampler(rows.size, np.random.default_rng(child), replacement=replacement)
     return rows, in_a[rows], sampler
+
+
+# -- the platform server's Adult records ---------------------------------------------------------
+#: Group A of the platform audits (DP = P(>50K | Female) - P(>50K | Male)).
+ADULT_GROUP_A = "Female"
+
+
+def adult_share(
+    *, split: str, honest: int, alpha: float, seed: int, min_per_group: int, index: int,
+    replacement: bool = False,
+) -> tuple[list[dict[str, object]], npt.NDArray[np.bool_], QuerySampler]:
+    """Records, group-A mask and query sampler of honest auditor ``index`` over the Adult records
+    the platform server answers (``fairprobe platform serve``, audit interface).
+
+    The same construction as the simulator's (Appendix C-C), with the true ``income`` label in
+    place of the model's decision, which auditors do not know before asking: each
+    ``(sex, income)`` cell of the split is dealt to the ``honest`` auditors with
+    :func:`fairprobe.collab.partition.dirichlet_partition` proportions (seeded stream 0 of
+    ``SeedSequence(seed)``), its rows in a seeded random order (stream 1); auditor ``i``'s query
+    order comes from child ``i`` of stream 2.
+    """
+    from fairprobe.collab.partition import dirichlet_partition
+    from fairprobe.datasets.queryset import adult_queryset
+    from fairprobe.stats.counts import CountsVector
+
+    qs = adult_queryset(split)
+    df = qs.frame
+    in_a_all = (df[qs.group_col] == ADULT_GROUP_A).to_numpy()
+    lab = df[qs.label_col].to_numpy().astype(bool) if qs.label_col else np.zeros(len(df), bool)
+    part_ss, deal_ss, query_ss = np.random.SeedSequence(seed).spawn(3)
+    cells = dirichlet_partition(
+        CountsVector(int((in_a_all & lab).sum()), int(in_a_all.sum()),
+                     int((~in_a_all & lab).sum()), int((~in_a_all).sum())),
+        honest, alpha, np.random.default_rng(part_ss), min_per_group=min_per_group,
+    )
+    deal = np.random.default_rng(deal_ss)
+    cell_rows = [deal.permutation(np.flatnonzero(m)) for m in
+                 (in_a_all & lab, in_a_all & ~lab, ~in_a_all & lab, ~in_a_all & ~lab)]
+    start = np.vstack([np.zeros((1, 4), np.int64), np.cumsum(cells, axis=0)])
+    rows = np.concatenate(
+        [cell_rows[c][start[index, c] : start[index + 1, c]] for c in range(4)]
+    ).astype(np.int64)
+    feats = df.loc[rows, list(qs.feature_cols)].to_dict(orient="records")
+    records = [{str(k): v for k, v in r.items()} for r in feats]
+    sampler = QuerySampler(rows.size, np.random.default_rng(query_ss.spawn(honest)[index]),
+                           replacement=replacement)
+    return records, in_a_all[rows], sampler
+
+
+def adult_sizes(*, split: str, honest: int, alpha: float, seed: int,
+                min_per_group: int) -> npt.NDArray[np.int64]:
+    """Query-set size of every honest auditor of :func:`adult_share`."""
+    return np.array([
+        len(adult_share(split=split, honest=honest, alpha=alpha, seed=seed,
+                        min_per_group=min_per_group, index=i)[0])
+        for i in range(honest)
+    ], dtype=np.int64)
+
+
+def plan_platform_network(
+    *, split: str, honest: int, attackers: int, seed: int, n: int, alpha: float,
+    max_rounds: int, rounds: int | None = None, min_per_group: int = 30,
+) -> Plan:
+    """Like :func:`plan_network` for an audit of the platform server over Adult records: the
+    graph and the attackers' positions are the simulator's for this seed; the query sets are
+    :func:`adult_share`'s. ``true_dp`` and ``honest_dp`` are NaN (only the platform knows)."""
+    import math
+
+    cfg = sim_config(case="bios-moderate", honest=honest, attackers=attackers, seed=seed, n=n,
+                     alpha=alpha, max_rounds=max_rounds, min_per_group=min_per_group)
+    adj, att = sim._graph(cfg)  # depends on seed, N, K and the degree only, not on the case
+    v = honest + attackers
+    is_att = np.zeros(v, dtype=bool)
+    is_att[att] = True
+    hidx = np.cumsum(~is_att) - 1
+    sizes = adult_sizes(split=split, honest=honest, alpha=alpha, seed=seed,
+                        min_per_group=min_per_group)
+    r = min(math.ceil(int(sizes.max()) / n), max_rounds) if rounds is None else rounds
+    return Plan(
+        ids=auditor_ids(v),
+        neighbours=[np.flatnonzero(adj[i]).tolist() for i in range(v)],
+        is_attacker=is_att.tolist(),
+        honest_index=[-1 if a else int(h) for h, a in zip(hidx, is_att, strict=True)],
+        rounds=int(r),
+        true_dp=math.nan,
+        honest_dp=math.nan,
+    )
