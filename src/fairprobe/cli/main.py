@@ -56,6 +56,12 @@ def _fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
+def _is_click_exception(exc: BaseException) -> bool:
+    if isinstance(exc, click.ClickException):
+        return True
+    return any(c.__name__ == "ClickException" for c in type(exc).__mro__) and hasattr(exc, "show")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``fairprobe`` script."""
     debug = os.environ.get("FAIRPROBE_DEBUG") == "1"
@@ -65,14 +71,15 @@ def main(argv: list[str] | None = None) -> None:
         if debug:
             raise
         _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, exc.exit_code)
-    except click.exceptions.Abort:
-        _fail("aborted.", 130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         _fail("interrupted; answers paid for so far are in the cache, rerun to resume.", 130)
     except Exception as exc:  # never a traceback for the user
+        # typer >= 0.20 vendors click (typer._click): recognise its exceptions by shape
+        if _is_click_exception(exc):
+            exc.show()  # type: ignore[attr-defined]
+            sys.exit(int(exc.exit_code))  # type: ignore[attr-defined]
+        if type(exc).__name__ == "Abort":
+            _fail("aborted.", 130)
         if debug:
             raise
         _fail(f"unexpected {type(exc).__name__}: {exc} (set FAIRPROBE_DEBUG=1 for details)", 1)
