@@ -12,6 +12,7 @@ CPU time (process_time) is reported next to wall time.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import time
@@ -56,12 +57,15 @@ def main() -> None:
           f"runs/s CPU; Table II (1,140 runs) on 2 worker processes ~ {1140 / (len(sample) / cpu) / 2:.0f} s"
           " of CPU-bound wall time (plus ~5 s cluster start)")
 
-    print("\n== cost of one run vs number of auditors (K = 30% of N, alpha = 100, n = 100) ==")
+    print("\n== cost of one run vs number of auditors (K = 30% of N, alpha = 100, n = 20, 8 rounds;"
+          " expected degree max(4, ln V + 4) so that G(V, p) can be connected) ==")
     sizes = (20, 77, 154, 385, 770) if not args.quick else (20, 77)
     for n_h in sizes:
         k = round(0.3 * n_h)
+        v = n_h + k
         cfg = SimConfig(case="bios-near-fair", honest=n_h, attackers=k, seed=0, alpha=100.0,
-                        n=100, max_rounds=20, min_per_group=10)
+                        n=20, max_rounds=8, min_per_group=10,
+                        degree=4.0 if v <= 60 else math.log(v) + 4.0)
         st = prepare_honest(cfg)
         w, c = timed(lambda cfg=cfg, st=st: simulate(cfg, setup=st), max(1, r // 2))
         print(f"V = {n_h + k:4d} auditors ({k:3d} attackers), {st.rounds} rounds: wall {w:.3f} s, "
