@@ -132,3 +132,40 @@ def test_cli_bad_input_one_line(
     assert code != 0
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], err
+
+
+def test_cli_live_mode_with_backend_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Live mode through --backend-config (a local model file) and --queries."""
+    import joblib
+    from sklearn.linear_model import LogisticRegression
+
+    q = _queries(1500)
+    X = pd.DataFrame({"x": q["x"], "m": (q["grp"] == "M").astype(float)})
+    y = ((X["x"] + 1.5 * X["m"]) > 0.5).astype(int)
+    model = LogisticRegression().fit(X, y)
+    joblib.dump(model, tmp_path / "m.joblib")
+    (tmp_path / "backend.toml").write_text(
+        'kind = "local"\npath = "m.joblib"\nallow_pickle = true\n'
+    )
+    q.assign(m=X["m"]).to_csv(tmp_path / "queries.csv", index=False)
+    out = tmp_path / "live.json"
+    code, _, err = _run_cli(
+        ["sequential", "--backend-config", str(tmp_path / "backend.toml"), "--queries",
+         str(tmp_path / "queries.csv"), "--feature-cols", "x,m", "--group-col", "grp",
+         "--access", "scores", "--budget", "600", "--seed", "2", "--cache",
+         str(tmp_path / "c.sqlite"), "--json", str(out), "--no-progress"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    d = json.loads(out.read_text())
+    assert d["outcome"] == "violation" and d["queries"] == len(d["path"]["statistic_upper"])
+    assert d["path"]["statistic_upper"][-1] >= d["boundaries"]["upper"]
+    assert d["queries_paid"] == d["queries"]
+    assert d["outcomes"]["violation"] == 1.0 and d["mean_queries"] == d["queries"]
+    code, _, err = _run_cli(
+        ["sequential", "--backend-config", str(tmp_path / "backend.toml"), "--input", "x.csv"],
+        capsys,
+    )
+    assert code == 2 and err.startswith("error: Give --input") and len(err.splitlines()) == 1

@@ -96,6 +96,15 @@ class Stepper(ABC):
     def _at_budget(self) -> str:
         return "inconclusive"
 
+    def finish(self) -> str:
+        """Close an audit that ran out of answers before its budget (e.g. unparsed answers).
+
+        The fixed-sample test decides on what it has; the sequential tests are inconclusive.
+        """
+        if self.outcome is None:
+            self.outcome = self._at_budget()
+        return self.outcome
+
 
 class SequentialTest(ABC):
     """A tolerance test of H0 ``|g| <= delta`` (compliant) against H1 ``|g| > delta``.

@@ -179,9 +179,7 @@ def audit_live(
                 )
             if st.done:
                 break
-    if not st.done:  # unparsed answers left the stepper short of its budget
-        st.outcome = st._at_budget()
-    outcome = st.outcome or "inconclusive"
+    outcome = st.finish()  # unparsed answers may leave the stepper short of its budget
     bnd = t.boundaries
     return SequentialResult(
         outcome=outcome,
