@@ -10,7 +10,7 @@ test's per-step :class:`~fairprobe.sequential.base.Stepper` in O(1). It returns 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -20,6 +20,10 @@ from fairprobe.errors import AccessError, DataError
 from fairprobe.sequential.base import SequentialTest, Stepper, check_budget, get_test
 from fairprobe.sequential.pool import METRICS, AuditPool
 from fairprobe.sequential.results import GroupTally, SequentialResult
+
+if TYPE_CHECKING:
+    from fairprobe.access.base import AnswerBatch
+    from fairprobe.access.blackbox import BlackBox
 
 __all__ = ["StepInfo", "audit_live"]
 
@@ -46,7 +50,7 @@ class StepInfo:
         self.budget = budget
 
 
-def _observable(batch: Any, access: str) -> np.ndarray:
+def _observable(batch: AnswerBatch, access: str) -> np.ndarray:
     if access == "decisions":
         return np.asarray(batch.decisions, dtype=float)
     if access == "scores":
@@ -62,7 +66,7 @@ def _observable(batch: Any, access: str) -> np.ndarray:
 
 
 def audit_live(
-    blackbox: Any,
+    blackbox: BlackBox,
     queries: pd.DataFrame,
     *,
     group_col: str,
