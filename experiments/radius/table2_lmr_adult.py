@@ -65,7 +65,10 @@ def main() -> None:
     for meth in METHODS:
         t = table[meth]
         radii = " ".join("inf" if not math.isfinite(x) else f"{x:.2e}" for x in t["radii"])  # type: ignore[attr-defined]
-        print(f"{meth:<12} " + " ".join(f"{t[str(a)]:8.2f}" for a in NOISE) + "  " + radii)
+        cells = " ".join("     n/a" if math.isnan(t[str(a)]) else f"{t[str(a)]:8.2f}" for a in NOISE)
+        print(f"{meth:<12} " + cells + "  " + radii)
+    print("n/a: the method found no flipping shift at any eps (radius reported infinite), so there "
+          "is no critical shift to perturb.")
     print("paper: CoRe lowest LMR at every noise level; baselines (Worst-Group most) higher.")
 
 

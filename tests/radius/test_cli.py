@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -13,9 +12,21 @@ import pytest
 from fairprobe.radius import consistency_radius
 
 
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "fairprobe", "radius", *args],
-                          capture_output=True, text=True, timeout=120)
+@pytest.fixture
+def run(capsys):
+    """Run ``fairprobe radius ARGS`` in-process through the real entry point (main())."""
+    from fairprobe.cli.main import main
+
+    def _run(*args):
+        try:
+            main(["radius", *args])
+            code = 0
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        out = capsys.readouterr()
+        return SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
+
+    return _run
 
 
 @pytest.fixture
@@ -28,7 +39,7 @@ def table(tmp_path):
     return df, path
 
 
-def test_csv_with_weights_writes_documented_json(table, tmp_path):
+def test_csv_with_weights_writes_documented_json(run, table, tmp_path):
     df, path = table
     out = tmp_path / "r.json"
     p = run("--input", str(path), "--value-col", "ok", "--group-col", "sex", "--weight-col", "w",
@@ -42,11 +53,12 @@ def test_csv_with_weights_writes_documented_json(table, tmp_path):
     assert doc["pinsker_bound"] == pytest.approx((ref.radius / 2) ** 0.5)
 
 
-def test_per_instance_json_input_and_chi2(tmp_path):
+def test_per_instance_json_input_and_chi2(run, tmp_path):
     rows = [{"value": v, "group": g} for v, g in
             [(1, "a"), (0, "a"), (1, "a"), (1, "b"), (0, "b"), (0, "b")]]
     src = tmp_path / "audit.json"
-    src.write_text(json.dumps({"metric": "accuracy-gap", "per_instance": rows}))
+    # the shape `fairprobe audit --json` writes (kind, metric, ..., per_instance)
+    src.write_text(json.dumps({"kind": "fairprobe.audit", "verdict": "unfair", "per_instance": rows}))
     out = tmp_path / "r.json"
     p = run("--input", str(src), "--tolerance", "0.2", "--divergence", "chi2", "--json", str(out))
     assert p.returncode == 0, p.stderr
@@ -54,7 +66,7 @@ def test_per_instance_json_input_and_chi2(tmp_path):
     assert doc["divergence"] == "chi2" and doc["fair"] is False
 
 
-def test_infinite_radius_is_null(tmp_path):
+def test_infinite_radius_is_null(run, tmp_path):
     src = tmp_path / "a.csv"
     pd.DataFrame({"v": [1, 1, 0, 0], "g": [0, 0, 1, 1]}).to_csv(src, index=False)
     out = tmp_path / "r.json"
@@ -70,7 +82,7 @@ def test_infinite_radius_is_null(tmp_path):
     [(["--tolerance", "0"], "tolerance"), (["--tolerance", "0.1", "--method", "x"], "method"),
      (["--tolerance", "0.1", "--value-col", "nope"], "no column")],
 )
-def test_bad_input_one_error_line(table, extra, text):
+def test_bad_input_one_error_line(run, table, extra, text):
     _, path = table
     args = ["--input", str(path), "--value-col", "ok", "--group-col", "sex", *extra]
     if "--value-col" in extra:
@@ -82,7 +94,7 @@ def test_bad_input_one_error_line(table, extra, text):
     assert "Traceback" not in p.stderr
 
 
-def test_nan_and_negative_weight_rows(tmp_path):
+def test_nan_and_negative_weight_rows(run, tmp_path):
     src = tmp_path / "a.csv"
     pd.DataFrame({"v": [1, None, 0, 1], "g": [0, 0, 1, 1], "w": [1, 1, -1, 1]}).to_csv(src, index=False)
     p = run("--input", str(src), "--value-col", "v", "--group-col", "g", "--tolerance", "0.1")

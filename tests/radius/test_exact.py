@@ -19,7 +19,7 @@ def _phi(p, h, v, g):
     return q[g == 0] @ v[g == 0] / q[g == 0].sum() - q[g == 1] @ v[g == 1] / q[g == 1].sum()
 
 
-def brute_force(v, g, p, eps, div, starts=60, seed=0):
+def brute_force(v, g, p, eps, div, starts=12, seed=0):
     """Multi-start SLSQP on h over the atoms, constrained to |phi| = +-eps (boundary)."""
     d = get_divergence(div)
     rng = np.random.default_rng(seed)
@@ -34,7 +34,7 @@ def brute_force(v, g, p, eps, div, starts=60, seed=0):
                     {"type": "eq", "fun": lambda h, t=t: _phi(p, np.maximum(h, 1e-300), v, g) - t}]
             res = minimize(lambda h: d.value(p, np.maximum(h, 0.0)), x0, method="SLSQP",
                            bounds=[(1e-12, None)] * p.size, constraints=cons,
-                           options={"maxiter": 500, "ftol": 1e-13})
+                           options={"maxiter": 150, "ftol": 1e-13})
             h = np.maximum(res.x, 0)
             if res.success and abs(p @ h - 1) < 1e-7 and abs(_phi(p, h, v, g) - t) < 1e-7:
                 best = min(best, d.value(p, h))
@@ -42,7 +42,7 @@ def brute_force(v, g, p, eps, div, starts=60, seed=0):
 
 
 @pytest.mark.parametrize("div", ["kl", "chi2"])
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(5))
 def test_matches_multistart_brute_force(div, seed):
     rng = np.random.default_rng(seed)
     k0, k1 = rng.integers(2, 4), rng.integers(2, 4)

@@ -278,17 +278,17 @@ def exact_radius(
             f"range over [{d_lo:.6g}, {d_hi:.6g}], never strictly inside +-{tolerance:g}"
         )
     best: tuple[LineOptimum, float] | None = None
+    lower = math.inf
     for t in lines:
         opt = line_optimum(curves[0], curves[1], pi, t, div, rtol=rtol)
-        if opt is not None and (best is None or opt.radius < best[0].radius):
-            best = (opt, t)
+        if opt is not None:
+            lower = min(lower, opt.lower)  # certified for the minimum over both lines
+            if best is None or opt.radius < best[0].radius:
+                best = (opt, t)
     if best is None:
         return RadiusResult(radius=math.inf, phi_shifted=None, message=why + " (radius infinite)",
                             **base)  # type: ignore[arg-type]
     opt, t = best
-    lower = min(o.lower for o in [opt])
-    if len(lines) == 2:  # the other line's optimum bounds the radius from below as well
-        pass
     q0, q1, _ = div.split(pi, (opt.c0, opt.c1))
     h = _reweighting(data, curves, (opt.param0, opt.param1), (q0 / pi[0], q1 / pi[1]))
     summary = {
