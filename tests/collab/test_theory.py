@@ -11,14 +11,14 @@ from fairprobe.stats.counts import CountsVector
 def test_theorem2_matches_brute_force_over_all_splits() -> None:
     rng = np.random.default_rng(0)
     checked = feasible = 0
-    for _ in range(4000):
+    for _ in range(1500):
         A, B = (int(x) for x in rng.integers(1, 400, 2))
         c = CountsVector(int(rng.integers(0, A + 1)), A, int(rng.integers(0, B + 1)), B)
         n = int(rng.integers(1, 150))
         tau = float(rng.choice([0.05, 0.1, 0.02]))
         r = theorem2(c, n, tau)
         # I+ in closed form equals the brute-force set {y : phi(y) > -tau}
-        ip = [y for y in range(n + 1) if phi_exact(c, n, y) > Fraction(tau)*-1]
+        ip = [y for y in range(n + 1) if phi_exact(c, n, y) > -Fraction(tau)]
         assert (r.splits is not None) == bool(ip)
         if ip:
             assert r.splits == (ip[0], ip[-1]) and len(ip) == ip[-1] - ip[0] + 1
@@ -27,7 +27,7 @@ def test_theorem2_matches_brute_force_over_all_splits() -> None:
             bf = bool(fair_splits_bruteforce(c, n, tau))
             feasible += bf
             assert bf == r.fairwashable
-    assert checked > 500 and 0 < feasible < checked  # both outcomes exercised
+    assert checked > 200 and 0 < feasible < checked  # both outcomes exercised
 
 
 def test_lemma5_condition1_is_mild() -> None:
