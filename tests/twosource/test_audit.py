@@ -64,9 +64,13 @@ def test_same_seed_same_audit_other_seed_other_sample(fake: Any, pool: pd.DataFr
 @pytest.mark.parametrize("mode", ["positive", "negative", "mixed"])
 def test_heavy_fairwashing_is_caught_early(fake: Any, pool: pd.DataFrame, mode: str) -> None:
     api, ui = fake.sources(fake.platform(mode, 0.9))
-    r = run_two_source_audit(api, ui, pool, make_proxy("name"), budget=1000, seed=2)
+    r = run_two_source_audit(api, ui, pool, make_proxy("name"), budget=1000, seed=2,
+                             detectors=("consistency",))  # fmt: skip
     assert r.verdict == "manipulated"
     assert "consistency" in r.detected_by
+    # with every detector on (the default), the conditional test fires at the first look
+    rd = run_two_source_audit(api, ui, pool, make_proxy("name"), budget=1000, seed=2)
+    assert "conditional" in rd.detected_by and rd.checks_to_detection == 25
     assert r.stop_reason == "detected" and r.stopped_early
     assert r.checks_to_detection is not None and r.checks_to_detection < 250
     # nothing of the A-only share is spent once manipulation is proved
@@ -167,3 +171,26 @@ def test_live_platform_server(fake: Any, pool: pd.DataFrame, live_platform: Any)
     r = run_two_source_audit(api, ui, pool, make_proxy("name"), budget=600, seed=0)
     assert r.verdict == "manipulated"
     assert r.di_b is not None and r.di_a.estimate > r.di_b.estimate
+
+
+def test_conditional_detector_stops_early_and_stays_quiet_when_honest(
+    fake: Any, pool: pd.DataFrame
+) -> None:
+    api, ui = fake.sources(fake.platform("positive", 0.5))
+    r = run_two_source_audit(api, ui, pool, make_proxy("name"), budget=1000, seed=3,
+                             detectors=("conditional",))  # fmt: skip
+    assert r.verdict == "manipulated" and r.stop_reason == "detected"
+    assert r.checks_to_detection is not None and r.checks_to_detection <= 100
+    assert r.queries_b == r.checks_to_detection < 250
+    cond = r.outcome("conditional")
+    assert cond is not None and cond.details["n_mismatch_on_hits"] > 0
+    # interim looks spend half of alpha, the final look keeps the other half
+    assert cond.alpha == pytest.approx(0.05 / 2)
+    api, ui = fake.sources(fake.platform())
+    honest = [
+        run_two_source_audit(
+            api, ui, pool, make_proxy("name"), budget=400, seed=s, detectors=("conditional",)
+        ).verdict  # fmt: skip
+        for s in range(5)
+    ]
+    assert honest == ["unfair"] * 5

@@ -44,6 +44,7 @@ from fairprobe.stats.metrics import disparate_impact_from_counts
 from fairprobe.stats.result import MetricResult
 from fairprobe.twosource.detectors import (
     DETECTORS,
+    ConditionalDetector,
     ConsistencyDetector,
     DetectorOutcome,
     PairedEvidence,
@@ -494,6 +495,13 @@ def run_two_source_audit(
     status = "open"
     checks_to_detection: int | None = None
     query_b = True
+    # Early stop on the conditional test: alpha spending over the looks (interim looks share
+    # half of its level, the final look keeps the other half) keeps its size at alpha_each.
+    n_looks = -(-check_idx.size // bs) if check_idx.size else 0
+    cond = ConditionalDetector() if "conditional" in dets else None
+    cond_sequential = bool(early_stop and cond is not None and n_looks > 1)
+    alpha_cond_final = alpha_each / 2 if cond_sequential else alpha_each
+    alpha_cond_look = alpha_each / (2 * (n_looks - 1)) if cond_sequential else 0.0
     prog = _Progress(progress, check_idx.size)
     with prog:
         while done < check_idx.size:
@@ -508,6 +516,17 @@ def run_two_source_audit(
                 paid_b += pb
             done = hi
             prog.advance(done)
+            if cond_sequential and done < check_idx.size and query_b:
+                assert cond is not None
+                okc = ~np.isnan(dec_a_chk[:done]) & ~np.isnan(dec_b_chk[:done])
+                _, _, _, p_look = cond.test(
+                    true_groups[check_idx[:done]][okc], dec_a_chk[:done][okc],
+                    proxy_groups[:done][okc], dec_b_chk[:done][okc], p_true[:done][okc],
+                )  # fmt: skip
+                if p_look < alpha_cond_look:
+                    status = "detected"
+                    checks_to_detection = done
+                    break
             if "consistency" not in dets or not query_b:
                 continue
             ok = ~np.isnan(dec_a_chk[:done]) & ~np.isnan(dec_b_chk[:done])
@@ -578,7 +597,10 @@ def run_two_source_audit(
         n_planned_checks=alloc.t_fraud - unpaired,
         check_p_true=p_true[sel],
     )
-    outcomes = tuple(make_detector(d).decide(ev, alpha_each) for d in dets)
+    outcomes = tuple(
+        make_detector(d).decide(ev, alpha_cond_final if d == "conditional" else alpha_each)
+        for d in dets
+    )
     if any(o.detected for o in outcomes):
         verdict = "manipulated"
     else:

@@ -215,18 +215,32 @@ class ConditionalDetector(Detector):
 
         self.min_p = check_real(min_p, "min_p", "ConditionalDetector", lo=0.0, hi=1.0)
 
+    def test(
+        self,
+        group_a: npt.ArrayLike,
+        decision_a: npt.ArrayLike,
+        group_proxy: npt.ArrayLike,
+        decision_proxy: npt.ArrayLike,
+        p_true: npt.ArrayLike,
+    ) -> tuple[int, npt.NDArray[np.bool_], FloatArray, float]:
+        """Mismatches on sure hits, the hit mask, their honest rates, and the exact p-value."""
+        pt = np.asarray(p_true, dtype=np.float64)
+        hit = (np.asarray(group_proxy) == np.asarray(group_a)) & (pt >= self.min_p)
+        mismatch = hit & (np.asarray(decision_proxy) != np.asarray(decision_a))
+        n = int(mismatch.sum())
+        rates = np.asarray(1.0 - pt[hit], dtype=np.float64)
+        return n, hit, rates, (poisson_binomial_sf(n, rates) if n else 1.0)
+
     def decide(self, evidence: PairedEvidence, alpha: float) -> DetectorOutcome:
         if evidence.check_p_true is None:
             return DetectorOutcome(
                 self.name, False, None, None, float(alpha),
                 {"reason": "the evidence lacks the proxy's per-pair probabilities"},
             )  # fmt: skip
-        p_true = np.asarray(evidence.check_p_true, dtype=np.float64)
-        hit = (evidence.check_group_proxy == evidence.check_group_a) & (p_true >= self.min_p)
-        mismatch = hit & (evidence.check_decision_proxy != evidence.check_decision_a)
-        n = int(mismatch.sum())
-        rates = 1.0 - p_true[hit]
-        p = poisson_binomial_sf(n, rates) if n else 1.0
+        n, hit, rates, p = self.test(
+            evidence.check_group_a, evidence.check_decision_a, evidence.check_group_proxy,
+            evidence.check_decision_proxy, evidence.check_p_true,
+        )  # fmt: skip
         return DetectorOutcome(
             self.name,
             bool(p < alpha),
