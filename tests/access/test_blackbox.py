@@ -88,7 +88,7 @@ def recs(xs: Sequence[float]) -> list[dict[str, float]]:
 
 def test_answers_in_input_order_with_concurrency() -> None:
     xs = np.linspace(-3, 3, 101)
-    be = Counting(max_batch=7, sleep=0.002)
+    be = Counting(max_batch=7, sleep=0.005)
     with BlackBox(be, concurrency=4) as bb:
         out = bb.query(recs(xs))
     np.testing.assert_array_equal(out.decisions, (xs > 0).astype(float))
