@@ -59,6 +59,8 @@ class AuditPool:
         if self.labels is not None and not np.isin(self.labels, (0.0, 1.0)).all():
             raise DataError("Labels must be 0 or 1 (1 = the favourable true outcome).")
         if self.decisions is not None and not np.isin(self.decisions, (0.0, 1.0)).all():
+            if np.isnan(self.decisions).any():
+                raise DataError("Decisions contain NaN (unparsed answers?): drop those rows.")
             raise DataError("Decisions must be 0 or 1; pass probabilities as scores.")
         if self.scores is not None:
             s = self.scores
