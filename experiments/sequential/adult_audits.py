@@ -13,7 +13,6 @@ table next to the paper's headline numbers.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -147,4 +146,3 @@ def plot(rows: list[dict], path: Path) -> None:
 
 if __name__ == "__main__":
     main()
-    _ = json

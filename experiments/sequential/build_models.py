@@ -12,8 +12,6 @@ import argparse
 import time
 from pathlib import Path
 
-import numpy as np
-
 from fairprobe.datasets.adult import load_adult
 from fairprobe.platform.model import AUDIT_FEATURES
 from fairprobe.sequential.models import build_adult_models, model_digest
@@ -59,7 +57,6 @@ def main() -> None:
             f"{r['model']:9s} {r['digest']} acc {r['accuracy']:.3f}  gap (male - female): "
             + "  ".join(f"{k} {v:+.3f}" for k, v in r.items() if k.startswith(("sp_", "eo_")))
         )
-    _ = np  # numpy kept for interactive use
 
 
 if __name__ == "__main__":
