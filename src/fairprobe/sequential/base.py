@@ -1,6 +1,6 @@
 """Pluggable sequential tests: base class, per-step auditors and the registry.
 
-A :class:`SequentialTest` is a seeded-free, deterministic strategy (all randomness lives in the
+A :class:`SequentialTest` is a deterministic strategy (all randomness lives in the
 query order). It offers two views of the same procedure:
 
 - :meth:`SequentialTest.stepper` returns a :class:`Stepper`, the per-step object of a live audit:
