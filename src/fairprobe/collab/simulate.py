@@ -57,8 +57,10 @@ from fairprobe.stats.counts import CountsVector
 
 __all__ = [
     "BASE_METHODS",
+    "AuditPlan",
     "RunResult",
     "SimConfig",
+    "audit_plan",
     "prepare_honest",
     "simulate",
     "simulate_reference",
@@ -221,6 +223,52 @@ def _graph(cfg: SimConfig) -> tuple[npt.NDArray[np.bool_], IntArray]:
     return adj, att
 
 
+@dataclass(frozen=True)
+class AuditPlan:
+    """Everything a seed fixes, for running the same audit elsewhere (e.g. on real nodes).
+
+    ``roster[j]`` is auditor ``j``'s id; ``adjacency`` the graph; ``attackers`` the attacker
+    indices; honest auditor ``j = honest_index[i]`` holds ``cells[i]`` inputs per
+    (group, label) cell (:data:`fairprobe.collab.partition.CELLS`), in local index order given by
+    :func:`fairprobe.collab.partition.item_types`, and draws them with
+    ``QuerySampler(size, np.random.default_rng(query_seeds[i]), replacement=...)``. Neighbours'
+    tables are merged in increasing index order. With these, :func:`simulate_reference` (and a
+    node network following the same plan) reproduces :func:`simulate` exactly.
+    """
+
+    config: SimConfig
+    roster: tuple[str, ...]
+    adjacency: npt.NDArray[np.bool_]
+    attackers: tuple[int, ...]
+    honest_index: tuple[int, ...]
+    cells: IntArray
+    query_seeds: tuple[np.random.SeedSequence, ...]
+    rounds: int
+
+    def neighbours(self, j: int) -> list[int]:
+        return [int(u) for u in np.flatnonzero(self.adjacency[j])]
+
+
+def audit_plan(cfg: SimConfig, *, setup: HonestSetup | None = None) -> AuditPlan:
+    """The partition, graph, roles, ids and query streams ``cfg`` fixes."""
+    setup = setup or prepare_honest(cfg)
+    adj, att = _graph(cfg)
+    v = cfg.honest + cfg.attackers
+    is_att = np.zeros(v, dtype=bool)
+    is_att[att] = True
+    _, _, query_ss = _streams(cfg.seed)
+    return AuditPlan(
+        config=cfg,
+        roster=tuple(f"a{j:04d}" for j in range(v)),
+        adjacency=adj,
+        attackers=tuple(int(x) for x in att),
+        honest_index=tuple(int(x) for x in np.flatnonzero(~is_att)),
+        cells=setup.cells,
+        query_seeds=tuple(query_ss.spawn(cfg.honest)),
+        rounds=setup.rounds,
+    )
+
+
 def _global(per_honest: FloatArray, k: int) -> float:
     vals = np.concatenate([per_honest, np.zeros(k)])
     return float(np.median(vals))
@@ -302,26 +350,23 @@ def simulate_reference(cfg: SimConfig, *, setup: HonestSetup | None = None) -> R
     :class:`AuditorCore`; attackers run :class:`AttackerCore`.
     """
     setup = setup or prepare_honest(cfg)
-    R, N, K = setup.rounds, cfg.honest, cfg.attackers
-    V = N + K
-    adj, att = _graph(cfg)
-    is_att = np.zeros(V, dtype=bool)
-    is_att[att] = True
-    hon = np.flatnonzero(~is_att)
-    roster = [f"a{j:04d}" for j in range(V)]
+    plan = audit_plan(cfg, setup=setup)
+    R, K = setup.rounds, cfg.attackers
+    V = cfg.honest + K
+    adj = plan.adjacency
+    att = np.array(plan.attackers, dtype=np.int64)
+    roster = list(plan.roster)
     cores: list[AuditorCore | AttackerCore] = []
     samplers: dict[int, tuple[QuerySampler, npt.NDArray[np.int8]]] = {}
-    _, _, query_ss = _streams(cfg.seed)
-    children = query_ss.spawn(N)
     for j in range(V):
-        if is_att[j]:
+        if j in plan.attackers:
             cores.append(AttackerCore(roster[j], roster, n=cfg.n, tau=cfg.tau,
                                       strategy=cfg.attack))
         else:
-            i = int(np.searchsorted(hon, j))
+            i = plan.honest_index.index(j)
             cores.append(AuditorCore(roster[j], roster, n=cfg.n, tau=cfg.tau, z_max=cfg.z_max))
-            types = item_types(setup.cells[i])
-            sampler = QuerySampler(types.size, np.random.default_rng(children[i]),
+            types = item_types(plan.cells[i])
+            sampler = QuerySampler(types.size, np.random.default_rng(plan.query_seeds[i]),
                                    replacement=cfg.replacement)
             samplers[j] = (sampler, types)
     nbrs = [np.flatnonzero(adj[j]) for j in range(V)]
