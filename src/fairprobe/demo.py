@@ -51,7 +51,8 @@ def _audit_section(ctx: dict[str, Any], cfg: DemoConfig, console: Console) -> di
         f"Fixed-budget audit of the platform's audit API at {ctx['url']}: disparate impact by "
         f"sex (Female vs Male, 80% rule), {cfg.budget} queries drawn from Adult's test split."
     )
-    backend = HttpJsonBackend(url=ctx["url"], path="/audit/predict")
+    backend = HttpJsonBackend(url=ctx["url"], path="/audit/predict",
+                              cache_name=f"demo-platform-seed{cfg.seed}-audit")
     with BlackBox(backend, cache=cfg.cache_dir / "demo-cache.sqlite", progress=True,
                   seed=cfg.seed) as bb:
         di = run_audit(bb, ctx["pool"], group_col="sex", group_a="Female", group_b="Male",
@@ -100,7 +101,8 @@ def _sequential_section(ctx: dict[str, Any], cfg: DemoConfig, console: Console) 
         f"beta 0.2), querying the same platform one record at a time, with each access level:"
     )
     out: dict[str, Any] = {}
-    backend = HttpJsonBackend(url=ctx["url"], path="/audit/predict")
+    backend = HttpJsonBackend(url=ctx["url"], path="/audit/predict",
+                              cache_name=f"demo-platform-seed{cfg.seed}-audit")
     with BlackBox(backend, cache=cfg.cache_dir / "demo-cache.sqlite", seed=cfg.seed) as bb:
         for access in ("decisions", "scores", "logits"):
             res = audit_live(bb, ctx["pool"], group_col="sex", metric="sp", access=access,
@@ -127,8 +129,9 @@ def _twosource_section(ctx: dict[str, Any], cfg: DemoConfig, console: Console) -
             f"discrimination, gamma = {gamma:g}); its user interface stays truthful. Two-source "
             "audit with the first-name proxy, budget 1000:"
         )
-        api = HttpJsonBackend(url=washer.url, path="/audit/predict")
-        ui = HttpJsonBackend(url=washer.url, path="/user/predict")
+        name = f"demo-washer-seed{cfg.seed}-positive-gamma{gamma:g}"
+        api = HttpJsonBackend(url=washer.url, path="/audit/predict", cache_name=f"{name}-audit")
+        ui = HttpJsonBackend(url=washer.url, path="/user/predict", cache_name=f"{name}-user")
         cache = cfg.cache_dir / "demo-cache.sqlite"
         with BlackBox(api, cache=cache, seed=cfg.seed) as a, BlackBox(ui, cache=cache,
                                                                       seed=cfg.seed) as b:

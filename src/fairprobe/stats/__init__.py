@@ -13,36 +13,86 @@ Three layers, one result type (:class:`MetricResult`):
 See ``docs/stats.md``.
 """
 
-from fairprobe.stats.api import (
-    METRICS,
-    compute_metric,
-    demographic_parity_difference,
-    disparate_impact_ratio,
-    equal_opportunity_difference,
-    group_counts,
-    performance_gap,
-)
+from typing import TYPE_CHECKING, Any
+
 from fairprobe.stats.counts import CountsVector, counts_from_decisions
-from fairprobe.stats.groups import REST, GroupSelection, select_groups
-from fairprobe.stats.intervals import (
-    katz_ratio_interval,
-    newcombe_interval,
-    normal_quantile,
-    score_ratio_interval,
-    welch_interval,
-    wilson_interval,
-)
-from fairprobe.stats.metrics import (
-    DEFAULT_CONFIDENCE_LEVEL,
-    DEFAULT_DI_THRESHOLD,
-    DEFAULT_TOLERANCE,
-    demographic_parity_from_counts,
-    disparate_impact_from_counts,
-    equal_opportunity_from_counts,
-    mean_stats,
-    performance_gap_from_stats,
-)
-from fairprobe.stats.result import ConfidenceInterval, MeanStats, MetricResult, Verdict
+
+if TYPE_CHECKING:
+    from fairprobe.stats.api import (
+        METRICS,
+        compute_metric,
+        demographic_parity_difference,
+        disparate_impact_ratio,
+        equal_opportunity_difference,
+        group_counts,
+        performance_gap,
+    )
+    from fairprobe.stats.counts import CountsVector, counts_from_decisions
+    from fairprobe.stats.groups import REST, GroupSelection, select_groups
+    from fairprobe.stats.intervals import (
+        katz_ratio_interval,
+        newcombe_interval,
+        normal_quantile,
+        score_ratio_interval,
+        welch_interval,
+        wilson_interval,
+    )
+    from fairprobe.stats.metrics import (
+        DEFAULT_CONFIDENCE_LEVEL,
+        DEFAULT_DI_THRESHOLD,
+        DEFAULT_TOLERANCE,
+        demographic_parity_from_counts,
+        disparate_impact_from_counts,
+        equal_opportunity_from_counts,
+        mean_stats,
+        performance_gap_from_stats,
+    )
+    from fairprobe.stats.result import ConfidenceInterval, MeanStats, MetricResult, Verdict
+
+# Everything but the counts vector loads on first use (PEP 562): importing fairprobe.stats.counts
+# (auditor nodes, the collaborative simulator) must not pay for scipy.stats.
+_LAZY = {
+    "ConfidenceInterval": "fairprobe.stats.result",
+    "DEFAULT_CONFIDENCE_LEVEL": "fairprobe.stats.metrics",
+    "DEFAULT_DI_THRESHOLD": "fairprobe.stats.metrics",
+    "DEFAULT_TOLERANCE": "fairprobe.stats.metrics",
+    "GroupSelection": "fairprobe.stats.groups",
+    "METRICS": "fairprobe.stats.api",
+    "MeanStats": "fairprobe.stats.result",
+    "MetricResult": "fairprobe.stats.result",
+    "REST": "fairprobe.stats.groups",
+    "Verdict": "fairprobe.stats.result",
+    "compute_metric": "fairprobe.stats.api",
+    "demographic_parity_difference": "fairprobe.stats.api",
+    "demographic_parity_from_counts": "fairprobe.stats.metrics",
+    "disparate_impact_from_counts": "fairprobe.stats.metrics",
+    "disparate_impact_ratio": "fairprobe.stats.api",
+    "equal_opportunity_difference": "fairprobe.stats.api",
+    "equal_opportunity_from_counts": "fairprobe.stats.metrics",
+    "group_counts": "fairprobe.stats.api",
+    "katz_ratio_interval": "fairprobe.stats.intervals",
+    "mean_stats": "fairprobe.stats.metrics",
+    "newcombe_interval": "fairprobe.stats.intervals",
+    "normal_quantile": "fairprobe.stats.intervals",
+    "performance_gap": "fairprobe.stats.api",
+    "performance_gap_from_stats": "fairprobe.stats.metrics",
+    "score_ratio_interval": "fairprobe.stats.intervals",
+    "select_groups": "fairprobe.stats.groups",
+    "welch_interval": "fairprobe.stats.intervals",
+    "wilson_interval": "fairprobe.stats.intervals",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fairprobe.stats' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_CONFIDENCE_LEVEL",
