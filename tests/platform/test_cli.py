@@ -80,3 +80,22 @@ def test_skops_model_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert d["model"].startswith("file:m.skops:")
     # the same pipeline as the default model, so the same figures
     assert d["accuracy"] == pytest.approx(0.7602, abs=5e-4)
+
+
+def test_serve_rejects_a_model_that_fails_on_the_schema(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A model file whose predict_proba breaks on the audit features fails at start-up, in one
+    line, before any port is served."""
+    from sklearn.linear_model import LogisticRegression
+
+    from conftest import free_port
+
+    model = LogisticRegression().fit([[0.0], [1.0]] * 2, [0, 1] * 2)  # wants 1 numeric column
+    path = tmp_path / "dummy.joblib"
+    joblib.dump(model, path)
+    argv = ["platform", "serve", "--model-file", str(path), "--port", str(free_port())]
+    code, _, err = _run(argv, capsys)
+    assert code == 2
+    assert err.startswith("error: The model file:dummy.joblib:"), err
+    assert "example record" in err

@@ -260,3 +260,33 @@ def test_margin_extremes(model: PlatformModel, adult_test: list) -> None:
     assert full.audit_predict(rows).decisions[truth.sex == "Female"].all()
     with pytest.raises(InvalidParameterError, match="fairwash_select"):
         FairwashConfig("positive", 0.1, select="best")
+
+
+def test_model_cache(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    from fairprobe.platform.model import model_cache_path
+
+    monkeypatch.setenv("FAIRPROBE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FAIRPROBE_NO_MODEL_CACHE", raising=False)
+    path = model_cache_path()
+    assert path.parent == tmp_path and not path.exists()
+    trained = PlatformModel.default()
+    assert path.is_file()
+    cached = PlatformModel.default()
+    df = load_adult("test", names_seed=None)
+    assert np.array_equal(trained.proba(df), cached.proba(df))  # floats round-trip exactly
+    assert model_cache_path(seed=1) != path
+    # a corrupt cache is retrained and rewritten
+    path.write_text("{not json")
+    again = PlatformModel.default()
+    assert np.array_equal(again.proba(df), trained.proba(df))
+    assert path.read_text().startswith("{")
+    # a later process serves from the cache without importing scikit-learn
+    code = (
+        "import sys; from fairprobe.platform.model import PlatformModel; "
+        "PlatformModel.default(); print('sklearn' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -12,6 +12,9 @@ Any object with ``predict_proba(DataFrame) -> array (n, 2)`` over these seven co
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +36,7 @@ __all__ = [
     "ProbaModel",
     "evaluate_model",
     "load_model_file",
+    "model_cache_path",
     "train_default_model",
 ]
 
@@ -145,6 +149,32 @@ class LinearAdultModel:
             float(np.asarray(clf.intercept_).ravel()[0]),
         )
 
+    def to_json(self) -> str:
+        """The coefficients as JSON (floats round-trip exactly)."""
+        return json.dumps(
+            {
+                "numeric_features": list(NUMERIC_FEATURES),
+                "mean": self.mean.tolist(),
+                "scale": self.scale.tolist(),
+                "w_num": self.w_num.tolist(),
+                "w_cat": self.w_cat,
+                "intercept": self.intercept,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> LinearAdultModel:
+        d = json.loads(text)
+        if d["numeric_features"] != list(NUMERIC_FEATURES):
+            raise ValueError("cached model has other features")
+        arrays = [np.asarray(d[k], dtype=np.float64) for k in ("mean", "scale", "w_num")]
+        if any(a.shape != (len(NUMERIC_FEATURES),) for a in arrays):
+            raise ValueError("cached model has the wrong shape")
+        w_cat = {str(c): {str(k): float(v) for k, v in w.items()} for c, w in d["w_cat"].items()}
+        if set(w_cat) != {"race", "sex"}:
+            raise ValueError("cached model has other categorical features")
+        return cls(arrays[0], arrays[1], arrays[2], w_cat, float(d["intercept"]))
+
     def decision_columns(self, cols: Columns) -> npt.NDArray[np.float64]:
         """The logit for a batch given as columns (no pandas: the served fast path)."""
         num = np.column_stack([np.asarray(cols[f], dtype=np.float64) for f in NUMERIC_FEATURES])
@@ -168,6 +198,33 @@ class LinearAdultModel:
     def predict_proba(self, X: pd.DataFrame) -> npt.NDArray[np.float64]:
         p = self.proba_columns({f: X[f].to_numpy() for f in AUDIT_FEATURES})
         return np.column_stack([1.0 - p, p])
+
+
+def model_cache_path(seed: int = DEFAULT_MODEL_SEED) -> Path:
+    """Where the fitted default model is cached.
+
+    ``$FAIRPROBE_CACHE_DIR``, else ``$XDG_CACHE_HOME/fairprobe``, else ``~/.cache/fairprobe``;
+    the file name carries a hash of the model id, the training data's sha256, the scikit-learn
+    version and the seed, so any change trains afresh.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    from fairprobe.datasets.adult import ADULT_SHA256
+
+    try:
+        skl = version("scikit-learn")
+    except PackageNotFoundError:  # pragma: no cover - scikit-learn is a dependency
+        skl = "unknown"
+    base = os.environ.get("FAIRPROBE_CACHE_DIR")
+    if base:
+        root = Path(base)
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        root = (Path(xdg) if xdg else Path.home() / ".cache") / "fairprobe"
+    key = hashlib.sha256(
+        f"{DEFAULT_MODEL_ID}|{ADULT_SHA256['train']}|{skl}|{seed}".encode()
+    ).hexdigest()[:16]
+    return root / f"platform-{DEFAULT_MODEL_ID}-{key}.json"
 
 
 def load_model_file(path: str | Path) -> Any:
@@ -206,9 +263,32 @@ class PlatformModel:
     estimator: Any
 
     @classmethod
-    def default(cls, seed: int = DEFAULT_MODEL_SEED) -> PlatformModel:
-        """The default logistic regression, served through :class:`LinearAdultModel`."""
-        return cls(DEFAULT_MODEL_ID, LinearAdultModel.from_pipeline(train_default_model(seed)))
+    def default(cls, seed: int = DEFAULT_MODEL_SEED, *, cache: bool = True) -> PlatformModel:
+        """The default logistic regression, served through :class:`LinearAdultModel`.
+
+        With ``cache`` (default) the fitted coefficients are kept in
+        :func:`model_cache_path` and reused by later processes (no scikit-learn import, no
+        training); the file is keyed by the data checksum, the scikit-learn version and the
+        seed, and rewritten when unreadable. Set ``FAIRPROBE_NO_MODEL_CACHE=1`` to always train.
+        """
+        if os.environ.get("FAIRPROBE_NO_MODEL_CACHE") == "1":
+            cache = False
+        path = model_cache_path(seed) if cache else None
+        if path is not None and path.is_file():
+            try:
+                return cls(DEFAULT_MODEL_ID, LinearAdultModel.from_json(path.read_text()))
+            except (OSError, ValueError, KeyError, TypeError):
+                pass  # unreadable: train again and overwrite
+        linear = LinearAdultModel.from_pipeline(train_default_model(seed))
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(linear.to_json())
+                os.replace(tmp, path)
+            except OSError:
+                pass  # a read-only cache only costs the training time
+        return cls(DEFAULT_MODEL_ID, linear)
 
     @classmethod
     def from_file(cls, path: str | Path) -> PlatformModel:
@@ -232,7 +312,9 @@ class PlatformModel:
             else:
                 frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(dict(X))
                 frame = frame[list(AUDIT_FEATURES)]
-                out = np.asarray(self.estimator.predict_proba(frame), dtype=float)
+                with warnings.catch_warnings():  # e.g. feature-name warnings, once per request
+                    warnings.simplefilter("ignore")
+                    out = np.asarray(self.estimator.predict_proba(frame), dtype=float)
         except Exception as exc:
             raise DataError(f"The platform model failed on the input: {exc}") from exc
         if out.ndim == 2:

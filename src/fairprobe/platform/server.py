@@ -21,7 +21,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from fairprobe._validation import check_int, check_real
-from fairprobe.errors import DataError
+from fairprobe.errors import ConfigError, DataError
 from fairprobe.platform.core import (
     EXAMPLE_AUDIT_RECORD,
     EXAMPLE_USER_RECORD,
@@ -260,9 +260,13 @@ def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
 
 def load_platform_model(cfg: ServerConfig) -> PlatformModel:
     """The model ``cfg`` asks for: a model file, or the default logistic regression."""
-    if cfg.model_file:
-        return PlatformModel.from_file(cfg.model_file)
-    return PlatformModel.default()
+    model = PlatformModel.from_file(cfg.model_file) if cfg.model_file else PlatformModel.default()
+    # warm-up: imports what the first request needs, and checks a model file fits the schema
+    try:
+        Platform(model).audit_predict([EXAMPLE_AUDIT_RECORD])
+    except DataError as exc:
+        raise ConfigError(f"The model {model.model_id} fails on the example record: {exc}") from exc
+    return model
 
 
 def serve(cfg: ServerConfig, *, log_level: str = "warning") -> None:
