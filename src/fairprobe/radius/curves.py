@@ -80,7 +80,8 @@ class GroupCurve:
         a[dn], c[dn], s[dn] = self.lo, self.end_cost(False), -np.inf
         return a, c, s
 
-    def solve(self, targets: FloatArray, tol: float = 1e-14) -> FloatArray:
+    def solve(self, targets: FloatArray, tol: float = 1e-14,
+              guess: FloatArray | None = None) -> FloatArray:
         """Parameters whose curve point has mean ``targets`` (vectorised safeguarded secant).
 
         Targets at a support end give ``+-inf``; targets outside the support raise ValueError.
@@ -161,17 +162,20 @@ class KLCurve(GroupCurve):
     def scale(self) -> float:
         return 1.0 / max(math.sqrt(self.var), 1e-300)
 
-    def _block(self, lam: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-        # shift by the end that keeps exponents <= 0
+    def _weights(self, lam: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Unnormalised tilted weights (rows), shifted so exponents are <= log p_j."""
         ref = np.where(lam >= 0, self.hi, self.lo)
-        e = np.exp(lam[:, None] * (self.v[None, :] - ref[:, None])) * self.p[None, :]
-        z = e.sum(axis=1)
-        dev = self.v[None, :] - self.mean
-        ad = (e @ (self.v - self.mean)) / z  # a - mean, computed on centred values
-        a = self.mean + ad
+        if not hasattr(self, "_logp"):
+            self._logp = np.log(self.p)
+            self._x = self.v - self.mean
+        e = np.exp(lam[:, None] * (self.v[None, :] - ref[:, None]) + self._logp[None, :])
+        return e, e.sum(axis=1), ref
+
+    def _block(self, lam: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        e, z, ref = self._weights(lam)
+        a = self.mean + (e @ self._x) / z  # centred values: no cancellation near the mean
         # c = lam a - Lambda(lam) = lam (a - ref) - log z
         c = lam * (a - ref) - np.log(z)
-        del dev
         return a, np.maximum(c, 0.0), lam.copy()
 
     def eval(self, params: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -181,6 +185,57 @@ class KLCurve(GroupCurve):
             return self._block(lam)
         parts = [self._block(lam[i : i + rows]) for i in range(0, lam.size, rows)]
         return tuple(np.concatenate([q[k] for q in parts]) for k in range(3))  # type: ignore[return-value]
+
+    def _mean_var(self, lam: FloatArray) -> tuple[FloatArray, FloatArray]:
+        e, z, _ = self._weights(lam)
+        ad = (e @ self._x) / z
+        var = np.maximum((e @ (self._x * self._x)) / z - ad * ad, 0.0)
+        return self.mean + ad, var
+
+    def solve(self, targets: FloatArray, tol: float = 1e-14,
+              guess: FloatArray | None = None) -> FloatArray:
+        """Tilt parameters with mean ``targets``: Newton on ``Lambda'(lam) = a`` (the slope is the
+        tilted variance), safeguarded by a bracket and bisection; ``+-inf`` at the support ends."""
+        t = np.atleast_1d(np.asarray(targets, dtype=float))
+        span = max(self.spread, 1e-300)
+        if np.any(t > self.hi + 1e-12 * span) or np.any(t < self.lo - 1e-12 * span):
+            raise ValueError("target mean outside the group's support")
+        out = np.where(t >= self.hi, np.inf, np.where(t <= self.lo, -np.inf, 0.0))
+        inside = (t > self.lo) & (t < self.hi)
+        if not inside.any():
+            return out
+        tt = t[inside]
+        lo = np.full(tt.size, -np.inf)
+        hi = np.full(tt.size, np.inf)
+        lam = (tt - self.mean) / max(self.var, 1e-300)
+        if guess is not None:
+            gs = np.broadcast_to(np.asarray(guess, dtype=float), t.shape)[inside]
+            lam = np.where(np.isfinite(gs), gs, lam)
+        atol = tol * (abs(self.hi) + abs(self.lo) + span)
+        for _ in range(200):
+            a, var = self._mean_var(lam)
+            f = a - tt
+            lo = np.where(f < 0, np.maximum(lo, lam), lo)
+            hi = np.where(f > 0, np.minimum(hi, lam), hi)
+            if np.all(np.abs(f) <= atol):
+                break
+            with np.errstate(divide="ignore", invalid="ignore"):
+                step = lam - f / var
+            # bisection (or doubling towards an open side) when Newton leaves the bracket
+            fin_lo, fin_hi = np.isfinite(lo), np.isfinite(hi)
+            with np.errstate(invalid="ignore"):
+                mid = np.where(fin_lo & fin_hi, 0.5 * (lo + hi),
+                               np.where(fin_lo, lo + np.maximum(np.abs(lo), self.scale()),
+                                        hi - np.maximum(np.abs(hi), self.scale())))
+            bad = ~np.isfinite(step) | (step <= lo) | (step >= hi)
+            new = np.where(bad, mid, step)
+            done = np.abs(f) <= atol
+            new = np.where(done, lam, new)
+            if np.all(new == lam):
+                break
+            lam = new
+        out[inside] = lam
+        return out
 
     def ratio(self, param: float) -> FloatArray:
         if param == np.inf or param == -np.inf:

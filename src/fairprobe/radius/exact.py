@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fairprobe.radius._data import AuditData
-from fairprobe.radius.curves import GroupCurve, make_curve
+from fairprobe.radius.curves import GroupCurve, KLCurve, make_curve
 from fairprobe.radius.divergences import Divergence, get_divergence
 from fairprobe.radius.result import RadiusResult
 
@@ -128,7 +128,7 @@ class _Knots:
         return np.where(ok, out, np.nan)
 
 
-def _initial_params(curve: GroupCurve, lo: float, hi: float, size: int = 17) -> FloatArray:
+def _initial_params(curve: GroupCurve, lo: float, hi: float, size: int = 9) -> FloatArray:
     pl, ph = curve.solve(np.array([lo, hi]))
     sc = curve.scale()
     fin = [p for p in (pl, ph) if np.isfinite(p)]
@@ -137,7 +137,7 @@ def _initial_params(curve: GroupCurve, lo: float, hi: float, size: int = 17) -> 
         parts.append(np.linspace(pl, ph, size))
     else:
         base = fin[0] if fin else 0.0
-        steps = sc * 2.0 ** np.arange(-3, 48)
+        steps = sc * 8.0 ** np.arange(-1, 17)
         if ph == np.inf:
             parts.append(base + steps)
         if pl == -np.inf:
@@ -178,9 +178,11 @@ def line_optimum(
     if jl > ju:
         return None
 
-    def exact_at(a: float) -> LineOptimum:
-        p0 = float(c0.solve(np.array([a]))[0]) if not c0.constant else 0.0
-        p1 = float(c1.solve(np.array([a - t]))[0]) if not c1.constant else 0.0
+    def exact_at(a: float, g0: float | None = None, g1: float | None = None) -> LineOptimum:
+        gs0 = None if g0 is None else np.array([g0])
+        gs1 = None if g1 is None else np.array([g1])
+        p0 = float(c0.solve(np.array([a]), guess=gs0)[0]) if not c0.constant else 0.0
+        p1 = float(c1.solve(np.array([a - t]), guess=gs1)[0]) if not c1.constant else 0.0
         k0 = float(c0.eval_full(np.array([p0]))[1][0]) if not c0.constant else 0.0
         k1 = float(c1.eval_full(np.array([p1]))[1][0]) if not c1.constant else 0.0
         _, _, r = div.split(pi, (k0, k1))
@@ -235,7 +237,9 @@ def line_optimum(
             added += kn.add(newp)
         if added == 0:
             break  # every open cell is at floating-point resolution
-    opt = exact_at(best_z)
+    guess = [float(np.interp(best_z, kn.A, np.where(np.isfinite(kn.P), kn.P, np.nan)))
+             if isinstance(kn.curve, KLCurve) else None for kn in (k0, k1)]
+    opt = exact_at(best_z, *[g if g is not None and np.isfinite(g) else None for g in guess])
     if opt.radius > div.total(best_f):  # cannot happen beyond rounding; keep the certified value
         opt.radius = max(div.total(best_f), 0.0)
     opt.lower = min(div.total(ub), opt.radius)
