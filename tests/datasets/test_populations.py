@@ -46,3 +46,16 @@ def test_bad_inputs(tmp_path: Path) -> None:
         get_population("nope")
     with pytest.raises(DataError, match="must end in"):
         write_population_answers("bios-moderate", tmp_path / "x.xlsx")
+
+
+def test_answer_sets_replay_through_the_replay_backend(tmp_path: Path) -> None:
+    """The written file is usable as is by fairprobe.access.ReplayBackend (key query_id)."""
+    from fairprobe.access.replay import ReplayBackend
+
+    pop = get_population("civil-moderate")
+    path = write_population_answers("civil-moderate", tmp_path / "ans.parquet", seed=1)
+    backend = ReplayBackend(path, key_column="query_id")
+    frame = pop.answers_frame(seed=1)
+    queries = [{"query_id": int(q)} for q in frame["query_id"].iloc[:500]]
+    answers = backend.ask(queries)
+    assert [a.decision for a in answers] == frame["decision"].iloc[:500].tolist()
