@@ -162,18 +162,47 @@ class KLCurve(GroupCurve):
     def scale(self) -> float:
         return 1.0 / max(math.sqrt(self.var), 1e-300)
 
-    def _weights(self, lam: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """Unnormalised tilted weights (rows), shifted so exponents are <= log p_j."""
-        ref = np.where(lam >= 0, self.hi, self.lo)
+    def _sums(self, lam: FloatArray, second: bool = False) -> tuple[FloatArray, ...]:
+        """Per tilt: ``z = sum p e^{lam (v - ref)}``, ``sum (.) x`` and optionally ``sum (.) x^2``.
+
+        ``ref`` is the support end that keeps exponents <= 0. Atoms whose exponent is below
+        -750 contribute exactly 0.0 in float64 and are skipped (values are sorted, so the
+        contributing atoms form a contiguous run): large tilts touch few atoms.
+        """
         if not hasattr(self, "_logp"):
             self._logp = np.log(self.p)
             self._x = self.v - self.mean
-        e = np.exp(lam[:, None] * (self.v[None, :] - ref[:, None]) + self._logp[None, :])
-        return e, e.sum(axis=1), ref
+            self._x2 = self._x * self._x
+        ref = np.where(lam >= 0, self.hi, self.lo)
+        with np.errstate(divide="ignore"):
+            cut = np.where(lam > 0, self.hi - 750.0 / lam, np.where(lam < 0, self.lo - 750.0 / lam, 0))
+        n = self.v.size
+        lo_i = np.where(lam > 0, np.searchsorted(self.v, cut, side="left"), 0)
+        hi_i = np.where(lam < 0, np.searchsorted(self.v, cut, side="right"), n)
+        z = np.empty(lam.size)
+        s1 = np.empty(lam.size)
+        s2 = np.empty(lam.size)
+        sparse = (hi_i - lo_i) < n // 2
+        dense = ~sparse
+        if dense.any():
+            ld = lam[dense]
+            e = np.exp(ld[:, None] * (self.v[None, :] - ref[dense][:, None]) + self._logp[None, :])
+            z[dense] = e.sum(axis=1)
+            s1[dense] = e @ self._x
+            if second:
+                s2[dense] = e @ self._x2
+        for i in np.flatnonzero(sparse):
+            sl = slice(int(lo_i[i]), int(hi_i[i]))
+            e1 = np.exp(lam[i] * (self.v[sl] - ref[i]) + self._logp[sl])
+            z[i] = e1.sum()
+            s1[i] = e1 @ self._x[sl]
+            if second:
+                s2[i] = e1 @ self._x2[sl]
+        return z, s1, s2, ref
 
     def _block(self, lam: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-        e, z, ref = self._weights(lam)
-        a = self.mean + (e @ self._x) / z  # centred values: no cancellation near the mean
+        z, s1, _, ref = self._sums(lam)
+        a = self.mean + s1 / z  # centred values: no cancellation near the mean
         # c = lam a - Lambda(lam) = lam (a - ref) - log z
         c = lam * (a - ref) - np.log(z)
         return a, np.maximum(c, 0.0), lam.copy()
@@ -187,10 +216,9 @@ class KLCurve(GroupCurve):
         return tuple(np.concatenate([q[k] for q in parts]) for k in range(3))  # type: ignore[return-value]
 
     def _mean_var(self, lam: FloatArray) -> tuple[FloatArray, FloatArray]:
-        e, z, _ = self._weights(lam)
-        ad = (e @ self._x) / z
-        var = np.maximum((e @ (self._x * self._x)) / z - ad * ad, 0.0)
-        return self.mean + ad, var
+        z, s1, s2, _ = self._sums(lam, second=True)
+        ad = s1 / z
+        return self.mean + ad, np.maximum(s2 / z - ad * ad, 0.0)
 
     def solve(self, targets: FloatArray, tol: float = 1e-14,
               guess: FloatArray | None = None) -> FloatArray:
