@@ -72,7 +72,7 @@ def test_model_file_is_served(llm: PlatformProcess) -> None:
 
 
 def test_chat_answers_match_the_audit_api(llm: PlatformProcess) -> None:
-    recs = _records(80)
+    recs = _records(60)
     audit = httpx.post(llm.url + "/audit/predict", json={"instances": recs}).json()["predictions"]
     contents = [_chat(llm.url, rec)["choices"][0]["message"]["content"] for rec in recs]
     for content, a in zip(contents, audit, strict=True):
@@ -80,9 +80,9 @@ def test_chat_answers_match_the_audit_api(llm: PlatformProcess) -> None:
             assert content == (">50K" if a["decision"] == 1 else "<=50K")
     # the garbled share is seeded per record (about 25%): a second pass garbles the same ones
     garbled = sum(c == GARBLED_REPLY for c in contents)
-    assert 0.10 < garbled / len(recs) < 0.42
-    again = [_chat(llm.url, rec)["choices"][0]["message"]["content"] for rec in recs[:40]]
-    assert again == contents[:40]
+    assert 0.08 < garbled / len(recs) < 0.45
+    again = [_chat(llm.url, rec)["choices"][0]["message"]["content"] for rec in recs[:25]]
+    assert again == contents[:25]
 
 
 def test_json_schema_and_logprobs(llm: PlatformProcess) -> None:
@@ -141,19 +141,19 @@ def test_bad_chat_bodies(llm: PlatformProcess, body: dict, match: str) -> None:
 
 
 def test_fault_injection() -> None:
-    with PlatformProcess(fail_rate=0.5, delay_ms=150, seed=1) as p:
+    with PlatformProcess(fail_rate=0.5, delay_ms=100, seed=1) as p, httpx.Client() as c:
         codes = []
         t0 = time.perf_counter()
-        for _ in range(30):
-            r = httpx.post(p.url + "/audit/predict", json={"instances": [EXAMPLE_AUDIT_RECORD]})
+        for _ in range(24):
+            r = c.post(p.url + "/audit/predict", json={"instances": [EXAMPLE_AUDIT_RECORD]})
             codes.append(r.status_code)
             if r.status_code == 429:
                 assert r.headers["retry-after"] == "0"
         elapsed = time.perf_counter() - t0
-        assert elapsed >= 30 * 0.15
+        assert elapsed >= 24 * 0.1
         assert set(codes) == {200, 429, 503}
-        assert 5 <= codes.count(200) <= 25
+        assert 4 <= codes.count(200) <= 20
         # health is never failed, so launchers and clients can always probe it
-        assert all(httpx.get(p.url + "/health").status_code == 200 for _ in range(10))
+        assert all(c.get(p.url + "/health").status_code == 200 for _ in range(10))
         proc = p.proc
     assert proc is not None and proc.poll() is not None  # terminated on exit
