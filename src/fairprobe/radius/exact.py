@@ -222,6 +222,10 @@ def line_optimum(
         cand = np.where(np.isfinite(cand), np.clip(cand, lo_b, hi_b), lo_b)
         f_ub = pi[0] * psi(k0.lower(i0, cand)) + pi[1] * psi(k1.lower(i1, cand))
         seg_ub = f_ub.max(axis=1)
+        # split where the bound is largest (cutting-plane style), kept off the segment ends
+        z_arg = cand[np.arange(cand.shape[0]), np.argmax(f_ub, axis=1)]
+        wdt = zr - zl
+        z_split = np.clip(z_arg, zl + 0.25 * wdt, zr - 0.25 * wdt)
         ub = float(seg_ub.max())
         r_best = div.total(best_f)
         r_lower = div.total(ub)
@@ -232,7 +236,7 @@ def line_optimum(
             open_seg = open_seg[np.argsort(seg_ub[open_seg])[-64:]]
         added = 0
         for kn, idx in ((k0, i0), (k1, i1)):
-            newp = kn.interior_param(idx[open_seg], zm[open_seg])
+            newp = kn.interior_param(kn.cell(z_split[open_seg]), z_split[open_seg])
             newp = np.unique(newp[np.isfinite(newp)])
             added += kn.add(newp)
         if added == 0:
