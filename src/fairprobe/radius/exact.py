@@ -235,7 +235,7 @@ def line_optimum(
         if open_seg.size > 64:
             open_seg = open_seg[np.argsort(seg_ub[open_seg])[-64:]]
         added = 0
-        for kn, idx in ((k0, i0), (k1, i1)):
+        for kn in (k0, k1):
             newp = kn.interior_param(kn.cell(z_split[open_seg]), z_split[open_seg])
             newp = np.unique(newp[np.isfinite(newp)])
             added += kn.add(newp)
