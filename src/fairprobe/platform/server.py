@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -281,6 +282,15 @@ def serve(cfg: ServerConfig, *, log_level: str = "warning") -> None:
             app, log_level=log_level, access_log=False, timeout_graceful_shutdown=2
         )
         server = uvicorn.Server(config)
+        host, port = sock.getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        fw = cfg.fairwash
+        lie = "none" if fw.mode == "none" else f"{fw.mode}, gamma={fw.gamma:g}, {fw.select}"
+        sys.stderr.write(
+            f"fairprobe platform: model {model.model_id} on http://{shown}:{port} "
+            f"(audit API fairwash: {lie}); Ctrl-C to stop\n"
+        )
+        sys.stderr.flush()
         server.run(sockets=[sock])
     finally:
         sock.close()
