@@ -225,3 +225,14 @@ def test_bad_input_one_clear_error(kwargs, err, text):
     with pytest.raises(err, match=text) as info:
         consistency_radius(args.pop("values"), args.pop("groups"), args.pop("tolerance"), **args)
     assert "\n" not in str(info.value)
+
+
+def test_zero_weight_points_do_not_extend_the_support():
+    # the zero-weight point at 1.0 must not let group 0 reach mean 1.0
+    with_zero = consistency_radius([0.2, 0.4, 1.0, 0.3, 0.35], [0, 0, 0, 1, 1], 0.3,
+                                   weights=[1, 1, 0, 1, 1])
+    without = consistency_radius([0.2, 0.4, 0.3, 0.35], [0, 0, 1, 1], 0.3)
+    assert with_zero.infinite and without.infinite
+    a = consistency_radius([0.2, 0.4, 1.0, 0.3, 0.35], [0, 0, 0, 1, 1], 0.05, weights=[1, 1, 0, 1, 1])
+    b = consistency_radius([0.2, 0.4, 0.3, 0.35], [0, 0, 1, 1], 0.05)
+    assert a.radius == pytest.approx(b.radius, rel=1e-9)

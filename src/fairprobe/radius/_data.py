@@ -59,7 +59,7 @@ class AuditData:
 
     def group_atoms(self, k: int) -> tuple[FloatArray, FloatArray]:
         """Sorted distinct values of group ``k`` and their within-group probabilities."""
-        sel = self.atom_groups == k
+        sel = (self.atom_groups == k) & (self.atom_probs > 0)  # zero-mass points cannot grow
         v = self.atom_values[sel]
         p = self.atom_probs[sel]
         order = np.argsort(v, kind="stable")

@@ -329,6 +329,7 @@ def _reweighting(
         sel = data.groups == k
         cv = curves[k]
         r = np.ones(cv.v.size) if cv.constant else cv.ratio(params[k])
-        idx = np.searchsorted(cv.v, data.values[sel])
+        idx = np.clip(np.searchsorted(cv.v, data.values[sel]), 0, cv.v.size - 1)
         h[sel] = mass_ratio[k] * r[idx]
+    h[data.probs == 0] = 0.0  # points outside the audit distribution carry no mass
     return h
