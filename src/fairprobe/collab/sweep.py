@@ -163,11 +163,14 @@ def sweep(
         import dask
         from dask.distributed import Client, LocalCluster, as_completed
 
-        # Tasks are pure numpy: the worker's statistical profiler (10 ms) and GIL monitor (1 ms)
-        # would only cost CPU on a small machine.
+        # Tasks are pure numpy: the worker's statistical profiler (10 ms), GIL monitor (1 ms) and
+        # fast monitoring ticks would only cost CPU on a small machine.
         quiet = dask.config.set({
             "distributed.worker.profile.enabled": False,
             "distributed.admin.system-monitor.gil.enabled": False,
+            "distributed.admin.system-monitor.interval": "5s",
+            "distributed.admin.tick.interval": "500ms",
+            "distributed.worker.memory.monitor-interval": "1s",
         })
         quiet.__enter__()
 
