@@ -6,7 +6,8 @@ Adult test split on which the name rule's accuracy is 94.2%: every record whose 
 maps deterministically to the right sex, plus a uniform share of the others.
 
 Formula: the share of checked answers flipped at which p_manip(127, 0.942) = 70%.
-Measured: 500 audits per server rate (budget 750, t_fraud = 127, the consistency detector) against
+Measured: 500 audits per server rate (budget 750, t_fraud = 127; the consistency detector with
+both nulls and the conditional detector, each at 5%) against
 platform servers fairwashing by positive discrimination; the flip share at which the measured power
 crosses 70% is interpolated.
 
@@ -32,7 +33,7 @@ from fairprobe.twosource.theory import n_max, p_manip  # noqa: E402
 
 TARGET_ACC = 0.942
 BUDGET, CHECKS = 750, 127
-GAMMAS = (0.0, 0.25, 0.5, 0.75, 1.0)
+GAMMAS = (0.0, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5)
 REPS = 500
 
 
@@ -65,21 +66,24 @@ def main() -> None:
             ya, yb = a_decisions(api, P), b_decisions(ui, P)
         honest = ya if honest is None else honest
         ra, rb = RowReplay(ya), RowReplay(yb)
-        n_inc = np.array([
+        runs = [
             run_two_source_audit(ra, rb, P, name, budget=BUDGET, t_fraud=CHECKS, seed=s,
-                                 detectors=("consistency",), early_stop=False, batch_size=CHECKS,
-                                 proxy_accuracy=acc).consistency.details["n_inconsistent"]  # type: ignore[union-attr]
+                                 detectors=("consistency", "conditional"), early_stop=False,
+                                 batch_size=CHECKS, proxy_accuracy=acc, alpha=0.10)
             for s in range(REPS)
-        ])  # fmt: skip
+        ]  # fmt: skip
+        n_inc = np.array([r.consistency.details["n_inconsistent"] for r in runs])  # type: ignore[union-attr]
+        cond = float(np.mean([r.outcome("conditional").detected for r in runs]))  # type: ignore[union-attr]
         flip = float(np.mean(ya != honest))
-        row = {"gamma": g, "flip_share": flip}
+        row = {"gamma": g, "flip_share": flip, "conditional": cond}
         for null, p in (("agree", acc.p_agree), ("accuracy", acc.p_phi)):
             nm = n_max(CHECKS, p)
             row[null] = {"n_max": nm, "measured": float((n_inc > nm).mean()),
                          "lemma2": float(p_manip(CHECKS, p, flip))}  # fmt: skip
         rows.append(row)
         print(f"gamma {g:4.2f}: flipped {flip:6.2%}  measured power {row['agree']['measured']:.3f}"
-              f" [agree null]  {row['accuracy']['measured']:.3f} [paper null]  Lemma 2 "
+              f" [agree null]  {row['accuracy']['measured']:.3f} [paper null]  {cond:.3f} [conditional]"
+              f"  Lemma 2 "
               f"{row['accuracy']['lemma2']:.3f}  ({time.time() - t0:.0f}s)", flush=True)  # fmt: skip
     cross = {}
     for null in ("agree", "accuracy"):
