@@ -54,7 +54,7 @@ def main() -> None:
     sex = P["sex"].to_numpy(dtype=object)
     proxy = make_proxy("name")
     acc = proxy.accuracy(P, sex)
-    p_pf = proxy._probabilities(P)
+    p_pf = proxy.probabilities(P)
     p_right = np.where(sex == "Female", p_pf[:, 0], p_pf[:, 1])  # P(draw = true sex)
     cache = ResponseCache(":memory:")
     honest_a = None

@@ -97,7 +97,7 @@ def main() -> None:
                   flush=True)  # fmt: skip
     assert yb is not None and honest is not None
     name = make_proxy("name")
-    pf = name._probabilities(P)[:, 0]
+    pf = name.probabilities(P)[:, 0]
     di_b = {
         "name": soft_di(yb, pf),
         "perfect": di(yb, female),

@@ -42,7 +42,7 @@ def main() -> None:
     full = pool()
     name = make_proxy("name")
     sex = full["sex"].to_numpy(dtype=object)
-    pf = name._probabilities(full)[:, 0]
+    pf = name.probabilities(full)[:, 0]
     p_right = np.where(sex == "Female", pf, 1 - pf)
     hat = p_right == 1.0
     others = np.flatnonzero(~hat)

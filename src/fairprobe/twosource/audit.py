@@ -480,7 +480,7 @@ def run_two_source_audit(
     pos = {c: i for i, c in enumerate(pool.columns)}
     used = list(dict.fromkeys([*a_cols, *b_cols, group_column, *proxy.required_columns]))
     check_frame = pool.iloc[check_idx, [pos[c] for c in used]]  # only the columns needed
-    probs = proxy._probabilities(check_frame)
+    probs = proxy.probabilities(check_frame)
     proxy_groups = proxy.draw(probs, seed=proxy_seed)
     p_true = np.zeros(check_idx.size)  # P(proxy draw = true group), per check
     for j, g in enumerate(proxy.groups):

@@ -107,6 +107,10 @@ class Proxy(ABC):
 
     # ---- shared machinery -------------------------------------------------------------------
 
+    def probabilities(self, records: pd.DataFrame) -> FloatArray:
+        """Validated ``(n, len(groups))`` probabilities of :meth:`group_probabilities`."""
+        return self._probabilities(records)
+
     def _probabilities(self, records: pd.DataFrame) -> FloatArray:
         if not isinstance(records, pd.DataFrame):
             raise DataError(
