@@ -14,7 +14,8 @@ Printed next to each measured power:
 Two nulls: ``agree`` (the audit's default, p = p_agree) and ``accuracy`` (the paper's p_phi),
 and the ``conditional`` detector (exact Poisson-binomial test on the pairs whose proxy draw hit).
 
-Run: ``.venv/bin/python experiments/twosource/detection_power.py`` (about 10 minutes).
+Run: ``.venv/bin/python experiments/twosource/detection_power.py`` (about 30 minutes on the
+shared 2-core machine).
 """
 
 from __future__ import annotations
