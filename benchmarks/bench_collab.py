@@ -47,29 +47,47 @@ def main() -> None:
         print(f"{case:16s} {rounds:3d} rounds: median wall {w:.3f} s, CPU {c:.3f} s")
 
     print("\n== runs per second, one process, sample of the Table II grid ==")
-    sample = [(case, k, s) for case in ("bios-very-unfair", "bios-moderate", "bios-near-fair")
-              for k in (1, 5, 10, 15, 19) for s in (0, 1)]
+    sample = [
+        (case, k, s)
+        for case in ("bios-very-unfair", "bios-moderate", "bios-near-fair")
+        for k in (1, 5, 10, 15, 19)
+        for s in (0, 1)
+    ]
     t0, c0 = time.perf_counter(), time.process_time()
     for case, k, s in sample:
         simulate(SimConfig(case=case, attackers=k, seed=s))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    print(f"{len(sample)} runs: {len(sample) / wall:.2f} runs/s wall, {len(sample) / cpu:.2f} "
-          f"runs/s CPU; Table II (1,140 runs) on 2 worker processes ~ {1140 / (len(sample) / cpu) / 2:.0f} s"
-          " of CPU-bound wall time (plus ~5 s cluster start)")
+    print(
+        f"{len(sample)} runs: {len(sample) / wall:.2f} runs/s wall, {len(sample) / cpu:.2f} "
+        f"runs/s CPU; Table II (1,140 runs) on 2 worker processes ~ {1140 / (len(sample) / cpu) / 2:.0f} s"
+        " of CPU-bound wall time (plus ~5 s cluster start)"
+    )
 
-    print("\n== cost of one run vs number of auditors (K = 30% of N, alpha = 100, n = 20, 8 rounds;"
-          " expected degree max(4, ln V + 4) so that G(V, p) can be connected) ==")
+    print(
+        "\n== cost of one run vs number of auditors (K = 30% of N, alpha = 100, n = 20, 8 rounds;"
+        " expected degree max(4, ln V + 4) so that G(V, p) can be connected) =="
+    )
     sizes = (20, 77, 154, 385, 770) if not args.quick else (20, 77)
     for n_h in sizes:
         k = round(0.3 * n_h)
         v = n_h + k
-        cfg = SimConfig(case="bios-near-fair", honest=n_h, attackers=k, seed=0, alpha=100.0,
-                        n=20, max_rounds=8, min_per_group=10,
-                        degree=4.0 if v <= 60 else math.log(v) + 4.0)
+        cfg = SimConfig(
+            case="bios-near-fair",
+            honest=n_h,
+            attackers=k,
+            seed=0,
+            alpha=100.0,
+            n=20,
+            max_rounds=8,
+            min_per_group=10,
+            degree=4.0 if v <= 60 else math.log(v) + 4.0,
+        )
         st = prepare_honest(cfg)
         w, c = timed(lambda cfg=cfg, st=st: simulate(cfg, setup=st), max(1, r // 2))
-        print(f"V = {n_h + k:4d} auditors ({k:3d} attackers), {st.rounds} rounds: wall {w:.3f} s, "
-              f"CPU {c:.3f} s, {1000 * c / st.rounds:.1f} ms CPU per round")
+        print(
+            f"V = {n_h + k:4d} auditors ({k:3d} attackers), {st.rounds} rounds: wall {w:.3f} s, "
+            f"CPU {c:.3f} s, {1000 * c / st.rounds:.1f} ms CPU per round"
+        )
 
     print("\n== cost of one run vs number of rounds (bios-near-fair, n = 100, N = 20, K = 6) ==")
     caps = (25, 50, 100, 200) if not args.quick else (25, 50)
@@ -77,16 +95,20 @@ def main() -> None:
         cfg = SimConfig(case="bios-near-fair", attackers=6, seed=0, n=100, max_rounds=cap)
         st = prepare_honest(cfg)
         w, c = timed(lambda cfg=cfg, st=st: simulate(cfg, setup=st), r)
-        print(f"{st.rounds:4d} rounds: wall {w:.3f} s, CPU {c:.3f} s, "
-              f"{1000 * c / st.rounds:.2f} ms CPU per round")
+        print(
+            f"{st.rounds:4d} rounds: wall {w:.3f} s, CPU {c:.3f} s, "
+            f"{1000 * c / st.rounds:.2f} ms CPU per round"
+        )
 
     print("\n== vectorised simulator vs one protocol core per auditor (same estimates) ==")
     cfg = SimConfig(case="bios-moderate", honest=20, attackers=5, seed=0, max_rounds=20)
     st = prepare_honest(cfg)
     wv, cv = timed(lambda: simulate(cfg, setup=st), r)
     wr, cr = timed(lambda: simulate_reference(cfg, setup=st), max(1, r // 2))
-    print(f"N = 20, K = 5, {st.rounds} rounds: vectorised CPU {cv:.3f} s, cores CPU {cr:.3f} s "
-          f"(x{cr / cv:.0f})")
+    print(
+        f"N = 20, K = 5, {st.rounds} rounds: vectorised CPU {cv:.3f} s, cores CPU {cr:.3f} s "
+        f"(x{cr / cv:.0f})"
+    )
     print(f"\nload average at end: {os.getloadavg()}")
 
 

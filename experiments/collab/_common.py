@@ -30,8 +30,9 @@ CASE_LABEL = {
 }
 
 
-def summarise(rows: Iterable[dict[str, Any]], cases: Sequence[str], methods: Sequence[str],
-              kmin: int = 1) -> dict[str, dict[str, dict[str, float]]]:
+def summarise(
+    rows: Iterable[dict[str, Any]], cases: Sequence[str], methods: Sequence[str], kmin: int = 1
+) -> dict[str, dict[str, dict[str, float]]]:
     """ASR (%) and mean |error| per case (and "all") and method over runs with K >= kmin."""
     by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
@@ -54,8 +55,9 @@ def summarise(rows: Iterable[dict[str, Any]], cases: Sequence[str], methods: Seq
     return out
 
 
-def per_k(rows: Iterable[dict[str, Any]], case: str, method: str
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def per_k(
+    rows: Iterable[dict[str, Any]], case: str, method: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """K values, ASR (%), mean error and its std over seeds for one case and method."""
     by: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
@@ -67,8 +69,9 @@ def per_k(rows: Iterable[dict[str, Any]], case: str, method: str
     return ks, asr, np.array([e.mean() for e in err]), np.array([e.std() for e in err])
 
 
-def seed_spread(rows: Iterable[dict[str, Any]], case: str, method: str, kmin: int = 1,
-                n_boot: int = 2000) -> tuple[float, float]:
+def seed_spread(
+    rows: Iterable[dict[str, Any]], case: str, method: str, kmin: int = 1, n_boot: int = 2000
+) -> tuple[float, float]:
     """Bootstrap std over seeds of (ASR %, MAE) for one case/method (resampling whole seeds)."""
     by: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:

@@ -17,15 +17,20 @@ def _one(args: tuple[dict[str, Any], bool]) -> dict[str, Any]:
         r = simulate(cfg, trajectory=traj)
     except FairprobeError as exc:  # e.g. no feasible partition: the cell is left out
         return {"config": cfg.to_dict(), "error": str(exc)}
-    out: dict[str, Any] = {"config": cfg.to_dict(), "rows": r.rows(), "rounds": r.rounds,
-                           "true_dp": r.true_dp}
+    out: dict[str, Any] = {
+        "config": cfg.to_dict(),
+        "rows": r.rows(),
+        "rounds": r.rounds,
+        "true_dp": r.true_dp,
+    }
     if traj and r.trajectory is not None:
         out["trajectory"] = {k: v.tolist() for k, v in r.trajectory.items()}
     return out
 
 
-def run_many(configs: list[SimConfig], trajectory: bool = False,
-             workers: int | None = None) -> list[dict[str, Any]]:
+def run_many(
+    configs: list[SimConfig], trajectory: bool = False, workers: int | None = None
+) -> list[dict[str, Any]]:
     payload = []
     for c in configs:
         d = c.to_dict()

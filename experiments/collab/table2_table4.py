@@ -56,8 +56,14 @@ def main() -> None:
     tag = "table2" if args.dataset == "bios" else "table4"
     runs_path = RESULTS / f"{tag}_runs.json"
     t0, c0 = time.perf_counter(), time.process_time()
-    res = sweep(SimConfig(case=cases[0]), cases, list(range(0, args.kmax + 1)),
-                list(range(args.seeds)), json_path=runs_path, n_workers=args.workers)
+    res = sweep(
+        SimConfig(case=cases[0]),
+        cases,
+        list(range(0, args.kmax + 1)),
+        list(range(args.seeds)),
+        json_path=runs_path,
+        n_workers=args.workers,
+    )
     wall = time.perf_counter() - t0
     rows = res["runs"]
     methods = [*MAIN_METHODS, "median-local-dp", "trimmed-mean-local-dp"]
@@ -66,34 +72,55 @@ def main() -> None:
     paper = PAPER_T2 if tag == "table2" else PAPER_T4
     title = "Table II (Bias in Bios)" if tag == "table2" else "Table IV (Civil Comments)"
     print(f"{title}: runs with K = 1..{args.kmax}, {args.seeds} seeds; measured (paper)")
-    print(f"{'case':28s} " + " ".join(f"{LABELS[m][:12]:>14s}" for m in MAIN_METHODS)
-          + " | " + " ".join(f"{LABELS[m][:12]:>15s}" for m in MAIN_METHODS))
+    print(
+        f"{'case':28s} "
+        + " ".join(f"{LABELS[m][:12]:>14s}" for m in MAIN_METHODS)
+        + " | "
+        + " ".join(f"{LABELS[m][:12]:>15s}" for m in MAIN_METHODS)
+    )
     for c in [*cases, "all"]:
         p = paper.get(c)
         asr = " ".join(
             f"{summ[c][m]['asr']:6.1f}" + (f" ({p[0][i]:3d})" if p else "       ")
-            for i, m in enumerate(MAIN_METHODS))
+            for i, m in enumerate(MAIN_METHODS)
+        )
         mae = " ".join(
             f"{summ[c][m]['mae']:.3f}" + (f" ({p[1][i]:.3f})" if p else "        ")
-            for i, m in enumerate(MAIN_METHODS))
+            for i, m in enumerate(MAIN_METHODS)
+        )
         print(f"{CASE_LABEL.get(c, 'All three cases'):28s} {asr} | {mae}")
     print("seed spread (bootstrap std over seeds of ASR / MAE):")
     for c in cases:
-        print(f"  {c:20s} " + "  ".join(
-            f"{m}: {spread[c][m][0]:.1f} / {spread[c][m][1]:.4f}" for m in MAIN_METHODS))
+        print(
+            f"  {c:20s} "
+            + "  ".join(f"{m}: {spread[c][m][0]:.1f} / {spread[c][m][1]:.4f}" for m in MAIN_METHODS)
+        )
     print("local-DP variants (Appendix D-C), ASR % / MAE:")
     for c in [*cases, "all"]:
-        print(f"  {c:20s} " + "  ".join(
-            f"{m}: {summ[c][m]['asr']:.1f} / {summ[c][m]['mae']:.3f}"
-            for m in ("median-local-dp", "trimmed-mean-local-dp")))
-    print(f"sweep wall time {wall:.1f} s (includes cluster start; this run's main-process CPU "
-          f"{time.process_time() - c0:.1f} s; machine shared with other sessions)")
-    write_json(RESULTS / f"{tag}_summary.json", {
-        "command": f"python experiments/collab/table2_table4.py --dataset {args.dataset}",
-        "seeds": args.seeds, "kmax": args.kmax, "measured": summ, "seed_spread": spread,
-        "paper": {c: {"asr": list(v[0]), "mae": list(v[1])} for c, v in paper.items()},
-        "paper_methods": list(MAIN_METHODS), "sweep_wall_seconds": wall,
-    })
+        print(
+            f"  {c:20s} "
+            + "  ".join(
+                f"{m}: {summ[c][m]['asr']:.1f} / {summ[c][m]['mae']:.3f}"
+                for m in ("median-local-dp", "trimmed-mean-local-dp")
+            )
+        )
+    print(
+        f"sweep wall time {wall:.1f} s (includes cluster start; this run's main-process CPU "
+        f"{time.process_time() - c0:.1f} s; machine shared with other sessions)"
+    )
+    write_json(
+        RESULTS / f"{tag}_summary.json",
+        {
+            "command": f"python experiments/collab/table2_table4.py --dataset {args.dataset}",
+            "seeds": args.seeds,
+            "kmax": args.kmax,
+            "measured": summ,
+            "seed_spread": spread,
+            "paper": {c: {"asr": list(v[0]), "mae": list(v[1])} for c, v in paper.items()},
+            "paper_methods": list(MAIN_METHODS),
+            "sweep_wall_seconds": wall,
+        },
+    )
     fig, axes = plt.subplots(2, len(cases), figsize=(4.2 * len(cases), 6.5), sharex=True)
     for j, c in enumerate(cases):
         for m in MAIN_METHODS:

@@ -29,9 +29,7 @@ def test_none_is_the_pooled_dp() -> None:
 def test_median_and_trimmed_mean_of_rates() -> None:
     ra = [0.5, 0.1, 0.9, 0.3]
     rb = [0.5, 0.8, 0.2, 0.5]
-    assert get_aggregator("median")(TABLE[None])[0] == pytest.approx(
-        np.median(ra) - np.median(rb)
-    )
+    assert get_aggregator("median")(TABLE[None])[0] == pytest.approx(np.median(ra) - np.median(rb))
     # beta = 0.25 drops floor(0.25 * 4) = 1 value at each end of each group
     tm = get_aggregator("trimmed-mean", 0.25)(TABLE[None])[0]
     assert tm == pytest.approx(np.mean([0.3, 0.5]) - np.mean([0.5, 0.5]))

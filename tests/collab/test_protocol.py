@@ -80,15 +80,17 @@ def test_merge_rules() -> None:
     assert rep.accepted == ("h1",)
     forged = Entry("h1", 2, CountsVector(2, 8, 4, 8), b"forged")
     unknown = _entry("zz", 1, (0, 1, 0, 1))
-    rep = core.merge([
-        forged,
-        unknown,
-        _entry("h1", 1, (1, 4, 4, 6)),  # duplicate
-        _entry("h1", 1, (0, 4, 4, 6)),  # same round, other counts
-        _entry("h1", 2, (0, 5, 4, 6)),  # a shrinks
-        _entry("h1", 2, (1, 14, 4, 6)),  # 10 new queries... fine (n = 10)
-        _entry("x0", 1, (1, 40, 4, 6)),  # more than n * round queries
-    ])
+    rep = core.merge(
+        [
+            forged,
+            unknown,
+            _entry("h1", 1, (1, 4, 4, 6)),  # duplicate
+            _entry("h1", 1, (0, 4, 4, 6)),  # same round, other counts
+            _entry("h1", 2, (0, 5, 4, 6)),  # a shrinks
+            _entry("h1", 2, (1, 14, 4, 6)),  # 10 new queries... fine (n = 10)
+            _entry("x0", 1, (1, 40, 4, 6)),  # more than n * round queries
+        ]
+    )
     assert ("zz", "unknown-auditor") in rep.rejected
     assert ("x0", "impossible-counts") in rep.rejected
     assert ("h1", "bad-signature") in rep.rejected
@@ -148,7 +150,8 @@ def test_json_round_trip_resumes_identically() -> None:
         a.end_round()
         if t == 4:
             b = core_from_dict(
-                json.loads(json.dumps(a.to_dict())), signer=_HashSigner("h0"),
+                json.loads(json.dumps(a.to_dict())),
+                signer=_HashSigner("h0"),
                 verifier=_HashVerifier(),
             )
         elif t > 4:
@@ -185,7 +188,10 @@ def test_entry_and_sampler_round_trip() -> None:
     s = QuerySampler(25, seed=3)
     first = s.draw(10)
     t = QuerySampler.from_dict(json.loads(json.dumps(s.to_dict())))
-    rest_s, rest_t = np.concatenate([s.draw(10), s.draw(10)]), np.concatenate([t.draw(10), t.draw(10)])
+    rest_s, rest_t = (
+        np.concatenate([s.draw(10), s.draw(10)]),
+        np.concatenate([t.draw(10), t.draw(10)]),
+    )
     assert np.array_equal(rest_s, rest_t) and rest_s.size == 15 and s.remaining == 0
     assert sorted(np.concatenate([first, rest_s]).tolist()) == list(range(25))
     r = QuerySampler(5, seed=1, replacement=True)

@@ -25,8 +25,16 @@ from fairprobe.stats.counts import CountsVector
     ],
 )
 def test_vectorised_path_equals_protocol_cores(case, honest, attackers, seed, replacement, degree):
-    cfg = SimConfig(case=case, honest=honest, attackers=attackers, seed=seed,
-                    replacement=replacement, degree=degree, max_rounds=14, n=300)
+    cfg = SimConfig(
+        case=case,
+        honest=honest,
+        attackers=attackers,
+        seed=seed,
+        replacement=replacement,
+        degree=degree,
+        max_rounds=14,
+        n=300,
+    )
     fast = simulate(cfg)
     ref = simulate_reference(cfg)
     assert fast.rounds == ref.rounds
@@ -54,8 +62,16 @@ def test_attack_fools_no_defense_but_not_auditopus() -> None:
     rows = r.rows()
     assert {row["method"] for row in rows} == set(r.config.methods)
     for row in rows:
-        assert set(row) >= {"case", "attackers", "seed", "method", "estimate", "true_dp",
-                            "error", "fooled"}
+        assert set(row) >= {
+            "case",
+            "attackers",
+            "seed",
+            "method",
+            "estimate",
+            "true_dp",
+            "error",
+            "fooled",
+        }
         assert row["error"] == pytest.approx(row["estimate"] - row["true_dp"])
 
 
@@ -69,8 +85,10 @@ def test_same_seed_same_result_and_partition_independent_of_k() -> None:
 
 
 def test_trajectory_and_extra_betas() -> None:
-    r = simulate(SimConfig(case="civil-near-fair", attackers=1, seed=0, extra_betas=(0.1, 0.3)),
-                 trajectory=True)
+    r = simulate(
+        SimConfig(case="civil-near-fair", attackers=1, seed=0, extra_betas=(0.1, 0.3)),
+        trajectory=True,
+    )
     assert r.trajectory is not None and r.trajectory["none"].shape == (r.rounds,)
     assert r.trajectory["none"][-1] == pytest.approx(r.estimates["none"])
     assert r.trajectory["auditopus"][-1] == pytest.approx(r.estimates["auditopus"])
@@ -80,8 +98,10 @@ def test_trajectory_and_extra_betas() -> None:
 def test_partition_constraints() -> None:
     pop = get_population("civil-moderate")
     cells = dirichlet_partition(pop.counts, 20, 1.0, np.random.default_rng(0))
-    assert np.array_equal(cells.sum(axis=0), [pop.counts.a, pop.counts.A - pop.counts.a,
-                                              pop.counts.b, pop.counts.B - pop.counts.b])
+    assert np.array_equal(
+        cells.sum(axis=0),
+        [pop.counts.a, pop.counts.A - pop.counts.a, pop.counts.b, pop.counts.B - pop.counts.b],
+    )
     lc = local_counts(cells)
     assert (lc[:, 1] >= 30).all() and (lc[:, 3] >= 30).all()
     inc = increments_per_round(np.array([0, 1, 2, 3, 3, 0, 2], dtype=np.int8), 3, 4)
@@ -123,11 +143,13 @@ def test_population_too_small_is_one_error() -> None:
     with pytest.raises(DataError, match="too few"):
         simulate(SimConfig(case="civil-near-fair", honest=1000))
     with pytest.raises(DataError, match="draws"):
-        dirichlet_partition(CountsVector(500, 1000, 500, 1000), 30, 0.05,
-                            np.random.default_rng(0), max_redraws=5)
+        dirichlet_partition(
+            CountsVector(500, 1000, 500, 1000), 30, 0.05, np.random.default_rng(0), max_redraws=5
+        )
 
 
 def test_disconnected_graph_is_one_error() -> None:
     with pytest.raises(DisconnectedGraphError):
-        simulate(SimConfig(case="bios-moderate", honest=10, attackers=2, degree=0.05,
-                           max_redraws=10))
+        simulate(
+            SimConfig(case="bios-moderate", honest=10, attackers=2, degree=0.05, max_redraws=10)
+        )

@@ -25,8 +25,12 @@ def test_run_group_matches_single_runs() -> None:
 
     base = SimConfig(case="civil-near-fair", max_rounds=5)
     d = base.to_dict()
-    rows = run_group({k: v for k, v in d.items() if k not in ("case", "attackers", "seed")},
-                     "civil-near-fair", 3, [0, 2])
+    rows = run_group(
+        {k: v for k, v in d.items() if k not in ("case", "attackers", "seed")},
+        "civil-near-fair",
+        3,
+        [0, 2],
+    )
     single = simulate(SimConfig(case="civil-near-fair", attackers=2, seed=3, max_rounds=5)).rows()
     assert [r for r in rows if r["attackers"] == 2] == single
 
@@ -36,8 +40,15 @@ def test_sweep_on_local_dask_cluster_resumes(tmp_path: Path) -> None:
     out = tmp_path / "sweep.json"
     base = SimConfig(case="civil-near-fair", max_rounds=4)
     seen: list[tuple[int, int]] = []
-    res = sweep(base, ["civil-near-fair", "civil-moderate"], [0, 1], [0, 1], json_path=out,
-                n_workers=1, on_progress=lambda d, t: seen.append((d, t)))
+    res = sweep(
+        base,
+        ["civil-near-fair", "civil-moderate"],
+        [0, 1],
+        [0, 1],
+        json_path=out,
+        n_workers=1,
+        on_progress=lambda d, t: seen.append((d, t)),
+    )
     assert seen[-1] == (8, 8)
     doc = json.loads(out.read_text())
     assert doc["complete"] and len(doc["runs"]) == 8 * len(base.methods)
@@ -48,29 +59,62 @@ def test_sweep_on_local_dask_cluster_resumes(tmp_path: Path) -> None:
     doc["complete"] = False
     out.write_text(json.dumps(doc))
     seen.clear()
-    res2 = sweep(base, ["civil-near-fair", "civil-moderate"], [0, 1], [0, 1], json_path=out,
-                 n_workers=1, on_progress=lambda d, t: seen.append((d, t)))
+    res2 = sweep(
+        base,
+        ["civil-near-fair", "civil-moderate"],
+        [0, 1],
+        [0, 1],
+        json_path=out,
+        n_workers=1,
+        on_progress=lambda d, t: seen.append((d, t)),
+    )
     assert seen[0] == (6, 8) and seen[-1] == (8, 8)
     assert sorted(map(json.dumps, res2["runs"])) == sorted(map(json.dumps, res["runs"]))
     # already complete: nothing to do, no cluster started
     seen.clear()
-    sweep(base, ["civil-near-fair", "civil-moderate"], [0, 1], [0, 1], json_path=out,
-          on_progress=lambda d, t: seen.append((d, t)))
+    sweep(
+        base,
+        ["civil-near-fair", "civil-moderate"],
+        [0, 1],
+        [0, 1],
+        json_path=out,
+        on_progress=lambda d, t: seen.append((d, t)),
+    )
     assert seen == [(8, 8)]
     with pytest.raises(ConfigError):
-        sweep(SimConfig(case="civil-near-fair", max_rounds=5), ["civil-near-fair"], [0], [0],
-              json_path=out)
+        sweep(
+            SimConfig(case="civil-near-fair", max_rounds=5),
+            ["civil-near-fair"],
+            [0],
+            [0],
+            json_path=out,
+        )
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fairprobe", "collab", *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "fairprobe", "collab", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_cli_simulate_json(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
-    p = _cli("simulate", "--case", "civil-near-fair", "--attackers", "2", "--seed", "1",
-             "--rounds", "6", "--json", str(out))
+    p = _cli(
+        "simulate",
+        "--case",
+        "civil-near-fair",
+        "--attackers",
+        "2",
+        "--seed",
+        "1",
+        "--rounds",
+        "6",
+        "--json",
+        str(out),
+    )
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
     assert {r["method"] for r in doc["runs"]} >= {"none", "median", "trimmed-mean", "auditopus"}
@@ -91,8 +135,9 @@ def test_cli_simulate_json(tmp_path: Path) -> None:
         ("sweep", "--cases", "bios-moderate", "--attackers", "5-1", "--json", "x.json"),
     ],
 )
-def test_cli_bad_input_is_one_line(args: tuple[str, ...], tmp_path: Path, capsys,
-                                   monkeypatch) -> None:
+def test_cli_bad_input_is_one_line(
+    args: tuple[str, ...], tmp_path: Path, capsys, monkeypatch
+) -> None:
     from fairprobe.cli.main import main
 
     monkeypatch.chdir(tmp_path)

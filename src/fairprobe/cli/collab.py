@@ -23,9 +23,22 @@ _CASES_HELP = (
 )
 
 
-def _config(case: str, attackers: int, seed: int, honest: int, alpha: float, n: int,
-            rounds: int, tau: float, z_max: float, beta: float, replacement: bool, degree: float,
-            attack: str, betas: str | None) -> object:
+def _config(
+    case: str,
+    attackers: int,
+    seed: int,
+    honest: int,
+    alpha: float,
+    n: int,
+    rounds: int,
+    tau: float,
+    z_max: float,
+    beta: float,
+    replacement: bool,
+    degree: float,
+    attack: str,
+    betas: str | None,
+) -> object:
     from fairprobe.collab.simulate import SimConfig
     from fairprobe.errors import InvalidParameterError
 
@@ -37,9 +50,22 @@ def _config(case: str, attackers: int, seed: int, honest: int, alpha: float, n: 
             raise InvalidParameterError(
                 f"The 'betas' parameter must be a comma-separated list of floats. Got {betas!r}."
             ) from None
-    return SimConfig(case=case, attackers=attackers, seed=seed, honest=honest, alpha=alpha, n=n,
-                     max_rounds=rounds, tau=tau, z_max=z_max, beta=beta, replacement=replacement,
-                     degree=degree, attack=attack, extra_betas=extra)
+    return SimConfig(
+        case=case,
+        attackers=attackers,
+        seed=seed,
+        honest=honest,
+        alpha=alpha,
+        n=n,
+        max_rounds=rounds,
+        tau=tau,
+        z_max=z_max,
+        beta=beta,
+        replacement=replacement,
+        degree=degree,
+        attack=attack,
+        extra_betas=extra,
+    )
 
 
 @collab_app.command("simulate")
@@ -59,7 +85,9 @@ def simulate_cmd(
     ),
     degree: float = typer.Option(4.0, "--degree", help="Expected degree of the graph."),
     attack: str = typer.Option("adaptive", "--attack", help="Attack strategy (adaptive, ...)."),
-    betas: str | None = typer.Option(None, "--betas", help="Extra trimming fractions, e.g. 0.1,0.3"),
+    betas: str | None = typer.Option(
+        None, "--betas", help="Extra trimming fractions, e.g. 0.1,0.3"
+    ),
     json_path: Path | None = typer.Option(None, "--json", help="Write the result here (JSON)."),
 ) -> None:
     """Simulate one audit; print every method's estimate and verdict."""
@@ -69,12 +97,28 @@ def simulate_cmd(
     from fairprobe.collab.simulate import SimConfig, simulate
     from fairprobe.report.jsonio import write_json
 
-    cfg = _config(case, attackers, seed, honest, alpha, n, rounds, tau, z_max, beta, replacement,
-                  degree, attack, betas)
+    cfg = _config(
+        case,
+        attackers,
+        seed,
+        honest,
+        alpha,
+        n,
+        rounds,
+        tau,
+        z_max,
+        beta,
+        replacement,
+        degree,
+        attack,
+        betas,
+    )
     assert isinstance(cfg, SimConfig)
     res = simulate(cfg)
-    table = Table(title=f"{case}: N={honest}, K={attackers}, seed={seed}, {res.rounds} rounds, "
-                  f"true DP {res.true_dp:+.4f}")
+    table = Table(
+        title=f"{case}: N={honest}, K={attackers}, seed={seed}, {res.rounds} rounds, "
+        f"true DP {res.true_dp:+.4f}"
+    )
     for col in ("method", "estimate", "error", "verdict"):
         table.add_column(col)
     for row in res.rows():
@@ -112,7 +156,9 @@ def sweep_cmd(
     ),
     degree: float = typer.Option(4.0, "--degree", help="Expected degree of the graph."),
     attack: str = typer.Option("adaptive", "--attack", help="Attack strategy (adaptive, ...)."),
-    betas: str | None = typer.Option(None, "--betas", help="Extra trimming fractions, e.g. 0.1,0.3"),
+    betas: str | None = typer.Option(
+        None, "--betas", help="Extra trimming fractions, e.g. 0.1,0.3"
+    ),
 ) -> None:
     """Run cases x attackers x seeds on Dask; resumable (rerun to finish an interrupted sweep)."""
     from rich.console import Console
@@ -133,19 +179,46 @@ def sweep_cmd(
         check_choice(c, "cases", "collab sweep", list(POPULATIONS))
     ks = parse_int_range(attackers)
     check_int(seeds, "seeds", "collab sweep", lo=1)
-    cfg = _config(case_list[0], 0, 0, honest, alpha, n, rounds, tau, z_max, beta, replacement,
-                  degree, attack, betas)
+    cfg = _config(
+        case_list[0],
+        0,
+        0,
+        honest,
+        alpha,
+        n,
+        rounds,
+        tau,
+        z_max,
+        beta,
+        replacement,
+        degree,
+        attack,
+        betas,
+    )
     assert isinstance(cfg, SimConfig)
     console = Console(stderr=True)
-    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console) as prog:
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    ) as prog:
         task = prog.add_task("runs", total=None)
 
         def on_progress(done: int, total: int) -> None:
             prog.update(task, completed=done, total=total)
 
-        res = sweep(cfg, case_list, ks, list(range(seeds)), json_path=json_path,
-                    scheduler=scheduler, n_workers=workers, on_progress=on_progress)
+        res = sweep(
+            cfg,
+            case_list,
+            ks,
+            list(range(seeds)),
+            json_path=json_path,
+            scheduler=scheduler,
+            n_workers=workers,
+            on_progress=on_progress,
+        )
     n_runs = len({(r["case"], r["attackers"], r["seed"]) for r in res["runs"]})
     Console().print(f"{n_runs} runs, {len(res['runs'])} rows -> {json_path}")
 

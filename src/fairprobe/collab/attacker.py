@@ -296,4 +296,3 @@ class NeutralAttack(AttackStrategy):
     def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:
         v = _check_views(views, n)
         return _neutral_rows(v.shape[0], n)
-

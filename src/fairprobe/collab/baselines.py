@@ -40,8 +40,9 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 
 
-def _rates(tables: npt.NDArray[np.int64], held: npt.NDArray[np.bool_]
-           ) -> tuple[FloatArray, FloatArray, npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+def _rates(
+    tables: npt.NDArray[np.int64], held: npt.NDArray[np.bool_]
+) -> tuple[FloatArray, FloatArray, npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     t = np.asarray(tables, dtype=np.float64)
     A, B = t[..., 1], t[..., 3]
     ok_a = held & (A > 0)
@@ -51,8 +52,9 @@ def _rates(tables: npt.NDArray[np.int64], held: npt.NDArray[np.bool_]
     return ra, rb, ok_a, ok_b
 
 
-def masked_trimmed_mean(values: FloatArray, valid: npt.NDArray[np.bool_], beta: float
-                        ) -> FloatArray:
+def masked_trimmed_mean(
+    values: FloatArray, valid: npt.NDArray[np.bool_], beta: float
+) -> FloatArray:
     """Row-wise mean of the valid values after dropping ``floor(beta m)`` at each end.
 
     NaN for a row without valid value (or with every value trimmed).

@@ -190,8 +190,12 @@ class RoundReport:
 
     def to_dict(self) -> dict[str, Any]:
         est = None if math.isnan(self.estimate) else self.estimate
-        return {"round": self.round, "scores": self.scores, "weights": self.weights,
-                "estimate": est}
+        return {
+            "round": self.round,
+            "scores": self.scores,
+            "weights": self.weights,
+            "estimate": est,
+        }
 
 
 @dataclass(frozen=True)
@@ -228,8 +232,9 @@ class QuerySampler:
     persist.
     """
 
-    def __init__(self, size: int, seed: int | np.random.Generator | None = 0, *,
-                 replacement: bool = False) -> None:
+    def __init__(
+        self, size: int, seed: int | np.random.Generator | None = 0, *, replacement: bool = False
+    ) -> None:
         self.size = check_int(size, "size", "QuerySampler", lo=0)
         self.replacement = bool(replacement)
         self._rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
@@ -371,8 +376,11 @@ class _Base:
             return "bad-round"
         if e.auditor == self.auditor_id:
             # nobody else can produce my entry; a relayed copy is at best a stale duplicate
-            return "ignore" if (e.round, c) == (h.round, h.counts) or e.round < h.round else (
-                "bad-round")
+            return (
+                "ignore"
+                if (e.round, c) == (h.round, h.counts) or e.round < h.round
+                else ("bad-round")
+            )
         if e.round < h.round:
             return "ignore"
         if e.round == h.round:
@@ -397,8 +405,11 @@ class _Base:
             "phase": self.phase,
             "own": list(self.own),
             "table": {
-                a: {"round": h.round, "counts": list(h.counts),
-                    "sig": base64.b64encode(h.sig).decode("ascii")}
+                a: {
+                    "round": h.round,
+                    "counts": list(h.counts),
+                    "sig": base64.b64encode(h.sig).decode("ascii"),
+                }
                 for a, h in self.held.items()
             },
         }
@@ -408,8 +419,11 @@ class _Base:
         self.phase = str(d["phase"])
         self.own = tuple(int(x) for x in d["own"])  # type: ignore[assignment]
         for a, h in d["table"].items():
-            self.held[a] = _Held(int(h["round"]), tuple(int(x) for x in h["counts"]),  # type: ignore[arg-type]
-                                 base64.b64decode(h["sig"]))
+            self.held[a] = _Held(
+                int(h["round"]),
+                tuple(int(x) for x in h["counts"]),  # type: ignore[arg-type]
+                base64.b64decode(h["sig"]),
+            )
 
 
 class AuditorCore(_Base):
@@ -434,11 +448,20 @@ class AuditorCore(_Base):
 
     role = "honest"
 
-    def __init__(self, auditor_id: str, roster: Sequence[str], *, n: int, tau: float = 0.05,
-                 z_max: float = Z_MAX, signer: EntrySigner | None = None,
-                 verifier: EntryVerifier | None = None) -> None:
-        super().__init__(auditor_id, tuple(roster), n, tau, signer or NullSigner(),
-                         verifier or NullVerifier())
+    def __init__(
+        self,
+        auditor_id: str,
+        roster: Sequence[str],
+        *,
+        n: int,
+        tau: float = 0.05,
+        z_max: float = Z_MAX,
+        signer: EntrySigner | None = None,
+        verifier: EntryVerifier | None = None,
+    ) -> None:
+        super().__init__(
+            auditor_id, tuple(roster), n, tau, signer or NullSigner(), verifier or NullVerifier()
+        )
         self._init_common()
         self.z_max = check_real(z_max, "z_max", "AuditorCore", lo=0.0, closed="neither")
         v = len(self.roster)
@@ -496,20 +519,34 @@ class AuditorCore(_Base):
 
     def to_dict(self) -> dict[str, Any]:
         d = self._base_dict()
-        d.update({
-            "role": self.role,
-            "z_max": self.z_max,
-            "prev": self.prev.tolist(),
-            "prev_round": self.prev_round.tolist(),
-            "W": self.W.tolist(),
-        })
+        d.update(
+            {
+                "role": self.role,
+                "z_max": self.z_max,
+                "prev": self.prev.tolist(),
+                "prev_round": self.prev_round.tolist(),
+                "W": self.W.tolist(),
+            }
+        )
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], *, signer: EntrySigner | None = None,
-                  verifier: EntryVerifier | None = None) -> AuditorCore:
-        core = cls(str(d["auditor_id"]), list(d["roster"]), n=int(d["n"]), tau=float(d["tau"]),
-                   z_max=float(d["z_max"]), signer=signer, verifier=verifier)
+    def from_dict(
+        cls,
+        d: Mapping[str, Any],
+        *,
+        signer: EntrySigner | None = None,
+        verifier: EntryVerifier | None = None,
+    ) -> AuditorCore:
+        core = cls(
+            str(d["auditor_id"]),
+            list(d["roster"]),
+            n=int(d["n"]),
+            tau=float(d["tau"]),
+            z_max=float(d["z_max"]),
+            signer=signer,
+            verifier=verifier,
+        )
         core._load_base(d)
         core.prev = np.asarray(d["prev"], dtype=np.int64).reshape(-1, 4)
         core.prev_round = np.asarray(d["prev_round"], dtype=np.int64)
@@ -525,11 +562,20 @@ class AttackerCore(_Base):
 
     role = "attacker"
 
-    def __init__(self, auditor_id: str, roster: Sequence[str], *, n: int, tau: float = 0.05,
-                 strategy: AttackStrategy | str = "adaptive", signer: EntrySigner | None = None,
-                 verifier: EntryVerifier | None = None) -> None:
-        super().__init__(auditor_id, tuple(roster), n, tau, signer or NullSigner(),
-                         verifier or NullVerifier())
+    def __init__(
+        self,
+        auditor_id: str,
+        roster: Sequence[str],
+        *,
+        n: int,
+        tau: float = 0.05,
+        strategy: AttackStrategy | str = "adaptive",
+        signer: EntrySigner | None = None,
+        verifier: EntryVerifier | None = None,
+    ) -> None:
+        super().__init__(
+            auditor_id, tuple(roster), n, tau, signer or NullSigner(), verifier or NullVerifier()
+        )
         self._init_common()
         self.strategy = get_attack(strategy) if isinstance(strategy, str) else strategy
 
@@ -567,16 +613,32 @@ class AttackerCore(_Base):
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], *, signer: EntrySigner | None = None,
-                  verifier: EntryVerifier | None = None) -> AttackerCore:
-        core = cls(str(d["auditor_id"]), list(d["roster"]), n=int(d["n"]), tau=float(d["tau"]),
-                   strategy=str(d["strategy"]), signer=signer, verifier=verifier)
+    def from_dict(
+        cls,
+        d: Mapping[str, Any],
+        *,
+        signer: EntrySigner | None = None,
+        verifier: EntryVerifier | None = None,
+    ) -> AttackerCore:
+        core = cls(
+            str(d["auditor_id"]),
+            list(d["roster"]),
+            n=int(d["n"]),
+            tau=float(d["tau"]),
+            strategy=str(d["strategy"]),
+            signer=signer,
+            verifier=verifier,
+        )
         core._load_base(d)
         return core
 
 
-def core_from_dict(d: Mapping[str, Any], *, signer: EntrySigner | None = None,
-                   verifier: EntryVerifier | None = None) -> AuditorCore | AttackerCore:
+def core_from_dict(
+    d: Mapping[str, Any],
+    *,
+    signer: EntrySigner | None = None,
+    verifier: EntryVerifier | None = None,
+) -> AuditorCore | AttackerCore:
     """Rebuild either kind of core from :meth:`to_dict` output."""
     if d.get("role") == "attacker":
         return AttackerCore.from_dict(d, signer=signer, verifier=verifier)

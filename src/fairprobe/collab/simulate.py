@@ -162,18 +162,20 @@ class RunResult:
         out = []
         for m, est in self.estimates.items():
             e = None if math.isnan(est) else float(est)
-            out.append({
-                "case": c.case,
-                "attackers": c.attackers,
-                "seed": c.seed,
-                "method": m,
-                "estimate": e,
-                "true_dp": self.true_dp,
-                "error": None if e is None else e - self.true_dp,
-                "fooled": bool(e is not None and abs(e) <= c.tau),
-                "honest": c.honest,
-                "rounds": self.rounds,
-            })
+            out.append(
+                {
+                    "case": c.case,
+                    "attackers": c.attackers,
+                    "seed": c.seed,
+                    "method": m,
+                    "estimate": e,
+                    "true_dp": self.true_dp,
+                    "error": None if e is None else e - self.true_dp,
+                    "fooled": bool(e is not None and abs(e) <= c.tau),
+                    "honest": c.honest,
+                    "rounds": self.rounds,
+                }
+            )
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -199,8 +201,14 @@ def prepare_honest(cfg: SimConfig) -> HonestSetup:
     """Partition and honest per-round increments of ``cfg`` (independent of ``cfg.attackers``)."""
     pop = get_population(cfg.case)
     part_rng, _, query_ss = _streams(cfg.seed)
-    cells = dirichlet_partition(pop.counts, cfg.honest, cfg.alpha, part_rng,
-                                min_per_group=cfg.min_per_group, max_redraws=cfg.max_redraws)
+    cells = dirichlet_partition(
+        pop.counts,
+        cfg.honest,
+        cfg.alpha,
+        part_rng,
+        min_per_group=cfg.min_per_group,
+        max_redraws=cfg.max_redraws,
+    )
     sizes = cells.sum(axis=1)
     rounds = int(min(math.ceil(int(sizes.max()) / cfg.n), cfg.max_rounds))
     inc = np.zeros((rounds, cfg.honest, 4), dtype=np.int64)
@@ -274,8 +282,9 @@ def _global(per_honest: FloatArray, k: int) -> float:
     return float(np.median(vals))
 
 
-def simulate(cfg: SimConfig, *, setup: HonestSetup | None = None,
-             trajectory: bool = False) -> RunResult:
+def simulate(
+    cfg: SimConfig, *, setup: HonestSetup | None = None, trajectory: bool = False
+) -> RunResult:
     """Simulate one audit with the vectorised path (see the module docstring)."""
     setup = setup or prepare_honest(cfg)
     R, N, K = setup.rounds, cfg.honest, cfg.attackers
@@ -360,14 +369,14 @@ def simulate_reference(cfg: SimConfig, *, setup: HonestSetup | None = None) -> R
     samplers: dict[int, tuple[QuerySampler, npt.NDArray[np.int8]]] = {}
     for j in range(V):
         if j in plan.attackers:
-            cores.append(AttackerCore(roster[j], roster, n=cfg.n, tau=cfg.tau,
-                                      strategy=cfg.attack))
+            cores.append(AttackerCore(roster[j], roster, n=cfg.n, tau=cfg.tau, strategy=cfg.attack))
         else:
             i = plan.honest_index.index(j)
             cores.append(AuditorCore(roster[j], roster, n=cfg.n, tau=cfg.tau, z_max=cfg.z_max))
             types = item_types(plan.cells[i])
-            sampler = QuerySampler(types.size, np.random.default_rng(plan.query_seeds[i]),
-                                   replacement=cfg.replacement)
+            sampler = QuerySampler(
+                types.size, np.random.default_rng(plan.query_seeds[i]), replacement=cfg.replacement
+            )
             samplers[j] = (sampler, types)
     nbrs = [np.flatnonzero(adj[j]) for j in range(V)]
     for _t in range(1, R + 1):

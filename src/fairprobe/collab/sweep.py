@@ -66,10 +66,19 @@ def parse_int_range(text: str, name: str = "attackers") -> list[int]:
     return sorted(out)
 
 
-def run_group(base: dict[str, Any], case: str, seed: int, ks: Sequence[int]) -> list[dict[str, Any]]:
+def run_group(
+    base: dict[str, Any], case: str, seed: int, ks: Sequence[int]
+) -> list[dict[str, Any]]:
     """Simulate every ``K`` of ``ks`` for one ``(case, seed)``; returns the JSON rows."""
-    cfg0 = SimConfig(**{**base, "case": case, "seed": seed, "attackers": 0,
-                        "extra_betas": tuple(base.get("extra_betas", ()))})
+    cfg0 = SimConfig(
+        **{
+            **base,
+            "case": case,
+            "seed": seed,
+            "attackers": 0,
+            "extra_betas": tuple(base.get("extra_betas", ())),
+        }
+    )
     setup = prepare_honest(cfg0)
     rows: list[dict[str, Any]] = []
     for k in ks:
@@ -165,13 +174,15 @@ def sweep(
 
         # Tasks are pure numpy: the worker's statistical profiler (10 ms), GIL monitor (1 ms) and
         # fast monitoring ticks would only cost CPU on a small machine.
-        quiet = dask.config.set({
-            "distributed.worker.profile.enabled": False,
-            "distributed.admin.system-monitor.gil.enabled": False,
-            "distributed.admin.system-monitor.interval": "5s",
-            "distributed.admin.tick.interval": "500ms",
-            "distributed.worker.memory.monitor-interval": "1s",
-        })
+        quiet = dask.config.set(
+            {
+                "distributed.worker.profile.enabled": False,
+                "distributed.admin.system-monitor.gil.enabled": False,
+                "distributed.admin.system-monitor.interval": "5s",
+                "distributed.admin.tick.interval": "500ms",
+                "distributed.worker.memory.monitor-interval": "1s",
+            }
+        )
         quiet.__enter__()
 
         cluster = None
@@ -189,7 +200,9 @@ def sweep(
             try:
                 client = Client(scheduler, timeout=10)
             except OSError as exc:
-                raise ConfigError(f"Cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+                raise ConfigError(
+                    f"Cannot reach the Dask scheduler at {scheduler}: {exc}"
+                ) from None
         try:
             futs = [client.submit(run_group, bd, c, s, todo, pure=False) for c, s, todo in groups]
             sizes = {f.key: len(g[2]) for f, g in zip(futs, groups, strict=True)}

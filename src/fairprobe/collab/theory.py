@@ -120,5 +120,6 @@ def phi_exact(c: CountsVector, n: int, y: int) -> Fraction:
 def fair_splits_bruteforce(c: CountsVector, n: int, tau: float = 0.05) -> list[int]:
     """Every split ``y`` with ``|phi(y)| < tau``, exactly (reference for tests and docs)."""
     t = Fraction(tau)
-    return [y for y in range(n + 1) if c.A + y > 0 and c.B + n - y > 0
-            and abs(phi_exact(c, n, y)) < t]
+    return [
+        y for y in range(n + 1) if c.A + y > 0 and c.B + n - y > 0 and abs(phi_exact(c, n, y)) < t
+    ]
