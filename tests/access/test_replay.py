@@ -115,10 +115,10 @@ def test_bad_files(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="does not exist"):
         ReplayBackend(tmp_path / "none.csv")
     (tmp_path / "a.json").write_text("{}")
-    with pytest.raises(DataError, match="must be a .csv or .parquet"):
+    with pytest.raises(DataError, match=r"must end in \.csv, \.tsv or \.parquet"):
         ReplayBackend(tmp_path / "a.json")
     (tmp_path / "b.parquet").write_text("not parquet")
-    with pytest.raises(DataError, match="cannot read b.parquet"):
+    with pytest.raises(DataError, match="Cannot read replay file b.parquet"):
         ReplayBackend(tmp_path / "b.parquet")
     with pytest.raises(DataError, match="no key column 'nope'"):
         ReplayBackend(pd.DataFrame({"decision": [1]}), key_column="nope")

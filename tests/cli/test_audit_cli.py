@@ -51,7 +51,7 @@ def test_audit_over_http_prints_and_writes_json(platform, tmp_path) -> None:
         (["--group-col", "nope"], "no group column 'nope'"),
         (["--budget", "1"], "below one query per group"),
         (["--metric", "xyz"], "'metric' parameter"),
-        (["--queries", "missing.csv"], "File not found"),
+        (["--queries", "missing.csv"], "does not exist"),
     ],
 )
 def test_bad_input_is_one_line(platform, tmp_path, args, needle) -> None:

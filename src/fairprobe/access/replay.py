@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fairprobe._io import read_table as _read_table
 from fairprobe.access.base import Answer, Backend, Record
 from fairprobe.access.local import file_sha256
 from fairprobe.errors import AccessError, DataError
@@ -50,19 +51,8 @@ def loose_key(values: Mapping[str, Any]) -> str:
 
 
 def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read a ``.csv`` (optionally compressed) or ``.parquet`` file; raise DataError if unusable."""
-    p = Path(path)
-    if not p.is_file():
-        raise DataError(f"file {str(p)!r} does not exist.")
-    name = p.name.lower()
-    try:
-        if name.endswith((".parquet", ".pq")):
-            return pd.read_parquet(p)
-        if name.endswith((".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst")):
-            return pd.read_csv(p)
-    except Exception as exc:  # noqa: BLE001
-        raise DataError(f"cannot read {p.name}: {exc}".splitlines()[0]) from None
-    raise DataError(f"{p.name} must be a .csv or .parquet file.")
+    """Read a recorded-answers file (CSV or Parquet); see :func:`fairprobe._io.read_table`."""
+    return _read_table(path, "Replay file")
 
 
 class ReplayBackend(Backend):

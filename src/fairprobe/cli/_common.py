@@ -8,22 +8,15 @@ from typing import Any
 import pandas as pd
 from rich.console import Console
 
-from fairprobe.errors import ConfigError, DataError
+from fairprobe._io import read_table as _read_table
+from fairprobe.errors import ConfigError
 
 console = Console(stderr=False, highlight=False)
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """A CSV or Parquet file as a DataFrame, with one-line errors."""
-    p = Path(path)
-    if not p.exists():
-        raise DataError(f"File not found: {p}.")
-    try:
-        if p.suffix.lower() in (".parquet", ".pq"):
-            return pd.read_parquet(p)
-        return pd.read_csv(p)
-    except (ValueError, OSError, pd.errors.ParserError) as exc:
-        raise DataError(f"Cannot read {p} as a table: {str(exc).splitlines()[0]}") from None
+    """A CSV or Parquet file given on the command line, with one-line errors."""
+    return _read_table(path, "File")
 
 
 def build_backend(url: str | None, backend_config: str | None, path: str = "/audit/predict") -> Any:

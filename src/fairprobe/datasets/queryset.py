@@ -16,32 +16,17 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from fairprobe._io import read_table as _read_table
 from fairprobe._validation import check_choice, check_int
 from fairprobe.errors import DataError, EmptyGroupError
 
 __all__ = ["QuerySet", "adult_queryset", "load_queryset", "read_table"]
 
-_CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst", ".tsv")
-_PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """Read a CSV (optionally compressed; ``.tsv`` tab-separated) or Parquet file."""
-    p = Path(path)
-    if not p.is_file():
-        raise DataError(f"Query set file {str(p)!r} does not exist.")
-    name = p.name.lower()
-    try:
-        if name.endswith(_PARQUET_SUFFIXES):
-            return pd.read_parquet(p)
-        if name.endswith(_CSV_SUFFIXES):
-            return pd.read_csv(p, sep="\t" if name.endswith(".tsv") else ",")
-    except pd.errors.EmptyDataError:
-        raise DataError(f"Query set file {p.name} is empty.") from None
-    except Exception as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise DataError(f"Cannot read query set file {p.name}: {first}") from None
-    raise DataError(f"Query set file {p.name} must end in .csv, .tsv or .parquet.")
+    """Read a query set file (CSV, TSV or Parquet); see :func:`fairprobe._io.read_table`."""
+    return _read_table(path, "Query set file")
 
 
 def _first_bad_row(mask: npt.NDArray[np.bool_]) -> int:
