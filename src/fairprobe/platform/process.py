@@ -17,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from fairprobe._proc import die_with_parent
 from fairprobe.errors import EndpointUnreachableError, PortInUseError
 from fairprobe.platform.netutil import check_host
 
@@ -155,7 +156,8 @@ class PlatformProcess:
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
         self.proc = subprocess.Popen(
-            self._command(port), stdout=self._log, stderr=subprocess.STDOUT, env=env
+            self._command(port), stdout=self._log, stderr=subprocess.STDOUT, env=env,
+            preexec_fn=die_with_parent,
         )
         self.port = port
         deadline = time.monotonic() + self.startup_timeout

@@ -30,6 +30,7 @@ from typing import Any
 
 import httpx
 
+from fairprobe._proc import die_with_parent
 from fairprobe._validation import check_int, check_real
 from fairprobe.collab.net.config import AuditConfig, NodeConfig, TimeoutConfig
 from fairprobe.collab.net.keys import generate_keypair
@@ -238,6 +239,7 @@ class LocalNetwork:
                 [self.python, "-m", "fairprobe", "node", "run",
                  "--config", str(p.config), "--json", str(p.result)],
                 stdout=p.log_fh, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                preexec_fn=die_with_parent,
             )
             # a record of what runs, so that a supervisor can end it even if this process dies
             pid_dir = self.workdir / "pids"
