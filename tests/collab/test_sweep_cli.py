@@ -147,3 +147,33 @@ def test_cli_bad_input_is_one_line(
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err
+
+
+@pytest.mark.timeout(240)
+def test_sweep_on_an_existing_scheduler(tmp_path: Path) -> None:
+    from dask.distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=1,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=":0",
+        silence_logs=40,
+    ) as cluster:
+        res = sweep(
+            SimConfig(case="civil-near-fair", max_rounds=3),
+            ["civil-near-fair"],
+            [1],
+            [0, 1],
+            json_path=tmp_path / "s.json",
+            scheduler=cluster.scheduler_address,
+        )
+    single = simulate_rows("civil-near-fair", 1, 1)
+    assert [r for r in res["runs"] if r["seed"] == 1] == sorted(single, key=lambda r: r["method"])
+
+
+def simulate_rows(case: str, k: int, seed: int) -> list[dict]:
+    from fairprobe.collab.simulate import simulate
+
+    return simulate(SimConfig(case=case, attackers=k, seed=seed, max_rounds=3)).rows()

@@ -203,6 +203,8 @@ def sweep_cmd(
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
+        transient=True,
+        disable=not console.is_terminal,
     ) as prog:
         task = prog.add_task("runs", total=None)
 
