@@ -209,3 +209,28 @@ def test_bad_construction() -> None:
     with pytest.raises(InvalidParameterError):
         AttackerCore("x0", ROSTER, n=10, strategy="nope")
     assert NullSigner().sign_entry(1, 0, 0, 0, 0) == b""
+
+
+def test_tampered_relayed_copy_is_a_bad_signature_not_an_equivocation() -> None:
+    core = _core()
+    core.start_round()
+    core.record_answers(CountsVector(1, 2, 1, 2))
+    core.merge([_entry("h1", 1, (1, 4, 4, 6))])
+    good = _entry("h1", 1, (1, 4, 4, 6))
+    tampered = Entry("h1", 1, CountsVector(4, 4, 0, 6), good.sig)  # same round, altered counts
+    assert core.merge([tampered]).rejected == (("h1", "bad-signature"),)
+    assert core.merge([_entry("h1", 1, (4, 4, 0, 6))]).rejected == (("h1", "equivocation"),)
+
+
+def test_sampler_state_without_the_order() -> None:
+    s = QuerySampler(40, seed=9)
+    s.draw(7)
+    d = json.loads(json.dumps(s.to_dict(include_order=False)))
+    assert d["order"] is None and d["order_sha256"]
+    rebuilt = QuerySampler(40, seed=9).order
+    t = QuerySampler.from_dict(d, order=rebuilt)
+    assert np.array_equal(t.draw(40), s.draw(40))
+    with pytest.raises(ProtocolError):
+        QuerySampler.from_dict(d)
+    with pytest.raises(ProtocolError):
+        QuerySampler.from_dict(d, order=np.arange(40))

@@ -153,3 +153,20 @@ def test_disconnected_graph_is_one_error() -> None:
         simulate(
             SimConfig(case="bios-moderate", honest=10, attackers=2, degree=0.05, max_redraws=10)
         )
+
+
+def test_public_setup_hooks_match_the_plan() -> None:
+    from fairprobe.collab.protocol import QuerySampler
+    from fairprobe.collab.simulate import audit_plan, graph_of, honest_query_rng
+
+    cfg = SimConfig(case="civil-near-fair", honest=6, attackers=3, seed=5)
+    plan = audit_plan(cfg)
+    adj, att = graph_of(cfg)
+    assert np.array_equal(adj, plan.adjacency) and tuple(att) == plan.attackers
+    assert [int(x) for x in plan.neighbours(0)] == [int(u) for u in np.flatnonzero(adj[0])]
+    size = int(plan.cells[2].sum())
+    a = QuerySampler(size, honest_query_rng(cfg, 2)).draw(size)
+    b = QuerySampler(size, np.random.default_rng(plan.query_seeds[2])).draw(size)
+    assert np.array_equal(a, b)
+    with pytest.raises(InvalidParameterError):
+        honest_query_rng(cfg, 6)

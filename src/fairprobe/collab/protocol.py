@@ -38,6 +38,7 @@ Signing goes through :class:`EntrySigner` / :class:`EntryVerifier` (the method n
 from __future__ import annotations
 
 import base64
+import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -259,21 +260,44 @@ class QuerySampler:
         self.position += out.size
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def order_digest(self) -> str | None:
+        """SHA-256 of the query order (None with replacement)."""
+        if self.order is None:
+            return None
+        return hashlib.sha256(np.ascontiguousarray(self.order, dtype="<i8").tobytes()).hexdigest()
+
+    def to_dict(self, *, include_order: bool = True) -> dict[str, Any]:
+        """JSON-ready state; ``include_order=False`` stores only the order's digest (the caller
+        then passes the order back to :meth:`from_dict`, e.g. rebuilt from the same seed)."""
         return {
             "size": self.size,
             "replacement": self.replacement,
             "position": self.position,
-            "order": None if self.order is None else self.order.tolist(),
+            "order": None if self.order is None or not include_order else self.order.tolist(),
+            "order_sha256": self.order_digest(),
             "rng": self._rng.bit_generator.state,
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> QuerySampler:
+    def from_dict(cls, d: Mapping[str, Any], *, order: npt.ArrayLike | None = None) -> QuerySampler:
+        """Rebuild from :meth:`to_dict`; ``order`` is required if it was not stored."""
         s = cls(0, 0, replacement=bool(d["replacement"]))
         s.size = int(d["size"])
         s.position = int(d["position"])
-        s.order = None if d["order"] is None else np.asarray(d["order"], dtype=np.int64)
+        if s.replacement:
+            s.order = None
+        else:
+            src = d.get("order") if d.get("order") is not None else order
+            if src is None:
+                raise ProtocolError("This sampler state holds no query order: pass order=...")
+            s.order = np.asarray(src, dtype=np.int64)
+            want = d.get("order_sha256")
+            if want is not None and s.order_digest() != want:
+                raise ProtocolError(
+                    "The query order does not match the one the state was saved with."
+                )
+            if s.order.size != s.size:
+                raise ProtocolError(f"The query order has {s.order.size} entries, not {s.size}.")
         s._rng.bit_generator.state = d["rng"]
         return s
 
@@ -383,12 +407,15 @@ class _Base:
             )
         if e.round < h.round:
             return "ignore"
-        if e.round == h.round:
-            return "ignore" if c == h.counts else "equivocation"
+        if e.round == h.round and c == h.counts:
+            return "ignore"  # the same entry along another path
         if c[1] + c[3] > self.n * e.round:
             return "impossible-counts"
+        # verify before blaming the author: a tampered relayed copy is a bad signature
         if not self.verifier.verify_entry(e.auditor, e.round, *c, e.sig):
             return "bad-signature"
+        if e.round == h.round:
+            return "equivocation"  # the author signed two vectors for one round
         if any(x < y for x, y in zip(c, h.counts, strict=True)):
             return "shrinking-totals"
         if (c[1] + c[3]) - (h.counts[1] + h.counts[3]) > self.n * (e.round - h.round):

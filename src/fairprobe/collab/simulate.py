@@ -61,6 +61,8 @@ __all__ = [
     "RunResult",
     "SimConfig",
     "audit_plan",
+    "graph_of",
+    "honest_query_rng",
     "prepare_honest",
     "simulate",
     "simulate_reference",
@@ -275,6 +277,22 @@ def audit_plan(cfg: SimConfig, *, setup: HonestSetup | None = None) -> AuditPlan
         query_seeds=tuple(query_ss.spawn(cfg.honest)),
         rounds=setup.rounds,
     )
+
+
+def graph_of(cfg: SimConfig) -> tuple[npt.NDArray[np.bool_], IntArray]:
+    """The adjacency and the sorted attacker indices ``cfg``'s seed fixes (public hook)."""
+    return _graph(cfg)
+
+
+def honest_query_rng(cfg: SimConfig, i: int) -> np.random.Generator:
+    """The query-order generator of the ``i``-th honest auditor (in index order) for ``cfg``.
+
+    ``QuerySampler(size, honest_query_rng(cfg, i), replacement=cfg.replacement)`` draws exactly
+    the queries the simulator issues for that auditor.
+    """
+    check_int(i, "i", "honest_query_rng", lo=0, hi=cfg.honest - 1)
+    _, _, query_ss = _streams(cfg.seed)
+    return np.random.default_rng(query_ss.spawn(cfg.honest)[i])
 
 
 def _global(per_honest: FloatArray, k: int) -> float:
