@@ -31,7 +31,9 @@ def check_host(host: str, allow_external: bool) -> None:
 def bind_socket(host: str, port: int) -> socket.socket:
     """A listening-ready TCP socket bound to ``(host, port)``; PortInUseError if taken."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto must be IPPROTO_TCP: asyncio only sets TCP_NODELAY on accepted sockets whose proto
+    # says TCP, and without it every small response waits ~40 ms (Nagle + delayed ACK).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
