@@ -236,3 +236,64 @@ def test_zero_weight_points_do_not_extend_the_support():
     a = consistency_radius([0.2, 0.4, 1.0, 0.3, 0.35], [0, 0, 0, 1, 1], 0.05, weights=[1, 1, 0, 1, 1])
     b = consistency_radius([0.2, 0.4, 0.3, 0.35], [0, 0, 1, 1], 0.05)
     assert a.radius == pytest.approx(b.radius, rel=1e-9)
+
+
+def _line_scan(v, g, p, eps, div, points=4001):
+    """Dense scan of the boundary lines with exact within-group costs (an upper bound on R)."""
+    from fairprobe.radius._data import prepare
+    from fairprobe.radius.curves import make_curve
+
+    d = prepare(v, g, p)
+    pi = d.group_mass()
+    D = get_divergence(div)
+    c = [make_curve(div, *d.group_atoms(k)) for k in (0, 1)]
+    phi = c[0].mean - c[1].mean
+    best = math.inf
+    for t in ([eps, -eps] if abs(phi) < eps else [math.copysign(eps, phi)]):
+        lo, hi = max(c[0].lo, c[1].lo + t), min(c[0].hi, c[1].hi + t)
+        if lo > hi:
+            continue
+        a = np.linspace(lo, hi, points)
+        k0 = c[0].eval_full(c[0].solve(a))[1]
+        k1 = c[1].eval_full(c[1].solve(a - t))[1]
+        best = min(best, D.total(float(np.max(pi[0] * D.psi(k0) + pi[1] * D.psi(k1)))))
+    return best
+
+
+@pytest.mark.parametrize(
+    ("v", "g", "p", "eps", "div"),
+    [
+        # chi2: the within-group curve is flat beyond its end parameter (regression)
+        ([0.04117342, 0.47516977, 0.00212861, 0.54037274, 0.00203212, 0.08783481, 0.20670464,
+          0.79508261], [0, 0, 0, 0, 0, 1, 1, 1],
+         [2.75072789e-01, 2.55137409e-03, 6.90195898e-02, 2.52763281e-01, 1.97471740e-04,
+          3.84587374e-01, 1.53626305e-02, 4.45490790e-04], 0.30058574604847854, "chi2"),
+        # KL: a nearly empty support end makes the tilt curve extremely steep (regression)
+        ([1.33338619e-01, 3.44501743e-01, 1.43178004e-04, 9.93060636e-01, 9.52463010e-02],
+         [0, 0, 1, 1, 1], [1.62728820e-06, 6.46005169e-01, 3.49352222e-01, 1.11355365e-05,
+                           4.62984653e-03], 0.45475055463732494, "kl"),
+    ],
+)
+def test_hard_cases_converge_and_beat_dense_scan(v, g, p, eps, div):
+    r = consistency_radius(v, g, eps, weights=p, divergence=div)
+    scan = _line_scan(np.array(v), np.array(g), np.array(p), eps, div)
+    assert r.radius <= scan + 1e-9
+    assert r.radius - r.lower_bound <= 1e-8 * r.radius + 1e-12
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_problems_beat_dense_scan(seed):
+    rng = np.random.default_rng(1000 + seed)
+    for _ in range(8):
+        k0, k1 = rng.integers(1, 7, 2)
+        v = rng.random(k0 + k1) ** rng.uniform(0.3, 3)
+        g = np.array([0] * k0 + [1] * k1)
+        p = rng.dirichlet(np.ones(k0 + k1) * rng.uniform(0.2, 3))
+        eps = float(rng.uniform(0.01, 0.6))
+        for div in ("kl", "chi2"):
+            r = consistency_radius(v, g, eps, weights=p, divergence=div)
+            scan = _line_scan(v, g, p, eps, div, points=1001)
+            assert r.infinite == math.isinf(scan)
+            if not r.infinite:
+                assert r.radius <= scan + 1e-9
+                assert r.radius - r.lower_bound <= 1e-8 * r.radius + 1e-12

@@ -92,7 +92,8 @@ class GroupCurve:
         out[t >= self.hi] = self.end_param(True)
         out[t <= self.lo] = self.end_param(False)
         inside = (t > self.lo) & (t < self.hi)
-        if np.any(t > self.hi + 1e-12 * span) or np.any(t < self.lo - 1e-12 * span):
+        slack = 1e-12 * span + 8 * np.spacing(max(abs(self.lo), abs(self.hi)))
+        if np.any(t > self.hi + slack) or np.any(t < self.lo - slack):
             raise ValueError("target mean outside the group's support")
         if not inside.any():
             return out
@@ -226,7 +227,8 @@ class KLCurve(GroupCurve):
         tilted variance), safeguarded by a bracket and bisection; ``+-inf`` at the support ends."""
         t = np.atleast_1d(np.asarray(targets, dtype=float))
         span = max(self.spread, 1e-300)
-        if np.any(t > self.hi + 1e-12 * span) or np.any(t < self.lo - 1e-12 * span):
+        slack = 1e-12 * span + 8 * np.spacing(max(abs(self.lo), abs(self.hi)))
+        if np.any(t > self.hi + slack) or np.any(t < self.lo - slack):
             raise ValueError("target mean outside the group's support")
         out = np.where(t >= self.hi, np.inf, np.where(t <= self.lo, -np.inf, 0.0))
         inside = (t > self.lo) & (t < self.hi)
@@ -344,8 +346,16 @@ class Chi2Curve(GroupCurve):
             c[cl] = b * b * m2 + 1.0 / P - 1.0
         return ad, np.maximum(c, 0.0)
 
+    def solve(self, targets: FloatArray, tol: float = 1e-14,
+              guess: FloatArray | None = None) -> FloatArray:
+        # beyond the end parameters the curve is flat; keep parameters inside them
+        out = super().solve(targets, tol, guess)
+        return np.clip(out, self.end_param(False), self.end_param(True))
+
     def eval(self, params: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
         beta = np.atleast_1d(np.asarray(params, dtype=float))
+        if self.v.size >= 2:  # flat beyond the ends: clip so that the slope stays c'(end)
+            beta = np.clip(beta, self.end_param(False), self.end_param(True))
         a = np.full_like(beta, self.mean)
         c = np.zeros_like(beta)
         pos = beta > 0

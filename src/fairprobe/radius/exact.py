@@ -21,7 +21,8 @@ cell, and 0) and an upper bound (the chord, achieved by a mixture of two tilts).
 break points, so each segment gets an exact upper bound; segments whose bound cannot beat the best
 achieved value are discarded, the others are split. The loop stops when the best achieved radius
 and the smallest radius any segment still allows differ by at most ``atol + rtol * R``; the
-certified lower bound is returned with the result.
+certified lower bound is returned with the result (certified up to the floating-point resolution of
+the group means: segments a few ulp wide are bounded by their end values).
 """
 
 from __future__ import annotations
@@ -120,9 +121,16 @@ class _Knots:
         mid = 0.5 * (p0 + p1)
         out = np.where(np.isfinite(sec) & (sec > p0) & (sec < p1), sec, mid)
         up = np.isinf(p1) & np.isfinite(p0)
-        out = np.where(up, p0 + np.maximum(np.abs(p0), sc), out)
         dn = np.isinf(p0) & np.isfinite(p1)
+        out = np.where(up, p0 + np.maximum(np.abs(p0), sc), out)
         out = np.where(dn, p1 - np.maximum(np.abs(p1), sc), out)
+        edge = up | dn
+        if edge.any():
+            # next to a support end the curve can be arbitrarily steep in the parameter:
+            # solve for the parameter of the target mean instead of stepping blindly
+            tgt = np.clip(z[edge] - self.shift, self.curve.lo, self.curve.hi)
+            exact = self.curve.solve(tgt)
+            out[edge] = np.where(np.isfinite(exact), exact, out[edge])
         out = np.where(np.isinf(p0) & np.isinf(p1), 0.0, out)
         ok = np.isfinite(out) & (out > p0) & (out < p1)
         return np.where(ok, out, np.nan)
@@ -222,6 +230,10 @@ def line_optimum(
         cand = np.where(np.isfinite(cand), np.clip(cand, lo_b, hi_b), lo_b)
         f_ub = pi[0] * psi(k0.lower(i0, cand)) + pi[1] * psi(k1.lower(i1, cand))
         seg_ub = f_ub.max(axis=1)
+        # Segments at floating-point resolution cannot be split further: bound them by the
+        # values at their ends (a is only resolved to a few ulp in any case).
+        tiny = (zr - zl) <= 8 * np.spacing(np.maximum(np.abs(zl), np.abs(zr)))
+        seg_ub = np.where(tiny, np.maximum(f_lb[:-1], f_lb[1:]), seg_ub)
         # split where the bound is largest (cutting-plane style), kept off the segment ends
         z_arg = cand[np.arange(cand.shape[0]), np.argmax(f_ub, axis=1)]
         wdt = zr - zl
