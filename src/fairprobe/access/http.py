@@ -220,7 +220,37 @@ class HttpJsonConfig(BackendConfig):
         return v.rstrip("/")
 
 
-class HttpJsonBackend(Backend):
+class HttpBackend(Backend):
+    """Shared plumbing of the network backends: an :class:`HttpTransport`, a URL, an identity.
+
+    Subclasses set ``self.url``, ``self._transport`` and ``self._identity`` in ``__init__``.
+    """
+
+    url: str
+    _transport: HttpTransport
+    _identity: str
+
+    @property
+    def identity(self) -> str:
+        return self._identity
+
+    @property
+    def endpoint(self) -> str:
+        return self.url
+
+    @property
+    def timeout(self) -> float:
+        return self._transport.timeout
+
+    @timeout.setter
+    def timeout(self, value: float) -> None:
+        self._transport.timeout = value
+
+    def close(self) -> None:
+        self._transport.close()
+
+
+class HttpJsonBackend(HttpBackend):
     """A classifier behind a generic HTTP JSON endpoint (batched requests).
 
     Build it from an :class:`HttpJsonConfig`, keyword arguments, or a config file with
@@ -263,22 +293,6 @@ class HttpJsonBackend(Backend):
             + (f" model={c.model}" if c.model else "")
             + f"#{hashlib.sha256(ident.encode()).hexdigest()[:12]}"
         )
-
-    @property
-    def identity(self) -> str:
-        return self._identity
-
-    @property
-    def endpoint(self) -> str:
-        return self.url
-
-    @property
-    def timeout(self) -> float:
-        return self._transport.timeout
-
-    @timeout.setter
-    def timeout(self, value: float) -> None:
-        self._transport.timeout = value
 
     def ask(self, records: Sequence[Record]) -> list[Answer]:
         c = self.config
@@ -366,10 +380,6 @@ class HttpJsonBackend(Backend):
         raise AnswerParseError(
             f"decision {v!r} ({type(v).__name__}) is not 0 or 1; set positive_values for labels."
         )
-
-    def close(self) -> None:
-        self._transport.close()
-
 
 def _number(v: Any, what: str, lo: float | None = None, hi: float | None = None) -> float | None:
     if v is None:

@@ -32,7 +32,7 @@ from pydantic import Field, field_validator, model_validator
 
 from fairprobe.access.base import Answer, Backend, Record
 from fairprobe.access.config import BackendConfig, register_backend
-from fairprobe.access.http import HttpTransport
+from fairprobe.access.http import HttpBackend, HttpTransport
 from fairprobe.errors import AccessError, AnswerParseError, ConfigError, DataError
 
 __all__ = [
@@ -276,7 +276,7 @@ class OpenAIChatConfig(BackendConfig):
         return self
 
 
-class OpenAIChatBackend(Backend):
+class OpenAIChatBackend(HttpBackend):
     """An LLM behind an OpenAI-compatible chat-completions API, used as a zero-shot classifier.
 
     One request per input (``max_batch = 1``); :class:`~fairprobe.access.BlackBox` provides the
@@ -318,22 +318,6 @@ class OpenAIChatBackend(Backend):
             f"#{hashlib.sha256(ident.encode()).hexdigest()[:12]}"
         )
         self._positive = set(c.positive_labels)
-
-    @property
-    def identity(self) -> str:
-        return self._identity
-
-    @property
-    def endpoint(self) -> str:
-        return self.url
-
-    @property
-    def timeout(self) -> float:
-        return self._transport.timeout
-
-    @timeout.setter
-    def timeout(self, value: float) -> None:
-        self._transport.timeout = value
 
     def prompt(self, record: Record) -> str:
         """The user message for ``record``."""
@@ -424,8 +408,6 @@ class OpenAIChatBackend(Backend):
                 )
         return Answer(int(label in self._positive), score, logit, raw=content)
 
-    def close(self) -> None:
-        self._transport.close()
 
 
 def _build(cfg: BackendConfig) -> Backend:
