@@ -122,8 +122,9 @@ class _Knots:
         out = np.where(np.isfinite(sec) & (sec > p0) & (sec < p1), sec, mid)
         up = np.isinf(p1) & np.isfinite(p0)
         dn = np.isinf(p0) & np.isfinite(p1)
-        out = np.where(up, p0 + np.maximum(np.abs(p0), sc), out)
-        out = np.where(dn, p1 - np.maximum(np.abs(p1), sc), out)
+        with np.errstate(invalid="ignore", over="ignore"):
+            out = np.where(up, p0 + np.maximum(np.abs(p0), sc), out)
+            out = np.where(dn, p1 - np.maximum(np.abs(p1), sc), out)
         edge = up | dn
         if edge.any():
             # next to a support end the curve can be arbitrarily steep in the parameter:
