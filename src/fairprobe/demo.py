@@ -143,12 +143,13 @@ def _twosource_section(ctx: dict[str, Any], cfg: DemoConfig, console: Console) -
         f"DI through the user interface + proxy: {di_b}"
     )
     for d in res.detectors:
-        p = "n/a" if d.p_value is None else f"{d.p_value:.2g}"
+        p = "n/a" if d.p_value is None else (
+            "< 1e-16" if d.p_value < 1e-16 else f"= {d.p_value:.2g}")
         extra = ""
         if "n_inconsistent" in d.details:
             extra = f", {d.details['n_inconsistent']} inconsistencies vs n_max {d.details.get('n_max')}"
         console.print(
-            f"  detector {d.detector}: {'FIRED' if d.detected else 'silent'} (p = {p}{extra})"
+            f"  detector {d.detector}: {'FIRED' if d.detected else 'silent'} (p {p}{extra})"
         )
     console.print(f"  verdict: [bold]{res.verdict}[/] ({res.n_checked} checks, {res.stop_reason})")
     return res.to_dict()

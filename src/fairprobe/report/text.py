@@ -37,7 +37,8 @@ def print_audit(result: AuditResult, console: Console) -> None:
     table.add_row(
         "queries",
         f"{result.queried} drawn (seed {result.seed}): {result.paid} paid, "
-        f"{result.cached} from cache, {result.unparsed} unparsed (dropped)",
+        f"{result.cached} from the cache (repeated records or earlier runs), "
+        f"{result.unparsed} unparsed (dropped)",
     )
     table.add_row("model", result.backend)
     console.print(table)
