@@ -22,6 +22,7 @@ chi2).
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,7 +33,7 @@ FloatArray = NDArray[np.float64]
 _CHUNK = 4_000_000  # entries of the (params x atoms) block evaluated at once
 
 
-class GroupCurve:
+class GroupCurve(ABC):
     """Common part: sorted atoms, mean, spread and the end points."""
 
     def __init__(self, v: FloatArray, p: FloatArray) -> None:
@@ -46,23 +47,25 @@ class GroupCurve:
         self.constant = self.spread <= 0.0
 
     # subclasses -------------------------------------------------------------------------
+    @abstractmethod
     def end_cost(self, upper: bool) -> float:
-        raise NotImplementedError
+        """Divergence of the reweighting that puts the mean at a support end."""
 
     def end_param(self, upper: bool) -> float:
         """Parameter at which the mean reaches the support end (``+-inf`` for KL)."""
         return math.inf if upper else -math.inf
 
+    @abstractmethod
     def eval(self, params: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-        raise NotImplementedError
+        """Means, divergences and their derivatives at ``params`` (vectorised)."""
 
+    @abstractmethod
     def ratio(self, param: float) -> FloatArray:
         """Within-group density ratio ``r_j`` (mean 1 under p) for one parameter value."""
-        raise NotImplementedError
 
+    @abstractmethod
     def scale(self) -> float:
         """A parameter value that moves the mean by about one standard deviation."""
-        raise NotImplementedError
 
     # shared -----------------------------------------------------------------------------
     def eval_full(self, params: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
