@@ -7,6 +7,7 @@ such as ``collab demo`` to it. See ``docs/collab.md``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -16,6 +17,25 @@ collab_app = typer.Typer(
     help="Collaborative audits robust to fairwashing auditors (Auditopus): simulate and sweep.",
     no_args_is_help=True,
 )
+
+# Options shared by ``simulate`` and ``sweep`` (the protocol and set-up parameters of SimConfig).
+Honest = Annotated[int, typer.Option("--honest", "-N", help="Number N of honest auditors.")]
+Alpha = Annotated[float, typer.Option("--alpha", help="Dirichlet concentration (heterogeneity).")]
+PerRound = Annotated[int, typer.Option("--n", help="Queries per auditor and round.")]
+Rounds = Annotated[int, typer.Option("--rounds", "-T", help="Cap T on the number of rounds.")]
+Tau = Annotated[float, typer.Option("--tau", help="Half-width of the fair band.")]
+ZMax = Annotated[float, typer.Option("--z-max", help="Cap of the suspicion score.")]
+Beta = Annotated[float, typer.Option("--beta", help="Trimming fraction of the trimmed mean.")]
+Replacement = Annotated[
+    bool,
+    typer.Option("--replacement/--no-replacement", help="Draw queries with replacement (RQ4)."),
+]
+Degree = Annotated[float, typer.Option("--degree", help="Expected degree of the graph.")]
+Attack = Annotated[str, typer.Option("--attack", help="Attack strategy (adaptive, ...).")]
+Betas = Annotated[
+    str | None, typer.Option("--betas", help="Extra trimming fractions, e.g. 0.1,0.3")
+]
+
 
 _CASES_HELP = (
     "civil-very-unfair, civil-moderate, civil-near-fair, bios-very-unfair, bios-moderate, "
@@ -73,21 +93,17 @@ def simulate_cmd(
     case: str = typer.Option(..., "--case", help=f"Table I population: {_CASES_HELP}."),
     attackers: int = typer.Option(0, "--attackers", help="Number K of attackers (>= 0)."),
     seed: int = typer.Option(0, "--seed", help="Fixes the partition, graph and query order."),
-    honest: int = typer.Option(20, "--honest", "-N", help="Number N of honest auditors."),
-    alpha: float = typer.Option(1.0, "--alpha", help="Dirichlet concentration (heterogeneity)."),
-    n: int = typer.Option(300, "--n", help="Queries per auditor and round."),
-    rounds: int = typer.Option(150, "--rounds", "-T", help="Cap T on the number of rounds."),
-    tau: float = typer.Option(0.05, "--tau", help="Half-width of the fair band."),
-    z_max: float = typer.Option(8.0, "--z-max", help="Cap of the suspicion score."),
-    beta: float = typer.Option(0.2, "--beta", help="Trimming fraction of the trimmed mean."),
-    replacement: bool = typer.Option(
-        False, "--replacement/--no-replacement", help="Draw queries with replacement (RQ4)."
-    ),
-    degree: float = typer.Option(4.0, "--degree", help="Expected degree of the graph."),
-    attack: str = typer.Option("adaptive", "--attack", help="Attack strategy (adaptive, ...)."),
-    betas: str | None = typer.Option(
-        None, "--betas", help="Extra trimming fractions, e.g. 0.1,0.3"
-    ),
+    honest: Honest = 20,
+    alpha: Alpha = 1.0,
+    n: PerRound = 300,
+    rounds: Rounds = 150,
+    tau: Tau = 0.05,
+    z_max: ZMax = 8.0,
+    beta: Beta = 0.2,
+    replacement: Replacement = False,
+    degree: Degree = 4.0,
+    attack: Attack = "adaptive",
+    betas: Betas = None,
     json_path: Path | None = typer.Option(None, "--json", help="Write the result here (JSON)."),
 ) -> None:
     """Simulate one audit; print every method's estimate and verdict."""
@@ -98,20 +114,8 @@ def simulate_cmd(
     from fairprobe.report.jsonio import write_json
 
     cfg = _config(
-        case,
-        attackers,
-        seed,
-        honest,
-        alpha,
-        n,
-        rounds,
-        tau,
-        z_max,
-        beta,
-        replacement,
-        degree,
-        attack,
-        betas,
+        case, attackers, seed, honest=honest, alpha=alpha, n=n, rounds=rounds, tau=tau,
+        z_max=z_max, beta=beta, replacement=replacement, degree=degree, attack=attack, betas=betas,
     )
     assert isinstance(cfg, SimConfig)
     res = simulate(cfg)
@@ -144,21 +148,17 @@ def sweep_cmd(
         None, "--scheduler", help="Address of an existing Dask scheduler (default: local cluster)."
     ),
     workers: int | None = typer.Option(None, "--workers", help="Local cluster worker processes."),
-    honest: int = typer.Option(20, "--honest", "-N", help="Number N of honest auditors."),
-    alpha: float = typer.Option(1.0, "--alpha", help="Dirichlet concentration (heterogeneity)."),
-    n: int = typer.Option(300, "--n", help="Queries per auditor and round."),
-    rounds: int = typer.Option(150, "--rounds", "-T", help="Cap T on the number of rounds."),
-    tau: float = typer.Option(0.05, "--tau", help="Half-width of the fair band."),
-    z_max: float = typer.Option(8.0, "--z-max", help="Cap of the suspicion score."),
-    beta: float = typer.Option(0.2, "--beta", help="Trimming fraction of the trimmed mean."),
-    replacement: bool = typer.Option(
-        False, "--replacement/--no-replacement", help="Draw queries with replacement (RQ4)."
-    ),
-    degree: float = typer.Option(4.0, "--degree", help="Expected degree of the graph."),
-    attack: str = typer.Option("adaptive", "--attack", help="Attack strategy (adaptive, ...)."),
-    betas: str | None = typer.Option(
-        None, "--betas", help="Extra trimming fractions, e.g. 0.1,0.3"
-    ),
+    honest: Honest = 20,
+    alpha: Alpha = 1.0,
+    n: PerRound = 300,
+    rounds: Rounds = 150,
+    tau: Tau = 0.05,
+    z_max: ZMax = 8.0,
+    beta: Beta = 0.2,
+    replacement: Replacement = False,
+    degree: Degree = 4.0,
+    attack: Attack = "adaptive",
+    betas: Betas = None,
 ) -> None:
     """Run cases x attackers x seeds on Dask; resumable (rerun to finish an interrupted sweep)."""
     from rich.console import Console
@@ -180,20 +180,8 @@ def sweep_cmd(
     ks = parse_int_range(attackers)
     check_int(seeds, "seeds", "collab sweep", lo=1)
     cfg = _config(
-        case_list[0],
-        0,
-        0,
-        honest,
-        alpha,
-        n,
-        rounds,
-        tau,
-        z_max,
-        beta,
-        replacement,
-        degree,
-        attack,
-        betas,
+        case_list[0], 0, 0, honest=honest, alpha=alpha, n=n, rounds=rounds, tau=tau,
+        z_max=z_max, beta=beta, replacement=replacement, degree=degree, attack=attack, betas=betas,
     )
     assert isinstance(cfg, SimConfig)
     console = Console(stderr=True)
