@@ -39,7 +39,8 @@ from typing import ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from fairprobe._validation import check_choice, check_int
+from fairprobe._registry import Registry
+from fairprobe._validation import check_int
 from fairprobe.collab.exact import min_mod_linear
 from fairprobe.errors import DataError, InvalidParameterError
 from fairprobe.stats.counts import CountsVector
@@ -236,21 +237,18 @@ class AttackStrategy(ABC):
         return f"{type(self).__name__}()"
 
 
-ATTACKS: dict[str, type[AttackStrategy]] = {}
+ATTACKS: Registry[type[AttackStrategy]] = Registry("attack", "get_attack")
 
 
 def register_attack(cls: type[AttackStrategy]) -> type[AttackStrategy]:
     """Class decorator: add a strategy to :data:`ATTACKS` under its ``name``."""
-    if not cls.name:
-        raise InvalidParameterError(f"{cls.__name__} needs a non-empty 'name'.")
-    ATTACKS[cls.name] = cls
-    return cls
+    return ATTACKS.register(cls)
 
 
 def get_attack(name: str) -> AttackStrategy:
     """Instantiate the registered strategy ``name``."""
-    check_choice(name, "attack", "get_attack", list(ATTACKS))
-    return ATTACKS[name]()
+    strategy: AttackStrategy = ATTACKS.create(name)
+    return strategy
 
 
 def _neutral_rows(k: int, n: int) -> IntArray:

@@ -25,8 +25,9 @@ from typing import ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from fairprobe._validation import check_choice, check_real
-from fairprobe.errors import DataError, InvalidParameterError
+from fairprobe._registry import Registry
+from fairprobe._validation import check_real
+from fairprobe.errors import DataError
 
 __all__ = [
     "AGGREGATORS",
@@ -101,19 +102,18 @@ class Aggregator(ABC):
         return self.aggregate(t, h)
 
 
-AGGREGATORS: dict[str, type[Aggregator]] = {}
+AGGREGATORS: Registry[type[Aggregator]] = Registry("method", "get_aggregator")
 
 
 def register_aggregator(cls: type[Aggregator]) -> type[Aggregator]:
-    if not cls.name:
-        raise InvalidParameterError(f"{cls.__name__} needs a non-empty 'name'.")
-    AGGREGATORS[cls.name] = cls
-    return cls
+    """Class decorator: add an aggregator to :data:`AGGREGATORS` under its ``name``."""
+    return AGGREGATORS.register(cls)
 
 
 def get_aggregator(name: str, beta: float = 0.2) -> Aggregator:
-    check_choice(name, "method", "get_aggregator", list(AGGREGATORS))
-    return AGGREGATORS[name](beta)
+    """Instantiate the registered aggregator ``name`` with trimming fraction ``beta``."""
+    agg: Aggregator = AGGREGATORS.create(name, beta)
+    return agg
 
 
 @register_aggregator

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from fairprobe._registry import Registry
 from fairprobe._validation import check_choice
 from fairprobe.radius._data import AuditData, check_tolerance, prepare
 from fairprobe.radius.result import RadiusResult
@@ -12,17 +13,12 @@ from fairprobe.radius.result import RadiusResult
 __all__ = ["METHODS", "consistency_radius", "register_method"]
 
 Solver = Callable[..., RadiusResult]
-METHODS: dict[str, Solver] = {}
+METHODS: Registry[Solver] = Registry("method", "consistency_radius")
 
 
 def register_method(name: str) -> Callable[[Solver], Solver]:
     """Register ``fn(data: AuditData, tolerance, divergence, **options) -> RadiusResult``."""
-
-    def deco(fn: Solver) -> Solver:
-        METHODS[name] = fn
-        return fn
-
-    return deco
+    return METHODS.register_as(name)
 
 
 def consistency_radius(

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from fairprobe._registry import Registry
 from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.errors import DataError, InvalidParameterError
 from fairprobe.sequential.boundaries import Boundaries, check_error_rates
@@ -206,7 +207,7 @@ class SequentialTest(ABC):
         }
 
 
-_REGISTRY: dict[str, type[SequentialTest]] = {}
+_REGISTRY: Registry[type[SequentialTest]] = Registry("test", "get_test")
 T = TypeVar("T", bound=type[SequentialTest])
 
 
@@ -214,10 +215,8 @@ def register_test(name: str) -> Callable[[T], T]:
     """Class decorator adding a test to the registry under ``name``."""
 
     def deco(cls: T) -> T:
-        if name in _REGISTRY:
-            raise InvalidParameterError(f"A sequential test named {name!r} is already registered.")
         cls.name = name
-        _REGISTRY[name] = cls
+        _REGISTRY.register(cls, name)
         return cls
 
     return deco
@@ -230,8 +229,8 @@ def available_tests() -> tuple[str, ...]:
 
 def get_test(name: str, **kwargs: Any) -> SequentialTest:
     """Instantiate the registered test ``name`` with ``kwargs``."""
-    check_choice(name, "test", "get_test", tuple(_REGISTRY))
-    return _REGISTRY[name](**kwargs)
+    test: SequentialTest = _REGISTRY.create(name, **kwargs)
+    return test
 
 
 def check_budget(budget: Any, owner: str) -> int:

@@ -33,8 +33,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from fairprobe._validation import check_choice
-from fairprobe.errors import ConfigError
+from fairprobe._registry import Registry
 from fairprobe.stats.counts import CountsVector
 from fairprobe.twosource.theory import consistency_p_value, n_max
 
@@ -125,21 +124,19 @@ class Detector(ABC):
 D = TypeVar("D", bound=type[Detector])
 
 #: The registry of detectors, by name.
-DETECTORS: dict[str, type[Detector]] = {}
+DETECTORS: Registry[type[Detector]] = Registry("detector", "make_detector")
 
 
 def register_detector(cls: D) -> D:
     """Class decorator adding a :class:`Detector` to :data:`DETECTORS`."""
-    if cls.name in DETECTORS and DETECTORS[cls.name] is not cls:
-        raise ConfigError(f"A detector named {cls.name!r} is already registered.")
-    DETECTORS[cls.name] = cls
+    DETECTORS.register(cls)
     return cls
 
 
 def make_detector(name: str, **kwargs: Any) -> Detector:
     """Build the registered detector ``name`` (``kwargs`` go to its constructor)."""
-    check_choice(name, "detector", "make_detector", list(DETECTORS))
-    return DETECTORS[name](**kwargs)
+    detector: Detector = DETECTORS.create(name, **kwargs)
+    return detector
 
 
 @register_detector

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from fairprobe._registry import Registry
 from fairprobe._validation import check_choice, check_int
 from fairprobe.errors import ConfigError, DataError, InvalidParameterError
 
@@ -204,21 +205,19 @@ class Proxy(ABC):
 P = TypeVar("P", bound=type[Proxy])
 
 #: The registry of proxy strategies, by name.
-PROXIES: dict[str, type[Proxy]] = {}
+PROXIES: Registry[type[Proxy]] = Registry("proxy", "make_proxy")
 
 
 def register_proxy(cls: P) -> P:
     """Class decorator adding a :class:`Proxy` subclass to :data:`PROXIES` under its ``name``."""
-    if cls.name in PROXIES and PROXIES[cls.name] is not cls:
-        raise ConfigError(f"A proxy named {cls.name!r} is already registered.")
-    PROXIES[cls.name] = cls
+    PROXIES.register(cls)
     return cls
 
 
 def make_proxy(name: str, **kwargs: Any) -> Proxy:
     """Build the registered proxy ``name`` with ``kwargs``."""
-    check_choice(name, "proxy", "make_proxy", list(PROXIES))
-    return PROXIES[name](**kwargs)
+    proxy: Proxy = PROXIES.create(name, **kwargs)
+    return proxy
 
 
 def _check_groups_arg(groups: Sequence[str], owner: str) -> tuple[str, ...]:
