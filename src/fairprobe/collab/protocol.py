@@ -42,7 +42,7 @@ import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -326,6 +326,7 @@ class _Base:
     own: tuple[int, int, int, int] = (0, 0, 0, 0)
     held: dict[str, _Held] = field(default_factory=dict)
     phase: str = "idle"  # idle -> open (after start_round) -> stamped -> idle (after end_round)
+    role: ClassVar[str] = ""
 
     def _init_common(self) -> None:
         if not self.roster:
@@ -441,6 +442,47 @@ class _Base:
             },
         }
 
+    # -- persistence: to_dict / from_dict, with per-role hooks ----------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The whole state as JSON-ready data (a node persists it every round)."""
+        d = self._base_dict()
+        d["role"] = self.role
+        d.update(self._extra_dict())
+        return d
+
+    def _extra_dict(self) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def _extra_init(cls, d: Mapping[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def _load_extra(self, d: Mapping[str, Any]) -> None:
+        return None
+
+    @classmethod
+    def from_dict(
+        cls,
+        d: Mapping[str, Any],
+        *,
+        signer: EntrySigner | None = None,
+        verifier: EntryVerifier | None = None,
+    ) -> Self:
+        """Rebuild a core of this role from :meth:`to_dict` output."""
+        build: Any = cls  # subclasses take keyword-only protocol parameters
+        core: Self = build(
+            str(d["auditor_id"]),
+            list(d["roster"]),
+            n=int(d["n"]),
+            tau=float(d["tau"]),
+            signer=signer,
+            verifier=verifier,
+            **cls._extra_init(d),
+        )
+        core._load_base(d)
+        core._load_extra(d)
+        return core
+
     def _load_base(self, d: Mapping[str, Any]) -> None:
         self.round = int(d["round"])
         self.phase = str(d["phase"])
@@ -544,41 +586,22 @@ class AuditorCore(_Base):
             raise EmptyGroupError("No statistics of one group have arrived yet: no verdict.")
         return Verdict(self.auditor_id, self.role, self.round, est, self.tau)
 
-    def to_dict(self) -> dict[str, Any]:
-        d = self._base_dict()
-        d.update(
-            {
-                "role": self.role,
-                "z_max": self.z_max,
-                "prev": self.prev.tolist(),
-                "prev_round": self.prev_round.tolist(),
-                "W": self.W.tolist(),
-            }
-        )
-        return d
+    def _extra_dict(self) -> dict[str, Any]:
+        return {
+            "z_max": self.z_max,
+            "prev": self.prev.tolist(),
+            "prev_round": self.prev_round.tolist(),
+            "W": self.W.tolist(),
+        }
 
     @classmethod
-    def from_dict(
-        cls,
-        d: Mapping[str, Any],
-        *,
-        signer: EntrySigner | None = None,
-        verifier: EntryVerifier | None = None,
-    ) -> AuditorCore:
-        core = cls(
-            str(d["auditor_id"]),
-            list(d["roster"]),
-            n=int(d["n"]),
-            tau=float(d["tau"]),
-            z_max=float(d["z_max"]),
-            signer=signer,
-            verifier=verifier,
-        )
-        core._load_base(d)
-        core.prev = np.asarray(d["prev"], dtype=np.int64).reshape(-1, 4)
-        core.prev_round = np.asarray(d["prev_round"], dtype=np.int64)
-        core.W = np.asarray(d["W"], dtype=np.float64).reshape(-1, 4)
-        return core
+    def _extra_init(cls, d: Mapping[str, Any]) -> dict[str, Any]:
+        return {"z_max": float(d["z_max"])}
+
+    def _load_extra(self, d: Mapping[str, Any]) -> None:
+        self.prev = np.asarray(d["prev"], dtype=np.int64).reshape(-1, 4)
+        self.prev_round = np.asarray(d["prev_round"], dtype=np.int64)
+        self.W = np.asarray(d["W"], dtype=np.float64).reshape(-1, 4)
 
 
 class AttackerCore(_Base):
@@ -634,30 +657,12 @@ class AttackerCore(_Base):
     def verdict(self) -> Verdict:
         return Verdict(self.auditor_id, self.role, self.round, 0.0, self.tau)
 
-    def to_dict(self) -> dict[str, Any]:
-        d = self._base_dict()
-        d.update({"role": self.role, "strategy": self.strategy.name})
-        return d
+    def _extra_dict(self) -> dict[str, Any]:
+        return {"strategy": self.strategy.name}
 
     @classmethod
-    def from_dict(
-        cls,
-        d: Mapping[str, Any],
-        *,
-        signer: EntrySigner | None = None,
-        verifier: EntryVerifier | None = None,
-    ) -> AttackerCore:
-        core = cls(
-            str(d["auditor_id"]),
-            list(d["roster"]),
-            n=int(d["n"]),
-            tau=float(d["tau"]),
-            strategy=str(d["strategy"]),
-            signer=signer,
-            verifier=verifier,
-        )
-        core._load_base(d)
-        return core
+    def _extra_init(cls, d: Mapping[str, Any]) -> dict[str, Any]:
+        return {"strategy": str(d["strategy"])}
 
 
 def core_from_dict(
