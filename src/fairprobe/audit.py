@@ -217,7 +217,7 @@ def run_audit(
         name,
         sensitive_features=group_values,
         y_pred=decisions,
-        y_true=y_true,
+        y_true=y_true if name == "equal_opportunity_difference" else None,
         values=values if name == "performance_gap" else None,
         group_a=group_a,
         group_b=group_b,
