@@ -351,20 +351,22 @@ def split_signature(sig: bytes) -> tuple[bytes, bytes | None]:
 class CommittingSigner:
     """An ``EntrySigner`` that signs ``(entry, root)`` and appends the root to the signature.
 
-    Set :attr:`pending_root` (the root over the records counted so far, this round's included)
-    before the core stamps the entry.
+    ``root_for(round, counts)`` returns the root over the records behind the cumulative
+    ``counts`` being signed (a fabricator builds its leaves there); without it,
+    :attr:`pending_root` is used.
     """
 
-    def __init__(self, base: Any) -> None:
+    def __init__(self, base: Any, root_for: Any = None) -> None:
         self.base = base
         self.auditor_id: str = base.auditor_id
         self.pending_root: bytes = _EMPTY
+        self.root_for = root_for
 
     def sign(self, message: bytes) -> bytes:
         return bytes(self.base.sign(message))
 
     def sign_entry(self, round_: int, a: int, A: int, b: int, B: int) -> bytes:
-        root = self.pending_root
+        root = self.pending_root if self.root_for is None else self.root_for(round_, (a, A, b, B))
         msg = committed_entry_bytes(self.auditor_id, round_, a, A, b, B, root)
         return bytes(self.base.sign(msg)) + root
 
