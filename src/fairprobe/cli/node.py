@@ -42,7 +42,7 @@ def run_cmd(
     import os
 
     from fairprobe.collab.net.config import load_node_config
-    from fairprobe.collab.net.node import run_node
+    from fairprobe.collab.net.node import NodeStopped, run_node
     from fairprobe.report.jsonio import write_json
 
     if os.environ.get("FAIRPROBE_NODE_LOG"):
@@ -53,7 +53,11 @@ def run_cmd(
     cfg = load_node_config(config)
     if role is not None:
         cfg = dataclasses.replace(cfg, role=role, source=cfg.source)
-    result = run_node(cfg)
+    try:
+        result = run_node(cfg)
+    except NodeStopped as exc:  # SIGTERM / SIGINT: a clean stop, resumable
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(0) from None
     typer.echo(json.dumps(result.model_dump()))
     if json_path is not None:
         write_json(json_path, result.model_dump())
