@@ -276,6 +276,8 @@ class Node:
             return None
 
     def _forward_proof(self, proof_dict: dict[str, Any], skip: set[str]) -> None:
+        if self._client is None:  # not serving (in-process use): nothing to forward with
+            return
         body = ProofMessage(sender=self.id, proof=proof_dict).model_dump_json().encode()
 
         async def send(u: str) -> None:
