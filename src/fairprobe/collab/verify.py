@@ -718,8 +718,8 @@ def simulate_verification(
     without verification equals ``simulate``'s ``auditopus``). Each attacker backs its increment
     of each round with leaves drawn from the population (``vcfg.records="random"``: it falsifies
     the fewest answers; ``"chosen"``: none). Each round every honest auditor challenges
-    ``vcfg.budget(queries it issued)`` leaves, allocated over its non-excluded neighbours by
-    :func:`challenge_allocation`, uniformly over the neighbour's cumulative leaves (for an
+    ``vcfg.budget(queries it issued)`` leaves, allocated by :func:`challenge_allocation` over its
+    non-excluded neighbours that committed new leaves since it last challenged them, uniformly over the neighbour's cumulative leaves (for an
     attacker a hypergeometric draw of its falsified leaves; an honest auditor has none). A proof
     found at round ``t`` reaches honest auditor ``i`` at round ``t + d_H`` (``d_H``: hops over
     honest auditors, who forward a proof once per round); ``i`` then drops every contribution of
@@ -786,19 +786,29 @@ def simulate_verification(
     nbrs = {int(i): [int(u) for u in np.flatnonzero(adj[i])] for i in hon.tolist()}
     issued = setup.increments[:, :, 1] + setup.increments[:, :, 3]  # (R, N)
     challenges = 0
-    per_node_round: list[int] = []
+    node_round_bytes: list[float] = []
+    last_m = np.zeros((V, V), dtype=np.int64)  # leaves of u when i last challenged it
+    # opened[u, t]: leaves of u opened at round t and the leaves then committed (for the
+    # expected number of distinct leaves revealed)
+    opened = np.zeros((V, R), dtype=np.int64)
+    depth = max(1, math.ceil(math.log2(max(2, int((H[R, :, 1] + H[R, :, 3]).max())))))
+    per_opening = OPENING_FIXED_BYTES + record_bytes + depth * PATH_LEVEL_BYTES
     for t in range(1, R + 1):
+        m_t = H[t, :, 1] + H[t, :, 3]
         for i in hon.tolist():
             h = hi_of[i]
-            live = [u for u in nbrs[i] if not (is_att[u] and excl[h, kk_of[u]] < t)]
+            live = [u for u in nbrs[i]
+                    if not (is_att[u] and excl[h, kk_of[u]] < t) and m_t[u] > last_m[i, u]]
             alloc = challenge_allocation(
                 vcfg.budget(int(issued[t - 1, h])), [str(u) for u in live], t)
             spent = 0
             for us, c in alloc.items():
                 u = int(us)
-                m_u = int(H[t, u, 1] + H[t, u, 3])
+                m_u = int(m_t[u])
                 c = min(c, m_u)
                 spent += c
+                last_m[i, u] = m_u
+                opened[u, t - 1] += c
                 if not is_att[u] or c == 0:
                     continue
                 kk = kk_of[u]
@@ -807,7 +817,7 @@ def simulate_verification(
                     first[kk] = min(first[kk], t)
                     excl[:, kk] = np.minimum(excl[:, kk], t + hdist[h])
             challenges += spent
-            per_node_round.append(spent)
+            node_round_bytes.append(CHALLENGE_BYTES * len(alloc) + spent * per_opening)
     done = excl <= R
     proof_checks = int(done.sum())  # an upper bound: a finder re-asked the record already
     base_queries = int(H[R, hon][:, [1, 3]].sum())
@@ -821,12 +831,16 @@ def simulate_verification(
         plain = np.array([dp_of(r) for r in weighted.sum(axis=1)])
         verified = np.array([dp_of(r) for r in (weighted * keep[:, :, None]).sum(axis=1)])
     zk = np.zeros(K)
-    depth = max(1, math.ceil(math.log2(max(2, int(H[R, :, 1].max() + H[R, :, 3].max())))))
-    med_c = float(np.median(per_node_round)) if per_node_round else 0.0
-    deg_h = float(np.median(adj[hon].sum(axis=1)))
-    bytes_round = CHALLENGE_BYTES * min(deg_h, med_c) + med_c * (
-        OPENING_FIXED_BYTES + record_bytes + depth * PATH_LEVEL_BYTES)
     extra = challenges + proof_checks
+    # expected distinct leaves of each honest source opened: a leaf committed at round s stays
+    # unopened with probability prod_{t >= s} (1 - opened_t / m_t)
+    mm = np.maximum((H[1:, :, 1] + H[1:, :, 3]).T, 1)  # (V, R)
+    stay = np.clip(1.0 - opened / mm, 0.0, 1.0)
+    tail = np.cumprod(stay[:, ::-1], axis=1)[:, ::-1]  # prod over t >= s
+    new_leaves = (delta[:, :, 1] + delta[:, :, 3]).T  # (V, R) leaves committed at round s
+    distinct = (new_leaves * (1.0 - tail)).sum(axis=1)
+    sizes = H[R, hon][:, [1, 3]].sum(axis=1)
+    rev = distinct[hon] / np.maximum(sizes, 1)
     return {
         "case": cfg.case, "seed": cfg.seed, "attackers": K, "attack": cfg.attack, "honest": N,
         "rounds": R, "records": vcfg.records, "rate": vcfg.rate,
@@ -842,7 +856,11 @@ def simulate_verification(
         "proof_checks": proof_checks,
         "base_queries": base_queries,
         "extra_query_fraction": extra / max(1, base_queries),
-        "challenge_bytes_per_node_round": bytes_round,
+        "challenge_bytes_per_node_round": float(np.mean(node_round_bytes)),
+        # share of an honest auditor's records shown in clear to its challengers (expected
+        # number of distinct leaves opened / its query set)
+        "revealed_fraction_median": float(np.median(rev)),
+        "revealed_fraction_max": float(rev.max()),
     }
 
 

@@ -140,6 +140,7 @@ class Node:
         self.entry_verifier: Any = driver._verifier
         self._client: httpx.AsyncClient | None = None
         self._bg: set[asyncio.Task[None]] = set()
+        self._challenged: dict[str, int] = {}  # leaves of each neighbour when last challenged
         self.rejections: Counter[str] = Counter(self.store.rejections())
         self.counters: Counter[str] = Counter(self.store.counters())
         self.latest_from: dict[str, int] = dict.fromkeys(self.neighbours, 0)
@@ -329,7 +330,11 @@ class Node:
 
         if not self.driver.verifying or self.cfg.role != "honest":
             return
-        live = [u for u in self.neighbours if u not in self.driver.excluded]
+        def grew(u: str) -> bool:  # new leaves since this node last challenged u
+            h = self.driver.core.held.get(u)
+            return h is not None and int(h.counts[1] + h.counts[3]) > self._challenged.get(u, 0)
+
+        live = [u for u in self.neighbours if u not in self.driver.excluded and grew(u)]
         vc = VerifyConfig(rate=self.cfg.verify.rate)
         alloc = challenge_allocation(vc.budget(self.driver.issued_last), live, t)
         got = await asyncio.gather(*(self._challenge(u, c) for u, c in alloc.items()))
@@ -370,6 +375,7 @@ class Node:
         m = int(h.counts[1] + h.counts[3])
         if root is None or m == 0:
             return []
+        self._challenged[u] = m
         csig = self.signer.sign(challenge_message(u, h.round, root))
         msg = ChallengeMessage(
             challenger=self.id, prover=u, round=h.round, m=m, count=min(count, 64, m),
