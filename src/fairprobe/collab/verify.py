@@ -721,9 +721,10 @@ def simulate_verification(
     ``vcfg.budget(queries it issued)`` leaves, allocated by :func:`challenge_allocation` over its
     non-excluded neighbours that committed new leaves since it last challenged them, uniformly over the neighbour's cumulative leaves (for an
     attacker a hypergeometric draw of its falsified leaves; an honest auditor has none). A proof
-    found at round ``t`` reaches honest auditor ``i`` at round ``t + d_H`` (``d_H``: hops over
-    honest auditors, who forward a proof once per round); ``i`` then drops every contribution of
-    the source (:func:`exclude_source`) and stops challenging it.
+    found at round ``t`` excludes the source at its finder in round ``t`` and, sent to every
+    roster member, at every other honest auditor in round ``t + 1`` (checked before its merge);
+    each then drops every contribution of the source (:func:`exclude_source`) and stops
+    challenging it.
 
     Returns per attacker the first proof round and the round by which every honest auditor
     excluded it (None if not by the end), the final ``auditopus`` estimate with and without
@@ -780,7 +781,6 @@ def simulate_verification(
     M = H[1:, att, 1] + H[1:, att, 3]  # (R, K) leaves under the root of round t
     kk_of = {int(j): kk for kk, j in enumerate(att.tolist())}
     hi_of = {int(i): h for h, i in enumerate(hon.tolist())}
-    hdist = _hop_distances(adj[np.ix_(hon, hon)])
     excl = np.full((N, K), INF_ROUND, dtype=np.int64)  # round honest i excluded attacker k
     first = np.full(K, INF_ROUND, dtype=np.int64)
     nbrs = {int(i): [int(u) for u in np.flatnonzero(adj[i])] for i in hon.tolist()}
@@ -814,8 +814,11 @@ def simulate_verification(
                 kk = kk_of[u]
                 bad = int(L[t - 1, kk])
                 if bad and rng.hypergeometric(bad, m_u - bad, c) > 0:
+                    # the finder excludes now and sends the proof to every roster member, who
+                    # checks it at its next round
                     first[kk] = min(first[kk], t)
-                    excl[:, kk] = np.minimum(excl[:, kk], t + hdist[h])
+                    excl[:, kk] = np.minimum(excl[:, kk], t + 1)
+                    excl[h, kk] = min(excl[h, kk], t)
             challenges += spent
             node_round_bytes.append(CHALLENGE_BYTES * len(alloc) + spent * per_opening)
     done = excl <= R
@@ -862,24 +865,3 @@ def simulate_verification(
         "revealed_fraction_median": float(np.median(rev)),
         "revealed_fraction_max": float(rev.max()),
     }
-
-
-def _hop_distances(adj: npt.NDArray[np.bool_]) -> IntArray:
-    """All-pairs hop distances (``INF`` when unreachable), by BFS with numpy frontiers."""
-    n = adj.shape[0]
-    INF = np.iinfo(np.int64).max // 4
-    d = np.full((n, n), INF, dtype=np.int64)
-    a = adj.astype(bool)
-    for s in range(n):
-        d[s, s] = 0
-        frontier = np.zeros(n, dtype=bool)
-        frontier[s] = True
-        seen = frontier.copy()
-        k = 0
-        while frontier.any():
-            k += 1
-            nxt = a[frontier].any(axis=0) & ~seen
-            d[s, nxt] = k
-            seen |= nxt
-            frontier = nxt
-    return d

@@ -125,7 +125,7 @@ def test_forged_proofs_are_refused_and_false_accusations_are_not_confirmed(trio)
     with pytest.raises(Refused) as exc:
         a1.accept_proof(ProofMessage(sender="a2", proof=forged.to_dict()))
     assert exc.value.status == 422 and a1.store.proofs_pending() == []
-    with pytest.raises(Refused) as exc:  # not from a neighbour
+    with pytest.raises(Refused) as exc:  # not a roster member
         a1.accept_proof(ProofMessage(sender="a9", proof=false.to_dict()))
     a1.accept_proof(ProofMessage(sender="a2", proof=false.to_dict()))
     asyncio.run(a1._process_proofs(1))

@@ -251,8 +251,8 @@ class Node:
 
         if not self.driver.verifying:
             raise Refused(404, "verification-off")
-        if msg.sender not in self.latest_from:
-            raise Refused(403, "not-a-neighbour")
+        if msg.sender not in self.roster or msg.sender == self.id:
+            raise Refused(403, "not-a-member")
         try:
             proof = FraudProof.from_dict(msg.proof)
         except ProtocolError:
@@ -276,7 +276,11 @@ class Node:
         except httpx.HTTPError:
             return None
 
-    def _forward_proof(self, proof_dict: dict[str, Any], skip: set[str]) -> None:
+    def _forward_proof(
+        self, proof_dict: dict[str, Any], skip: set[str], *, everyone: bool = False
+    ) -> None:
+        """Send a proof to the neighbours (``everyone``: to every roster member, as its finder
+        does, so that a proof reaches honest nodes that attackers cut off)."""
         if self._client is None:  # not serving (in-process use): nothing to forward with
             return
         body = ProofMessage(sender=self.id, proof=proof_dict).model_dump_json().encode()
@@ -289,7 +293,8 @@ class Node:
                     return
                 await asyncio.sleep(0.1 * (attempt + 1))
 
-        for u in self.neighbours:
+        targets = [m for m in self.roster.ids if m != self.id] if everyone else self.neighbours
+        for u in targets:
             if u in skip:
                 continue
             task = asyncio.create_task(send(u))
@@ -317,12 +322,14 @@ class Node:
                     self.counters["verify:proof-not-confirmed"] += 1
             self.store.proof_done(accused, digest)
 
-    def _exclude(self, accused: str, t: int, proof_dict: dict[str, Any]) -> None:
+    def _exclude(
+        self, accused: str, t: int, proof_dict: dict[str, Any], *, found: bool = False
+    ) -> None:
         with self.driver.lock:
             self.driver.exclude(accused, t)
         self.counters["verify:excluded"] += 1
         log.warning("%s: excluded %s at round %d on a proof of fraud", self.id, accused, t)
-        self._forward_proof(proof_dict, skip={accused})
+        self._forward_proof(proof_dict, skip={accused}, everyone=found)
 
     async def _challenge_round(self, t: int) -> None:
         """Challenge neighbours' latest roots (budget: ``rate`` of this round's queries)."""
@@ -357,7 +364,7 @@ class Node:
         proof = FraudProof(kind, self.id, entry, esig, op, observed)  # type: ignore[arg-type]
         proof = proof.signed(self.signer)
         self.counters["verify:proofs-made"] += 1
-        self._exclude(op.auditor, t, proof.to_dict())
+        self._exclude(op.auditor, t, proof.to_dict(), found=True)
 
     async def _challenge(self, u: str, count: int) -> list[tuple[str, Any, bytes, Any]]:
         from fairprobe.collab.verify import (

@@ -21,7 +21,8 @@ Endpoints
     (:mod:`fairprobe.collab.verify`); ``403`` from a non-neighbour, ``401`` bad signature,
     ``409`` a round or root this node did not commit, ``404`` verification off.
 ``POST /v1/proof`` (verification on)
-    body: a :class:`~fairprobe.collab.net.messages.ProofMessage`; ``204`` once a well-signed
+    body: a :class:`~fairprobe.collab.net.messages.ProofMessage` from any roster member (its
+    finder sends a proof to everyone, others forward it to their neighbours); ``204`` once a well-signed
     proof of fraud is stored (checked against the model at the next round), ``422`` otherwise.
 ``GET /v1/status``
     ``{"id", "round", "phase", "done"}``, for the operator and the launcher (no counts).
