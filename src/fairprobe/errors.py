@@ -56,3 +56,7 @@ class ProtocolError(FairprobeError):
 
 class ConfigError(FairprobeError, ValueError):
     """A configuration file is missing, unreadable or inconsistent."""
+
+
+class CacheError(AccessError):
+    """An answer cache cannot be used: a foreign schema, a corrupt file, tampered answers."""
