@@ -236,6 +236,7 @@ class BlackBox:
         self._fingerprint_paid = 0
         self._taken_over = 0
         self._waited = 0
+        self._log: list[AnswerBatch] = []
 
     # -- accounting -------------------------------------------------------------------------
     @property
@@ -262,6 +263,20 @@ class BlackBox:
     def resumed_in_flight(self) -> int:
         """Queries asked again because an earlier run died while they were in flight."""
         return self._taken_over
+
+    def answer_log(self) -> tuple[npt.NDArray[np.str_], npt.NDArray[np.bool_]]:
+        """Outcome and from-cache flag of every answer returned so far, in query order.
+
+        The answers of successive :meth:`query` calls are concatenated: an audit that queries
+        its sample in order gets one entry per sampled record (for per-group accounting).
+        """
+        with self._lock:
+            log = list(self._log)
+        if not log:
+            return np.empty(0, dtype="<U9"), np.empty(0, dtype=bool)
+        outcomes = np.concatenate([b.outcomes for b in log if b.outcomes is not None])
+        cached = np.concatenate([b.cached for b in log if b.cached is not None])
+        return outcomes, cached
 
     def resolve_identity(self) -> IdentityCheck:
         """Establish which model answers, once, before anything is read from the cache.
@@ -531,6 +546,7 @@ class BlackBox:
         with self._lock:
             self._from_cache += n - n_paid
             self._unparsed += out.n_unparsed
+            self._log.append(out)
         if out.n_unparsed:
             log.info(
                 "%d of %d answers could not be parsed; they are dropped from the audit.",

@@ -312,7 +312,7 @@ class HttpJsonBackend(HttpBackend):
         from fairprobe.access.identity import identity_from_report
 
         c = self.config
-        if c.identity_path is None:
+        if not c.identity_path:  # None or "" (TOML has no null): fingerprint instead
             return None
         path = c.identity_path if c.identity_path.startswith("/") else "/" + c.identity_path
         try:

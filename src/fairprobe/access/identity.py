@@ -30,7 +30,14 @@ from typing import Any
 
 from fairprobe.provenance import redact_text
 
-__all__ = ["IdentityCheck", "ModelIdentity", "VOLATILE_HEALTH_KEYS", "identity_from_report"]
+__all__ = [
+    "LLM_SETTINGS",
+    "VOLATILE_HEALTH_KEYS",
+    "IdentityCheck",
+    "ModelIdentity",
+    "describe_backend",
+    "identity_from_report",
+]
 
 #: Keys of a health report that change without the model changing (ignored in the identity).
 VOLATILE_HEALTH_KEYS = frozenset(
@@ -136,3 +143,39 @@ class IdentityCheck:
             },
             "invalidated": self.invalidated,
         }
+
+
+#: Settings of a generative backend that shape its answers (recorded in the provenance).
+LLM_SETTINGS = (
+    "model", "prompt_template", "system_prompt", "labels", "positive_labels", "temperature",
+    "top_p", "max_tokens", "max_completion_tokens", "seed", "structured_output", "logprobs",
+    "top_logprobs", "reasoning_effort", "stop", "n", "extra_body", "response_format",
+)
+
+
+def describe_backend(backend: Any, check: IdentityCheck | None = None) -> dict[str, Any]:
+    """The ``provenance.backend`` block: kind, identity, URL (credentials redacted), model id,
+    how the identity was established and, for generative backends, the prompt template and
+    decoding settings."""
+    from fairprobe.provenance import redact_url
+
+    out: dict[str, Any] = {"kind": getattr(backend, "kind", type(backend).__name__)}
+    url = getattr(backend, "url", None) or getattr(backend, "endpoint", None)
+    if isinstance(url, str):
+        out["url"] = redact_url(url) if "://" in url else redact_text(url)
+    if check is not None:
+        out.update(check.to_dict())
+    else:
+        out["identity"] = redact_text(str(getattr(backend, "identity", "")))
+    hook = getattr(backend, "provenance_info", None)
+    if callable(hook):
+        out.update(hook())
+        return out
+    cfg = getattr(backend, "config", None)
+    dump = getattr(cfg, "model_dump", None)
+    if callable(dump) and "chat" in out["kind"]:
+        d = dump()
+        llm = {k: d[k] for k in LLM_SETTINGS if k in d and d[k] is not None}
+        if llm:
+            out["llm"] = llm
+    return out
