@@ -56,3 +56,9 @@ class ProtocolError(FairprobeError):
 
 class ConfigError(FairprobeError, ValueError):
     """A configuration file is missing, unreadable or inconsistent."""
+
+
+class MissingExtraError(FairprobeError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+    exit_code = 4

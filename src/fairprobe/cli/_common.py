@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from rich.console import Console
 
-from fairprobe._io import read_table as _read_table
 from fairprobe.errors import ConfigError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 console = Console(stderr=False, highlight=False)
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
     """A CSV or Parquet file given on the command line, with one-line errors."""
+    from fairprobe._io import read_table as _read_table
+
     return _read_table(path, "File")
 
 
