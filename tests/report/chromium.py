@@ -36,6 +36,7 @@ class Chromium:
     def __init__(self, binary: str, width: int = 1200, height: int = 900,
                  timeout: float = 60.0) -> None:
         self.timeout = timeout
+        self.width, self.height = width, height
         self._profile = tempfile.mkdtemp(prefix="fairprobe-chromium-")
         to_child_r, self._to_child_w = os.pipe()
         self._from_child_r, from_child_w = os.pipe()
@@ -132,6 +133,8 @@ class Chromium:
         self.session = att["sessionId"]
         for domain in ("Page.enable", "Runtime.enable", "Log.enable", "Network.enable"):
             self.call(domain)
+        self.call("Emulation.setDeviceMetricsOverride", {
+            "width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False})
         self.events.clear()
         self.call("Page.navigate", {"url": url})
         self.wait_for_event("Page.loadEventFired")

@@ -360,7 +360,7 @@ def adapt_audit(doc: Doc, source: str, label: str) -> Section:
         f"({level:.0%} interval {fmt_interval(iv)}, {metric.get('method', 'n/a')}), {where} the "
         f"fair band: {verdict}."
     )
-    short = f"fixed-budget audit: {verdict} ({_metric_label(name)} {fmt(est)}, {fmt_interval(iv)})"
+    short = f"{verdict}: {_metric_label(name)} {fmt(est)} {fmt_interval(iv)}"
     by_group = _by_group_rows(doc, metric)
     band = _fair_band(mkind, thr, thr if mkind != "ratio" else None)
     figures: list[FigureSpec] = []
@@ -422,7 +422,7 @@ def adapt_sequential(doc: Doc, source: str, label: str) -> Section:
         f"{fmt(queries)} queries (H0: |gap| <= {fmt(tol, 2)}; alpha {fmt(alpha, 2)}, "
         f"beta {fmt(beta, 2)}; gap estimate {fmt(gap)}): {verdict}."
     )
-    short = f"sequential audit: {outcome} after {fmt(queries)} queries"
+    short = f"{outcome} after {fmt(queries)} queries"
     if access:
         short += f" ({access} access)"
     figures: list[FigureSpec] = []
@@ -530,7 +530,7 @@ def adapt_radius(doc: Doc, source: str, label: str) -> Section:
             + (f"; by Pinsker no event's probability moves by more than "
                f"{fmt(doc.get('pinsker_bound'))} before that." if doc.get("pinsker_bound") else ".")
         )
-    short = f"consistency radius: '{assessment}' holds up to {div} {fmt(r, 4)}"
+    short = f"'{assessment}' holds up to {div} {fmt(r, 4)}"
     figures: list[FigureSpec] = []
     notes: list[str] = []
     curve = _flip_curve(doc)
@@ -625,7 +625,7 @@ def adapt_twosource(doc: Doc, source: str, label: str) -> Section:
            f"{fmt(n_checked)} checks: the audit API is {verdict}."
            if fired else f"no detector fired in {fmt(n_checked)} checks: {verdict}.")
     )
-    short = f"two-source audit: audit API {verdict}"
+    short = f"audit API {verdict} ({', '.join(fired) or 'no detector'} fired after {fmt(n_checked)} checks)"
     figures = [FigureSpec(
         plot="twosource",
         data={
@@ -717,7 +717,7 @@ def adapt_twosource_plan(doc: Doc, source: str, label: str) -> Section:
              for k, v in doc.items()
              if k not in ("schema", "kind", "provenance", "frontier") and not isinstance(v, Mapping | list)]
     return Section("twosource-plan", "Two-source audit plan" + (f": {label}" if label else ""),
-                   source, None, sentence, f"two-source plan: n_max {fmt(n_max)}", facts, figures,
+                   source, None, sentence, f"n_max {fmt(n_max)}, p_manip {fmt(p_manip)}", facts, figures,
                    [], A.TWOSOURCE + _extra_assumptions(doc), [])
 
 
@@ -833,7 +833,7 @@ def adapt_collab_simulate(doc: Doc, source: str, label: str) -> Section:
               for r in runs],
     )] if runs else []
     return Section("collab-simulate", "Collaborative audit" + (f": {label}" if label else ""),
-                   source, verdict, sentence, f"collaborative audit: {verdict} (estimate {fmt(est)})",
+                   source, verdict, sentence, f"{verdict}: estimate {fmt(est)} (true {fmt(true_dp)})",
                    facts, figures, tables, A.COLLAB + _extra_assumptions(doc), notes)
 
 
@@ -881,7 +881,7 @@ def adapt_collab_sweep(doc: Doc, source: str, label: str) -> Section:
     verdict = None if worst is None else ("robust" if worst == 0 else "fooled")
     return Section("collab-sweep", "Collaborative audit sweep" + (f": {label}" if label else ""),
                    source, verdict, sentence,
-                   f"collaborative sweep: highest attack success {pct(worst)}", facts, figures,
+                   f"highest attack success on Auditopus {pct(worst)}", facts, figures,
                    tables, A.COLLAB + _extra_assumptions(doc), [])
 
 
@@ -910,7 +910,7 @@ def adapt_collab_nodes(doc: Doc, source: str, label: str) -> Section:
              for k, v in doc.items()
              if k not in ("schema", "kind") and not isinstance(v, Mapping | list)]
     return Section("collab-nodes", "Collaborative audit over the network", source, verdict,
-                   sentence, f"networked collaborative audit: {verdict}", facts, figures, [],
+                   sentence, f"{verdict}: estimate {fmt(est)}", facts, figures, [],
                    A.COLLAB + _extra_assumptions(doc), [])
 
 
