@@ -35,8 +35,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+import fairprobe.collab.liars  # noqa: F401 - registers the self-consistent liars
 from fairprobe._validation import check_choice, check_int, check_real
-from fairprobe.collab.attacker import ATTACKS, get_attack
+from fairprobe.collab.attacker import ATTACKS, AttackContext, AttackStrategy, get_attack
 from fairprobe.collab.baselines import get_aggregator
 from fairprobe.collab.graph import connected_erdos_renyi, gossip_lags
 from fairprobe.collab.partition import (
@@ -51,6 +52,7 @@ from fairprobe.collab.protocol import (
     dp_of,
     query_order,
 )
+from fairprobe.collab.robust import robust_estimate
 from fairprobe.collab.score import Z_MAX, suspicion_scores
 from fairprobe.datasets.populations import POPULATIONS, get_population
 from fairprobe.stats.counts import CountsVector
@@ -60,6 +62,7 @@ __all__ = [
     "AuditPlan",
     "RunResult",
     "SimConfig",
+    "attack_strategy",
     "audit_plan",
     "graph_of",
     "honest_query_rng",
@@ -76,6 +79,7 @@ BASE_METHODS = (
     "median-local-dp",
     "trimmed-mean-local-dp",
     "auditopus",
+    "robust",
 )
 
 IntArray = npt.NDArray[np.int64]
@@ -157,6 +161,7 @@ class RunResult:
     per_auditor: dict[str, FloatArray]
     attacker_positions: tuple[int, ...]
     trajectory: dict[str, FloatArray] | None = None
+    views: dict[str, Any] | None = None
 
     def rows(self) -> list[dict[str, Any]]:
         """One JSON-ready row per method (the keys of ``fairprobe collab simulate --json``)."""
@@ -295,13 +300,41 @@ def honest_query_rng(cfg: SimConfig, i: int) -> np.random.Generator:
     return np.random.default_rng(query_ss.spawn(cfg.honest)[i])
 
 
+def attack_strategy(
+    cfg: SimConfig, rounds: int, ids: tuple[int, ...] | None = None
+) -> AttackStrategy:
+    """``cfg.attack`` calibrated with what the platform knows (:class:`AttackContext`).
+
+    ``ids`` are the attacker indices of the view rows (default: all attackers of ``cfg``'s
+    graph, in increasing order, as the simulator calls the strategy); a networked attacker node
+    passes its own index.
+    """
+    if ids is None:
+        ids = tuple(int(x) for x in _graph(cfg)[1])
+    ctx = AttackContext(
+        population=get_population(cfg.case).counts,
+        n=cfg.n,
+        rounds=rounds,
+        attackers=cfg.attackers,
+        honest=cfg.honest,
+        tau=cfg.tau,
+        seed=cfg.seed,
+        ids=tuple(ids),
+    )
+    return get_attack(cfg.attack).calibrate(ctx)
+
+
 def _global(per_honest: FloatArray, k: int) -> float:
     vals = np.concatenate([per_honest, np.zeros(k)])
     return float(np.median(vals))
 
 
 def simulate(
-    cfg: SimConfig, *, setup: HonestSetup | None = None, trajectory: bool = False
+    cfg: SimConfig,
+    *,
+    setup: HonestSetup | None = None,
+    trajectory: bool = False,
+    keep_views: bool = False,
 ) -> RunResult:
     """Simulate one audit with the vectorised path (see the module docstring)."""
     setup = setup or prepare_honest(cfg)
@@ -315,7 +348,7 @@ def simulate(
     H = np.zeros((R + 1, V, 4), dtype=np.int64)
     H[1:, hon] = np.cumsum(setup.increments, axis=0)
     if K:
-        strategy = get_attack(cfg.attack)
+        strategy = attack_strategy(cfg, R, tuple(int(x) for x in att))
         lag_k = lag[att]  # (K, V)
         cols = np.arange(V)[None, :]
         for t in range(1, R + 1):
@@ -336,7 +369,8 @@ def simulate(
         per["auditopus"] = np.array([dp_of(r) for r in tot])
     tables = H[s_idx, cols]
     held = s_idx >= 1
-    for m in BASE_METHODS[:-1]:
+    per["robust"] = robust_estimate(weighted, tables, held).estimate
+    for m in BASE_METHODS[:-2]:
         per[m] = get_aggregator(m, cfg.beta)(tables, held)
     for b in cfg.extra_betas:
         per[f"trimmed-mean@{b:g}"] = get_aggregator("trimmed-mean", b)(tables, held)
@@ -366,6 +400,12 @@ def simulate(
         per_auditor=per,
         attacker_positions=tuple(int(x) for x in att),
         trajectory=traj,
+        views=(
+            {"tables": tables, "weighted": weighted, "held": held, "w": w, "score": sc.score,
+             "H": H, "lag": lag, "hon": hon}
+            if keep_views
+            else None
+        ),
     )
 
 
@@ -387,7 +427,8 @@ def simulate_reference(cfg: SimConfig, *, setup: HonestSetup | None = None) -> R
     samplers: dict[int, tuple[QuerySampler, npt.NDArray[np.int8]]] = {}
     for j in range(V):
         if j in plan.attackers:
-            cores.append(AttackerCore(roster[j], roster, n=cfg.n, tau=cfg.tau, strategy=cfg.attack))
+            strat = attack_strategy(cfg, R, (j,))
+            cores.append(AttackerCore(roster[j], roster, n=cfg.n, tau=cfg.tau, strategy=strat))
         else:
             i = plan.honest_index.index(j)
             cores.append(AuditorCore(roster[j], roster, n=cfg.n, tau=cfg.tau, z_max=cfg.z_max))
@@ -418,7 +459,8 @@ def simulate_reference(cfg: SimConfig, *, setup: HonestSetup | None = None) -> R
     per["auditopus"] = np.array([c.estimate() for c in honest_cores])
     tables_arr = np.stack([c.table_counts() for c in honest_cores])
     held = np.stack([np.array([c.held[a].round >= 1 for a in roster]) for c in honest_cores])
-    for m in BASE_METHODS[:-1]:
+    per["robust"] = np.array([c.robust_estimate() for c in honest_cores])
+    for m in BASE_METHODS[:-2]:
         per[m] = get_aggregator(m, cfg.beta)(tables_arr, held)
     for b in cfg.extra_betas:
         per[f"trimmed-mean@{b:g}"] = get_aggregator("trimmed-mean", b)(tables_arr, held)
