@@ -20,7 +20,10 @@ source's *influence* on the estimate, the quantity a fairwasher must make large:
    repeated until ``S`` is stable (at most ``iters`` times). Starting from the core, not from all
    sources, avoids masking: several liars inflate the scale of the influences they are measured
    against.
-4. The estimate is ``DP(sum_{j in S} W_j)``.
+4. The estimate is ``DP(sum_{j in S} W_j)``, unless that is closer to 0 than the Auditopus
+   estimate ``DP(sum_j W_j)`` over all sources, which is then kept: the screening never moves the
+   estimate *towards* the band. This makes every Auditopus certificate
+   (:mod:`fairprobe.collab.certificate`) a certificate of an unfair ``robust`` verdict too.
 
 The screening is one-sided on purpose (the threat model is fairwashing: making an unfair model
 look fair): an honest source pulling away from the band is never removed, so the screening never
@@ -69,6 +72,7 @@ class RobustResult:
     kept: BoolArray
     core: BoolArray
     influence: FloatArray  # toward-the-band influence at the last iteration
+    auditopus: FloatArray  # DP(sum_j W_j) over all held sources
 
 
 def _dp(t: FloatArray) -> FloatArray:
@@ -146,5 +150,9 @@ def robust_estimate(
         if np.array_equal(new, act):
             break
         act = new
-    est = _dp(np.where(act[..., None], Wh, 0.0).sum(axis=-2))
-    return RobustResult(estimate=est, kept=act, core=core, influence=infl)
+    screened = _dp(np.where(act[..., None], Wh, 0.0).sum(axis=-2))
+    full = _dp(Wh.sum(axis=-2))
+    use_full = np.isfinite(full) & ~(np.abs(screened) >= np.abs(full))
+    est = np.where(use_full, full, screened)
+    kept = np.where(use_full[..., None], h, act)
+    return RobustResult(estimate=est, kept=kept, core=core, influence=infl, auditopus=full)

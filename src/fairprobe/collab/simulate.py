@@ -39,6 +39,7 @@ import fairprobe.collab.liars  # noqa: F401 - registers the self-consistent liar
 from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.collab.attacker import ATTACKS, AttackContext, AttackStrategy, get_attack
 from fairprobe.collab.baselines import get_aggregator
+from fairprobe.collab.certificate import certify_many, global_certified_k, robust_certified_k
 from fairprobe.collab.graph import connected_erdos_renyi, gossip_lags
 from fairprobe.collab.partition import (
     dirichlet_partition,
@@ -162,6 +163,8 @@ class RunResult:
     attacker_positions: tuple[int, ...]
     trajectory: dict[str, FloatArray] | None = None
     views: dict[str, Any] | None = None
+    certified: dict[str, int] = field(default_factory=dict)
+    node_certified: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
 
     def rows(self) -> list[dict[str, Any]]:
         """One JSON-ready row per method (the keys of ``fairprobe collab simulate --json``)."""
@@ -181,6 +184,7 @@ class RunResult:
                     "fooled": bool(e is not None and abs(e) <= c.tau),
                     "honest": c.honest,
                     "rounds": self.rounds,
+                    "certified_k": self.certified.get(m),
                 }
             )
         return out
@@ -375,6 +379,7 @@ def simulate(
     for b in cfg.extra_betas:
         per[f"trimmed-mean@{b:g}"] = get_aggregator("trimmed-mean", b)(tables, held)
     estimates = {m: _global(per[m], K) for m in cfg.methods}
+    node_k, glob_k = _certificates(cfg, R, per, weighted, tables, held)
     pop = get_population(cfg.case)
     honest_total = H[R, hon].sum(axis=0)
     traj = None
@@ -400,6 +405,8 @@ def simulate(
         per_auditor=per,
         attacker_positions=tuple(int(x) for x in att),
         trajectory=traj,
+        certified=glob_k,
+        node_certified=node_k,
         views=(
             {"tables": tables, "weighted": weighted, "held": held, "w": w, "score": sc.score,
              "H": H, "lag": lag, "hon": hon}
@@ -407,6 +414,28 @@ def simulate(
             else None
         ),
     )
+
+
+def _certificates(
+    cfg: SimConfig,
+    rounds: int,
+    per: dict[str, FloatArray],
+    weighted: npt.NDArray[np.float64],
+    tables: IntArray,
+    held: npt.NDArray[np.bool_],
+) -> tuple[dict[str, npt.NDArray[np.int64]], dict[str, int]]:
+    """Per-auditor and global ``certified_k`` of the pooled methods (none, auditopus, robust)."""
+    budget = cfg.n * rounds
+    node = {
+        "none": certify_many(tables, budget, cfg.tau, held),
+        "auditopus": certify_many(weighted, budget, cfg.tau, held),
+    }
+    node["robust"] = robust_certified_k(per["robust"], per["auditopus"], node["auditopus"], cfg.tau)
+    glob = {
+        m: global_certified_k(per[m], np.maximum(ks, 0), cfg.attackers, cfg.tau)
+        for m, ks in node.items()
+    }
+    return node, glob
 
 
 def simulate_reference(cfg: SimConfig, *, setup: HonestSetup | None = None) -> RunResult:
