@@ -161,12 +161,19 @@ def test_challenge_allocation_spreads_the_budget_in_turn():
 def test_simulator_hook_matches_simulate_and_excludes_only_fabricators():
     cfg = SimConfig(case="bios-moderate", attackers=2, seed=4, honest=12)
     res = simulate_verification(cfg)
-    assert res["estimate"] == simulate(cfg).estimates["auditopus"]
+    plain = simulate(cfg)
+    assert res["estimate"] == plain.estimates["auditopus"]
+    assert res["robust"] == plain.estimates["robust"]
     assert all(r is not None and r <= 3 for r in res["first_proof_round"])
     assert res["extra_query_fraction"] <= 0.05
     # the verified estimate is as close to the truth as the honest data allow
     assert abs(res["estimate_verified"] - res["true_dp"]) < abs(res["estimate"] - res["true_dp"])
     assert simulate_verification(cfg) == res  # same seed, same result
+    # the consistent liar (calibrated by the platform) is caught too
+    cons = simulate_verification(SimConfig(case="bios-moderate", attackers=2, seed=4, honest=12,
+                                           attack="consistent"))
+    assert all(r is not None for r in cons["all_honest_excluded_round"])
+    assert abs(cons["robust_verified"]) > 0.05 >= abs(cons["robust"])
     chosen = simulate_verification(cfg, VerifyConfig(records="chosen"))
     assert chosen["first_proof_round"] == [None, None]  # cannot catch truthful chosen records
     assert chosen["estimate_verified"] == chosen["estimate"]

@@ -82,9 +82,15 @@ def demo_cmd(
         False, help="Start a platform server (fairprobe platform serve) for this demo."
     ),
     attack: str = typer.Option(
-        "adaptive", "--attack", help="Attack of the attacker nodes: adaptive, extreme, neutral, ..."
+        "adaptive", "--attack",
+        help="Attack of the attacker nodes: adaptive, extreme, neutral, consistent, "
+        "consistent-exact, selective.",
     ),
-    method: str = typer.Option("auditopus", "--method", help="Aggregation run by honest nodes."),
+    method: str = typer.Option(
+        "robust", "--method",
+        help="Aggregation run by honest nodes: robust (recommended), auditopus, none, median, "
+        "trimmed-mean, median-local-dp, trimmed-mean-local-dp.",
+    ),
     verify: bool = typer.Option(
         False, "--verify/--no-verify",
         help="Verification of answers: commit records, challenge neighbours, exclude on fraud.",
@@ -158,10 +164,21 @@ def _demo(
     typer.echo(
         f"median estimate {out['median']:+.6f} -> {out['verdict']} (tau = {out['tau']}{truth})"
     )
+    if out.get("certified_k") is not None:
+        typer.echo(
+            f"{out['verdict']}, holds against up to {out['certified_k']} fabricating auditors "
+            f"({spec.n} queries per round each; method {spec.method})"
+        )
     if json_path is not None:
-        from fairprobe.report.jsonio import write_json
+        from fairprobe.provenance import Provenance
+        from fairprobe.report.jsonio import write_result
 
-        write_json(json_path, out)
+        prov = Provenance.capture(
+            seed=seed,
+            query_pool={"case": case} if platform is None else {"adult": "test"},
+            notes=("collaborative audit run by real node processes on 127.0.0.1",),
+        )
+        write_result(json_path, "collab-nodes", out, provenance=prov)
 
 
 def register(app: typer.Typer) -> None:

@@ -727,16 +727,16 @@ def simulate_verification(
     challenging it.
 
     Returns per attacker the first proof round and the round by which every honest auditor
-    excluded it (None if not by the end), the final ``auditopus`` estimate with and without
-    verification (median over ``N + K``, attackers reporting 0), the extra queries (challenges
+    excluded it (None if not by the end), the final ``auditopus`` (``estimate``) and ``robust``
+    estimates with and without verification (median over ``N + K``, attackers reporting 0), the extra queries (challenges
     plus one query per proof checked) as a fraction of the audit's, and the challenge bytes per
     honest node and round.
     """
-    from fairprobe.collab.attacker import get_attack
     from fairprobe.collab.graph import gossip_lags
     from fairprobe.collab.protocol import dp_of
+    from fairprobe.collab.robust import robust_estimate
     from fairprobe.collab.score import suspicion_scores
-    from fairprobe.collab.simulate import graph_of, prepare_honest
+    from fairprobe.collab.simulate import attack_strategy, graph_of, prepare_honest
     from fairprobe.datasets.populations import get_population
 
     vcfg = vcfg or VerifyConfig()
@@ -752,7 +752,7 @@ def simulate_verification(
     H = np.zeros((R + 1, V, 4), dtype=np.int64)
     H[1:, hon] = np.cumsum(setup.increments, axis=0)
     if K:
-        strategy = get_attack(cfg.attack)
+        strategy = attack_strategy(cfg, R, tuple(int(x) for x in att))
         lag_k = lag[att]
         cols = np.arange(V)[None, :]
         for t in range(1, R + 1):
@@ -830,9 +830,13 @@ def simulate_verification(
     keep = np.ones((N, V), dtype=bool)
     for kk, j in enumerate(att.tolist()):
         keep[:, j] = ~done[:, kk]
+    tables = H[s_idx, cols]
+    held = s_idx >= 1
     with np.errstate(all="ignore"):
         plain = np.array([dp_of(r) for r in weighted.sum(axis=1)])
         verified = np.array([dp_of(r) for r in (weighted * keep[:, :, None]).sum(axis=1)])
+    rob = robust_estimate(weighted, tables, held).estimate
+    rob_v = robust_estimate(weighted * keep[:, :, None], tables, held & keep).estimate
     zk = np.zeros(K)
     extra = challenges + proof_checks
     # expected distinct leaves of each honest source opened: a leaf committed at round s stays
@@ -853,6 +857,8 @@ def simulate_verification(
         "falsified_fraction": [float(L[-1, kk] / max(1, M[-1, kk])) for kk in range(K)],
         "estimate": float(np.median(np.concatenate([plain, zk]))),
         "estimate_verified": float(np.median(np.concatenate([verified, zk]))),
+        "robust": float(np.median(np.concatenate([rob, zk]))),
+        "robust_verified": float(np.median(np.concatenate([rob_v, zk]))),
         "true_dp": float(pop.true_dp),
         "tau": float(cfg.tau),
         "challenges": challenges,

@@ -147,9 +147,12 @@ class NodeConfig:
     backend: dict[str, Any] = field(default_factory=dict)
     verify: VerifyNodeConfig = field(default_factory=VerifyNodeConfig)
     #: Aggregation run by an honest node (a name of ``fairprobe.collab`` aggregation methods).
-    method: str = "auditopus"
+    method: str = "robust"
     #: Attack strategy of an attacker node (a name of ``fairprobe.collab.attacker.ATTACKS``).
     attack: str = "adaptive"
+    #: What the platform tells a calibrated attacker (``AttackContext.to_dict()``; attackers
+    #: whose strategy needs it, e.g. ``consistent``).
+    attack_context: dict[str, Any] = field(default_factory=dict)
     source: Path | None = None
 
     def __post_init__(self) -> None:
@@ -165,9 +168,13 @@ class NodeConfig:
         if self.role == "honest" and not self.query_set:
             raise ConfigError("An honest node needs a [query_set] table.")
         from fairprobe.collab.attacker import ATTACKS
+        from fairprobe.collab.baselines import AGGREGATORS
 
         if self.attack not in list(ATTACKS):
             raise ConfigError(f"attack must be one of {sorted(ATTACKS)}. Got {self.attack!r}.")
+        methods = ["auditopus", "robust", *AGGREGATORS]
+        if self.method not in methods:
+            raise ConfigError(f"method must be one of {methods}. Got {self.method!r}.")
 
     def fingerprint(self) -> str:
         """Hash of everything that fixes the audit's outcome (not timeouts or the collector)."""
@@ -180,10 +187,10 @@ class NodeConfig:
         }
         if self.verify.enabled:
             doc["verify"] = asdict(self.verify)
-        if self.method != "auditopus":
-            doc["method"] = self.method
+        doc["method"] = self.method
         if self.role == "attacker" and self.attack != "adaptive":
             doc["attack"] = self.attack
+            doc["attack_context"] = self.attack_context
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
     def to_toml_dict(self) -> dict[str, Any]:
@@ -202,6 +209,7 @@ class NodeConfig:
             "verify": asdict(self.verify) if self.verify.enabled else None,
             "method": self.method,
             "attack": self.attack,
+            "attack_context": self.attack_context or None,
         }
 
     def write(self, path: str | os.PathLike[str]) -> Path:
@@ -254,7 +262,7 @@ class NodeConfig:
             rate=_num(vs, "rate", 0.04, float, "[verify]"),
             records=str(vs.get("records", "random")),
         )
-        method = doc.get("method", "auditopus")
+        method = doc.get("method", "robust")
         attack = doc.get("attack", "adaptive")
         for k, v in (("method", method), ("attack", attack)):
             if not isinstance(v, str):
@@ -268,6 +276,7 @@ class NodeConfig:
         known = {
             "id", "key", "roster", "state_db", "role", "listen", "collector_url",
             "audit", "timeouts", "query_set", "backend", "verify", "method", "attack",
+            "attack_context",
         }
         unknown = set(doc) - known
         if unknown:
@@ -288,6 +297,7 @@ class NodeConfig:
                 verify=verify,
                 method=method,
                 attack=attack,
+                attack_context=_section(doc, "attack_context"),
             )
         except InvalidParameterError as exc:
             raise ConfigError(str(exc)) from None

@@ -129,6 +129,25 @@ def load_query_set(
     )
 
 
+def _attack_strategy(cfg: NodeConfig) -> Any:
+    """The attacker node's strategy, calibrated with ``attack_context`` when it needs one."""
+    from fairprobe.collab.attacker import AttackContext, get_attack
+
+    strat = get_attack(cfg.attack)
+    if strat.needs_context:
+        if not cfg.attack_context:
+            raise ConfigError(
+                f"attack = {cfg.attack!r} needs an [attack_context] table (what the platform "
+                "tells the attacker: population, n, rounds, attackers, honest, tau, seed, ids)."
+            )
+        try:
+            ctx = AttackContext.from_dict(cfg.attack_context)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"[attack_context] is incomplete or invalid: {exc}.") from None
+        strat = strat.calibrate(ctx)
+    return strat
+
+
 def _check_index(spec: Mapping[str, Any]) -> None:
     """``index`` must name one of the ``honest`` auditors of the partition."""
     try:
@@ -162,6 +181,7 @@ class Driver:
         self.excluded: dict[str, int] = {}
         self.pool_pos = [0, 0]
         self.issued_last = 0
+        self.trajectory: list[float | None] = []
         if self.verifying:
             from fairprobe.collab.verify import CommittingSigner, CommittingVerifier
 
@@ -184,8 +204,9 @@ class Driver:
             )
             self._open_backend()
         else:
+            self._strategy = _attack_strategy(cfg)
             self.core = AttackerCore(
-                cfg.id, roster.ids, n=a.n, tau=a.tau, strategy=cfg.attack,
+                cfg.id, roster.ids, n=a.n, tau=a.tau, strategy=self._strategy,
                 signer=signer, verifier=verifier,
             )
             if self.verifying:
@@ -253,6 +274,23 @@ class Driver:
     def end_round(self) -> None:
         """Steps 5-6 (the core's scoring, weighting and estimate)."""
         self.core.end_round()
+        if isinstance(self.core, AuditorCore):
+            est = self.estimate()
+            self.trajectory.append(None if est != est else est)
+
+    def source_weights(self) -> dict[str, float]:
+        """Per source, its weighted query mass over its raw mass (``|W_j| / |c_j|``): 1 for a
+        source never down-weighted, 0 for an excluded one."""
+        core = self.core
+        if not isinstance(core, AuditorCore):
+            return {}
+        raw = core.table_counts()
+        out = {}
+        for k, a in enumerate(core.roster):
+            m = float(raw[k, 1] + raw[k, 3])
+            if m > 0:
+                out[a] = 0.0 if a in self.excluded else float(core.W[k, 1] + core.W[k, 3]) / m
+        return out
 
     def held_round(self, auditor: str) -> int:
         h = self.core.held.get(auditor)
@@ -314,12 +352,53 @@ class Driver:
         if isinstance(self.core, AuditorCore):
             exclude_source(self.core, auditor)
 
+    def _held_mask(self) -> npt.NDArray[np.bool_]:
+        core = self.core
+        return np.array(
+            [core.held[a].round >= 1 and a not in self.excluded for a in core.roster]
+        )
+
     def estimate(self) -> float:
-        return float(self.core.estimate())
+        """This node's estimate by ``method`` (``robust`` by default), excluded sources left out
+        (their weighted vectors are zero; baselines over raw tables mask them)."""
+        core = self.core
+        if not isinstance(core, AuditorCore):
+            return 0.0
+        if self.method in ("auditopus", "robust") or not self.excluded:
+            return float(core.estimate_of(self.method))
+        from fairprobe.collab.baselines import get_aggregator
+
+        agg = get_aggregator(self.method)
+        return float(agg(core.table_counts()[None], self._held_mask()[None])[0])
 
     def certified_k(self) -> int | None:
-        """Least number of fabricating sources that could move the verdict (None: unavailable)."""
-        return None
+        """``certified_k`` of this node's verdict (:mod:`fairprobe.collab.certificate`): no
+        fabrication by that many sources (added, or replacing any), each with at most ``n``
+        queries per round, moves the estimate across the fair band. None for the median-type
+        baselines, which have no certificate."""
+        from fairprobe.collab.certificate import certify_many, robust_certified_k
+        from fairprobe.collab.protocol import dp_of
+
+        core = self.core
+        if not isinstance(core, AuditorCore) or self.method not in ("auditopus", "robust", "none"):
+            return None
+        budget = core.n * core.round
+        held = self._held_mask()
+        if self.method == "none":
+            vec = np.where(held[:, None], core.table_counts(), 0).astype(np.float64)
+        else:
+            vec = np.where(held[:, None], core.W, 0.0)
+        # the simulator's function on this node's vectors: the same certificate, digit for digit
+        k = int(certify_many(vec[None], budget, core.tau, held[None])[0])
+        if k < 0:
+            return None
+        if self.method != "robust":
+            return k
+        r = robust_certified_k(
+            np.array([self.estimate()]), np.array([dp_of(vec.sum(axis=0))]), np.array([k]),
+            core.tau,
+        )
+        return int(r[0])
 
     @property
     def queries_used(self) -> int:
@@ -338,7 +417,9 @@ class Driver:
             sampler = self.sampler.to_dict()
             order = sampler.pop("order")
             sampler["order_sha256"] = _digest(order)
-        out: dict[str, Any] = {"core": self.core.to_dict(), "sampler": sampler}
+        out: dict[str, Any] = {
+            "core": self.core.to_dict(), "sampler": sampler, "trajectory": self.trajectory,
+        }
         if self.log is not None:
             out["verify"] = {
                 "log": self.log.to_state(), "excluded": self.excluded, "pool_pos": self.pool_pos,
@@ -347,6 +428,9 @@ class Driver:
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         self.core = core_from_dict(state["core"], signer=self._signer, verifier=self._verifier)
+        if isinstance(self.core, AttackerCore):
+            self.core.strategy = self._strategy  # calibrated (the state stores only its name)
+        self.trajectory = list(state.get("trajectory", []))
         v = state.get("verify")
         if v is not None and self.log is not None:
             self.log.load_state(v["log"])

@@ -176,6 +176,10 @@ class NodeResult(BaseModel):
     excluded: dict[str, int] = Field(default_factory=dict)
     #: Verification counters (challenges, leaves re-asked, openings served, proofs, bytes).
     verification: dict[str, int] = Field(default_factory=dict)
+    #: This node's estimate after each round (its method; None while a group is empty).
+    trajectory: list[float | None] = Field(default_factory=list)
+    #: Per source, weighted over raw query mass as this node weighs it (0 once excluded).
+    source_weights: dict[str, float] = Field(default_factory=dict)
 
 
 class ChallengeMessage(BaseModel):

@@ -640,6 +640,8 @@ class Node:
             method=self.driver.method,
             certified_k=self.driver.certified_k() if honest else None,
             excluded=dict(sorted(self.driver.excluded.items())),
+            trajectory=list(self.driver.trajectory),
+            source_weights=self.driver.source_weights(),
             verification={
                 k.split(":", 1)[1]: v for k, v in sorted(self.counters.items())
                 if k.startswith("verify:")
