@@ -122,7 +122,8 @@ def sequential(
     queries: Annotated[str | None, typer.Option(help="Live mode: query pool (CSV/Parquet); default the bundled Adult test split.")] = None,
     feature_cols: Annotated[str | None, typer.Option(help="Live mode: comma-separated columns sent to the model.")] = None,
     group_col: Annotated[str, typer.Option(help="Sensitive attribute column.")] = "sex",
-    group_a: Annotated[str | None, typer.Option(help="Value of group a (default: the first of the two values).")] = None,
+    group_a: Annotated[str | None, typer.Option(help="Value of group a (default: the first of the two values); with more than two groups, audits it against the rest.")] = None,
+    pair: Annotated[str | None, typer.Option(help="Pool mode, more than two groups: audit only this pair 'G1,G2' (chosen before the data; default: every pair, Bonferroni over pairs).")] = None,
     decision_col: Annotated[str | None, typer.Option(help="Pool mode: 0/1 decision column.")] = None,
     score_col: Annotated[str | None, typer.Option(help="Pool mode: score column, in [0, 1].")] = None,
     logit_col: Annotated[str | None, typer.Option(help="Pool mode: logit column.")] = None,
@@ -176,7 +177,7 @@ def sequential(
         try:
             result = _pool_mode(
                 input_path, group_col, group_a, decision_col, score_col, logit_col, label_col,
-                repeats, progress, common, partial,
+                repeats, progress, common, partial, pair,
             )  # fmt: skip
         except KeyboardInterrupt:
             done = partial[0] if partial else None
@@ -215,12 +216,19 @@ def _pool_mode(
     progress: bool,
     common: dict[str, Any],
     partial: list[Any],
+    pair: str | None = None,
 ) -> Any:
     from rich.progress import Progress
 
     from fairprobe.sequential.pool import AuditPool, run_pool
 
     df = read_table(input_path)
+    if group_col not in df.columns:
+        raise ConfigError(f"Group column {group_col!r} is not in {input_path}.")
+    n_groups = df[group_col].dropna().nunique()
+    if pair is not None or (n_groups > 2 and group_a is None):
+        return _groups_mode(df, group_col, decision_col, score_col, logit_col, label_col,
+                            repeats, progress, common, partial, pair)  # fmt: skip
     pool = AuditPool.from_frame(
         df, group_col, decision_col=decision_col, score_col=score_col, logit_col=logit_col,
         label_col=label_col, group_a=group_a,
@@ -233,6 +241,56 @@ def _pool_mode(
             pool, repeats=repeats, progress=lambda k: bar.update(task, completed=k),
             partial=partial, **common,
         )  # fmt: skip
+
+
+def _groups_mode(
+    df: Any,
+    group_col: str,
+    decision_col: str | None,
+    score_col: str | None,
+    logit_col: str | None,
+    label_col: str | None,
+    repeats: int,
+    progress: bool,
+    common: dict[str, Any],
+    partial: list[Any],
+    pair: str | None,
+) -> Any:
+    from rich.progress import Progress
+
+    from fairprobe.sequential.multigroup import run_groups
+
+    if common["test"] != "mixture":
+        raise ConfigError(
+            "More than two groups (or --pair) run the default test only; drop --test "
+            "or name the audited group with --group-a to compare it with the rest."
+        )
+    access = common["access"]
+    col = {"decisions": decision_col, "scores": score_col, "logits": logit_col}[access]
+    if col is None:
+        flag = {"decisions": "decision", "scores": "score", "logits": "logit"}[access]
+        raise ConfigError(f"--access {access} needs the pool's {access}: pass --{flag}-col.")
+    chosen = None
+    if pair is not None:
+        parts = split_list(pair) or []
+        if len(parts) != 2:
+            raise ConfigError(f"--pair takes two groups 'G1,G2'; got {pair!r}.")
+        chosen = (parts[0], parts[1])
+    opts = common["test_options"]
+    if "bounds" in opts:
+        raise ConfigError("--logit-bound is not used in pool mode with several groups "
+                          "(the pool's own range is).")  # fmt: skip
+    kw = dict(
+        access=access, metric=common["metric"], label_col=label_col, pair=chosen,
+        tolerance=common["tolerance"], budget=common["budget"], repeats=repeats,
+        seed=common["seed"], alpha=common["alpha"], beta=common["beta"], partial=partial,
+    )  # fmt: skip
+    if not progress or not console.is_terminal:
+        return run_groups(df, group_col, col, **kw)
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("query orders", total=repeats)
+        return run_groups(df, group_col, col, progress=lambda k: bar.update(task, completed=k),
+                          **kw)  # fmt: skip
 
 
 def _live_mode(
