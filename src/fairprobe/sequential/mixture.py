@@ -76,6 +76,8 @@ BoolArray = npt.NDArray[np.bool_]
 
 #: design excesses, in units of delta (three bets; measured in experiments/sequential)
 DESIGN = (0.5, 0.866, 1.5)
+#: prior weight of the adaptive bettor (the design bets share the rest equally)
+ADAPTIVE_WEIGHT = 0.1
 _CAP = 0.75  # largest fraction of the "ruin" bet: 1 + lambda * y >= 0.25
 _M0 = 5.0  # prior pseudo-pairs of the running variance
 _PV_DIV = 4.0  # prior variance of a pair difference: (hi - lo)^2 / _PV_DIV
@@ -240,13 +242,19 @@ class MixtureBettingTest(SequentialTest):
     def _log_mix(self, y: FloatArray, ymin: FloatArray, var_z: FloatArray) -> FloatArray:
         """log of the mixture wealth after each pair (cumulative over the last axis)."""
         room = np.where(ymin < 0.0, _CAP / np.maximum(-ymin, 1e-300), np.inf)
+        lw_design = math.log((1.0 - ADAPTIVE_WEIGHT) / len(self._e))
         acc = None
         for e in self._e:
             lam = np.minimum(e / (var_z + e * e), room)
-            lw = np.cumsum(np.log1p(lam * y), axis=-1)
+            lw = np.cumsum(np.log1p(lam * y), axis=-1) + lw_design
             acc = lw if acc is None else np.logaddexp(acc, lw)
-        assert acc is not None
-        out: FloatArray = acc - math.log(len(self._e))
+        # the adaptive bettor: Kelly's bet for the running mean payoff (shrunk to 0)
+        k = y.shape[-1]
+        ybar = _exclusive_cumsum(y) / (_M0 + np.arange(k, dtype=float))
+        ybar = np.maximum(ybar, 0.0)
+        lam = np.minimum(ybar / (var_z + ybar * ybar), room)
+        lw = np.cumsum(np.log1p(lam * y), axis=-1) + math.log(ADAPTIVE_WEIGHT)
+        out: FloatArray = np.logaddexp(acc, lw) if acc is not None else lw
         return out
 
     def processes(self, xa: FloatArray, xb: FloatArray) -> dict[str, FloatArray]:
@@ -353,7 +361,10 @@ class _MixtureStepper(Stepper):
         self.k = 0
         self.sa = self.sb = self.q = 0.0
         j = len(test._e)
-        self.logw = [[0.0] * j for _ in range(3)]  # V, C+, C-
+        w0 = math.log((1.0 - ADAPTIVE_WEIGHT) / j)
+        # per process: the design bettors' log-wealths, then the adaptive bettor's
+        self.logw = [[w0] * j + [math.log(ADAPTIVE_WEIGHT)] for _ in range(3)]  # V, C+, C-
+        self.ysum = [0.0, 0.0, 0.0]
         self.best = [0.0, 0.0]  # running max of log C+, log C-
         self.la = math.log(1.0 / test.alpha)
         self.lb = math.log(1.0 / test.beta)
@@ -363,7 +374,7 @@ class _MixtureStepper(Stepper):
     def _mix(self, idx: int) -> float:
         ws = self.logw[idx]
         m = max(ws)
-        return m + math.log(sum(math.exp(w - m) for w in ws) / len(ws))
+        return m + math.log(sum(math.exp(w - m) for w in ws))
 
     @property
     def log_e(self) -> tuple[float, float, float]:
@@ -406,9 +417,14 @@ class _MixtureStepper(Stepper):
         for idx, (y, ymin) in enumerate(pays):
             room = _CAP / max(-ymin, 1e-300) if ymin < 0.0 else math.inf
             ws = self.logw[idx]
-            for j, e in enumerate(t._e.tolist()):
+            es = t._e.tolist()
+            for j, e in enumerate(es):
                 lam = min(e / (var_z + e * e), room)
                 ws[j] += math.log1p(lam * y)
+            ybar = max(self.ysum[idx] / (_M0 + i), 0.0)
+            lam = min(ybar / (var_z + ybar * ybar), room)
+            ws[len(es)] += math.log1p(lam * y)
+            self.ysum[idx] += y
         self.k += 1
         self.sa += xa
         self.sb += xb
