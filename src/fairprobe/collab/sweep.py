@@ -39,6 +39,7 @@ from fairprobe.report.jsonio import read_json, to_jsonable
 __all__ = [
     "available_bytes",
     "check_feasible",
+    "local_cluster_kwargs",
     "parse_int_range",
     "run_bytes",
     "run_group",
@@ -280,15 +281,7 @@ def sweep(
 
         cluster = None
         if scheduler is None:
-            cluster = LocalCluster(
-                n_workers=workers,
-                threads_per_worker=1,
-                processes=True,
-                host="127.0.0.1",
-                # the dashboard has no authentication: off unless asked, then loopback only
-                dashboard_address="127.0.0.1:0" if dashboard else None,
-                silence_logs=40,
-            )
+            cluster = LocalCluster(**local_cluster_kwargs(workers, dashboard))
             client = Client(cluster)
         else:
             try:
@@ -317,6 +310,24 @@ def sweep(
     rows.sort(key=lambda r: (r["case"], r["attackers"], r["seed"], r["method"]))
     flush(True)
     return _envelope(bd, True, rows)
+
+
+def local_cluster_kwargs(workers: int, dashboard: bool = False) -> dict[str, Any]:
+    """Arguments of the sweep's ``LocalCluster``: everything on 127.0.0.1.
+
+    The scheduler always runs an HTTP server (health and metrics routes); it listens on a free
+    loopback port. The dashboard (no authentication) is served only with ``dashboard=True``, on
+    that loopback server too.
+    """
+    return {
+        "n_workers": workers,
+        "threads_per_worker": 1,
+        "processes": True,
+        "host": "127.0.0.1",
+        "dashboard_address": "127.0.0.1:0" if dashboard else None,
+        "scheduler_kwargs": {"dashboard": dashboard, "dashboard_address": "127.0.0.1:0"},
+        "silence_logs": 40,
+    }
 
 
 def _envelope(bd: dict[str, Any], complete: bool, rows: list[dict[str, Any]]) -> dict[str, Any]:
