@@ -103,3 +103,10 @@ def test_nan_and_negative_weight_rows(run, tmp_path):
     p = run("--input", str(src), "--value-col", "v", "--group-col", "g", "--weight-col", "w",
             "--tolerance", "0.1")
     assert p.returncode != 0 and "non-negative" in p.stderr
+
+
+def test_infinite_tolerance_is_rejected(run, table):
+    _, src = table
+    p = run("--input", str(src), "--value-col", "ok", "--group-col", "sex", "--tolerance", "inf")
+    assert p.returncode != 0
+    assert p.stderr.count("error:") == 1 and "finite" in p.stderr

@@ -45,7 +45,15 @@ FloatArray = NDArray[np.float64]
 
 @dataclass
 class _Knots:
-    """Knots of one group's cost curve in line coordinates (a for group 0, a = b + t for 1)."""
+    """Knots of one group's cost curve in line coordinates (a for group 0, a = b + t for 1).
+
+    Per knot: parameter ``P``, line coordinate ``A``, cost ``C``, slope ``S`` and the tangent in
+    anchored form ``S (y - R) + I`` in *group* coordinates ``y = x - shift`` (for KL the
+    conjugate form around the support end, exact for any tilt; see ``GroupCurve.tangents``).
+    Knots whose mean lies within a few hundred ulp of a support end (but not at it) are dropped:
+    their slopes are so large that one ulp of position moves the tangent by more than the
+    certificate's tolerance, and the exact end knots bound that stretch instead.
+    """
 
     curve: GroupCurve
     shift: float
@@ -53,32 +61,45 @@ class _Knots:
     A: FloatArray
     C: FloatArray
     S: FloatArray
+    R: FloatArray
+    I: FloatArray  # noqa: E741
 
     @classmethod
     def build(cls, curve: GroupCurve, shift: float, params: FloatArray) -> _Knots:
-        params = np.unique(params)
-        a, c, s = curve.eval_full(params)
-        k = cls(curve, shift, params, a + shift, c, s)
-        k._dedupe()
+        e = np.empty(0)
+        k = cls(curve, shift, e, e, e, e, e, e)
+        k.add(np.unique(params))
         return k
+
+    def _eval(self, params: FloatArray) -> tuple[FloatArray, ...]:
+        cv = self.curve
+        a, c, s = cv.eval_full(params)
+        r = a.copy()
+        i = c.copy()
+        fin = np.isfinite(params)
+        if fin.any():
+            r[fin], i[fin] = cv.tangents(params[fin])
+        res = 256 * np.spacing(max(abs(cv.lo), abs(cv.hi), 1e-300))
+        ok = ~fin | ((a - cv.lo > res) & (cv.hi - a > res)) | (params == 0)
+        if not isinstance(cv, KLCurve):  # only KL tilts reach the ends with unbounded slope
+            ok[:] = True
+        return params[ok], a[ok] + self.shift, c[ok], s[ok], r[ok], i[ok]
 
     def _dedupe(self) -> None:
         order = np.argsort(self.A, kind="stable")
         A = self.A[order]
         keep = np.ones(A.size, dtype=bool)
         keep[1:] = np.diff(A) > 0
-        for name in ("P", "A", "C", "S"):
+        for name in ("P", "A", "C", "S", "R", "I"):
             setattr(self, name, getattr(self, name)[order][keep])
 
     def add(self, params: FloatArray) -> int:
         if params.size == 0:
             return 0
         before = self.A.size
-        a, c, s = self.curve.eval_full(params)
-        self.P = np.concatenate([self.P, params])
-        self.A = np.concatenate([self.A, a + self.shift])
-        self.C = np.concatenate([self.C, c])
-        self.S = np.concatenate([self.S, s])
+        new = self._eval(np.asarray(params, dtype=float))
+        for name, arr in zip(("P", "A", "C", "S", "R", "I"), new, strict=True):
+            setattr(self, name, np.concatenate([getattr(self, name), arr]))
         self._dedupe()
         return self.A.size - before
 
@@ -88,28 +109,37 @@ class _Knots:
     def chord(self, z: FloatArray) -> FloatArray:
         return np.interp(z, self.A, self.C)
 
+    def _y(self, x: FloatArray) -> FloatArray:
+        """Group coordinate of line points, clamped into the support (true points lie inside)."""
+        return np.clip(x - self.shift, self.curve.lo, self.curve.hi)
+
     def lower(self, k: NDArray[np.intp], x: FloatArray) -> FloatArray:
         """max(0, tangent at knot k, tangent at knot k+1) at x (x shaped like k or (k, m))."""
         kk = k if x.ndim == 1 else k[:, None]
+        y = self._y(x)
         out = np.zeros_like(x)
         for j in (kk, kk + 1):
             s = self.S[j]
             fin = np.isfinite(s)
             with np.errstate(invalid="ignore", over="ignore"):
-                t = np.where(fin, self.C[j] + np.where(fin, s, 0.0) * (x - self.A[j]), -np.inf)
+                t = np.where(fin, self.I[j] + np.where(fin, s, 0.0) * (y - self.R[j]), -np.inf)
             out = np.maximum(out, t)
         return out
 
     def candidates(self, k: NDArray[np.intp]) -> FloatArray:
-        """Break points of the lower bound inside cell k: tangent crossing and zero crossings."""
-        a0, a1 = self.A[k], self.A[k + 1]
-        c0, c1 = self.C[k], self.C[k + 1]
+        """Break points of the lower bound inside cell k: tangent crossing and zero crossings.
+
+        Computed as offsets from the tangents' anchors (no large intercepts to cancel), then
+        mapped to line coordinates.
+        """
         s0, s1 = self.S[k], self.S[k + 1]
+        r0, r1 = self.R[k], self.R[k + 1]
+        i0, i1 = self.I[k], self.I[k + 1]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            kink = (c1 - c0 + s0 * a0 - s1 * a1) / (s0 - s1)
-            z0 = a0 - c0 / s0
-            z1 = a1 - c1 / s1
-        return np.column_stack([kink, z0, z1])
+            kink = r0 + (i1 - i0 + s1 * (r0 - r1)) / (s0 - s1)
+            z0 = r0 - i0 / s0
+            z1 = r1 - i1 / s1
+        return np.column_stack([kink, z0, z1]) + self.shift
 
     def interior_param(self, k: NDArray[np.intp], z: FloatArray) -> FloatArray:
         """A parameter strictly inside cell k whose point lies near z (secant in the parameter)."""
@@ -257,8 +287,6 @@ def line_optimum(
     guess = [float(np.interp(best_z, kn.A, np.where(np.isfinite(kn.P), kn.P, np.nan)))
              if isinstance(kn.curve, KLCurve) else None for kn in (k0, k1)]
     opt = exact_at(best_z, *[g if g is not None and np.isfinite(g) else None for g in guess])
-    if opt.radius > div.total(best_f):  # cannot happen beyond rounding; keep the certified value
-        opt.radius = max(div.total(best_f), 0.0)
     opt.lower = min(div.total(ub), opt.radius)
     return opt
 
@@ -312,6 +340,12 @@ def exact_radius(
     opt, t = best
     q0, q1, _ = div.split(pi, (opt.c0, opt.c1))
     h = _reweighting(data, curves, (opt.param0, opt.param1), (q0 / pi[0], q1 / pi[1]))
+    # the reported radius is the divergence of the reported shift itself (its certificate is
+    # ``lower``): both come from the same tilts, so they agree to rounding
+    radius_h = div.value(data.probs, h)
+    if math.isfinite(radius_h) and abs(radius_h - opt.radius) <= 1e-9 * (1.0 + opt.radius):
+        opt.radius = radius_h
+    lower = min(lower, opt.radius)
     summary = {
         "group_mass_before": [pi[0], pi[1]],
         "group_mass_after": [q0, q1],
