@@ -79,8 +79,7 @@ def test_infinite_radius_is_null(run, tmp_path):
 
 @pytest.mark.parametrize(
     ("extra", "text"),
-    [(["--tolerance", "0"], "tolerance"), (["--tolerance", "0.1", "--method", "x"], "method"),
-     (["--tolerance", "0.1", "--value-col", "nope"], "no column")],
+    [(["--tolerance", "0"], "tolerance"), (["--tolerance", "0.1", "--value-col", "nope"], "no column")],
 )
 def test_bad_input_one_error_line(run, table, extra, text):
     _, path = table
@@ -110,3 +109,26 @@ def test_infinite_tolerance_is_rejected(run, table):
     p = run("--input", str(src), "--value-col", "ok", "--group-col", "sex", "--tolerance", "inf")
     assert p.returncode != 0
     assert p.stderr.count("error:") == 1 and "finite" in p.stderr
+
+
+def test_cli_choices_match_the_registries():
+    import fairprobe.radius.baselines  # noqa: F401
+    import fairprobe.radius.core  # noqa: F401
+    import fairprobe.radius.exact_method  # noqa: F401
+    from fairprobe.cli.radius import Divergence, Method
+    from fairprobe.radius import METHODS
+
+    assert sorted(m.value for m in Method) == sorted(METHODS)
+    assert sorted(d.value for d in Divergence) == ["chi2", "kl"]
+
+
+def test_unknown_method_is_a_usage_error_listing_the_choices(run, table):
+    _, path = table
+    p = run("--input", str(path), "--value-col", "ok", "--group-col", "sex", "--tolerance", "0.1",
+            "--method", "x")
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "--method" in p.stderr and "worst-group" in p.stderr
+    # closed choices match case-insensitively
+    p = run("--input", str(path), "--value-col", "ok", "--group-col", "sex", "--tolerance", "0.1",
+            "--method", "EXACT", "--divergence", "KL")
+    assert p.returncode == 0, p.stderr

@@ -194,3 +194,13 @@ def test_conditional_detector_stops_early_and_stays_quiet_when_honest(
         for s in range(5)
     ]
     assert honest == ["unfair"] * 5
+
+
+def test_no_detector_is_an_error(fake: Any) -> None:
+    from fairprobe.errors import InvalidParameterError
+    from fairprobe.twosource import NameProxy, run_two_source_audit
+
+    api, ui = fake.sources(fake.platform("positive", 0.4))
+    pool = load_adult("test").head(400)
+    with pytest.raises(InvalidParameterError, match="names no detector"):
+        run_two_source_audit(api, ui, pool, NameProxy(), budget=200, detectors=())

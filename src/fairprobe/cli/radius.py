@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+#: Closed choices shown in --help (the registry of fairprobe.radius holds the same names; a test
+#: keeps them equal without importing numpy here).
+Method = Enum("Method", {m: m for m in ("exact", "core", "greedy", "worst-group")}, type=str)  # type: ignore[misc]
+Divergence = Enum("Divergence", {d: d for d in ("kl", "chi2")}, type=str)  # type: ignore[misc]
 
 
 def radius(
@@ -14,8 +20,8 @@ def radius(
     value_col: Annotated[str | None, typer.Option("--value-col", help="Per-instance performance column (required for tables).")] = None,
     group_col: Annotated[str | None, typer.Option("--group-col", help="Binary group column (required for tables).")] = None,
     weight_col: Annotated[str | None, typer.Option("--weight-col", help="Optional non-negative weights: the audit distribution P.")] = None,
-    method: Annotated[str, typer.Option("--method", help="exact | core | greedy | worst-group")] = "exact",
-    divergence: Annotated[str, typer.Option("--divergence", help="kl | chi2")] = "kl",
+    method: Annotated[Method, typer.Option("--method", help="Radius method: exact (certified) or the paper's CoRe and baselines.", case_sensitive=False)] = Method["exact"],
+    divergence: Annotated[Divergence, typer.Option("--divergence", help="Divergence d(h).", case_sensitive=False)] = Divergence["kl"],
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
 ) -> None:
     """Smallest distribution shift (KL) that flips the fair/unfair assessment of the audit data."""
@@ -24,8 +30,8 @@ def radius(
     from fairprobe.report import write_json
 
     values, groups, weights = read_audit_input(input, value_col, group_col, weight_col)
-    res = consistency_radius(values, groups, tolerance, weights=weights, method=method,
-                             divergence=divergence)
+    res = consistency_radius(values, groups, tolerance, weights=weights, method=method.value,
+                             divergence=divergence.value)
     typer.echo(str(res))
     if res.infinite:
         typer.echo(f"radius: infinite — {res.message}")

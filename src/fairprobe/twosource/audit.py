@@ -405,6 +405,12 @@ def run_two_source_audit(
     bs = check_int(batch_size, "batch_size", owner, lo=1)
     seed = check_int(seed, "seed", owner, lo=0)
     dets = tuple(detectors)
+    if not dets:
+        raise InvalidParameterError(
+            f"The 'detectors' parameter of {owner} names no detector: an audit without one "
+            f"cannot see fairwashing (it would report a fairwashed platform as fair). Give at "
+            f"least one of {', '.join(DETECTORS)}."
+        )
     for d in dets:
         check_choice(d, "detectors", owner, list(DETECTORS))
     if len(set(dets)) != len(dets):
