@@ -132,3 +132,25 @@ def test_unknown_method_is_a_usage_error_listing_the_choices(run, table):
     p = run("--input", str(path), "--value-col", "ok", "--group-col", "sex", "--tolerance", "0.1",
             "--method", "EXACT", "--divergence", "KL")
     assert p.returncode == 0, p.stderr
+
+
+def test_more_than_two_groups_worst_or_chosen_pair(run, tmp_path):
+    rng = np.random.default_rng(1)
+    g = rng.choice(["a", "b", "c"], 600)
+    ok = (rng.random(600) < np.where(g == "a", 0.8, np.where(g == "b", 0.75, 0.7))).astype(int)
+    src = tmp_path / "mg.csv"
+    pd.DataFrame({"ok": ok, "race": g}).to_csv(src, index=False)
+    out = tmp_path / "r.json"
+    p = run("--input", str(src), "--value-col", "ok", "--group-col", "race", "--tolerance", "0.3",
+            "--json", str(out))
+    assert p.returncode == 0 and "worst pair of 3 groups" in p.stdout
+    d = json.loads(out.read_text())
+    assert len(d["pairs"]) == 3 and d["radius"] == min(x["radius"] for x in d["pairs"])
+    p = run("--input", str(src), "--value-col", "ok", "--group-col", "race", "--tolerance", "0.3",
+            "--pair", "a,c", "--json", str(out))
+    d = json.loads(out.read_text())
+    assert p.returncode == 0 and sorted(d["groups"]) == ["a", "c"]
+    assert d["flip_curve"]["radius"] == d["radius"] and len(d["flip_curve"]["phi"]) >= 21
+    p = run("--input", str(src), "--value-col", "ok", "--group-col", "race", "--tolerance", "0.3",
+            "--pair", "a,zz")
+    assert p.returncode != 0 and "not in the data" in p.stderr

@@ -46,6 +46,12 @@ def test_honest_platform_is_unfair_not_manipulated(fake: Any, pool: pd.DataFrame
     d = r.to_dict()
     assert {"verdict", "di_a", "di_b_proxy", "n_inconsistent", "n_max", "p_value"} <= set(d)
     assert "UNFAIR" in str(r)
+    # the figure's data: inconsistencies against n_max after each batch of checks
+    path = d["checks_path"]
+    assert path["checks"][-1] == r.queries_b and path["planned"] == 200
+    assert path["inconsistencies"][-1] == cons.details["n_inconsistent"]
+    assert path["n_max"][-1] == cons.details["n_max"]
+    assert path["inconsistencies"] == sorted(path["inconsistencies"])
 
 
 def test_same_seed_same_audit_other_seed_other_sample(fake: Any, pool: pd.DataFrame) -> None:

@@ -210,8 +210,13 @@ def line_optimum(
     rtol: float = 1e-10,
     atol: float = 1e-13,
     max_rounds: int = 500,
+    rest: float = 0.0,
 ) -> LineOptimum | None:
-    """Least divergence of a reweighting with group-mean difference exactly ``t`` (or None)."""
+    """Least divergence of a reweighting with group-mean difference exactly ``t`` (or None).
+
+    ``rest`` is the audit mass of other groups, left untouched within (their cost is 0, so they
+    add ``rest * psi(0) = rest`` to ``F``); ``pi`` are then the two groups' absolute masses.
+    """
     jl = max(c0.lo, c1.lo + t)
     ju = min(c0.hi, c1.hi + t)
     if jl > ju:
@@ -224,7 +229,8 @@ def line_optimum(
         p1 = float(c1.solve(np.array([a - t]), guess=gs1)[0]) if not c1.constant else 0.0
         k0 = float(c0.eval_full(np.array([p0]))[1][0]) if not c0.constant else 0.0
         k1 = float(c1.eval_full(np.array([p1]))[1][0]) if not c1.constant else 0.0
-        _, _, r = div.split(pi, (k0, k1))
+        f = pi[0] * float(div.psi(np.asarray(k0))) + pi[1] * float(div.psi(np.asarray(k1)))
+        r = div.total(f + rest)
         return LineOptimum(r, r, a, a - t, p0, p1, k0, k1)
 
     if c0.constant or c1.constant or ju - jl <= 0.0:
@@ -248,7 +254,7 @@ def line_optimum(
     for _ in range(max_rounds):
         z = np.concatenate([k0.A, k1.A, [L, U]])
         z = np.unique(z[(z >= L) & (z <= U)])
-        f_lb = pi[0] * psi(k0.chord(z)) + pi[1] * psi(k1.chord(z))
+        f_lb = pi[0] * psi(k0.chord(z)) + pi[1] * psi(k1.chord(z)) + rest
         i = int(np.argmax(f_lb))
         if f_lb[i] > best_f:
             best_f, best_z = float(f_lb[i]), float(z[i])
@@ -259,7 +265,7 @@ def line_optimum(
         lo_b = zl[:, None]
         hi_b = zr[:, None]
         cand = np.where(np.isfinite(cand), np.clip(cand, lo_b, hi_b), lo_b)
-        f_ub = pi[0] * psi(k0.lower(i0, cand)) + pi[1] * psi(k1.lower(i1, cand))
+        f_ub = pi[0] * psi(k0.lower(i0, cand)) + pi[1] * psi(k1.lower(i1, cand)) + rest
         seg_ub = f_ub.max(axis=1)
         # Segments at floating-point resolution cannot be split further: bound them by the
         # values at their ends (a is only resolved to a few ulp in any case).
@@ -297,13 +303,21 @@ def exact_radius(
     divergence: str = "kl",
     *,
     rtol: float = 1e-10,
+    outside: float = 0.0,
 ) -> RadiusResult:
     """Global minimum of ``d(h)`` over reweightings that flip ``|phi| < eps`` (paper Eq. 5).
 
     See the module docstring for the method; ``lower_bound`` in the result is certified.
+    ``outside`` is the audit mass of other groups that ``data`` (a pair of groups, probabilities
+    summing to 1 within the pair) leaves out: they keep their within-group distribution and
+    take part only in the mass split (:func:`fairprobe.radius.multigroup`). The returned ``h``
+    then covers the pair's points, and ``reweighting["h_outside"]`` is the common ratio of the
+    others.
     """
     div = get_divergence(divergence)
-    pi = data.group_mass()
+    inside = 1.0 - outside
+    pm = data.group_mass()
+    pi = (pm[0] * inside, pm[1] * inside)
     curves = [make_curve(divergence, *data.group_atoms(k)) for k in (0, 1)]
     phi = curves[0].mean - curves[1].mean
     fair = abs(phi) < tolerance
@@ -329,7 +343,7 @@ def exact_radius(
     best: tuple[LineOptimum, float] | None = None
     lower = math.inf
     for t in lines:
-        opt = line_optimum(curves[0], curves[1], pi, t, div, rtol=rtol)
+        opt = line_optimum(curves[0], curves[1], pi, t, div, rtol=rtol, rest=outside)
         if opt is not None:
             lower = min(lower, opt.lower)  # certified for the minimum over both lines
             if best is None or opt.radius < best[0].radius:
@@ -338,11 +352,18 @@ def exact_radius(
         return RadiusResult(radius=math.inf, phi_shifted=None, message=why + " (radius infinite)",
                             **base)  # type: ignore[arg-type]
     opt, t = best
-    q0, q1, _ = div.split(pi, (opt.c0, opt.c1))
+    f_tot = pi[0] * float(div.psi(np.asarray(opt.c0))) + pi[1] * float(
+        div.psi(np.asarray(opt.c1))
+    ) + outside
+    q0 = pi[0] * float(div.psi(np.asarray(opt.c0))) / f_tot
+    q1 = pi[1] * float(div.psi(np.asarray(opt.c1))) / f_tot
     h = _reweighting(data, curves, (opt.param0, opt.param1), (q0 / pi[0], q1 / pi[1]))
+    h_out = 1.0 / f_tot  # psi(0) = 1: the untouched groups all scale by the same ratio
     # the reported radius is the divergence of the reported shift itself (its certificate is
     # ``lower``): both come from the same tilts, so they agree to rounding
-    radius_h = div.value(data.probs, h)
+    radius_h = div.value(data.probs * inside, h)
+    if outside > 0:
+        radius_h += div.value(np.array([outside]), np.array([h_out]))
     if math.isfinite(radius_h) and abs(radius_h - opt.radius) <= 1e-9 * (1.0 + opt.radius):
         opt.radius = radius_h
     lower = min(lower, opt.radius)
@@ -357,6 +378,9 @@ def exact_radius(
         "h_min": float(h.min()),
         "h_max": float(h.max()),
     }
+    if outside > 0:
+        summary["h_outside"] = h_out
+        summary["mass_outside"] = outside
     note = "" if fair else "infimum: any shift slightly beyond it gives |phi| < eps"
     return RadiusResult(
         radius=opt.radius, phi_shifted=t, reweighting=summary, lower_bound=lower, message=note,
@@ -380,3 +404,36 @@ def _reweighting(
         h[sel] = mass_ratio[k] * r[idx]
     h[data.probs == 0] = 0.0  # points outside the audit distribution carry no mass
     return h
+
+
+def flip_curve(
+    data: AuditData,
+    divergence: str = "kl",
+    points: int = 41,
+    *,
+    rtol: float = 1e-8,
+    outside: float = 0.0,
+) -> dict[str, list[float | None]]:
+    """The least divergence that moves ``phi`` to each target: the radius as a function of eps.
+
+    For targets ``t`` on an even grid over the achievable range of the group-mean difference
+    (``phi(P)`` itself included), ``kl[i] = min d(h) s.t. phi(P_h) = t[i]`` from the exact line
+    solver. The consistency radius at tolerance eps is the smallest entry with ``|t| >= eps``
+    (audit fair) or ``|t| <= eps`` (audit unfair): the lower envelope of the paper's Figure 2.
+    ``None`` where no reweighting reaches the target (never inside the range). ``outside``: mass
+    of other groups, as in :func:`exact_radius`.
+    """
+    div = get_divergence(divergence)
+    pm = data.group_mass()
+    pi = (pm[0] * (1.0 - outside), pm[1] * (1.0 - outside))
+    curves = [make_curve(divergence, *data.group_atoms(k)) for k in (0, 1)]
+    phi = curves[0].mean - curves[1].mean
+    d_lo = curves[0].lo - curves[1].hi
+    d_hi = curves[0].hi - curves[1].lo
+    grid = np.unique(np.append(np.linspace(d_lo, d_hi, max(int(points), 2)), phi))
+    out: list[float | None] = []
+    for t in grid:
+        opt = line_optimum(curves[0], curves[1], pi, float(t), div, rtol=rtol, atol=1e-12,
+                           rest=outside)  # fmt: skip
+        out.append(None if opt is None or not math.isfinite(opt.radius) else float(opt.radius))
+    return {"phi": [float(x) for x in grid], "divergence": out}
