@@ -46,7 +46,8 @@ def _band(ax: Any, low: float | None, high: float | None, horizontal: bool = Tru
 
 def plot_audit(d: dict[str, Any]) -> Any:
     groups = d.get("groups") or []
-    fig, (ax1, ax2) = _figure(8.0, 3.2, 2)
+    excluded = set(d.get("excluded") or [])
+    fig, (ax1, ax2) = _figure(8.0, 3.4, 2)
     if groups:
         names = [g["group"] for g in groups]
         rates = [g["rate"] for g in groups]
@@ -54,15 +55,29 @@ def plot_audit(d: dict[str, Any]) -> Any:
                 for g in groups],
                [max((g["high"] if g["high"] is not None else g["rate"]) - g["rate"], 0)
                 for g in groups]]
-        bars = ax1.bar(names, rates, color=[BLUE, ORANGE, GREEN, PURPLE, GREY][: len(names)]
-                       * (len(names) // 5 + 1), yerr=err, capsize=6, edgecolor="black",
-                       linewidth=0.6)
-        for b, r in zip(bars, rates, strict=False):
+        palette = [BLUE, ORANGE, GREEN, PURPLE, "#56B4E9", "#F0E442", GREY]
+        out = [n in excluded or bool(g.get("too_small")) for n, g in zip(names, groups,
+                                                                          strict=True)]
+        colours = ["#dddddd" if o else palette[i % len(palette)] for i, o in enumerate(out)]
+        x = list(range(len(names)))
+        bars = ax1.bar(x, rates, color=colours, yerr=err, capsize=5, edgecolor="black",
+                       linewidth=0.6, hatch=None)
+        for b, o in zip(bars, out, strict=True):
+            if o:
+                b.set_hatch("xx")
+        for b, r in zip(bars, rates, strict=True):
             ax1.annotate(f"{r:.3f}", (b.get_x() + b.get_width() / 2, r), xytext=(9, 2),
-                         textcoords="offset points", ha="left", va="bottom", fontsize=8)
-        ax1.set_ylabel("positive-decision rate")
-        ax1.set_ylim(0, min(1.0, max((g["high"] or g["rate"]) for g in groups) * 1.25 + 0.02))
-        ax1.set_title(f"By group ({d.get('level', 0.95):.0%} intervals)", fontsize=10)
+                         textcoords="offset points", ha="left", va="bottom", fontsize=7)
+        long = len(names) > 3 or max(len(n) for n in names) > 10
+        ax1.set_xticks(x, names, rotation=30 if long else 0, ha="right" if long else "center",
+                       fontsize=8)
+        ax1.set_ylabel(d.get("rate") or "positive-decision rate")
+        top = max((g["high"] if g["high"] is not None else g["rate"]) for g in groups)
+        ax1.set_ylim(0, min(1.05, top * 1.2 + 0.03))
+        title = f"By group ({d.get('level', 0.95):.0%} intervals)"
+        if any(out):
+            title += "; hatched: not compared"
+        ax1.set_title(title, fontsize=9)
     else:
         ax1.text(0.5, 0.5, "no by-group rates in this result", ha="center", va="center",
                  transform=ax1.transAxes)
@@ -84,8 +99,8 @@ def plot_audit(d: dict[str, Any]) -> Any:
                      label=f"estimate {est:.3f} ({d.get('verdict')})")
         ax2.set_yticks([])
         ax2.set_xlabel(d.get("metric", "metric"))
-        ax2.set_title("Metric vs the fair band", fontsize=10)
-        ax2.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), fontsize=8, ncol=2,
+        ax2.set_title(d.get("pair") or "Metric vs the fair band", fontsize=9)
+        ax2.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), fontsize=8, ncol=2,
                    frameon=False)
         ax2.set_ylim(-1, 1)
     else:
