@@ -50,7 +50,9 @@ def infer_kind(doc: Doc) -> str | None:
         return "demo"
     if "radius" in doc and ("phi" in doc or "assessment" in doc):
         return "radius"
-    if "outcome" in doc and ("boundaries" in doc or "path" in doc or "outcomes" in doc):
+    if ("outcome" in doc or "outcomes" in doc) and (
+        {"boundaries", "path", "example_path", "mean_queries", "outcome_per_repeat"} & doc.keys()
+    ):
         return "sequential"
     if "detectors" in doc and ("di_a" in doc or "verdict" in doc):
         return "twosource"

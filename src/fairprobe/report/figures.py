@@ -110,21 +110,20 @@ def plot_audit(d: dict[str, Any]) -> Any:
 
 def plot_sequential_path(d: dict[str, Any]) -> Any:
     fig, (ax,) = _figure(7.0, 3.2)
-    q = d["query"]
-    styles = {"statistic_upper": (BLUE, "statistic (vs upper)"),
-              "statistic_lower": (ORANGE, "statistic (vs lower)"),
+    styles = {"statistic_upper": (BLUE, "statistic vs the upper boundary"),
+              "statistic_lower": (ORANGE, "statistic vs the lower boundary"),
               "statistic": (BLUE, "statistic"), "log_wealth": (BLUE, "log wealth"),
               "wealth": (BLUE, "wealth")}
-    stats = d["stats"]
-    same = ("statistic_upper" in stats and "statistic_lower" in stats
-            and stats["statistic_upper"] == stats["statistic_lower"])
-    for k, ys in stats.items():
-        if same and k == "statistic_lower":
+    series = d["series"]
+    names = {s["name"]: s for s in series}
+    same = ("statistic_upper" in names and "statistic_lower" in names
+            and names["statistic_upper"]["y"] == names["statistic_lower"]["y"])
+    for s in series:
+        if same and s["name"] == "statistic_lower":
             continue
-        colour, label = styles.get(k, (PURPLE, k))
-        if same:
-            label = "statistic"
-        ax.step(q, ys, where="post", color=colour, lw=1.6, label=label)
+        colour, label = styles.get(s["name"], (PURPLE, s["name"]))
+        ax.step(s["x"], s["y"], where="post", color=colour, lw=1.4,
+                label="statistic" if same else label)
     if d.get("upper") is not None:
         ax.axhline(d["upper"], color=RED, ls="--", lw=1.2,
                    label=f"upper boundary {d['upper']:.2f} (violation)")
@@ -133,7 +132,27 @@ def plot_sequential_path(d: dict[str, Any]) -> Any:
                    label=f"lower boundary {d['lower']:.2f} (compliance)")
     ax.set_xlabel("queries")
     ax.set_ylabel("test statistic")
-    ax.set_title(f"Outcome: {d.get('outcome')} after {int(q[-1])} queries", fontsize=10)
+    ax.set_title(f"Outcome: {d.get('outcome')} after {int(d['queries'])} queries", fontsize=10)
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def plot_sequential_repeats(d: dict[str, Any]) -> Any:
+    fig, (ax,) = _figure(7.0, 3.0)
+    colours = {"violation": RED, "compliant": GREEN, "inconclusive": ORANGE}
+    qs, outs = d["queries"], d["outcomes"]
+    top = max(qs) if qs else 1
+    bins = [top * i / 30 for i in range(31)]
+    kinds = sorted(set(outs), key=lambda k: list(colours).index(k) if k in colours else 9)
+    data = [[q for q, o in zip(qs, outs, strict=True) if o == k] for k in kinds]
+    ax.hist(data, bins=bins, stacked=True, color=[colours.get(k, GREY) for k in kinds],
+            label=[f"{k} ({len(x)})" for k, x in zip(kinds, data, strict=True)],
+            edgecolor="white", linewidth=0.4)
+    if d.get("wald") is not None:
+        ax.axvline(d["wald"], color="black", ls=":", lw=1,
+                   label=f"Wald's bound on the mean {d['wald']:.0f}")
+    ax.set_xlabel("queries until the audit stopped")
+    ax.set_ylabel("audits")
     ax.legend(fontsize=8, loc="best")
     return fig
 
@@ -336,6 +355,7 @@ def plot_xy(d: dict[str, Any]) -> Any:
 _PLOTS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "audit": plot_audit,
     "sequential_path": plot_sequential_path,
+    "sequential_repeats": plot_sequential_repeats,
     "confidence_sequence": plot_confidence_sequence,
     "radius_curve": plot_radius_curve,
     "radius_shift": plot_radius_shift,
