@@ -290,3 +290,17 @@ def test_sequential_mixture_and_repeats() -> None:
                                           "sequential_repeats"]
     assert s.sentence.startswith("Over 100 random query orders")
     assert "violation 99%, compliant 1%" in s.sentence and s.verdict == "unfair"
+
+
+def test_collab_simulate_sources() -> None:
+    """The simulator's columnar 'sources' block: per-source estimate, weight, role, scores."""
+    doc = json.loads((DATA / "results" / "collab-simulate.json").read_text())
+    s = adapt("collab-simulate", doc, "c.json")
+    assert [f.plot for f in s.figures] == ["collab_methods", "collab_nodes", "collab_suspicion"]
+    nodes = s.figures[1].data["nodes"]
+    assert len(nodes) == 23 and sum(n["attacker"] for n in nodes) == 3
+    attackers = set(s.figures[2].data["attackers"])
+    assert attackers == {n["id"] for n in nodes if n["attacker"]}
+    assert max(n["weight"] for n in nodes if n["attacker"]) < min(
+        n["weight"] for n in nodes if not n["attacker"])  # what the figure shows
+    assert "robust estimates" in s.sentence and s.verdict == "unfair"

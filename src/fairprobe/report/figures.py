@@ -290,6 +290,22 @@ def plot_collab_methods(d: dict[str, Any]) -> Any:
     return fig
 
 
+def plot_collab_trajectory(d: dict[str, Any]) -> Any:
+    fig, (ax,) = _figure(7.0, 3.2)
+    tau = d.get("tau")
+    if tau is not None:
+        _band(ax, -tau, tau, label=f"fair band |DP| <= {tau:g}")
+    colours = [BLUE, RED, GREEN, ORANGE, PURPLE, GREY]
+    for i, (name, ys) in enumerate(d["series"].items()):
+        ax.plot(range(1, len(ys) + 1), ys, color=colours[i % 6], lw=1.6, label=name)
+    if d.get("true") is not None:
+        ax.axhline(d["true"], color="black", ls="--", lw=1, label=f"true DP {d['true']:.3f}")
+    ax.set_xlabel("round")
+    ax.set_ylabel("estimated DP gap")
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
 def plot_collab_nodes(d: dict[str, Any]) -> Any:
     nodes = [n for n in d["nodes"] if n.get("estimate") is not None]
     fig, (ax,) = _figure(7.0, 3.2)
@@ -362,6 +378,7 @@ _PLOTS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "twosource": plot_twosource,
     "collab_methods": plot_collab_methods,
     "collab_nodes": plot_collab_nodes,
+    "collab_trajectory": plot_collab_trajectory,
     "collab_suspicion": plot_collab_suspicion,
     "collab_sweep": plot_collab_sweep,
     "xy": plot_xy,

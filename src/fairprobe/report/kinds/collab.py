@@ -22,7 +22,30 @@ from fairprobe.report.document import FigureSpec, Section, Table
 __all__ = ["adapt_collab_nodes", "adapt_collab_simulate", "adapt_collab_sweep"]
 
 
+def _collab_sources(doc: Doc) -> list[dict[str, Any]]:
+    """Per-source rows from the simulator's columnar ``sources`` block (ids, role, local_dp,
+    weight, scores_by_round), or [] when absent."""
+    src = mapping(doc.get("sources"))
+    ids = src.get("ids")
+    if not isinstance(ids, list) or not ids:
+        return []
+
+    def col(key: str) -> list[Any]:
+        v = src.get(key)
+        return v if isinstance(v, list) and len(v) == len(ids) else [None] * len(ids)
+
+    out = []
+    for i, role, dp, w, sc, q in zip(ids, col("role"), col("local_dp"), col("weight"),
+                                     col("scores_by_round"), col("queries"), strict=True):
+        out.append({"id": str(i), "estimate": num(dp), "weight": num(w),
+                    "attacker": role == "attacker", "suspicion": floats(sc), "queries": q})
+    return out
+
+
 def _collab_nodes(doc: Doc) -> list[dict[str, Any]]:
+    sources = _collab_sources(doc)
+    if sources:
+        return sources
     nodes = doc.get("nodes")
     if isinstance(nodes, Mapping):
         nodes = [dict(v, id=k) for k, v in nodes.items() if isinstance(v, Mapping)]
@@ -60,16 +83,20 @@ def _suspicion_over_rounds(doc: Doc, nodes: list[dict[str, Any]]) -> dict[str, A
         return None
     attackers = {n["id"] for n in nodes if n["attacker"]}
     positions = doc.get("attacker_positions")
-    if isinstance(positions, list):
-        attackers |= {str(p) for p in positions}
+    if not attackers and isinstance(positions, list):  # indices, when roles are not given
+        ids = [n["id"] for n in nodes]
+        attackers = {ids[p] if isinstance(p, int) and 0 <= p < len(ids) else str(p)
+                     for p in positions}
     return {"series": series, "attackers": sorted(attackers)}
 
 def adapt_collab_simulate(doc: Doc, source: str, label: str) -> Section:
     cfg = mapping(doc.get("config"))
-    tau = num(cfg.get("tau")) or num(doc.get("tau"))
+    tau = num(cfg.get("tau")) or num(doc.get("tau")) or num(get(doc, "band", "high"))
     true_dp = num(doc.get("true_dp"))
     runs = [r for r in doc.get("runs") or [] if isinstance(r, Mapping)]
-    main = next((r for r in runs if r.get("method") == "auditopus"), runs[-1] if runs else {})
+    by_method = {str(r.get("method")): r for r in runs}
+    main = next((by_method[m] for m in ("robust", "auditopus") if m in by_method),
+                runs[-1] if runs else {})
     est = num(main.get("estimate")) if main else num(doc.get("estimate"))
     verdict = _band_verdict(est, tau)
     true_verdict = _band_verdict(true_dp, tau)
@@ -94,6 +121,17 @@ def adapt_collab_simulate(doc: Doc, source: str, label: str) -> Section:
         caption="Each method's final estimate against the true gap and the fair band (shaded).",
     )] if runs else []
     notes = []
+    traj = {str(k): f for k, v in mapping(doc.get("trajectory")).items()
+            if (f := floats(v)) is not None}
+    if traj:
+        figures.append(FigureSpec(
+            plot="collab_trajectory",
+            data={"series": traj, "tau": tau, "true": true_dp},
+            alt=("Median honest auditor's estimate over rounds: "
+                 + ", ".join(f"{k} from {fmt(v[0])} to {fmt(v[-1])}" for k, v in traj.items())
+                 + f"; fair band +/-{fmt(tau, 2)}, true gap {fmt(true_dp)}."),
+            caption="Estimates over rounds against the verdict band (shaded) and the true gap.",
+        ))
     if nodes and any(n["estimate"] is not None for n in nodes):
         figures.append(FigureSpec(
             plot="collab_nodes",
@@ -117,6 +155,7 @@ def adapt_collab_simulate(doc: Doc, source: str, label: str) -> Section:
     else:
         notes.append("This result carries no suspicion scores over rounds (field 'suspicion'): "
                      "no suspicion figure.")
+    cert = mapping(doc.get("certified_k"))
     facts = [("case", str(cfg.get("case", "n/a"))),
              ("honest auditors / attackers", f"{fmt(cfg.get('honest'))} / {fmt(cfg.get('attackers'))}"),
              ("attack", str(cfg.get("attack", "n/a"))),
@@ -124,11 +163,14 @@ def adapt_collab_simulate(doc: Doc, source: str, label: str) -> Section:
              ("queries per auditor and round", fmt(cfg.get("n"))),
              ("fair band", f"|DP| <= {fmt(tau, 3)}"), ("true DP", fmt(true_dp)),
              ("seed", fmt(cfg.get("seed")))]
+    for m, k in cert.items():
+        facts.append((f"certified: {m}'s verdict holds against up to", f"{fmt(k)} attackers"))
     tables = [Table(
         caption="Final estimate per aggregation method",
-        header=["method", "estimate", "error", "verdict", "fooled"],
+        header=["method", "estimate", "error", "verdict", "fooled", "certified k"],
         rows=[[str(r.get("method")), fmt(r.get("estimate")), fmt(r.get("error")),
-               _band_verdict(num(r.get("estimate")), tau), "yes" if r.get("fooled") else "no"]
+               _band_verdict(num(r.get("estimate")), tau), "yes" if r.get("fooled") else "no",
+               fmt(r.get("certified_k")) if r.get("certified_k") is not None else "n/a"]
               for r in runs],
     )] if runs else []
     return Section("collab-simulate", "Collaborative audit" + (f": {label}" if label else ""),
