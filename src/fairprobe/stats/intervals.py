@@ -242,10 +242,12 @@ def katz_ratio_interval(
     .. math::
         \exp\Bigl(\log\hat\theta \pm z\sqrt{1/a - 1/A + 1/b - 1/B}\Bigr)
 
-    The variance is infinite when ``a = 0`` or ``b = 0``. In that case, and only then,
-    ``correction`` (default 0.5, the Haldane-Anscombe choice) is added to every cell of the
-    2x2 table of both groups: ``a -> a + c``, ``A -> A + 2c``, ``b -> b + c``, ``B -> B + 2c``,
-    for both the centre and the variance of the interval. The point estimate reported by the
+    When any cell of the 2x2 table is empty (``a = 0``, ``b = 0``, ``a = A`` or ``b = B``) the
+    variance is infinite or degenerates to zero (an all-positive group gives ``1/a - 1/A = 0``
+    and, with both groups all-positive, the point interval ``[1, 1]``). In that case, and only
+    then, ``correction`` (default 0.5, the Haldane-Anscombe choice) is added to every cell of
+    the 2x2 table of both groups: ``a -> a + c``, ``A -> A + 2c``, ``b -> b + c``,
+    ``B -> B + 2c``, for both the centre and the variance of the interval. The point estimate reported by the
     metrics stays the uncorrected ratio. Prefer :func:`score_ratio_interval`, which needs no
     correction and keeps its coverage at small counts.
     """
@@ -255,7 +257,7 @@ def katz_ratio_interval(
         np.asarray(b, dtype=np.float64),
         np.asarray(B, dtype=np.float64),
     )
-    zero = (af == 0) | (bf == 0)
+    zero = (af == 0) | (bf == 0) | (af == Af) | (bf == Bf)
     c = np.where(zero, correction, 0.0)
     a2, A2, b2, B2 = af + c, Af + 2 * c, bf + c, Bf + 2 * c
     z = normal_quantile(confidence_level)
