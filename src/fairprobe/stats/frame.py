@@ -240,7 +240,9 @@ class AuditFrame:
     pos_label : scalar, optional
         The positive label of ``y_true`` and ``y_pred`` when they are not 0/1.
     min_group_size : int
-        Groups below this size are reported and left out of the summaries.
+        Groups below this size are reported and left out of the summaries; so are, for one
+        metric, groups with fewer instances on which its rate is defined (e.g. fewer
+        ``y_true == 1`` instances than this, for TPR).
     confidence_level : float in (0, 1)
         Level of the per-group intervals and family-wise level of the summaries.
     group_interval : {"wilson", "exact"}
@@ -465,12 +467,15 @@ class AuditFrame:
         for r in rates:
             if r == "mean_score":
                 assert self._means is not None
-                bad = self._means[2] < 2
+                bad = self._means[2] < max(2, self.groups.min_group_size)
                 why = "fewer than 2 scores"
             else:
-                bad = self._counts[r][1] == 0
-                why = f"no instance on which {r} is defined ({RATES[r][1]})"
+                denom = self._counts[r][1]
+                bad = denom < self.groups.min_group_size
             for i in np.flatnonzero(ok & bad):
+                if r != "mean_score":
+                    why = (f"{int(denom[i])} instance(s) on which {r} is defined "
+                           f"({RATES[r][1]}) < min_group_size {self.groups.min_group_size}")
                 excluded[labels[i]] = why
             ok &= ~bad
         return np.flatnonzero(ok), excluded
