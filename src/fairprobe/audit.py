@@ -294,14 +294,36 @@ class GroupAudit(AuditFrame):
         self._y_true = frame.get("y_true")
 
     def summaries(self) -> dict[str, GroupSummary]:
-        """The summary of every metric asked for."""
-        return {m: self.summary(m) for m in self.metrics}
+        """The summary of every metric asked for that has two groups large enough to compare
+        (the others are in :meth:`not_summarised`)."""
+        out = {}
+        for m in self.metrics:
+            try:
+                out[m] = self.summary(m)
+            except DataError:
+                continue
+        return out
+
+    def not_summarised(self) -> dict[str, str]:
+        """Metrics asked for that could not be summarised, with the reason (e.g. fewer than two
+        groups with enough ``y_true == 1`` answers): reported, never dropped silently."""
+        out = {}
+        for m in self.metrics:
+            try:
+                self.summary(m)
+            except DataError as e:
+                out[m] = str(e)
+        return out
 
     @property
     def verdict(self) -> str:
-        """The worst verdict over the metrics: unfair > undetermined > fair."""
+        """The worst verdict over the metrics: unfair > undetermined > fair; ``undetermined``
+        when a metric could not be summarised."""
         order = {"unfair": 2, "undetermined": 1, "fair": 0}
-        return max((s.verdict for s in self.summaries().values()), key=order.__getitem__)
+        verdicts = [s.verdict for s in self.summaries().values()]
+        if self.not_summarised():
+            verdicts.append("undetermined")
+        return max(verdicts, key=order.__getitem__)
 
     def to_dict(self, metrics: Sequence[str] | None = None,  # type: ignore[override]
                 per_instance: bool = True) -> dict[str, Any]:
@@ -311,7 +333,9 @@ class GroupAudit(AuditFrame):
             "group_col": list(self.group_cols),
             "metrics": list(self.metrics),
             "verdict": self.verdict,
-            **super().to_dict(self.metrics if metrics is None else metrics),
+            **super().to_dict([m for m in (self.metrics if metrics is None else metrics)
+                               if m not in self.not_summarised()]),
+            "not_summarised": self.not_summarised(),
             "budget": self.budget,
             "queried": self.queried,
             "paid": self.paid,
@@ -372,7 +396,9 @@ def check_group_audit(
     names = [fairness_metric_name(m, owner) for m in metrics]
     if not names:
         raise DataError("Name at least one metric (e.g. dp, di, eo, fpr, eodds).")
-    check_int(budget, "budget", owner, lo=2)
+    check_int(budget, "budget", owner, lo=1)
+    if budget < 2:
+        raise BudgetError(f"A budget of {budget} is below one query per group (at least 2).")
     check_int(seed, "seed", owner, lo=0)
     check_int(min_group_size, "min_group_size", owner, lo=1)
     check_real(confidence_level, "confidence_level", owner, lo=0.0, hi=1.0, closed="neither")

@@ -28,6 +28,7 @@ def platform():
 def test_audit_over_http_prints_and_writes_json(platform, tmp_path) -> None:
     out = tmp_path / "r.json"
     r = _cli("audit", "--url", platform.url, "--budget", "600", "--seed", "2", "--no-progress",
+             "--group-a", "Female", "--group-b", "Male",
              "--cache", str(tmp_path / "c.sqlite"), "--json", str(out), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "disparate_impact_ratio" in r.stdout and "unfair" in r.stdout
@@ -39,6 +40,7 @@ def test_audit_over_http_prints_and_writes_json(platform, tmp_path) -> None:
         (c["a"] / c["A"]) / (c["b"] / c["B"]))
     # the rerun pays nothing and reaches the same numbers
     r2 = _cli("audit", "--url", platform.url, "--budget", "600", "--seed", "2", "--no-progress",
+              "--group-a", "Female", "--group-b", "Male",
               "--cache", str(tmp_path / "c.sqlite"), "--json", str(out), cwd=tmp_path)
     assert r2.returncode == 0
     res2 = json.loads(out.read_text())

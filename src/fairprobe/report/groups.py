@@ -73,6 +73,8 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
             f"  {m}: {what}{rate} {s.estimate:.4f} ({s.pair[0]} vs {s.pair[1]})  "
             f"[{_f(s.low)}, {_f(s.high)}]  rule {rule}: {verdict_markup(s.verdict)}",
             soft_wrap=True)
+    for m, why_not in result.not_summarised().items():
+        console.print(f"  {m}: not summarised: {why_not}", soft_wrap=True)
     for m, s in result.summaries().items():
         for g, why in s.excluded.items():
             console.print(f"  left out of {m}: {g} ({why})", soft_wrap=True)
