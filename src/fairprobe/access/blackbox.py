@@ -96,8 +96,13 @@ def validate_answers(answers: Any, n: int, who: str) -> list[Answer]:
                     f"{who} answer {i} has logit {_describe(z)}; expected a finite number."
                 )
             z = float(z)
+        if (d is None) != (a.outcome != "ok"):
+            raise AnswerParseError(
+                f"{who} answer {i} has outcome {a.outcome!r} with decision {d!r}; an 'ok' answer "
+                "needs a decision and any other outcome has none."
+            )
         if d is not a.decision or s is not a.score or z is not a.logit:
-            a = Answer(d, s, z, a.raw)
+            a = Answer(d, s, z, a.raw, a.outcome)
         out.append(a)
     return out
 
@@ -280,6 +285,7 @@ class BlackBox:
         found = self.cache.get_many(identity, ukeys)
         answers: list[Answer | None] = [found.get(k) for k in ukeys]
         missing = [u for u, a in enumerate(answers) if a is None]
+        paid_now = np.zeros(len(ukeys), dtype=bool)
         with self._lock:  # reserve the budget, so that concurrent calls cannot overspend it
             if self.budget is not None:
                 left = self.budget - self._spent - self._reserved
@@ -314,6 +320,7 @@ class BlackBox:
                     )
                     for u, a in zip(batch, got, strict=True):
                         answers[u] = a
+                    paid_now[batch] = True
                     with self._lock:
                         paid[0] += len(batch)
 
@@ -322,7 +329,10 @@ class BlackBox:
             with self._lock:
                 self._reserved -= len(missing)
         n_paid = paid[0]
-        out = self._assemble(answers, inverse, n_paid, n - n_paid)
+        # the first occurrence of a record paid now is paid; its repeats in this call are free
+        cached_mask = np.ones(n, dtype=bool)
+        cached_mask[np.asarray(first, dtype=np.intp)[paid_now]] = False
+        out = self._assemble(answers, inverse, n_paid, n - n_paid, cached_mask)
         with self._lock:
             self._from_cache += n - n_paid
             self._unparsed += out.n_unparsed
@@ -336,12 +346,17 @@ class BlackBox:
 
     @staticmethod
     def _assemble(
-        answers: list[Answer | None], inverse: npt.NDArray[np.intp], n_paid: int, n_cached: int
+        answers: list[Answer | None],
+        inverse: npt.NDArray[np.intp],
+        n_paid: int,
+        n_cached: int,
+        cached: npt.NDArray[np.bool_],
     ) -> AnswerBatch:
         m = len(answers)
         dec = np.full(m, np.nan)
         sco = np.full(m, np.nan)
         lgt = np.full(m, np.nan)
+        outc = np.full(m, "ok", dtype="<U9")
         for u, a in enumerate(answers):
             if a is None:  # pragma: no cover - every batch either answered or raised
                 raise AccessError("internal error: a query was left without an answer.")
@@ -351,7 +366,11 @@ class BlackBox:
                 sco[u] = a.score
             if a.logit is not None:
                 lgt[u] = a.logit
-        return AnswerBatch(dec[inverse], sco[inverse], lgt[inverse], n_paid, n_cached)
+            if a.outcome != "ok":
+                outc[u] = a.outcome
+        return AnswerBatch(
+            dec[inverse], sco[inverse], lgt[inverse], n_paid, n_cached, outc[inverse], cached
+        )
 
     def _run_batches(
         self,
