@@ -276,6 +276,9 @@ class GroupAudit(AuditFrame):
         The sensitive columns (several: their intersections).
     unparsed_by_group : dict
         Unparsed (dropped) answers per group label.
+    answer_counts : dict
+        Per group label, :class:`fairprobe.provenance.AnswerCounts` (paid / cached / outcome of
+        every answer, kept or dropped), for the result's provenance.
     per_instance : list of dict
         ``{value, group, y_true}`` per kept answer (the decision), for ``fairprobe radius``.
     """
@@ -283,13 +286,14 @@ class GroupAudit(AuditFrame):
     def __init__(self, *, metrics: Sequence[str], budget: int, queried: int, paid: int,
                  cached: int, unparsed: int, seed: int, backend: str,
                  group_cols: Sequence[str], unparsed_by_group: dict[str, int],
-                 **frame: Any) -> None:
+                 answer_counts: dict[str, Any] | None = None, **frame: Any) -> None:
         super().__init__(**frame)
         self.metrics = tuple(fairness_metric_name(m, "run_group_audit") for m in metrics)
         self.budget, self.queried, self.paid, self.cached = budget, queried, paid, cached
         self.unparsed, self.seed, self.backend = unparsed, seed, backend
         self.group_cols = tuple(group_cols)
         self.unparsed_by_group = dict(unparsed_by_group)
+        self.answer_counts = dict(answer_counts or {})
         self._y_pred = np.asarray(frame["y_pred"], dtype=float)
         self._y_true = frame.get("y_true")
 
@@ -489,10 +493,14 @@ def run_group_audit(
     keep = answers.parsed
     if not keep.any():
         raise DataError("No answer of the model could be parsed: check the backend's parsing.")
+    from fairprobe.provenance import answer_counts_by_group
+
+    all_labels = sens_all.astype(str).agg(", ".join, axis=1).to_numpy()
     unparsed_by_group: dict[str, int] = {}
     if (~keep).any():
-        lost = sens_all.loc[~keep].astype(str).agg(", ".join, axis=1).value_counts()
+        lost = pd.Series(all_labels[~keep]).value_counts()
         unparsed_by_group = {str(k): int(v) for k, v in lost.items()}
+    counts_by_group = answer_counts_by_group(all_labels, answers.outcomes, answers.cached)
     scores = answers.scores[keep]
     needs_scores = "mean_score_difference" in names
     if needs_scores and np.isnan(scores).any():
@@ -501,7 +509,7 @@ def run_group_audit(
     return GroupAudit(
         metrics=names, budget=budget, queried=len(sample), paid=paid, cached=cached,
         unparsed=int((~keep).sum()), seed=seed, backend=blackbox.identity, group_cols=cols,
-        unparsed_by_group=unparsed_by_group,
+        unparsed_by_group=unparsed_by_group, answer_counts=counts_by_group,
         y_pred=answers.decisions[keep].astype(np.int64),
         y_true=None if y_true_all is None else y_true_all[keep].astype(np.int64),
         sensitive_features=sens_all.loc[keep].reset_index(drop=True),

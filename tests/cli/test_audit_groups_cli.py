@@ -37,7 +37,8 @@ def test_race_dp_eo_by_group_table_and_worst_pair(platform, tmp_path) -> None:
                    "equal_opportunity_difference"):
         assert needle in r.stdout, needle
     d = json.loads(out.read_text())
-    assert d["kind"] == "fairprobe.audit" and d["group_col"] == ["race"]
+    assert d["schema"] == "fairprobe/1" and d["kind"] == "audit" and d["group_col"] == ["race"]
+    assert d["provenance"]["answers"]["total"]["asked"] == 3000
     assert {g["group"] for g in d["by_group"]} == {
         "White", "Black", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other"}
     assert sum(g["n"] for g in d["by_group"]) == 3000

@@ -124,8 +124,9 @@ def _group_audit(
     """The by-group audit of ``fairprobe audit`` (no --group-a/--group-b)."""
     from fairprobe.access.blackbox import BlackBox
     from fairprobe.audit import check_group_audit, run_group_audit
-    from fairprobe.report import write_json
+    from fairprobe.provenance import Provenance, pool_digest
     from fairprobe.report.groups import print_group_audit
+    from fairprobe.report.jsonio import write_result
     from fairprobe.stats.frame import FAIRNESS_METRICS, RATES, fairness_metric_name
 
     metrics = split_list(metric) or []
@@ -158,7 +159,13 @@ def _group_audit(
                                  pos_label=_label_value(pos_label), **kwargs)  # type: ignore[arg-type]
     print_group_audit(result, console)
     if json_path is not None:
-        write_json(json_path, result)
+        prov = Provenance.capture(
+            seed=seed,
+            query_pool=pool_digest(pool, queries or "bundled Adult test split"),
+            backend={"identity": result.backend},
+            extra={"cache": str(cache)},
+        ).with_answers(result.answer_counts)
+        write_result(json_path, "audit", result, provenance=prov)
 
 
 def register(app: typer.Typer) -> None:

@@ -80,5 +80,5 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
             console.print(f"  left out of {m}: {g} ({why})", soft_wrap=True)
     console.print(
         f"queries: {result.queried} drawn (seed {result.seed}): {result.paid} paid, "
-        f"{result.cached} from the cache, {result.unparsed} unparsed (dropped)")
-    console.print(f"model: {result.backend}")
+        f"{result.cached} from the cache, {result.unparsed} unparsed (dropped)", soft_wrap=True)
+    console.print(f"model: {result.backend}", soft_wrap=True)
