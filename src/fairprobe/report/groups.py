@@ -43,27 +43,33 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
                 rates.append(r)
     frame = result.to_frame()
     pct = f"{result.confidence_level:.0%}"
-    table = Table(title=f"by group ({', '.join(result.group_cols)}): rates with {pct} intervals "
-                        f"({result.group_interval})", title_justify="left", box=None,
-                  pad_edge=False)
-    table.add_column("group", overflow="fold")
-    table.add_column("n", justify="right")
-    for r in rates:
-        table.add_column(_SHORT.get(r, r), justify="right")
-        if r not in ("selection_rate", "mean_score"):
-            table.add_column("of", justify="right")
-        table.add_column(f"{pct} CI", justify="left")
-    for i, label in enumerate(result.groups.labels):
-        row = frame.iloc[i]
-        cells: list[str] = []
-        for r in rates:
-            cells.append(_f(row[r]))
+    # two rates per table, so each table fits 80 columns
+    for c in range(0, len(rates), 2):
+        chunk = rates[c:c + 2]
+        title = (f"by group ({', '.join(result.group_cols)}): rates with {pct} intervals "
+                 f"({result.group_interval})") if c == 0 else None
+        table = Table(title=title, title_justify="left", box=None, pad_edge=False)
+        table.add_column("group", overflow="fold")
+        table.add_column("n", justify="right")
+        for r in chunk:
+            table.add_column(_SHORT.get(r, r), justify="right")
             if r not in ("selection_rate", "mean_score"):
-                cells.append(str(int(row[r + "_n"])))
-            cells.append(f"[{_f(row[r + '_low'])}, {_f(row[r + '_high'])}]")
-        small = " (too small)" if bool(row["too_small"]) else ""
-        table.add_row(f"{label}{small}", str(int(row["n"])), *cells)
-    console.print(table)
+                table.add_column("of", justify="right")
+            table.add_column(f"{pct} CI", justify="left", no_wrap=True)
+        for i, label in enumerate(result.groups.labels):
+            row = frame.iloc[i]
+            cells: list[str] = []
+            for r in chunk:
+                cells.append(_f(row[r]))
+                if r not in ("selection_rate", "mean_score"):
+                    cells.append(str(int(row[r + "_n"])))
+                cells.append(f"[{_f(row[r + '_low'])}, {_f(row[r + '_high'])}]")
+            small = " *" if bool(row["too_small"]) else ""
+            table.add_row(f"{label}{small}", str(int(row["n"])), *cells)
+        console.print(table)
+    if result.groups.too_small.any():
+        console.print(f"* too small (< {result.groups.min_group_size} answers): listed, left out "
+                      "of the summaries", soft_wrap=True)
     console.print(f"worst pair per metric, {pct} simultaneous intervals ({result.method}):")
     for m, s in result.summaries().items():
         rule = f">= {s.threshold:g}" if s.kind == "ratio" else f"<= {s.threshold:g}"
@@ -77,7 +83,8 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
         console.print(f"  {m}: not summarised: {why_not}", soft_wrap=True)
     for m, s in result.summaries().items():
         for g, why in s.excluded.items():
-            console.print(f"  left out of {m}: {g} ({why})", soft_wrap=True)
+            if not why.startswith("too small"):
+                console.print(f"  left out of {m}: {g} ({why})", soft_wrap=True)
     console.print(
         f"queries: {result.queried} drawn (seed {result.seed}): {result.paid} paid, "
         f"{result.cached} from the cache, {result.unparsed} unparsed (dropped)", soft_wrap=True)

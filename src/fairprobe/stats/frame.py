@@ -86,6 +86,13 @@ FAIRNESS_ALIASES: dict[str, str] = {
 
 GROUP_INTERVALS = ("wilson", "exact")
 
+#: What the denominator of a conditional rate counts (for the reasons a group is left out).
+_DENOMINATOR = {
+    "true_positive_rate": "with y_true = 1",
+    "false_positive_rate": "with y_true = 0",
+    "positive_predictive_value": "with y_pred = 1",
+}
+
 
 def fairness_metric_name(metric: str, owner: str = "AuditFrame") -> str:
     """Full name of a fairness metric from its name or alias (case-insensitive)."""
@@ -474,8 +481,8 @@ class AuditFrame:
                 bad = denom < self.groups.min_group_size
             for i in np.flatnonzero(ok & bad):
                 if r != "mean_score":
-                    why = (f"{int(denom[i])} instance(s) on which {r} is defined "
-                           f"({RATES[r][1]}) < min_group_size {self.groups.min_group_size}")
+                    why = (f"only {int(denom[i])} instance(s) {_DENOMINATOR.get(r, '')} for "
+                           f"{r} (< min_group_size {self.groups.min_group_size})")
                 excluded[labels[i]] = why
             ok &= ~bad
         return np.flatnonzero(ok), excluded
