@@ -1,4 +1,8 @@
-"""The fixed-budget black-box audit: draw queries, ask the model, compute one metric.
+"""The fixed-budget black-box audit: draw queries, ask the model, compute the metrics.
+
+:func:`run_group_audit` audits every group of one column (or every intersection of several) and
+returns a :class:`GroupAudit`, an :class:`~fairprobe.stats.frame.AuditFrame` of the answers with
+the query accounting; :func:`run_audit` computes one metric between two groups.
 
 This is the first main job of fairprobe (``fairprobe audit``). It draws ``budget`` queries
 uniformly without replacement from a query pool (seeded), asks the model through a

@@ -224,3 +224,15 @@ def test_metric_needing_labels_and_groups_too_small_for_a_summary() -> None:
                      min_group_size=3)
     with pytest.raises(DataError, match="two groups large enough"):
         af3.summary("dp")
+
+
+def test_many_columns_fall_back_to_unique_rows() -> None:
+    # 2^64 possible combinations: more than one int64 code can hold
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({f"c{j}": rng.integers(0, 2, 50) * (j + 1) for j in range(64)})
+    frame["c0"] = np.arange(50) % 2
+    g = group_labels(frame)
+    assert int(g.sizes.sum()) == 50 and len(g.names) == 64
+    # same grouping as pandas
+    ng = frame.groupby(list(frame.columns), sort=True).ngroup().to_numpy()
+    assert (g.codes == ng).all()

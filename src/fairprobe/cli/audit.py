@@ -1,4 +1,5 @@
-"""``fairprobe audit``: a fixed-budget black-box audit of one fairness metric."""
+"""``fairprobe audit``: a fixed-budget black-box audit of every group (or intersection) with
+several metrics, or of one metric between two groups (``--group-a``/``--group-b``)."""
 
 from __future__ import annotations
 

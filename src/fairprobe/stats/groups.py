@@ -334,18 +334,23 @@ def group_labels(
         rank[order] = np.arange(len(vals))
         codes_per.append(rank[codes])
         uniq_per.append([vals[i] for i in order])
-    # mixed-radix code of the combination, then the combinations that occur (sorted)
-    combo = np.zeros(n, dtype=np.int64)
-    for c, u in zip(codes_per, uniq_per, strict=True):
-        combo = combo * len(u) + c
-    present, inverse, sizes = np.unique(combo, return_inverse=True, return_counts=True)
     keys: list[tuple[Any, ...]] = []
-    for code in present.tolist():
-        parts: list[Any] = []
-        for u in reversed(uniq_per):
-            parts.append(u[code % len(u)])
-            code //= len(u)
-        keys.append(tuple(reversed(parts)))
+    if float(np.prod([float(len(u)) for u in uniq_per])) < 2.0**62:
+        # mixed-radix code of the combination, then the combinations that occur (sorted)
+        combo = np.zeros(n, dtype=np.int64)
+        for c, u in zip(codes_per, uniq_per, strict=True):
+            combo = combo * len(u) + c
+        present, inverse, sizes = np.unique(combo, return_inverse=True, return_counts=True)
+        for code in present.tolist():
+            parts: list[Any] = []
+            for u in reversed(uniq_per):
+                parts.append(u[code % len(u)])
+                code //= len(u)
+            keys.append(tuple(reversed(parts)))
+    else:  # too many combinations for one int64 code: unique rows of the code matrix
+        rows, inverse, sizes = np.unique(np.stack(codes_per, axis=1), axis=0,
+                                         return_inverse=True, return_counts=True)
+        keys = [tuple(u[c] for u, c in zip(uniq_per, r, strict=True)) for r in rows.tolist()]
     if len(keys) < 2:
         raise DataError(
             f"sensitive_features holds a single group ({', '.join(map(_label, keys[0]))!r}): "
