@@ -236,3 +236,12 @@ def test_many_columns_fall_back_to_unique_rows() -> None:
     # same grouping as pandas
     ng = frame.groupby(list(frame.columns), sort=True).ngroup().to_numpy()
     assert (g.codes == ng).all()
+
+
+def test_pos_label_with_0_1_decisions_and_string_labels() -> None:
+    y_true = np.array([">50K", "<=50K", ">50K", "<=50K", ">50K", "<=50K"])
+    y_pred = np.array([1, 0, 0, 1, 1, 0])
+    af = AuditFrame(y_pred=y_pred, y_true=y_true, pos_label=">50K",
+                    sensitive_features=["a", "a", "a", "b", "b", "b"])
+    assert af.by_group["selection_rate"].tolist() == [1 / 3, 2 / 3]
+    assert af.by_group["true_positive_rate"].tolist() == [0.5, 1.0]

@@ -111,6 +111,9 @@ def _binary_labels(values: Any, name: str, pos_label: Any) -> npt.NDArray[np.boo
             f"{name} contains {int(null.sum())} missing value(s) (NaN/None): drop or repair "
             "those rows (e.g. unparsed answers) first."
         )
+    if pos_label is not None and not isinstance(pos_label, int | float | np.number) and (
+            arr.dtype == bool or arr.dtype.kind in "iuf"):
+        pos_label = None  # a 0/1 column next to string labels: 1 is its positive value
     if pos_label is None:
         if arr.dtype == bool:
             return arr
@@ -245,7 +248,8 @@ class AuditFrame:
     scores : array-like of float, optional
         Model scores; enable ``mean_score``.
     pos_label : scalar, optional
-        The positive label of ``y_true`` and ``y_pred`` when they are not 0/1.
+        The positive label of ``y_true`` and ``y_pred`` when they are not 0/1 (a column that is
+        0/1 or boolean keeps 1 as positive, so 0/1 decisions go with string labels).
     min_group_size : int
         Groups below this size are reported and left out of the summaries; so are, for one
         metric, groups with fewer instances on which its rate is defined (e.g. fewer

@@ -18,8 +18,12 @@ level. Two constructions (``method``):
     their :math:`k` rests) at level :math:`1 - \alpha/s`; every comparison's interval is the range
     of the difference (ratio) over the two samples' intervals. All samples' rates lie in their
     intervals with probability :math:`\ge 1-\alpha` (union bound, exact binomial intervals), and
-    then every interval of the family covers. Coverage :math:`\ge` nominal at every rate and
-    size, without asymptotics; wider.
+    then every interval of the family covers. For the groups this holds at every rate and size
+    without asymptotics. A rest's count is a sum of binomials with different rates (its true
+    rate: the size-weighted mean), whose tails are no heavier than the binomial's of the same
+    mean (Hoeffding 1956) except within one unit of the mean; the measured coverage
+    (``docs/stats.md``) stays >= 0.99 in every tested case. Wider than Bonferroni at large
+    counts.
 
 The worst pair's summary intervals follow from the family: the largest gap
 :math:`\Delta = \max_{i,j}(p_i - p_j)` lies in
