@@ -81,8 +81,9 @@ def demographic_parity_from_counts(
     .. math:: \mathrm{DP}(f) = P(f(X)=1 \mid X \in \mathsf A) - P(f(X)=1 \mid X \in \mathsf B)
 
     (collaborative-auditing paper, Section II-A, Equation 3 on a counts vector). The interval is
-    Newcombe's hybrid score interval (method 10), valid at small counts including 0 and ``n``
-    positives; the verdict compares it with the fair band ``[-tolerance, tolerance]``.
+    Newcombe's hybrid score interval (method 10), defined at small counts including 0 and ``n``
+    positives (its coverage dips below nominal at rates near 0 or 1: see ``method``); the
+    verdict compares it with the fair band ``[-tolerance, tolerance]``.
 
     Parameters
     ----------
