@@ -81,9 +81,15 @@ def test_intersections_sex_race(platform, tmp_path) -> None:
         (["--group-col", "race", "--simultaneous", "holm"], "holm"),
     ],
 )
-def test_bad_input_is_one_line(platform, tmp_path, args, needle) -> None:
-    r = _cli("audit", "--url", platform.url, "--no-progress", "--budget", "200", "--cache",
-             str(tmp_path / "c.sqlite"), *args, cwd=tmp_path)
-    assert r.returncode != 0
-    assert needle in r.stderr, r.stderr
-    assert "Traceback" not in r.stderr
+def test_bad_input_is_one_line(platform, tmp_path, capsys, monkeypatch, args, needle) -> None:
+    # in-process through the same entry point (fast); nothing is paid: all fail validation
+    from fairprobe.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(["audit", "--url", platform.url, "--no-progress", "--budget", "200", "--cache",
+              str(tmp_path / "c.sqlite"), *args])
+    assert exc.value.code != 0
+    err = capsys.readouterr().err
+    assert needle in err, err
+    assert "Traceback" not in err
