@@ -73,8 +73,10 @@ def test_intersections_sex_race(platform, tmp_path) -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--group-col", "race", "--metric", "dp,nope"], "'metric' parameter"),
-        (["--group-col", "race,nope"], "no group column 'nope'"),
+        (["--group-col", "race", "--metric", "dp,nope"], "--metric must be one of"),
+        (["--group-col", "race,nope"], "--group-col 'nope' is not a column of the pool"),
+        (["--group-col", "race", "--min-group-size", "0"], "--min-group-size"),
+        (["--group-col", "race", "--metric", "eo", "--queries", "q.csv"], "needs true labels"),
         (["--group-col", "race", "--reference", "Martian"], "does not occur"),
         (["--group-col", "race", "--metric", "dp,eo", "--group-a", "White"],
          "takes one metric"),
@@ -86,6 +88,11 @@ def test_bad_input_is_one_line(platform, tmp_path, capsys, monkeypatch, args, ne
     from fairprobe.cli.main import main
 
     monkeypatch.chdir(tmp_path)
+    from fairprobe.datasets import load_adult
+    from fairprobe.platform.model import AUDIT_FEATURES
+
+    load_adult("test", names_seed=None)[list(AUDIT_FEATURES)].head(300).to_csv(
+        tmp_path / "q.csv", index=False)
     with pytest.raises(SystemExit) as exc:
         main(["audit", "--url", platform.url, "--no-progress", "--budget", "200", "--cache",
               str(tmp_path / "c.sqlite"), *args])

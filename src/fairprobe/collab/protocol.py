@@ -576,6 +576,26 @@ class AuditorCore(_Base):
         """Step 6: ``DP(sum_j W_j)`` (NaN while a group has no data)."""
         return dp_of(self.weighted_total())
 
+    def robust_estimate(self) -> float:
+        """The recommended ``robust`` estimate (:mod:`fairprobe.collab.robust`): the Auditopus
+        weights plus one-sided influence screening, on this auditor's table."""
+        from fairprobe.collab.robust import robust_estimate
+
+        held = np.array([self.held[a].round >= 1 for a in self.roster])
+        return float(robust_estimate(self.W, self.table_counts(), held).estimate)
+
+    def estimate_of(self, method: str = "auditopus") -> float:
+        """This auditor's estimate by ``method``: ``auditopus`` (Step 6), ``robust``, or any
+        registered baseline aggregator (``none``, ``median``, ...) over its table."""
+        if method == "auditopus":
+            return self.estimate()
+        if method == "robust":
+            return self.robust_estimate()
+        from fairprobe.collab.baselines import get_aggregator
+
+        held = np.array([self.held[a].round >= 1 for a in self.roster])
+        return float(get_aggregator(method)(self.table_counts()[None], held[None])[0])
+
     def table_counts(self) -> npt.NDArray[np.int64]:
         """The latest counts vector held per auditor, roster order, shape (V, 4)."""
         return np.array([self.held[a].counts for a in self.roster], dtype=np.int64)

@@ -88,4 +88,3 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
     console.print(
         f"queries: {result.queried} drawn (seed {result.seed}): {result.paid} paid, "
         f"{result.cached} from the cache, {result.unparsed} unparsed (dropped)", soft_wrap=True)
-    console.print(f"model: {result.backend}", soft_wrap=True)
