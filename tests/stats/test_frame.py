@@ -245,3 +245,15 @@ def test_pos_label_with_0_1_decisions_and_string_labels() -> None:
                     sensitive_features=["a", "a", "a", "b", "b", "b"])
     assert af.by_group["selection_rate"].tolist() == [1 / 3, 2 / 3]
     assert af.by_group["true_positive_rate"].tolist() == [0.5, 1.0]
+
+
+def test_every_pair_is_reported_with_its_simultaneous_interval() -> None:
+    af = _small_frame()
+    s = af.summary("dp")
+    assert len(s.pairs) == 6 and s.pairs[0]["groups"] == ["a", "b"]
+    rates = af.by_group["selection_rate"]
+    for p in s.pairs:
+        g1, g2 = p["groups"]
+        assert p["estimate"] == pytest.approx(rates[g1] - rates[g2])
+        assert p["interval"]["low"] <= p["estimate"] <= p["interval"]["high"]
+        assert p["interval"]["high"] <= s.high + 1e-12

@@ -168,6 +168,9 @@ class GroupSummary:
         Each compared group vs every other instance: estimate and simultaneous interval.
     vs_reference : list of dict
         Each group vs the reference group (when one is chosen).
+    pairs : list of dict
+        Every pair of compared groups (each orientation once): estimate and simultaneous
+        interval, per rate.
     threshold : float
         Tolerance (differences: fair when the gap is at most it) or floor (ratios).
     confidence_level : float
@@ -196,6 +199,7 @@ class GroupSummary:
     family_size: int
     compared: tuple[str, ...]
     excluded: dict[str, str] = field(default_factory=dict)
+    pairs: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def verdict(self) -> str:
@@ -230,6 +234,7 @@ class GroupSummary:
             "excluded": dict(self.excluded),
             "vs_rest": self.vs_rest,
             "vs_reference": self.vs_reference,
+            "pairs": self.pairs,
         }
 
 
@@ -524,7 +529,13 @@ class AuditFrame:
         smethod = f"{fams[top].method}-simultaneous"
         vs_rest: list[dict[str, Any]] = []
         vs_ref: list[dict[str, Any]] = []
+        all_pairs: list[dict[str, Any]] = []
         for r, f in fams.items():
+            for j, (p1, p2) in enumerate(f.pairs):
+                all_pairs.append({"groups": [labels[idx[p1]], labels[idx[p2]]], "rate": r,
+                                  "estimate": _json(f.est[j]),
+                                  "interval": _interval(f.low[j], f.high[j],
+                                                        self.confidence_level, smethod)})
             for j, gi in enumerate(idx):
                 vs_rest.append({"group": labels[gi], "rate": r,
                                 "estimate": _json(f.rest_est[j]),
@@ -545,7 +556,7 @@ class AuditFrame:
             pair=pair, low=float(low), high=float(high), rate=top, vs_rest=vs_rest,
             vs_reference=vs_ref, threshold=th, confidence_level=self.confidence_level,
             method=self.method, family_size=sum(f.family_size for f in fams.values()),
-            compared=tuple(labels[i] for i in idx), excluded=excluded,
+            compared=tuple(labels[i] for i in idx), excluded=excluded, pairs=all_pairs,
         )
 
     # --- output ------------------------------------------------------------------------------
