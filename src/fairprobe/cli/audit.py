@@ -239,6 +239,10 @@ def audit(
         metric=name, budget=budget, seed=seed,
     )
     backend = build_backend(url, backend_config, path)  # no network yet
+    if no_cache:
+        from fairprobe.cli import main as cli_main
+
+        cli_main.INTERRUPT_MESSAGE = "interrupted; nothing was cached (--no-cache)."
     from fairprobe.audit import run_audit
     from fairprobe.report import write_result
     from fairprobe.report.text import print_audit
