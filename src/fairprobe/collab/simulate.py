@@ -86,6 +86,9 @@ BASE_METHODS = (
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
+#: Largest audit (N + K) whose runs carry certificates.
+CERTIFY_MAX_AUDITORS = 100
+
 
 @dataclass(frozen=True)
 class SimConfig:
@@ -473,7 +476,13 @@ def _certificates(
     tables: IntArray,
     held: npt.NDArray[np.bool_],
 ) -> tuple[dict[str, npt.NDArray[np.int64]], dict[str, int]]:
-    """Per-auditor and global ``certified_k`` of the pooled methods (none, auditopus, robust)."""
+    """Per-auditor and global ``certified_k`` of the pooled methods (none, auditopus, robust).
+
+    Computed for audits of at most :data:`CERTIFY_MAX_AUDITORS` auditors (the bound costs
+    ``O(N V^2)`` per ``k``); larger audits report no certificate (``certified_k`` None).
+    """
+    if tables.shape[1] > CERTIFY_MAX_AUDITORS:
+        return {}, {}
     budget = cfg.n * rounds
     node = {
         "none": certify_many(tables, budget, cfg.tau, held),
