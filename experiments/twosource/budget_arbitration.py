@@ -62,7 +62,7 @@ from fairprobe.twosource.theory import (  # noqa: E402
     p_manip,
 )
 
-GAMMA = 0.3  # the server's positive-discrimination rate (Lemma 1's gamma)
+GAMMA = 0.6  # the server's positive-discrimination rate (Lemma 1's gamma)
 ALPHA = 0.05
 T1 = 100
 T2 = 400
@@ -208,7 +208,7 @@ def part2(P: Any, acc: Any, answers: dict[str, np.ndarray], yb: np.ndarray, p_ri
 
 def main() -> None:
     quick = "--quick" in sys.argv
-    reps1, reps2 = (40, 100) if quick else (300, 1000)
+    reps1, reps2 = (40, 100) if quick else (120, 600)
     t0 = time.time()
     P = pool()
     sex = P["sex"].to_numpy(dtype=object)
