@@ -18,9 +18,10 @@ install: $(BIN)/python
 install-dev: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[all,dev]"
 
+# the demo's results and its HTML report land in results/ (not versioned)
 demo: install
-	$(BIN)/fairprobe demo --port $(PORT) --seed $(SEED) --json demo.json
-	$(BIN)/fairprobe report demo.json --html demo-report.html
+	$(BIN)/fairprobe demo --port $(PORT) --seed $(SEED) --json results/demo.json
+	$(BIN)/fairprobe report results/demo.json --html results/demo-report.html
 
 lint: install-dev
 	$(BIN)/ruff check .

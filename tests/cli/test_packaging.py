@@ -127,3 +127,15 @@ def test_cli_startup_imports_no_heavy_module() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "", f"imported at CLI startup: {r.stdout.strip()}"
+
+
+def test_parquet_without_pyarrow_names_the_extra(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from fairprobe._io import read_table
+
+    f = tmp_path / "pool.parquet"
+    f.write_bytes(b"PAR1")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(MissingExtraError, match=r"reading pool.parquet needs the optional "
+                                                r"dependency 'pyarrow'.*fairprobe\[parquet\]"):
+        read_table(f)

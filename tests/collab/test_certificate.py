@@ -145,3 +145,37 @@ def test_global_certificate_counts_nodes() -> None:
     assert g == 3
     ks2 = np.array([0] * 12 + [5] * 8)
     assert global_certified_k(est, ks2, 2, 0.05) == 0
+
+
+def test_protocol_core_verdict_carries_its_certificate() -> None:
+    """A node asks its core for the verdict of a method with its certificate (the nodes' API)."""
+    from fairprobe.collab.protocol import AuditorCore, Entry
+    from fairprobe.stats.counts import CountsVector
+
+    roster = [f"a{i}" for i in range(4)]
+    core = AuditorCore("a0", roster, n=100, tau=0.05)
+    rng = np.random.default_rng(0)
+    tot = {a: np.zeros(4, dtype=np.int64) for a in roster}
+    for t in range(1, 9):
+        core.start_round()
+        entries = []
+        for a in roster:
+            dA = int(rng.binomial(100, 0.5))
+            inc = np.array([rng.binomial(dA, 0.1), dA, rng.binomial(100 - dA, 0.5), 100 - dA])
+            tot[a] += inc
+            if a == "a0":
+                core.record_answers(CountsVector.from_array(inc))
+            else:
+                entries.append(Entry(a, t, CountsVector.from_array(tot[a])))
+        core.merge(entries)
+        core.end_round()
+    for method in ("auditopus", "robust", "none"):
+        v = core.verdict(method, certify=True)
+        d = v.to_dict()
+        assert d["method"] == method and d["verdict"] == "unfair"
+        assert d["certified_k"] == v.certified_k >= 0
+    ref = certify(core.W, 100 * 8, 0.05)
+    assert core.certificate("auditopus").certified_k == ref.certified_k
+    assert core.certificate("robust").certified_k <= ref.certified_k
+    with pytest.raises(Exception, match="method"):
+        core.certificate("median")

@@ -343,7 +343,7 @@ class BlackBox:
                 f"of {len(keys)} records asked again were answered differently, so the "
                 f"{invalidated} cached answers of this backend were dropped and asked again."
             )
-            log.warning(note)
+            log.info(note)
         return IdentityCheck(
             ident, ident, None, "fingerprint", len(keys), mismatched, invalidated, note
         )

@@ -15,8 +15,9 @@ their increments are as self-consistent as an honest auditor's:
     Answers are *true*: the liar queries the model on real records it picked, group-A positives
     and group-B negatives (for a model that disfavours group A; mirrored otherwise), in a fixed
     split, as long as the population holds such records (it may reuse records other auditors hold:
-    nobody sees anyone's queries), then fills up with the other records. A verification layer
-    that re-asks the model cannot catch it.
+    nobody sees anyone's queries), then fills up with the other records; when the extreme records
+    would push the pooled estimate past 0 it picks a fixed mix of all kinds instead. A
+    verification layer that re-asks the model cannot catch it.
 
 Calibration (the platform's knowledge). The liar colludes with the platform, which knows the
 population's true counts ``C_h = (a_h, A_h, b_h, B_h)`` (the honest auditors' pooled counts at
@@ -29,8 +30,9 @@ talk to each other, but the platform gives each the same instruction. With total
   liar's rates depart least from the true ones (``max(|q_A - r_A|, |q_B - r_B|)`` minimal),
   clipped so that ``q_A, q_B`` stay in [0, 1]; if no ``r`` is feasible the liar falls back to the
   extreme labels of Lemma 1 with the best split;
-* ``selective``: labels are extreme (``q_A = 1, q_B = 0``, or mirrored) and ``pi`` is solved by
-  bisection on the monotone pooled DP; without a root, the split that maximises it.
+* ``selective``: labels are extreme (``q_A = 1, q_B = 0``, or mirrored) and ``pi`` puts the
+  pooled DP closest to 0 (grid search and golden-section refinement); if it still overshoots past
+  0, the liar takes the ``consistent`` rates with true records of every kind.
 
 Noise is drawn from ``default_rng([seed, attacker index, round])``, so the vectorised simulator
 and one :class:`~fairprobe.collab.protocol.AttackerCore` per liar fabricate the same increments.
@@ -99,8 +101,8 @@ def _sign(h: npt.NDArray[np.float64]) -> float:
 
 
 def _extreme_split(h: npt.NDArray[np.float64], m: float, qa: float, qb: float) -> float:
-    """Split ``pi`` in [0, 1] putting the pooled DP closest to 0 with fixed labels (bisection;
-    the pooled DP is monotone in ``pi`` for extreme labels)."""
+    """Split ``pi`` in [0, 1] putting the pooled DP closest to 0 with fixed labels (a grid of
+    2,001 splits, then a golden-section refinement around the best one)."""
     grid = np.linspace(0.0, 1.0, 2001)
     vals = np.array([_pooled_dp(h, m, p, qa, qb) for p in grid])
     vals = np.where(np.isfinite(vals), vals, np.inf)
@@ -142,12 +144,18 @@ def plan_consistent(ctx: AttackContext) -> LiarPlan:
 
 
 def plan_selective(ctx: AttackContext) -> LiarPlan:
-    """Split of the ``selective`` liar: extreme true labels, ``pi`` solving pooled DP = 0."""
+    """Record mix of the ``selective`` liar: extreme true labels (only records that pull towards
+    0) with the split ``pi`` that brings the pooled DP closest to 0; if even that overshoots past
+    0, the mixed rates of :func:`plan_consistent` (it then also picks records of the other kinds)."""
     h = np.asarray(ctx.population.as_tuple(), dtype=np.float64)
     m = float(ctx.attackers * ctx.n * ctx.rounds)
-    qa, qb = (1.0, 0.0) if _sign(h) < 0 else (0.0, 1.0)
+    s = _sign(h)
+    qa, qb = (1.0, 0.0) if s < 0 else (0.0, 1.0)
     pi = _extreme_split(h, m, qa, qb)
-    return LiarPlan(pi, qa, qb, int(m), _pooled_dp(h, m, pi, qa, qb))
+    dp = _pooled_dp(h, m, pi, qa, qb)
+    if dp * s < 0:  # overshoots past 0 even at the best split: mix records
+        return plan_consistent(ctx)
+    return LiarPlan(pi, qa, qb, int(m), dp)
 
 
 def _carry(total: npt.NDArray[np.float64]) -> IntArray:
@@ -263,21 +271,19 @@ class SelectiveAttack(_Calibrated):
     def _cumulative(
         pop: tuple[int, int, int, int], p: LiarPlan, n: int, t: int
     ) -> tuple[int, int, int, int]:
-        """Cumulative counts after ``t`` rounds: a fixed split, capped by the records held."""
+        """Cumulative counts after ``t`` rounds: fixed record mix, capped by the records held."""
         a_h, A_h, b_h, B_h = pop
-        # supplies per cell: (pos A, neg A, pos B, neg B)
-        supply = [a_h, A_h - a_h, b_h, B_h - b_h]
-        want_a = int(math.floor(t * n * p.pi + 0.5))
-        want_b = t * n - want_a
-        # the pulling cells: A-label q_a (1 -> positives), B-label q_b (0 -> negatives)
-        ca = 0 if p.q_a >= 0.5 else 1
-        cb = 2 if p.q_b >= 0.5 else 3
-        take = [0, 0, 0, 0]
-        take[ca] = min(want_a, supply[ca])
-        take[cb] = min(want_b, supply[cb])
-        left = t * n - take[ca] - take[cb]
-        # fill: the other group's pulling cell first, then the remaining cells
-        for c in (cb, ca, 5 - cb, 1 - ca):
+        supply = [a_h, A_h - a_h, b_h, B_h - b_h]  # (pos A, neg A, pos B, neg B)
+        frac = [p.pi * p.q_a, p.pi * (1 - p.q_a), (1 - p.pi) * p.q_b, (1 - p.pi) * (1 - p.q_b)]
+        total = t * n
+        cum = np.cumsum(frac)
+        edges = [0] + [int(math.floor(total * c + 0.5)) for c in cum[:-1]] + [total]
+        want = [edges[i + 1] - edges[i] for i in range(4)]
+        take = [min(w, sp) for w, sp in zip(want, supply, strict=True)]
+        left = total - sum(take)
+        # fill: the cells that pull towards 0 first (A positives, B negatives, or mirrored)
+        pull = (0, 3) if p.q_a >= p.q_b else (1, 2)
+        for c in (*pull, *(c for c in range(4) if c not in pull)):
             if left <= 0:
                 break
             more = min(left, supply[c] - take[c])

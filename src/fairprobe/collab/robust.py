@@ -55,6 +55,8 @@ class RobustParams:
     core: float = 0.5
     rmin: float = 0.5
     iters: int = 20
+    one_sided: bool = True  # ablation: False screens both tails of the influence
+    forward: bool = True  # ablation: False starts the screening from all sources (masking)
 
     def __post_init__(self) -> None:
         o = "RobustParams"
@@ -132,7 +134,9 @@ def robust_estimate(
     core = ok & (dist <= kth)
     Wh = np.where(h[..., None], W, 0.0)
     sgn = np.nan_to_num(np.sign(_dp(np.where(core[..., None], Wh, 0.0).sum(axis=-2))))
-    act = core.copy()
+    if not p.one_sided:
+        sgn = np.where(sgn == 0, 1.0, sgn)
+    act = core.copy() if p.forward else h.copy()
     infl = np.zeros(W.shape[:-1])
     screen = sgn != 0
     for _ in range(p.iters):
@@ -145,8 +149,10 @@ def robust_estimate(
         ref = act & trusted
         med = _nanmedian(infl, ref)
         mad = 1.4826 * _nanmedian(np.abs(infl - med[..., None]), ref)
-        lim = np.where(np.isfinite(med), med + p.c * np.nan_to_num(mad), np.inf)
-        new = h & ((infl <= lim[..., None]) | ~screen[..., None])
+        lim = np.where(np.isfinite(med), p.c * np.nan_to_num(mad), np.inf)[..., None]
+        dev = infl - np.nan_to_num(med)[..., None]
+        inside = dev <= lim if p.one_sided else np.abs(dev) <= lim
+        new = h & (inside | ~screen[..., None])
         if np.array_equal(new, act):
             break
         act = new

@@ -165,6 +165,27 @@ class RunResult:
     views: dict[str, Any] | None = None
     certified: dict[str, int] = field(default_factory=dict)
     node_certified: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
+    sources: dict[str, Any] = field(default_factory=dict)
+
+    def nodes(self) -> list[dict[str, Any]]:
+        """Each honest auditor's estimate per method and its ``certified_k`` (figure data)."""
+        hon = [j for j in range(self.config.honest + self.config.attackers)
+               if j not in set(self.attacker_positions)]
+        out = []
+        for i, j in enumerate(hon):
+            est = {
+                m: (None if math.isnan(float(v[i])) else float(v[i]))
+                for m, v in self.per_auditor.items()
+            }
+            out.append(
+                {
+                    "index": j,
+                    "id": f"a{j:04d}",
+                    "estimates": est,
+                    "certified_k": {m: int(k[i]) for m, k in self.node_certified.items()},
+                }
+            )
+        return out
 
     def rows(self) -> list[dict[str, Any]]:
         """One JSON-ready row per method (the keys of ``fairprobe collab simulate --json``)."""
@@ -196,7 +217,11 @@ class RunResult:
             "honest_dp": self.honest_dp,
             "rounds": self.rounds,
             "attacker_positions": list(self.attacker_positions),
+            "band": {"low": -self.config.tau, "high": self.config.tau},
             "runs": self.rows(),
+            "certified_k": dict(self.certified),
+            "nodes": self.nodes(),
+            "sources": self.sources,
         }
         if self.trajectory is not None:
             d["trajectory"] = {k: v.tolist() for k, v in self.trajectory.items()}
@@ -380,6 +405,22 @@ def simulate(
         per[f"trimmed-mean@{b:g}"] = get_aggregator("trimmed-mean", b)(tables, held)
     estimates = {m: _global(per[m], K) for m in cfg.methods}
     node_k, glob_k = _certificates(cfg, R, per, weighted, tables, held)
+    rob0 = robust_estimate(weighted[:1], tables[:1], held[:1])
+    empty = (delta[..., 1] + delta[..., 3]) == 0  # (R, V)
+    raw_mass = (H[R, :, 1] + H[R, :, 3]).astype(np.float64)
+    w_mass = CW[R, :, 1] + CW[R, :, 3]
+    sources = {
+        "ids": [f"a{j:04d}" for j in range(V)],
+        "role": ["attacker" if is_att[j] else "honest" for j in range(V)],
+        "queries": raw_mass.astype(np.int64).tolist(),
+        "weighted_queries": w_mass.tolist(),
+        "weight": np.where(raw_mass > 0, w_mass / np.where(raw_mass > 0, raw_mass, 1), 0).tolist(),
+        "local_dp": [None if math.isnan(x) else x for x in (dp_of(H[R, j]) for j in range(V))],
+        "robust_kept_by_first_auditor": rob0.kept[0].tolist(),
+        # None where the source added nothing that round (its query set had run out)
+        "scores_by_round": _masked(sc.score.reshape(R, V).T, empty.T, 4),
+        "weights_by_round": _masked(w.T, empty.T, 6),
+    }
     pop = get_population(cfg.case)
     honest_total = H[R, hon].sum(axis=0)
     traj = None
@@ -407,6 +448,7 @@ def simulate(
         trajectory=traj,
         certified=glob_k,
         node_certified=node_k,
+        sources=sources,
         views=(
             {"tables": tables, "weighted": weighted, "held": held, "w": w, "score": sc.score,
              "H": H, "lag": lag, "hon": hon}
@@ -414,6 +456,13 @@ def simulate(
             else None
         ),
     )
+
+
+def _masked(x: FloatArray, mask: npt.NDArray[np.bool_], digits: int) -> list[list[float | None]]:
+    return [
+        [None if m else round(float(v), digits) for v, m in zip(row, mrow, strict=True)]
+        for row, mrow in zip(x, mask, strict=True)
+    ]
 
 
 def _certificates(

@@ -46,7 +46,8 @@ def _band(ax: Any, low: float | None, high: float | None, horizontal: bool = Tru
 
 def plot_audit(d: dict[str, Any]) -> Any:
     groups = d.get("groups") or []
-    fig, (ax1, ax2) = _figure(8.0, 3.2, 2)
+    excluded = set(d.get("excluded") or [])
+    fig, (ax1, ax2) = _figure(8.0, 3.4, 2)
     if groups:
         names = [g["group"] for g in groups]
         rates = [g["rate"] for g in groups]
@@ -54,15 +55,29 @@ def plot_audit(d: dict[str, Any]) -> Any:
                 for g in groups],
                [max((g["high"] if g["high"] is not None else g["rate"]) - g["rate"], 0)
                 for g in groups]]
-        bars = ax1.bar(names, rates, color=[BLUE, ORANGE, GREEN, PURPLE, GREY][: len(names)]
-                       * (len(names) // 5 + 1), yerr=err, capsize=6, edgecolor="black",
-                       linewidth=0.6)
-        for b, r in zip(bars, rates, strict=False):
+        palette = [BLUE, ORANGE, GREEN, PURPLE, "#56B4E9", "#F0E442", GREY]
+        out = [n in excluded or bool(g.get("too_small")) for n, g in zip(names, groups,
+                                                                          strict=True)]
+        colours = ["#dddddd" if o else palette[i % len(palette)] for i, o in enumerate(out)]
+        x = list(range(len(names)))
+        bars = ax1.bar(x, rates, color=colours, yerr=err, capsize=5, edgecolor="black",
+                       linewidth=0.6, hatch=None)
+        for b, o in zip(bars, out, strict=True):
+            if o:
+                b.set_hatch("xx")
+        for b, r in zip(bars, rates, strict=True):
             ax1.annotate(f"{r:.3f}", (b.get_x() + b.get_width() / 2, r), xytext=(9, 2),
-                         textcoords="offset points", ha="left", va="bottom", fontsize=8)
-        ax1.set_ylabel("positive-decision rate")
-        ax1.set_ylim(0, min(1.0, max((g["high"] or g["rate"]) for g in groups) * 1.25 + 0.02))
-        ax1.set_title(f"By group ({d.get('level', 0.95):.0%} intervals)", fontsize=10)
+                         textcoords="offset points", ha="left", va="bottom", fontsize=7)
+        long = len(names) > 3 or max(len(n) for n in names) > 10
+        ax1.set_xticks(x, names, rotation=30 if long else 0, ha="right" if long else "center",
+                       fontsize=8)
+        ax1.set_ylabel(d.get("rate") or "positive-decision rate")
+        top = max((g["high"] if g["high"] is not None else g["rate"]) for g in groups)
+        ax1.set_ylim(0, min(1.05, top * 1.2 + 0.03))
+        title = f"By group ({d.get('level', 0.95):.0%} intervals)"
+        if any(out):
+            title += "; hatched: not compared"
+        ax1.set_title(title, fontsize=9)
     else:
         ax1.text(0.5, 0.5, "no by-group rates in this result", ha="center", va="center",
                  transform=ax1.transAxes)
@@ -84,8 +99,8 @@ def plot_audit(d: dict[str, Any]) -> Any:
                      label=f"estimate {est:.3f} ({d.get('verdict')})")
         ax2.set_yticks([])
         ax2.set_xlabel(d.get("metric", "metric"))
-        ax2.set_title("Metric vs the fair band", fontsize=10)
-        ax2.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), fontsize=8, ncol=2,
+        ax2.set_title(d.get("pair") or "Metric vs the fair band", fontsize=9)
+        ax2.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), fontsize=8, ncol=2,
                    frameon=False)
         ax2.set_ylim(-1, 1)
     else:
@@ -95,21 +110,20 @@ def plot_audit(d: dict[str, Any]) -> Any:
 
 def plot_sequential_path(d: dict[str, Any]) -> Any:
     fig, (ax,) = _figure(7.0, 3.2)
-    q = d["query"]
-    styles = {"statistic_upper": (BLUE, "statistic (vs upper)"),
-              "statistic_lower": (ORANGE, "statistic (vs lower)"),
+    styles = {"statistic_upper": (BLUE, "statistic vs the upper boundary"),
+              "statistic_lower": (ORANGE, "statistic vs the lower boundary"),
               "statistic": (BLUE, "statistic"), "log_wealth": (BLUE, "log wealth"),
               "wealth": (BLUE, "wealth")}
-    stats = d["stats"]
-    same = ("statistic_upper" in stats and "statistic_lower" in stats
-            and stats["statistic_upper"] == stats["statistic_lower"])
-    for k, ys in stats.items():
-        if same and k == "statistic_lower":
+    series = d["series"]
+    names = {s["name"]: s for s in series}
+    same = ("statistic_upper" in names and "statistic_lower" in names
+            and names["statistic_upper"]["y"] == names["statistic_lower"]["y"])
+    for s in series:
+        if same and s["name"] == "statistic_lower":
             continue
-        colour, label = styles.get(k, (PURPLE, k))
-        if same:
-            label = "statistic"
-        ax.step(q, ys, where="post", color=colour, lw=1.6, label=label)
+        colour, label = styles.get(s["name"], (PURPLE, s["name"]))
+        ax.step(s["x"], s["y"], where="post", color=colour, lw=1.4,
+                label="statistic" if same else label)
     if d.get("upper") is not None:
         ax.axhline(d["upper"], color=RED, ls="--", lw=1.2,
                    label=f"upper boundary {d['upper']:.2f} (violation)")
@@ -118,7 +132,27 @@ def plot_sequential_path(d: dict[str, Any]) -> Any:
                    label=f"lower boundary {d['lower']:.2f} (compliance)")
     ax.set_xlabel("queries")
     ax.set_ylabel("test statistic")
-    ax.set_title(f"Outcome: {d.get('outcome')} after {int(q[-1])} queries", fontsize=10)
+    ax.set_title(f"Outcome: {d.get('outcome')} after {int(d['queries'])} queries", fontsize=10)
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def plot_sequential_repeats(d: dict[str, Any]) -> Any:
+    fig, (ax,) = _figure(7.0, 3.0)
+    colours = {"violation": RED, "compliant": GREEN, "inconclusive": ORANGE}
+    qs, outs = d["queries"], d["outcomes"]
+    top = max(qs) if qs else 1
+    bins = [top * i / 30 for i in range(31)]
+    kinds = sorted(set(outs), key=lambda k: list(colours).index(k) if k in colours else 9)
+    data = [[q for q, o in zip(qs, outs, strict=True) if o == k] for k in kinds]
+    ax.hist(data, bins=bins, stacked=True, color=[colours.get(k, GREY) for k in kinds],
+            label=[f"{k} ({len(x)})" for k, x in zip(kinds, data, strict=True)],
+            edgecolor="white", linewidth=0.4)
+    if d.get("wald") is not None:
+        ax.axvline(d["wald"], color="black", ls=":", lw=1,
+                   label=f"Wald's bound on the mean {d['wald']:.0f}")
+    ax.set_xlabel("queries until the audit stopped")
+    ax.set_ylabel("audits")
     ax.legend(fontsize=8, loc="best")
     return fig
 
@@ -256,6 +290,22 @@ def plot_collab_methods(d: dict[str, Any]) -> Any:
     return fig
 
 
+def plot_collab_trajectory(d: dict[str, Any]) -> Any:
+    fig, (ax,) = _figure(7.0, 3.2)
+    tau = d.get("tau")
+    if tau is not None:
+        _band(ax, -tau, tau, label=f"fair band |DP| <= {tau:g}")
+    colours = [BLUE, RED, GREEN, ORANGE, PURPLE, GREY]
+    for i, (name, ys) in enumerate(d["series"].items()):
+        ax.plot(range(1, len(ys) + 1), ys, color=colours[i % 6], lw=1.6, label=name)
+    if d.get("true") is not None:
+        ax.axhline(d["true"], color="black", ls="--", lw=1, label=f"true DP {d['true']:.3f}")
+    ax.set_xlabel("round")
+    ax.set_ylabel("estimated DP gap")
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
 def plot_collab_nodes(d: dict[str, Any]) -> Any:
     nodes = [n for n in d["nodes"] if n.get("estimate") is not None]
     fig, (ax,) = _figure(7.0, 3.2)
@@ -321,12 +371,14 @@ def plot_xy(d: dict[str, Any]) -> Any:
 _PLOTS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "audit": plot_audit,
     "sequential_path": plot_sequential_path,
+    "sequential_repeats": plot_sequential_repeats,
     "confidence_sequence": plot_confidence_sequence,
     "radius_curve": plot_radius_curve,
     "radius_shift": plot_radius_shift,
     "twosource": plot_twosource,
     "collab_methods": plot_collab_methods,
     "collab_nodes": plot_collab_nodes,
+    "collab_trajectory": plot_collab_trajectory,
     "collab_suspicion": plot_collab_suspicion,
     "collab_sweep": plot_collab_sweep,
     "xy": plot_xy,
