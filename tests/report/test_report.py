@@ -304,3 +304,20 @@ def test_collab_simulate_sources() -> None:
     assert max(n["weight"] for n in nodes if n["attacker"]) < min(
         n["weight"] for n in nodes if not n["attacker"])  # what the figure shows
     assert "robust estimates" in s.sentence and s.verdict == "unfair"
+
+
+def test_radius_curve_twosource_checks_and_plan() -> None:
+    rad = adapt("radius", json.loads((DATA / "results" / "radius.json").read_text()), "r.json")
+    (fig,) = rad.figures
+    assert fig.plot == "radius_curve" and not rad.notes
+    xs, ys = fig.data["divergence_values"], fig.data["metric_values"]
+    assert len(xs) == len(ys) > 10 and min(xs) == 0.0
+    assert ys[xs.index(0.0)] == pytest.approx(fig.data["phi"])  # no shift: the audit's phi
+    ts = adapt("twosource", json.loads((DATA / "results" / "twosource.json").read_text()),
+               "t.json")
+    checks = ts.figures[0].data["checks"]
+    assert checks == {"checks": [25.0], "inconsistent": [8.0], "n_max": [83.0]}
+    plan = adapt("twosource-plan",
+                 json.loads((DATA / "results" / "twosource-plan.json").read_text()), "p.json")
+    (fig,) = plan.figures
+    assert len(fig.data["x"]) == 332 and plan.verdict is None

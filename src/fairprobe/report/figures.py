@@ -187,7 +187,11 @@ def plot_radius_curve(d: dict[str, Any]) -> Any:
     if d.get("metric_low") and d.get("metric_high"):
         ax.fill_between(xs, d["metric_low"], d["metric_high"], color=BLUE, alpha=0.2,
                         label="reachable metric")
-    ax.plot(xs, ys, color=BLUE, lw=1.8, marker="o", ms=3, label="metric closest to the band")
+    ax.plot(xs, ys, color=BLUE, lw=1.8, marker="o", ms=3,
+            label="least shift that moves the metric to phi")
+    if d.get("phi") is not None:
+        ax.plot([0], [d["phi"]], marker="D", color="black", ms=6, ls="none",
+                label=f"audit data: phi {d['phi']:.3f}")
     r = d.get("radius")
     if r is not None:
         ax.axvline(r, color=RED, ls="--", lw=1.2, label=f"radius {r:.4f}")
@@ -241,7 +245,7 @@ def plot_twosource(d: dict[str, Any]) -> Any:
             if x.get("alpha"):
                 ax2.plot([-math.log10(x["alpha"])] * 2, [i - 0.4, i + 0.4], color="black", lw=2)
         for b, x, p in zip(bars, dets, ps, strict=False):
-            ax2.annotate(f"p={'<1e-16' if x['p'] < floor else f'{p:.3g}'}"
+            ax2.annotate(f"p{'<1e-16' if x['p'] < floor else f'={p:.3g}'}"
                          f"{' FIRED' if x['detected'] else ''}",
                          (b.get_width(), b.get_y() + b.get_height() / 2), xytext=(3, 0),
                          textcoords="offset points", va="center", fontsize=7)
@@ -253,12 +257,15 @@ def plot_twosource(d: dict[str, Any]) -> Any:
         ax2.set_axis_off()
     checks = d.get("checks")
     if checks:
-        ax3.step(checks["checks"], checks["inconsistent"], where="post", color=BLUE,
-                 label="inconsistent answers")
+        ax3.plot(checks["checks"], checks["inconsistent"], color=BLUE, marker="o",
+                 drawstyle="steps-post", label="inconsistent answers")
         if checks.get("n_max"):
-            ax3.plot(checks["checks"], checks["n_max"], color=RED, ls="--", label="n_max")
+            ax3.plot(checks["checks"], checks["n_max"], color=RED, ls="--", marker="_", ms=14,
+                     drawstyle="steps-post", label="n_max (at each look)")
         elif d.get("n_max") is not None:
             ax3.axhline(d["n_max"], color=RED, ls="--", label=f"n_max {d['n_max']:g}")
+        ax3.set_ylim(bottom=0)
+        ax3.set_xlim(0, max(checks["checks"]) * 1.15 + 1)
         ax3.set_xlabel("checks")
         ax3.legend(fontsize=7)
     elif d.get("n_inconsistent") is not None and d.get("n_max") is not None:
@@ -362,7 +369,7 @@ def plot_collab_sweep(d: dict[str, Any]) -> Any:
 
 def plot_xy(d: dict[str, Any]) -> Any:
     fig, (ax,) = _figure(6.0, 3.0)
-    ax.plot(d["x"], d["y"], marker="o", color=BLUE)
+    ax.plot(d["x"], d["y"], marker="o", ms=2.5 if len(d["x"]) > 40 else 5, lw=1.2, color=BLUE)
     ax.set_xlabel(d.get("xlabel", "x"))
     ax.set_ylabel(d.get("ylabel", "y"))
     return fig
