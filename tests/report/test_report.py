@@ -321,3 +321,31 @@ def test_radius_curve_twosource_checks_and_plan() -> None:
                  json.loads((DATA / "results" / "twosource-plan.json").read_text()), "p.json")
     (fig,) = plan.figures
     assert len(fig.data["x"]) == 332 and plan.verdict is None
+
+
+def test_llm_audit_extras_are_reported() -> None:
+    """Shapes of the LLM audit's extras (llm branch): outcomes per group, name swap, prompts."""
+    legacy = _load("legacy-demo.json")["audit"]["disparate_impact"]
+    doc = dict(legacy, schema="fairprobe/1", kind="audit",
+               outcomes_by_group={"Female": {"ok": 640, "unparsed": 3, "refused": 7,
+                                             "truncated": 0},
+                                  "Male": {"ok": 1350, "unparsed": 0, "refused": 0,
+                                           "truncated": 0}},
+               name_swap={"field": "first_name", "n_usable": 400, "n_flips": 36,
+                          "flip_rate": 0.09, "interval": {"low": 0.066, "high": 0.122,
+                                                          "level": 0.95, "method": "wilson"}},
+               prompt_variation={"variants": [
+                   {"name": "plain", "estimate": 0.25, "verdict": "unfair",
+                    "interval": {"low": 0.2, "high": 0.31}, "unparsed": 0},
+                   {"name": "polite", "estimate": 0.7, "verdict": "undetermined",
+                    "interval": {"low": 0.55, "high": 0.9}, "unparsed": 4}],
+                   "spread": 0.45, "verdicts_agree": False})
+    s = adapt("audit", doc, "llm.json")
+    assert [f.plot for f in s.figures] == ["audit", "estimates"]
+    assert "flips 0.090 [0.066, 0.122] of the decisions" in s.sentence
+    assert "verdicts DISAGREE" in s.sentence
+    assert any("depends on the prompt's wording" in n for n in s.notes)
+    captions = [t.caption for t in s.tables]
+    assert any(c.startswith("Answer outcomes per group") for c in captions)
+    html = render_html(build_report([("llm.json", doc)], now=NOW))
+    assert html.count("<svg") == 2 and "<td>refused</td>" not in html

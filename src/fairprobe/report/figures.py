@@ -367,6 +367,30 @@ def plot_collab_sweep(d: dict[str, Any]) -> Any:
     return fig
 
 
+def plot_estimates(d: dict[str, Any]) -> Any:
+    rows = [r for r in d["rows"] if r.get("estimate") is not None]
+    fig, (ax,) = _figure(7.0, 0.8 + 0.45 * max(len(rows), 2))
+    band = d.get("band") or {}
+    if band.get("kind") == "ratio":
+        ax.axvspan(band["low"], band.get("high") or 1.25, color=BAND, zorder=0,
+                   label=f"fair: ratio >= {band['low']:g}")
+    elif band:
+        _band(ax, band.get("low"), band.get("high"), horizontal=False,
+              label=f"fair: |gap| <= {band.get('high'):g}")
+    for i, r in enumerate(rows):
+        iv = r.get("interval")
+        xerr = [[r["estimate"] - iv[0]], [iv[1] - r["estimate"]]] if iv else None
+        colour = RED if r.get("verdict") == "unfair" else GREEN if r.get("verdict") == "fair" \
+            else ORANGE
+        ax.errorbar([r["estimate"]], [i], xerr=xerr, fmt="o", color=colour, capsize=5)
+    ax.set_yticks(range(len(rows)), [f"{r['label']} ({r.get('verdict')})" for r in rows],
+                  fontsize=8)
+    ax.set_xlabel(d.get("xlabel", "estimate"))
+    if band:
+        ax.legend(fontsize=8, loc="best")
+    return fig
+
+
 def plot_xy(d: dict[str, Any]) -> Any:
     fig, (ax,) = _figure(6.0, 3.0)
     ax.plot(d["x"], d["y"], marker="o", ms=2.5 if len(d["x"]) > 40 else 5, lw=1.2, color=BLUE)
@@ -389,6 +413,7 @@ _PLOTS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "collab_suspicion": plot_collab_suspicion,
     "collab_sweep": plot_collab_sweep,
     "xy": plot_xy,
+    "estimates": plot_estimates,
 }
 
 _ID = re.compile(r'\bid="([^"]+)"')
