@@ -58,6 +58,10 @@ class ConfigError(FairprobeError, ValueError):
     """A configuration file is missing, unreadable or inconsistent."""
 
 
+class CacheError(AccessError):
+    """An answer cache cannot be used: a foreign schema, a corrupt file, tampered answers."""
+
+
 class MissingExtraError(FairprobeError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
 

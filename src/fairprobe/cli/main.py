@@ -81,7 +81,9 @@ _register_all()
 
 
 def _fail(message: str, code: int) -> None:
-    sys.stderr.write(f"error: {message}\n")
+    from fairprobe.provenance import redact_text
+
+    sys.stderr.write(f"error: {redact_text(message)}\n")
     sys.exit(code)
 
 
@@ -91,20 +93,53 @@ def _is_click_exception(exc: BaseException) -> bool:
     return any(c.__name__ == "ClickException" for c in type(exc).__mro__) and hasattr(exc, "show")
 
 
+#: The line printed on Ctrl-C; a command may replace it (e.g. when nothing is cached).
+INTERRUPT_MESSAGE = (
+    "interrupted; the answers paid for so far are in the cache: rerun the same command to "
+    "resume without paying for them again."
+)
+
+
+class _Interrupted(BaseException):
+    """Ctrl-C, raised by our SIGINT handler (click would turn a KeyboardInterrupt into a silent
+    exit code 130)."""
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    raise _Interrupted
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``fairprobe`` script."""
+    import signal
+    import threading
+
     debug = os.environ.get("FAIRPROBE_DEBUG") == "1"
     from fairprobe.provenance import set_command_line
 
     set_command_line(sys.argv[1:] if argv is None else argv)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            previous = signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        _run(argv, debug)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _run(argv: list[str] | None, debug: bool) -> None:
     try:
         rv = app(args=argv, standalone_mode=False)
+    except _Interrupted:
+        _fail(INTERRUPT_MESSAGE, 130)
     except FairprobeError as exc:
         if debug:
             raise
         _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, exc.exit_code)
     except KeyboardInterrupt:
-        _fail("interrupted; answers paid for so far are in the cache, rerun to resume.", 130)
+        _fail(INTERRUPT_MESSAGE, 130)
     except Exception as exc:  # never a traceback for the user
         if _is_click_exception(exc):
             exc.show()  # type: ignore[attr-defined]
@@ -120,6 +155,8 @@ def main(argv: list[str] | None = None) -> None:
             _fail(extra_msg, 4)
         _fail(f"unexpected {type(exc).__name__}: {exc} (set FAIRPROBE_DEBUG=1 for details)", 1)
     else:
+        if rv == 130:  # click's silent exit code for a KeyboardInterrupt it caught
+            _fail(INTERRUPT_MESSAGE, 130)
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
