@@ -349,3 +349,16 @@ def test_llm_audit_extras_are_reported() -> None:
     assert any(c.startswith("Answer outcomes per group") for c in captions)
     html = render_html(build_report([("llm.json", doc)], now=NOW))
     assert html.count("<svg") == 2 and "<td>refused</td>" not in html
+
+
+def test_collab_nodes_network_run() -> None:
+    doc = json.loads((DATA / "results" / "collab-nodes.json").read_text())
+    s = adapt("collab-nodes", doc, "n.json")
+    assert [f.plot for f in s.figures] == ["collab_nodes", "collab_trajectory"]
+    nodes = s.figures[0].data["nodes"]
+    assert [n["attacker"] for n in nodes].count(True) == 1
+    attacker = next(n for n in nodes if n["attacker"])
+    honest_w = [n["weight"] for n in nodes if not n["attacker"]]
+    assert attacker["weight"] < min(honest_w)  # mean weight the honest nodes give it
+    assert s.sentence.startswith("6 auditor nodes (1 attacker) ran the protocol over HTTP")
+    assert "not certified" in s.sentence and s.verdict == "unfair"

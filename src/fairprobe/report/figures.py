@@ -34,6 +34,10 @@ def _figure(width: float, height: float, ncols: int = 1) -> tuple[Any, list[Any]
     return fig, axes
 
 
+def _ticker() -> Any:
+    return import_optional("matplotlib.ticker", feature="the report's figures")
+
+
 def _band(ax: Any, low: float | None, high: float | None, horizontal: bool = True,
           label: str = "fair band") -> None:
     if low is None or high is None:
@@ -308,6 +312,7 @@ def plot_collab_trajectory(d: dict[str, Any]) -> Any:
     if d.get("true") is not None:
         ax.axhline(d["true"], color="black", ls="--", lw=1, label=f"true DP {d['true']:.3f}")
     ax.set_xlabel("round")
+    ax.xaxis.set_major_locator(_ticker().MaxNLocator(integer=True))
     ax.set_ylabel("estimated DP gap")
     ax.legend(fontsize=8, loc="best")
     return fig
@@ -347,6 +352,7 @@ def plot_collab_suspicion(d: dict[str, Any]) -> Any:
     if d.get("z_max") is not None:
         ax.axhline(d["z_max"], color="black", ls=":", lw=1, label=f"cap z_max {d['z_max']:g}")
     ax.set_xlabel("round")
+    ax.xaxis.set_major_locator(_ticker().MaxNLocator(integer=True))
     ax.set_ylabel("suspicion score")
     ax.legend(fontsize=8, loc="best")
     return fig
