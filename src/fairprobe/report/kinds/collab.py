@@ -105,8 +105,9 @@ def adapt_collab_simulate(doc: Doc, source: str, label: str) -> Section:
         f"auditors ({cfg.get('case', 'population')}), {main.get('method', 'the protocol')} "
         f"estimates the demographic parity gap at {fmt(est)} (true {fmt(true_dp)}; fair band "
         f"+/-{fmt(tau, 2)}): {verdict}"
-        + (" - the attackers did not flip the verdict." if verdict == true_verdict
-           else " - the attackers flipped the verdict.")
+        + (" - the attackers did not flip the verdict" if verdict == true_verdict
+           else f" - the attackers flipped the verdict (truth: {true_verdict})")
+        + " (a simulation with a known truth: it evaluates the method, not the audited model)."
     )
     nodes = _collab_nodes(doc)
     figures = [FigureSpec(
@@ -173,9 +174,13 @@ def adapt_collab_simulate(doc: Doc, source: str, label: str) -> Section:
                fmt(r.get("certified_k")) if r.get("certified_k") is not None else "n/a"]
               for r in runs],
     )] if runs else []
-    return Section("collab-simulate", "Collaborative audit" + (f": {label}" if label else ""),
-                   source, verdict, sentence, f"{verdict}: estimate {fmt(est)} (true {fmt(true_dp)})",
-                   facts, figures, tables, A.COLLAB + extra_assumptions(doc), notes)
+    section = Section("collab-simulate",
+                      "Collaborative audit (simulation)" + (f": {label}" if label else ""),
+                      source, verdict, sentence,
+                      f"{verdict}: estimate {fmt(est)} (true {fmt(true_dp)})",
+                      facts, figures, tables, A.COLLAB + extra_assumptions(doc), notes)
+    section.counts = False
+    return section
 
 def _band_verdict(x: float | None, tau: float | None) -> str:
     if x is None or tau is None:
@@ -193,10 +198,14 @@ def adapt_collab_sweep(doc: Doc, source: str, label: str) -> Section:
             int(k), []).append(bool(r.get("fooled")))
     success = {key: {k: sum(v) / len(v) for k, v in sorted(d.items())} for key, d in table.items()}
     seeds = {num(r.get("seed")) for r in runs}
-    auditopus = [max(d.values()) for (c, m), d in success.items() if m == "auditopus"]
-    worst = max(auditopus) if auditopus else None
-    sentence = (f"Over {len(runs)} runs ({len(seeds)} seeds per configuration), the attackers' "
-                f"highest success rate against Auditopus was {pct(worst)}.")
+    methods = {m for _, m in success}
+    name = next((m for m in ("robust", "auditopus") if m in methods), None)
+    ours = [max(d.values()) for (c, m), d in success.items() if m == name]
+    worst = max(ours) if ours else None
+    sentence = (f"Over {len(runs)} simulated runs ({len(seeds)} seeds per configuration), the "
+                f"attackers' highest success rate against {name or 'the protocol'} was "
+                f"{pct(worst)} (a simulation with a known truth: it evaluates the method, not "
+                f"the audited model).")
     figures = [FigureSpec(
         plot="collab_sweep",
         data={"success": {f"{c} / {m}": {str(k): v for k, v in d.items()}
@@ -218,10 +227,13 @@ def adapt_collab_sweep(doc: Doc, source: str, label: str) -> Section:
     cfg = mapping(doc.get("config"))
     facts += [(k.replace("_", " "), fmt(v)) for k, v in cfg.items() if not isinstance(v, Mapping | list)]
     verdict = None if worst is None else ("robust" if worst == 0 else "fooled")
-    return Section("collab-sweep", "Collaborative audit sweep" + (f": {label}" if label else ""),
-                   source, verdict, sentence,
-                   f"highest attack success on Auditopus {pct(worst)}", facts, figures,
-                   tables, A.COLLAB + extra_assumptions(doc), [])
+    section = Section("collab-sweep",
+                      "Collaborative audit sweep (simulation)" + (f": {label}" if label else ""),
+                      source, verdict, sentence,
+                      f"highest attack success on {name or 'the protocol'} {pct(worst)}",
+                      facts, figures, tables, A.COLLAB + extra_assumptions(doc), [])
+    section.counts = False
+    return section
 
 def _network_nodes(doc: Doc) -> list[dict[str, Any]]:
     """Rows of a networked run: each node's estimate, the mean weight honest nodes give it (its
