@@ -60,3 +60,9 @@ class ConfigError(FairprobeError, ValueError):
 
 class CacheError(AccessError):
     """An answer cache cannot be used: a foreign schema, a corrupt file, tampered answers."""
+
+
+class MissingExtraError(FairprobeError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+    exit_code = 4
