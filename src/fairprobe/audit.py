@@ -261,6 +261,8 @@ def plan_columns(
         if send_group:
             sent += [g for g in groups if g not in sent]
     if not sent:
+        if feature_cols is not None:
+            raise DataError("--feature-cols names no column; list the columns to send.")
         raise DataError("No column is left to send to the model; give --feature-cols.")
     for c in map(str, pool.columns):
         if c in sent:

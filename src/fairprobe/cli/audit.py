@@ -48,6 +48,10 @@ METRIC_CHOICES = {
 _NEEDS_LABEL = ("equal_opportunity_difference", "performance_gap")
 #: Group defaults that follow ``--group-col`` (only for a column of that name).
 DEFAULT_GROUPS = {"sex": ("Female", "Male")}
+#: Upper bounds of the access flags (what one machine and a sane retry policy can do).
+MAX_CONCURRENCY = 256
+MAX_RETRIES = 100
+MAX_TIMEOUT = 86_400.0
 #: ``--group-b`` values meaning "every other value".
 REST_WORDS = ("*", "rest")
 
@@ -81,7 +85,7 @@ def check_audit_flags(
     name = check_flag_choice(metric, "--metric", METRIC_CHOICES)
     if budget is not None:
         check_flag_int(budget, "--budget", lo=2, hint=" (at least one query per group)")
-    check_flag_int(seed, "--seed", lo=0)
+    check_flag_int(seed, "--seed", lo=0, hi=2**63 - 1)
     if name == "disparate_impact_ratio":
         if tolerance is not None:
             raise InvalidParameterError(
@@ -101,10 +105,10 @@ def check_audit_flags(
     hint = f" (a share: {confidence_level / 100:g} for {confidence_level:g}%)" if (
         1.0 < confidence_level < 100.0) else ""
     check_flag_real(confidence_level, "--confidence-level", lo=0.0, hi=1.0, hint=hint)
-    check_flag_int(concurrency, "--concurrency", lo=1)
-    check_flag_int(retries, "--retries", lo=0)
+    check_flag_int(concurrency, "--concurrency", lo=1, hi=MAX_CONCURRENCY)
+    check_flag_int(retries, "--retries", lo=0, hi=MAX_RETRIES)
     if timeout is not None:
-        check_flag_real(timeout, "--timeout", lo=0.0)
+        check_flag_real(timeout, "--timeout", lo=0.0, hi=MAX_TIMEOUT, closed="right")
     if no_cache and refresh:
         raise InvalidParameterError("--no-cache and --refresh exclude each other; give one.")
     check_output_path(json_path, "--json")
