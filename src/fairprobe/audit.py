@@ -1,4 +1,8 @@
-"""The fixed-budget black-box audit: draw queries, ask the model, compute one metric.
+"""The fixed-budget black-box audit: draw queries, ask the model, compute the metrics.
+
+:func:`run_group_audit` audits every group of one column (or every intersection of several) and
+returns a :class:`GroupAudit`, an :class:`~fairprobe.stats.frame.AuditFrame` of the answers with
+the query accounting; :func:`run_audit` computes one metric between two groups.
 
 This is the first main job of fairprobe (``fairprobe audit``). It draws ``budget`` queries
 uniformly without replacement from a query pool (seeded), asks the model through a
@@ -22,8 +26,17 @@ from fairprobe.access import AnswerBatch
 from fairprobe.access.blackbox import BlackBox
 from fairprobe.errors import BudgetError, DataError
 from fairprobe.stats import METRICS, MetricResult, compute_metric, select_groups
+from fairprobe.stats.frame import AuditFrame, GroupSummary, fairness_metric_name
 
-__all__ = ["AuditResult", "draw_queries", "run_audit"]
+__all__ = [
+    "AuditResult",
+    "ColumnPlan",
+    "GroupAudit",
+    "draw_queries",
+    "plan_columns",
+    "run_audit",
+    "run_group_audit",
+]
 
 #: Short names accepted by :func:`run_audit` and the CLI.
 METRIC_ALIASES = {
@@ -129,6 +142,148 @@ def _check_columns(pool: pd.DataFrame, cols: Sequence[str], what: str) -> None:
         raise DataError(f"The query pool has no {what} column {missing[0]!r} (columns: {have}).")
 
 
+#: Column names taken for the true label when no label column is named (never sent).
+LABEL_NAMES = ("income", "label", "labels", "target", "y", "y_true", "class", "outcome",
+               "ground_truth", "truth")
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """Which columns of the query pool are sent to the model, and which are withheld.
+
+    Attributes
+    ----------
+    sent : list of str
+        The columns every query carries (nothing else leaves the process).
+    label : str or None
+        The true-label column (never sent).
+    groups : list of str
+        The sensitive column(s).
+    group_sent : bool
+        Whether a sensitive column is among ``sent`` (``send_group`` or an endpoint that needs
+        it).
+    withheld : dict
+        Every column not sent, with the reason.
+    """
+
+    sent: list[str]
+    label: str | None
+    groups: list[str]
+    group_sent: bool
+    withheld: dict[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sent": list(self.sent),
+            "label": self.label,
+            "groups": list(self.groups),
+            "group_sent": self.group_sent,
+            "withheld": dict(self.withheld),
+        }
+
+    def summary(self) -> str:
+        """``sent: age, race; withheld: income (label), sex (sensitive)``."""
+        held = ", ".join(f"{c} ({why.split(':')[0]})" for c, why in self.withheld.items())
+        return f"sent: {', '.join(self.sent)}" + (f"; withheld: {held}" if held else "")
+
+
+def plan_columns(
+    pool: pd.DataFrame,
+    *,
+    group_cols: Sequence[str],
+    label_col: str | None = None,
+    feature_cols: Sequence[str] | None = None,
+    send_group: bool = False,
+    required: Sequence[str] | None = None,
+) -> ColumnPlan:
+    """Decide which columns leave the process: the features, never the label.
+
+    Parameters
+    ----------
+    pool : DataFrame
+        The query pool.
+    group_cols : sequence of str
+        The sensitive column(s): sent only with ``send_group``, when listed in ``required``
+        (an endpoint whose input schema needs them, like the platform's audit API), or when
+        named in ``feature_cols`` together with ``send_group``.
+    label_col : str, optional
+        The true-label column: never sent. Without it, a column named like a label
+        (:data:`LABEL_NAMES`, e.g. ``income``) is taken as the label and withheld.
+    feature_cols : sequence of str, optional
+        Exactly the columns to send. Default: ``required`` if given, else every column but the
+        label(s) and the sensitive column(s).
+    send_group : bool
+        Send the sensitive column(s) too (``--send-group``).
+    required : sequence of str, optional
+        The input fields of a known endpoint shape (e.g. the platform's ``AUDIT_FEATURES``).
+
+    Raises
+    ------
+    DataError
+        A named column is missing, the label is listed among the features, or a sensitive column
+        is listed without ``send_group`` (the message says which flag to use).
+    """
+    groups = [str(c) for c in group_cols]
+    _check_columns(pool, groups, "group")
+    if label_col is not None:
+        _check_columns(pool, [label_col], "label")
+    labels = [label_col] if label_col is not None else [
+        str(c) for c in pool.columns if str(c).lower() in LABEL_NAMES and str(c) not in groups
+    ]
+    withheld: dict[str, str] = {}
+    if feature_cols is not None:
+        sent = list(dict.fromkeys(str(c) for c in feature_cols))
+        _check_columns(pool, sent, "feature")
+        leak = [c for c in sent if c == label_col]
+        if leak:
+            raise DataError(
+                f"--feature-cols includes the label column {leak[0]!r}: the model must not see "
+                "the answer; drop it from --feature-cols."
+            )
+        named = [c for c in sent if c in groups]
+        needed = set(required or ())
+        if named and not send_group and not set(named) <= needed:
+            raise DataError(
+                f"--feature-cols includes the sensitive column {named[0]!r}; pass --send-group "
+                "to send it to the model, or drop it from --feature-cols."
+            )
+    elif required is not None:
+        missing = [c for c in required if c not in pool.columns]
+        if missing:
+            raise DataError(
+                f"The endpoint needs the column(s) {', '.join(map(repr, missing))}, absent from "
+                "the query pool; add them or give --feature-cols."
+            )
+        sent = [c for c in required if c not in labels or c in groups]
+    else:
+        sent = [str(c) for c in pool.columns
+                if str(c) not in labels and (send_group or str(c) not in groups)]
+        if send_group:
+            sent += [g for g in groups if g not in sent]
+    if not sent:
+        if feature_cols is not None:
+            raise DataError("--feature-cols names no column; list the columns to send.")
+        raise DataError("No column is left to send to the model; give --feature-cols.")
+    for c in map(str, pool.columns):
+        if c in sent:
+            continue
+        if c == label_col:
+            withheld[c] = "label: never sent"
+        elif c in labels:
+            withheld[c] = "label: named like a label; pass --label-col or --feature-cols to choose"
+        elif c in groups:
+            withheld[c] = "sensitive: pass --send-group to send it"
+        else:
+            withheld[c] = "not a feature"
+    return ColumnPlan(
+        sent=sent,
+        label=label_col if label_col is not None else (labels[0] if labels else None),
+        groups=groups,
+        group_sent=any(g in sent for g in groups),
+        withheld=withheld,
+    )
+
+
 def run_audit(
     blackbox: BlackBox,
     pool: pd.DataFrame,
@@ -144,6 +299,7 @@ def run_audit(
     tolerance: float | None = None,
     threshold: float | None = None,
     confidence_level: float = 0.95,
+    pos_label: Any = None,
 ) -> AuditResult:
     """Run a fixed-budget black-box audit of one fairness metric.
 
@@ -161,17 +317,21 @@ def run_audit(
         ``equal_opportunity`` (``eo``, needs ``label_col``) or ``performance_gap``
         (``accuracy-gap``: correctness, needs ``label_col``).
     feature_cols : sequence of str, optional
-        Columns sent to the model; default every column but ``label_col``.
+        Columns sent to the model; default every column but the label (``label_col``, or a
+        column named like one) and the group column (see :func:`plan_columns`).
     budget, seed : int
         Queries drawn from the pool, uniformly without replacement, with this seed.
     tolerance, threshold, confidence_level : float
         The fair band half-width of differences, the threshold of the ratio (80% rule), and the
         confidence level of the interval.
+    pos_label : scalar, optional
+        Positive value of ``label_col`` when its labels are not 0/1 (e.g. ``">50K"``).
 
     Raises
     ------
     DataError
-        A missing column, NaN in the group or label column, a group absent from the pool.
+        A missing column, NaN in the group or label column, labels that are not 0/1 (without
+        ``pos_label``), a group absent from the pool. Raised before any query is paid.
     BudgetError
         A budget below one query per group.
     """
@@ -183,15 +343,17 @@ def run_audit(
     _check_columns(pool, [group_col], "group")
     if label_col is not None:
         _check_columns(pool, [label_col], "label")
-    feats = list(feature_cols) if feature_cols is not None else [
-        c for c in pool.columns if c != label_col
-    ]
+    feats = list(feature_cols) if feature_cols is not None else plan_columns(
+        pool, group_cols=[group_col], label_col=label_col
+    ).sent
     _check_columns(pool, feats, "feature")
     if pool[group_col].isna().any():
         raise DataError(f"The group column {group_col!r} has missing values; drop those rows.")
     if budget < 2:
         raise BudgetError(f"A budget of {budget} is below one query per group (at least 2).")
     sample = draw_queries(pool, budget, seed)
+    if label_col is not None and needs_label:
+        _check_labels(sample[label_col], label_col, pos_label)
     groups = sample[group_col]
     if group_a is not None and not (groups == group_a).any():
         raise BudgetError(
@@ -208,7 +370,8 @@ def run_audit(
     decisions = answers.decisions[keep]
     kept = sample.loc[keep].reset_index(drop=True)
     group_values = kept[group_col].to_numpy()
-    y_true = None if label_col is None else kept[label_col].to_numpy()
+    y_true = None if label_col is None or not needs_label else _check_labels(
+        kept[label_col], label_col, pos_label).astype(float)
     values = decisions
     if name == "performance_gap":
         assert y_true is not None
@@ -241,4 +404,273 @@ def run_audit(
         group_col=group_col,
         values=np.asarray(values, dtype=float)[used],
         in_group_a=sel.in_a[used],
+    )
+
+
+# --- any number of groups: the by-group audit ----------------------------------------------------
+
+def _check_labels(labels: Any, label_col: str, pos_label: Any) -> npt.NDArray[np.bool_]:
+    """True labels as booleans; NaN, missing or non-0/1 labels (without ``pos_label``) raise."""
+    from fairprobe.stats.frame import _binary_labels
+
+    return _binary_labels(labels, f"The label column {label_col!r}", pos_label)
+
+
+class GroupAudit(AuditFrame):
+    """The outcome of a black-box audit of any number of groups: an :class:`AuditFrame` of the
+    model's answers (by-group table, summaries with simultaneous intervals) plus the query
+    accounting.
+
+    Attributes (besides :class:`~fairprobe.stats.frame.AuditFrame`'s)
+    ----------------------------------------------------------------
+    metrics : tuple of str
+        The fairness metrics asked for (full names).
+    budget, queried, paid, cached, unparsed, seed, backend
+        As in :class:`AuditResult`.
+    group_cols : tuple of str
+        The sensitive columns (several: their intersections).
+    unparsed_by_group : dict
+        Unparsed (dropped) answers per group label.
+    answer_counts : dict
+        Per group label, :class:`fairprobe.provenance.AnswerCounts` (paid / cached / outcome of
+        every answer, kept or dropped), for the result's provenance.
+    per_instance : list of dict
+        ``{value, group, y_true}`` per kept answer (the decision), for ``fairprobe radius``.
+    """
+
+    def __init__(self, *, metrics: Sequence[str], budget: int, queried: int, paid: int,
+                 cached: int, unparsed: int, seed: int, backend: str,
+                 group_cols: Sequence[str], unparsed_by_group: dict[str, int],
+                 answer_counts: dict[str, Any] | None = None, **frame: Any) -> None:
+        super().__init__(**frame)
+        self.metrics = tuple(fairness_metric_name(m, "run_group_audit") for m in metrics)
+        self.budget, self.queried, self.paid, self.cached = budget, queried, paid, cached
+        self.unparsed, self.seed, self.backend = unparsed, seed, backend
+        self.group_cols = tuple(group_cols)
+        self.unparsed_by_group = dict(unparsed_by_group)
+        self.answer_counts = dict(answer_counts or {})
+        self._y_pred = np.asarray(frame["y_pred"], dtype=float)
+        self._y_true = frame.get("y_true")
+
+    def summaries(self) -> dict[str, GroupSummary]:
+        """The summary of every metric asked for that has two groups large enough to compare
+        (the others are in :meth:`not_summarised`)."""
+        out = {}
+        for m in self.metrics:
+            try:
+                out[m] = self.summary(m)
+            except DataError:
+                continue
+        return out
+
+    def not_summarised(self) -> dict[str, str]:
+        """Metrics asked for that could not be summarised, with the reason (e.g. fewer than two
+        groups with enough ``y_true == 1`` answers): reported, never dropped silently."""
+        out = {}
+        for m in self.metrics:
+            try:
+                self.summary(m)
+            except DataError as e:
+                out[m] = str(e)
+        return out
+
+    @property
+    def verdict(self) -> str:
+        """The worst verdict over the metrics: unfair > undetermined > fair; ``undetermined``
+        when a metric could not be summarised."""
+        order = {"unfair": 2, "undetermined": 1, "fair": 0}
+        verdicts = [s.verdict for s in self.summaries().values()]
+        if self.not_summarised():
+            verdicts.append("undetermined")
+        return max(verdicts, key=order.__getitem__)
+
+    def to_dict(self, metrics: Sequence[str] | None = None,  # type: ignore[override]
+                per_instance: bool = True) -> dict[str, Any]:
+        """JSON-ready dict; the keys are documented in ``docs/audit.md``."""
+        out: dict[str, Any] = {
+            "kind": "fairprobe.audit",
+            "group_col": list(self.group_cols),
+            "metrics": list(self.metrics),
+            "verdict": self.verdict,
+            **super().to_dict([m for m in (self.metrics if metrics is None else metrics)
+                               if m not in self.not_summarised()]),
+            "not_summarised": self.not_summarised(),
+            "budget": self.budget,
+            "queried": self.queried,
+            "paid": self.paid,
+            "cached": self.cached,
+            "unparsed": self.unparsed,
+            "unparsed_by_group": self.unparsed_by_group,
+            "seed": self.seed,
+            "backend": self.backend,
+        }
+        if per_instance:
+            labels = np.asarray(self.groups.labels, dtype=object)[self.groups.codes]
+            yt = (None if self._y_true is None
+                  else np.asarray(self._y_true, dtype=float).tolist())
+            out["per_instance"] = [
+                {"value": v, "group": g, **({} if yt is None else {"y_true": yt[i]})}
+                for i, (v, g) in enumerate(zip(self._y_pred.tolist(), labels.tolist(),
+                                               strict=True))
+            ]
+        return out
+
+
+def _group_columns(group_col: str | Sequence[str]) -> list[str]:
+    cols = [c.strip() for c in group_col.split(",")] if isinstance(group_col, str) \
+        else [str(c) for c in group_col]
+    cols = [c for c in cols if c]
+    if not cols or len(set(cols)) != len(cols):
+        raise DataError(f"group_col must name one or more distinct columns; got {group_col!r}.")
+    return cols
+
+
+def check_group_audit(
+    pool: pd.DataFrame,
+    *,
+    group_col: str | Sequence[str],
+    metrics: Sequence[str],
+    label_col: str | None,
+    feature_cols: Sequence[str] | None,
+    budget: int,
+    seed: int,
+    min_group_size: int,
+    confidence_level: float,
+    method: str,
+    tolerance: float | None,
+    threshold: float | None,
+) -> tuple[list[str], list[str], list[str]]:
+    """Validate every parameter of :func:`run_group_audit` before anything is paid.
+
+    Returns the group columns, the full metric names and the feature columns.
+    """
+    from fairprobe._validation import check_real
+    from fairprobe.stats.frame import FAIRNESS_METRICS, RATES
+    from fairprobe.stats.simultaneous import SIMULTANEOUS_METHODS
+
+    owner = "run_group_audit"
+    cols = _group_columns(group_col)
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    names = [fairness_metric_name(m, owner) for m in metrics]
+    if not names:
+        raise DataError("Name at least one metric (e.g. dp, di, eo, fpr, eodds).")
+    check_int(budget, "budget", owner, lo=1)
+    if budget < 2:
+        raise BudgetError(f"A budget of {budget} is below one query per group (at least 2).")
+    check_int(seed, "seed", owner, lo=0)
+    check_int(min_group_size, "min_group_size", owner, lo=1)
+    check_real(confidence_level, "confidence_level", owner, lo=0.0, hi=1.0, closed="neither")
+    check_choice(method, "method", owner, SIMULTANEOUS_METHODS)
+    if tolerance is not None:
+        check_real(tolerance, "tolerance", owner, lo=0.0)
+    if threshold is not None:
+        check_real(threshold, "threshold", owner, lo=0.0, hi=1.0, closed="right")
+    needs_label = [n for n in names if any("y_true" in RATES[r][0]
+                                           for r in FAIRNESS_METRICS[n][0])]
+    if needs_label and label_col is None:
+        raise DataError(f"The metric {needs_label[0]!r} needs true labels: pass label_col.")
+    _check_columns(pool, cols, "group")
+    if label_col is not None:
+        _check_columns(pool, [label_col], "label")
+    feats = list(feature_cols) if feature_cols is not None else plan_columns(
+        pool, group_cols=cols, label_col=label_col
+    ).sent
+    _check_columns(pool, feats, "feature")
+    for c in cols:
+        if pool[c].isna().any():
+            raise DataError(f"The group column {c!r} has missing values; drop those rows.")
+    return cols, names, feats
+
+
+def run_group_audit(
+    blackbox: BlackBox,
+    pool: pd.DataFrame,
+    *,
+    group_col: str | Sequence[str],
+    metrics: Sequence[str] = ("dp",),
+    label_col: str | None = None,
+    pos_label: Any = None,
+    feature_cols: Sequence[str] | None = None,
+    budget: int = 1000,
+    seed: int = 0,
+    min_group_size: int = 20,
+    reference: Any = None,
+    tolerance: float | None = None,
+    threshold: float | None = None,
+    confidence_level: float = 0.95,
+    method: str = "exact",
+) -> GroupAudit:
+    """Black-box audit of every group of one column, or of the intersections of several.
+
+    Draws ``budget`` queries (uniformly without replacement, seeded), asks the model through
+    ``blackbox`` (cached, resumable), and returns a :class:`GroupAudit`: the
+    :class:`~fairprobe.stats.frame.AuditFrame` of the answers (each group's count, rates and
+    interval; groups below ``min_group_size`` listed as too small) and, for each metric, the
+    largest gap or smallest ratio with the pair named, each group vs the rest and vs
+    ``reference``, all with simultaneous intervals at ``confidence_level`` (``method``:
+    ``"exact"`` keeps the level at every rate and size, ``"bonferroni"`` is narrower; see
+    :mod:`fairprobe.stats.simultaneous`).
+
+    Parameters
+    ----------
+    group_col : str or sequence of str
+        One sensitive column (``"race"``), or several (``["sex", "race"]`` or ``"sex,race"``).
+    metrics : sequence of str
+        Fairness metrics by name or alias: ``dp``, ``di``, ``eo`` (TPR), ``fpr``, ``eodds``
+        (equalized odds), ``ppv`` (predictive parity), ``accuracy-gap``, ``error-rate``,
+        ``score-gap`` (mean score, when the backend returns scores).
+    label_col, pos_label
+        True labels (needed by every metric but ``dp``/``di``/``score-gap``) and their positive
+        value when not 0/1. NaN or non-binary labels raise before any query is paid.
+
+    Every parameter is validated before the first query is paid.
+    """
+    cols, names, feats = check_group_audit(
+        pool, group_col=group_col, metrics=metrics, label_col=label_col,
+        feature_cols=feature_cols, budget=budget, seed=seed, min_group_size=min_group_size,
+        confidence_level=confidence_level, method=method, tolerance=tolerance,
+        threshold=threshold,
+    )
+    sample = draw_queries(pool, budget, seed)
+    y_true_all = None
+    if label_col is not None:
+        y_true_all = _check_labels(sample[label_col], label_col, pos_label)
+    sens_all = sample[cols]
+    if reference is not None:
+        from fairprobe.stats.groups import group_labels
+
+        group_labels(sens_all).position(reference)  # an unknown reference fails before paying
+    before_paid, before_cached = blackbox.spent, blackbox.from_cache
+    answers: AnswerBatch = blackbox.query(sample[feats])
+    paid = blackbox.spent - before_paid
+    cached = blackbox.from_cache - before_cached
+    keep = answers.parsed
+    if not keep.any():
+        raise DataError("No answer of the model could be parsed: check the backend's parsing.")
+    from fairprobe.provenance import answer_counts_by_group
+
+    all_labels = sens_all.astype(str).agg(", ".join, axis=1).to_numpy()
+    unparsed_by_group: dict[str, int] = {}
+    if (~keep).any():
+        lost = pd.Series(all_labels[~keep]).value_counts()
+        unparsed_by_group = {str(k): int(v) for k, v in lost.items()}
+    counts_by_group = answer_counts_by_group(all_labels, answers.outcomes, answers.cached)
+    scores = answers.scores[keep]
+    needs_scores = "mean_score_difference" in names
+    if needs_scores and np.isnan(scores).any():
+        raise DataError("score-gap needs scores, and the backend returned none for some "
+                        "answers: use a backend that exposes scores.")
+    return GroupAudit(
+        metrics=names, budget=budget, queried=len(sample), paid=paid, cached=cached,
+        unparsed=int((~keep).sum()), seed=seed, backend=blackbox.identity, group_cols=cols,
+        unparsed_by_group=unparsed_by_group, answer_counts=counts_by_group,
+        y_pred=answers.decisions[keep].astype(np.int64),
+        y_true=None if y_true_all is None else y_true_all[keep].astype(np.int64),
+        sensitive_features=sens_all.loc[keep].reset_index(drop=True),
+        scores=scores if needs_scores or not np.isnan(scores).any() else None,
+        min_group_size=min_group_size, confidence_level=confidence_level, method=method,
+        reference=reference,
+        tolerance=0.05 if tolerance is None else tolerance,
+        threshold=0.8 if threshold is None else threshold,
     )

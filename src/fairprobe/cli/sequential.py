@@ -13,7 +13,6 @@ Two modes, one command:
 
 from __future__ import annotations
 
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -179,20 +178,22 @@ def sequential(
                 input_path, group_col, group_a, decision_col, score_col, logit_col, label_col,
                 repeats, progress, common, partial, pair,
             )  # fmt: skip
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, _interrupt_type()):
+            from fairprobe.errors import Interrupted
+
             done = partial[0] if partial else None
+            n_done = 0 if done is None else done.repeats
             if json_path is not None and done is not None:
                 body = done.to_dict()
                 body["interrupted"] = True
                 write_json(json_path, body)
-                sys.stderr.write(
-                    f"interrupted: {done.repeats} of {repeats} repeats done, "
-                    f"partial result written to {json_path}\n"
-                )
-            else:
-                sys.stderr.write(f"interrupted: no result written ({0 if done is None else done.repeats} "
-                                 f"of {repeats} repeats done)\n")  # fmt: skip
-            raise typer.Exit(130) from None
+                raise Interrupted(
+                    f"interrupted: {n_done} of {repeats} repeats done, "
+                    f"partial result written to {json_path}"
+                ) from None
+            raise Interrupted(
+                f"interrupted: no result written ({n_done} of {repeats} repeats done)"
+            ) from None
         _print_repeated(result)
     else:
         result = _live_mode(
@@ -361,3 +362,10 @@ def _live_mode(
 
 def register(app: typer.Typer) -> None:
     app.command("sequential")(sequential)
+
+
+def _interrupt_type() -> type[BaseException]:
+    """The exception the CLI's SIGINT handler raises (click would swallow a KeyboardInterrupt)."""
+    from fairprobe.cli.main import _Interrupted
+
+    return _Interrupted

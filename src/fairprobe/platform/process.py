@@ -54,7 +54,7 @@ class PlatformProcess:
     port : int or None
         ``None`` picks a free port (retrying on a lost race). A port already in use raises
         :class:`~fairprobe.errors.PortInUseError`.
-    fairwash, gamma, mix, seed, model_file, fail_rate, delay_ms, llm_garble_rate :
+    fairwash, gamma, mix, seed, model_file, allow_pickle, fail_rate, delay_ms, llm_garble_rate :
         Passed to ``fairprobe platform serve`` (see ``docs/platform.md``).
     extra_args : list of str
         Further command-line options.
@@ -74,6 +74,7 @@ class PlatformProcess:
         seed: int = 0,
         fairwash_select: str = "random",
         model_file: str | os.PathLike[str] | None = None,
+        allow_pickle: bool = False,
         fail_rate: float = 0.0,
         delay_ms: float = 0.0,
         llm_garble_rate: float = 0.0,
@@ -101,6 +102,8 @@ class PlatformProcess:
         ]  # fmt: skip
         if model_file is not None:
             self.options += ["--model-file", os.fspath(model_file)]
+            if allow_pickle:
+                self.options.append("--allow-pickle")
         self.options += list(extra_args or [])
         self.token = secrets.token_hex(8)
         self.proc: subprocess.Popen[bytes] | None = None

@@ -55,6 +55,7 @@ class ServerConfig:
     fairwash: FairwashConfig = field(default_factory=FairwashConfig)
     seed: int = 0
     model_file: str | None = None
+    allow_pickle: bool = False
     fail_rate: float = 0.0
     delay_ms: float = 0.0
     llm_garble_rate: float = 0.0
@@ -261,7 +262,11 @@ def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
 
 def load_platform_model(cfg: ServerConfig) -> PlatformModel:
     """The model ``cfg`` asks for: a model file, or the default logistic regression."""
-    model = PlatformModel.from_file(cfg.model_file) if cfg.model_file else PlatformModel.default()
+    model = (
+        PlatformModel.from_file(cfg.model_file, allow_pickle=cfg.allow_pickle)
+        if cfg.model_file
+        else PlatformModel.default()
+    )
     # warm-up: imports what the first request needs, and checks a model file fits the schema
     try:
         Platform(model).audit_predict([EXAMPLE_AUDIT_RECORD])

@@ -50,12 +50,12 @@ def auditor_ids(v: int) -> list[str]:
 def sim_config(
     *, case: str, honest: int, attackers: int, seed: int, n: int, alpha: float,
     max_rounds: int, min_per_group: int = 30, tau: float = 0.05, z_max: float = 8.0,
-    replacement: bool = False,
+    replacement: bool = False, attack: str = "adaptive",
 ) -> sim.SimConfig:
     return sim.SimConfig(
         case=case, attackers=attackers, seed=seed, honest=honest, alpha=alpha, n=n,
         max_rounds=max_rounds, tau=tau, z_max=z_max, replacement=replacement,
-        min_per_group=min_per_group,
+        min_per_group=min_per_group, attack=attack,
     )
 
 
@@ -67,7 +67,7 @@ def plan_network(
     cfg = sim_config(case=case, honest=honest, attackers=attackers, seed=seed, n=n,
                      alpha=alpha, max_rounds=max_rounds, min_per_group=min_per_group)
     setup = sim.prepare_honest(cfg)
-    adj, att = sim._graph(cfg)  # see docs/collab-network.md, "Requests to the protocol core"
+    adj, att = sim.graph_of(cfg)
     v = honest + attackers
     is_att = np.zeros(v, dtype=bool)
     is_att[att] = True
@@ -97,7 +97,6 @@ def honest_share(
                      replacement=replacement)
     pop = get_population(case)
     cells = sim.prepare_honest(cfg).cells
-    _, _, query_ss = sim._streams(seed)
     in_a, dec = pop.answers()
     cell_rows = [
         np.flatnonzero(in_a & (dec == 1)),
@@ -109,8 +108,7 @@ def honest_share(
     rows = np.concatenate(
         [cell_rows[c][start[index, c] : start[index + 1, c]] for c in range(4)]
     ).astype(np.int64)
-    child = query_ss.spawn(honest)[index]
-    sampler = QuerySampler(rows.size, np.random.default_rng(child), replacement=replacement)
+    sampler = QuerySampler(rows.size, sim.honest_query_rng(cfg, index), replacement=replacement)
     return rows, in_a[rows], sampler
 
 
@@ -182,7 +180,7 @@ def plan_platform_network(
 
     cfg = sim_config(case="bios-moderate", honest=honest, attackers=attackers, seed=seed, n=n,
                      alpha=alpha, max_rounds=max_rounds, min_per_group=min_per_group)
-    adj, att = sim._graph(cfg)  # depends on seed, N, K and the degree only, not on the case
+    adj, att = sim.graph_of(cfg)  # depends on seed, N, K and the degree only, not on the case
     v = honest + attackers
     is_att = np.zeros(v, dtype=bool)
     is_att[att] = True
