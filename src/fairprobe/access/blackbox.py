@@ -242,7 +242,7 @@ class BlackBox:
     @property
     def identity(self) -> str:
         """The backend's identity."""
-        return self.backend.identity
+        return redact_text(self.backend.identity)
 
     @property
     def cache_identity(self) -> str:
@@ -295,7 +295,7 @@ class BlackBox:
         if self._check is not None:
             return self._check
         backend = self.backend
-        ident = backend.identity
+        ident = redact_text(backend.identity)  # never a credential in the cache
         if not self.verify_identity:
             self._check = IdentityCheck(ident, ident, None, "off")
             return self._check
@@ -628,7 +628,9 @@ class BlackBox:
         def call() -> Any:
             try:
                 return backend.ask(batch)
-            except FairprobeError:
+            except FairprobeError as exc:
+                if exc.args and isinstance(exc.args[0], str):  # no credentials in messages
+                    exc.args = (redact_text(exc.args[0]), *exc.args[1:])
                 raise
             except Exception as exc:
                 raise AccessError(
