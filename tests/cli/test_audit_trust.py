@@ -267,3 +267,25 @@ def _rows(cache: Path) -> int:
         return 0
     finally:
         con.close()
+
+
+# -- issue 16: credentials in a URL are redacted everywhere ----------------------------------
+def test_url_credentials_never_written(spy, pool_csv, tmp_path, capsys) -> None:
+    secret = "s3cr3t-pw"
+    url = spy.replace("http://", f"http://alice:{secret}@")
+    cache, out = tmp_path / "c.sqlite", tmp_path / "r.json"
+    code, text, err = run_cli(
+        "audit", "--url", url, "--path", "/predict", "--queries", str(pool_csv), "--metric",
+        "dp", "--budget", "100", "--no-progress", "--cache", str(cache), "--json", str(out),
+        capsys=capsys)
+    assert code == 0, err
+    doc = out.read_text()
+    assert secret not in doc and secret not in text and secret not in err
+    assert "alice:***@" in json.loads(doc)["provenance"]["backend"]["url"]
+    assert secret not in " ".join(json.loads(doc)["provenance"]["command"])
+    raw = b"".join(p.read_bytes() for p in tmp_path.glob("c.sqlite*"))
+    assert secret.encode() not in raw and b"alice:***@" in raw
+    code, _, err = run_cli(
+        "audit", "--url", f"http://alice:{secret}@127.0.0.1:{free_port()}", "--retries", "0",
+        "--no-progress", "--no-cache", capsys=capsys)
+    assert code == 3 and "unreachable" in err and secret not in err and "alice:***@" in err

@@ -27,6 +27,7 @@ from fairprobe.access.base import Answer, Backend, Record, TransientAccessError
 from fairprobe.access.config import BackendConfig, register_backend
 from fairprobe.access.retry import RateLimitedError
 from fairprobe.errors import AccessError, AnswerParseError, ConfigError
+from fairprobe.provenance import redact_url
 
 __all__ = ["HttpJsonBackend", "HttpJsonConfig", "HttpTransport", "dotted_get"]
 
@@ -246,7 +247,8 @@ class HttpBackend(Backend):
 
     @property
     def endpoint(self) -> str:
-        return self.url
+        """The URL, credentials redacted (for messages and provenance)."""
+        return redact_url(self.url)
 
     @property
     def timeout(self) -> float:
@@ -300,7 +302,7 @@ class HttpJsonBackend(HttpBackend):
         if c.cache_name is not None:
             transport |= {"url"}
         ident = json.dumps(c.model_dump(exclude=transport), sort_keys=True, default=str)
-        where = self.url if c.cache_name is None else c.cache_name
+        where = redact_url(self.url) if c.cache_name is None else c.cache_name
         self._identity = (
             f"http-json:{c.method} {where}"
             + (f" model={c.model}" if c.model else "")
