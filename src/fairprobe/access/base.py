@@ -18,7 +18,10 @@ import numpy.typing as npt
 
 from fairprobe.errors import AccessError
 
-__all__ = ["Answer", "AnswerBatch", "Backend", "TransientAccessError"]
+__all__ = ["OUTCOMES", "Answer", "AnswerBatch", "Backend", "TransientAccessError"]
+
+#: Every answer outcome, in reporting order (see :mod:`fairprobe.access.parsing`).
+OUTCOMES: tuple[str, ...] = ("ok", "unparsed", "refused", "truncated")
 
 Record = Mapping[str, Any]
 
@@ -31,15 +34,23 @@ class TransientAccessError(AccessError):
 class Answer:
     """One model answer.
 
-    ``decision`` is ``None`` when the answer could not be parsed (it is then dropped from the
+    ``decision`` is ``None`` when the answer could not be used (it is then dropped from the
     audit and counted). ``score`` (a probability in [0, 1]) and ``logit`` are ``None`` where the
-    model does not expose them. ``raw`` keeps the raw text of generative models.
+    model does not expose them. ``raw`` keeps the raw text of generative models. ``outcome`` is
+    one of :data:`OUTCOMES`: ``"ok"`` exactly when there is a decision, otherwise why not
+    (``"unparsed"``, ``"refused"``, ``"truncated"``; see :mod:`fairprobe.access.parsing`).
+    ``None`` (the default) means ``"ok"`` with a decision and ``"unparsed"`` without.
     """
 
     decision: int | None
     score: float | None = None
     logit: float | None = None
     raw: str | None = None
+    outcome: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.outcome is None:
+            object.__setattr__(self, "outcome", "unparsed" if self.decision is None else "ok")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,11 +58,12 @@ class Answer:
             "score": self.score,
             "logit": self.logit,
             "raw": self.raw,
+            "outcome": self.outcome,
         }
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Answer:
-        return cls(d.get("decision"), d.get("score"), d.get("logit"), d.get("raw"))
+        return cls(d.get("decision"), d.get("score"), d.get("logit"), d.get("raw"), d.get("outcome"))
 
 
 class Backend(ABC):
@@ -85,7 +97,9 @@ class AnswerBatch:
 
     ``decisions`` holds 0/1 as floats with NaN where the answer did not parse; ``scores`` and
     ``logits`` hold NaN where the model does not expose them. ``n_paid`` counts the queries this
-    call actually sent to the model, ``n_cached`` those answered from the cache.
+    call actually sent to the model, ``n_cached`` those answered from the cache. ``outcomes``
+    holds each answer's outcome (a string of :data:`OUTCOMES`; derived from the decisions when not
+    given).
     """
 
     decisions: npt.NDArray[np.float64]
@@ -93,6 +107,17 @@ class AnswerBatch:
     logits: npt.NDArray[np.float64]
     n_paid: int
     n_cached: int
+    outcomes: npt.NDArray[np.str_] | None = None
+
+    def __post_init__(self) -> None:
+        if self.outcomes is None:
+            derived = np.where(np.isnan(self.decisions), "unparsed", "ok").astype("<U9")
+            object.__setattr__(self, "outcomes", derived)
+
+    def outcome_counts(self, mask: npt.NDArray[np.bool_] | None = None) -> dict[str, int]:
+        """Answers per outcome (every outcome of :data:`OUTCOMES`, zeros included)."""
+        oc = self.outcomes if mask is None else self.outcomes[mask]  # type: ignore[index]
+        return {o: int(np.count_nonzero(oc == o)) for o in OUTCOMES}
 
     @property
     def parsed(self) -> npt.NDArray[np.bool_]:
@@ -111,4 +136,5 @@ class AnswerBatch:
             vals = [getattr(a, attr) for a in answers]
             return np.array([np.nan if v is None else float(v) for v in vals], dtype=np.float64)
 
-        return cls(col("decision"), col("score"), col("logit"), n_paid, n_cached)
+        outcomes = np.array([a.outcome for a in answers], dtype="<U9")
+        return cls(col("decision"), col("score"), col("logit"), n_paid, n_cached, outcomes)

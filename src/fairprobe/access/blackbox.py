@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fairprobe._validation import check_int, check_real, param_error
-from fairprobe.access.base import Answer, AnswerBatch, Backend, TransientAccessError
+from fairprobe.access.base import OUTCOMES, Answer, AnswerBatch, Backend, TransientAccessError
 from fairprobe.access.cache import ResponseCache
 from fairprobe.access.records import Records, normalize_records, record_key
 from fairprobe.access.retry import Backoff, _LockedRandom
@@ -96,8 +96,13 @@ def validate_answers(answers: Any, n: int, who: str) -> list[Answer]:
                     f"{who} answer {i} has logit {_describe(z)}; expected a finite number."
                 )
             z = float(z)
+        if a.outcome not in OUTCOMES or (a.outcome == "ok") != (d is not None):
+            raise AnswerParseError(
+                f"{who} answer {i} has outcome {a.outcome!r} with decision {d!r}; the outcome is "
+                f"one of {list(OUTCOMES)}, 'ok' exactly when there is a decision."
+            )
         if d is not a.decision or s is not a.score or z is not a.logit:
-            a = Answer(d, s, z, a.raw)
+            a = Answer(d, s, z, a.raw, a.outcome)
         out.append(a)
     return out
 
@@ -186,6 +191,7 @@ class BlackBox:
         self._spent = 0
         self._reserved = 0
         self._unparsed = 0
+        self._outcomes = dict.fromkeys(OUTCOMES, 0)
         self._from_cache = 0
         self._retried = 0
         self._closed = False
@@ -212,6 +218,11 @@ class BlackBox:
         return self._unparsed
 
     @property
+    def outcomes(self) -> dict[str, int]:
+        """Answers returned so far per outcome (``ok``, ``unparsed``, ``refused``, ``truncated``)."""
+        return dict(self._outcomes)
+
+    @property
     def from_cache(self) -> int:
         """Queries answered so far without paying (cache hits and repeats within a call)."""
         return self._from_cache
@@ -230,6 +241,7 @@ class BlackBox:
             "remaining": self.remaining,
             "from_cache": self.from_cache,
             "unparsed": self.unparsed,
+            "outcomes": self.outcomes,
             "retried": self.retried,
         }
 
@@ -326,6 +338,8 @@ class BlackBox:
         with self._lock:
             self._from_cache += n - n_paid
             self._unparsed += out.n_unparsed
+            for outcome, count in out.outcome_counts().items():
+                self._outcomes[outcome] += count
         if out.n_unparsed:
             log.info(
                 "%d of %d answers could not be parsed; they are dropped from the audit.",
@@ -342,6 +356,7 @@ class BlackBox:
         dec = np.full(m, np.nan)
         sco = np.full(m, np.nan)
         lgt = np.full(m, np.nan)
+        oc = np.full(m, "ok", dtype="<U9")
         for u, a in enumerate(answers):
             if a is None:  # pragma: no cover - every batch either answered or raised
                 raise AccessError("internal error: a query was left without an answer.")
@@ -351,7 +366,11 @@ class BlackBox:
                 sco[u] = a.score
             if a.logit is not None:
                 lgt[u] = a.logit
-        return AnswerBatch(dec[inverse], sco[inverse], lgt[inverse], n_paid, n_cached)
+            if a.outcome is not None:
+                oc[u] = a.outcome
+        return AnswerBatch(
+            dec[inverse], sco[inverse], lgt[inverse], n_paid, n_cached, oc[inverse]
+        )
 
     def _run_batches(
         self,

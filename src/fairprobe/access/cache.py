@@ -69,7 +69,7 @@ class ResponseCache:
     >>> with ResponseCache(":memory:") as cache:
     ...     cache.put_many("model-a", [("k1", Answer(1, 0.9, 2.2))])
     ...     cache.get_many("model-a", ["k1", "k2"])
-    {'k1': Answer(decision=1, score=0.9, logit=2.2, raw=None)}
+    {'k1': Answer(decision=1, score=0.9, logit=2.2, raw=None, outcome='ok')}
     """
 
     def __init__(
@@ -128,7 +128,7 @@ class ResponseCache:
                 # one C-level parse of all the answers, not one json.loads call per row
                 parsed = json.loads("[" + ",".join(r[1] for r in rows) + "]")
                 for (k, _), d in zip(rows, parsed, strict=True):
-                    out[k] = Answer(d.get("decision"), d.get("score"), d.get("logit"), d.get("raw"))
+                    out[k] = Answer.from_json(d)
         return out
 
     def put_many(self, identity: str, items: Iterable[tuple[str, Answer]]) -> int:
