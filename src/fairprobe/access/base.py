@@ -20,8 +20,10 @@ from fairprobe.errors import AccessError
 
 __all__ = ["OUTCOMES", "Answer", "AnswerBatch", "Backend", "TransientAccessError"]
 
-#: Every answer outcome, in reporting order (see :mod:`fairprobe.access.parsing`).
-OUTCOMES: tuple[str, ...] = ("ok", "unparsed", "refused", "truncated")
+#: The outcome of one answer: ``ok`` (a decision), ``unparsed`` (no decision could be read),
+#: ``refused`` (the model declined to answer), ``truncated`` (the answer was cut off, e.g. by the
+#: token limit). Only ``ok`` answers enter a metric; the others are counted per group.
+OUTCOMES = ("ok", "unparsed", "refused", "truncated")
 
 Record = Mapping[str, Any]
 
@@ -34,12 +36,13 @@ class TransientAccessError(AccessError):
 class Answer:
     """One model answer.
 
-    ``decision`` is ``None`` when the answer could not be used (it is then dropped from the
+    ``decision`` is ``None`` when the answer gave no decision (it is then dropped from the
     audit and counted). ``score`` (a probability in [0, 1]) and ``logit`` are ``None`` where the
-    model does not expose them. ``raw`` keeps the raw text of generative models. ``outcome`` is
-    one of :data:`OUTCOMES`: ``"ok"`` exactly when there is a decision, otherwise why not
-    (``"unparsed"``, ``"refused"``, ``"truncated"``; see :mod:`fairprobe.access.parsing`).
-    ``None`` (the default) means ``"ok"`` with a decision and ``"unparsed"`` without.
+    model does not expose them. ``raw`` keeps the raw text of generative models.
+
+    ``outcome`` is one of :data:`OUTCOMES`; by default ``"ok"`` when there is a decision and
+    ``"unparsed"`` when there is none. A backend that can tell a refusal or a truncated answer
+    from an unparsable one sets ``"refused"`` or ``"truncated"`` (with ``decision=None``).
     """
 
     decision: int | None
@@ -50,7 +53,9 @@ class Answer:
 
     def __post_init__(self) -> None:
         if self.outcome is None:
-            object.__setattr__(self, "outcome", "unparsed" if self.decision is None else "ok")
+            object.__setattr__(self, "outcome", "ok" if self.decision is not None else "unparsed")
+        elif self.outcome not in OUTCOMES:
+            raise ValueError(f"Answer outcome must be one of {OUTCOMES}; got {self.outcome!r}.")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,7 +68,9 @@ class Answer:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Answer:
-        return cls(d.get("decision"), d.get("score"), d.get("logit"), d.get("raw"), d.get("outcome"))
+        return cls(
+            d.get("decision"), d.get("score"), d.get("logit"), d.get("raw"), d.get("outcome")
+        )
 
 
 class Backend(ABC):
@@ -95,11 +102,11 @@ class Backend(ABC):
 class AnswerBatch:
     """Answers to a batch of queries as numpy arrays (one entry per query, in query order).
 
-    ``decisions`` holds 0/1 as floats with NaN where the answer did not parse; ``scores`` and
+    ``decisions`` holds 0/1 as floats with NaN where the answer gave no decision; ``scores`` and
     ``logits`` hold NaN where the model does not expose them. ``n_paid`` counts the queries this
-    call actually sent to the model, ``n_cached`` those answered from the cache. ``outcomes``
-    holds each answer's outcome (a string of :data:`OUTCOMES`; derived from the decisions when not
-    given).
+    call actually sent to the model, ``n_cached`` those answered from the cache.
+    ``outcomes`` holds each answer's outcome (one of :data:`OUTCOMES`) and ``cached`` whether it
+    came from the cache (or repeats a record of the same call) rather than being paid now.
     """
 
     decisions: npt.NDArray[np.float64]
@@ -108,16 +115,15 @@ class AnswerBatch:
     n_paid: int
     n_cached: int
     outcomes: npt.NDArray[np.str_] | None = None
+    cached: npt.NDArray[np.bool_] | None = None
 
     def __post_init__(self) -> None:
+        n = self.decisions.shape[0]
         if self.outcomes is None:
-            derived = np.where(np.isnan(self.decisions), "unparsed", "ok").astype("<U9")
-            object.__setattr__(self, "outcomes", derived)
-
-    def outcome_counts(self, mask: npt.NDArray[np.bool_] | None = None) -> dict[str, int]:
-        """Answers per outcome (every outcome of :data:`OUTCOMES`, zeros included)."""
-        oc = self.outcomes if mask is None else self.outcomes[mask]  # type: ignore[index]
-        return {o: int(np.count_nonzero(oc == o)) for o in OUTCOMES}
+            out = np.where(np.isnan(self.decisions), "unparsed", "ok").astype("<U9")
+            object.__setattr__(self, "outcomes", out)
+        if self.cached is None:
+            object.__setattr__(self, "cached", np.zeros(n, dtype=bool))
 
     @property
     def parsed(self) -> npt.NDArray[np.bool_]:
@@ -125,16 +131,29 @@ class AnswerBatch:
 
     @property
     def n_unparsed(self) -> int:
+        """Answers without a decision (unparsed, refused or truncated)."""
         return int((~self.parsed).sum())
+
+    def outcome_counts(self) -> dict[str, int]:
+        """How many answers had each outcome."""
+        assert self.outcomes is not None
+        return {k: int((self.outcomes == k).sum()) for k in OUTCOMES}
 
     def __len__(self) -> int:
         return int(self.decisions.shape[0])
 
     @classmethod
-    def from_answers(cls, answers: Sequence[Answer], n_paid: int, n_cached: int) -> AnswerBatch:
+    def from_answers(
+        cls,
+        answers: Sequence[Answer],
+        n_paid: int,
+        n_cached: int,
+        cached: Sequence[bool] | None = None,
+    ) -> AnswerBatch:
         def col(attr: str) -> npt.NDArray[np.float64]:
             vals = [getattr(a, attr) for a in answers]
             return np.array([np.nan if v is None else float(v) for v in vals], dtype=np.float64)
 
         outcomes = np.array([a.outcome for a in answers], dtype="<U9")
-        return cls(col("decision"), col("score"), col("logit"), n_paid, n_cached, outcomes)
+        mask = None if cached is None else np.asarray(cached, dtype=bool)
+        return cls(col("decision"), col("score"), col("logit"), n_paid, n_cached, outcomes, mask)

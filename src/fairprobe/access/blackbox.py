@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fairprobe._validation import check_int, check_real, param_error
-from fairprobe.access.base import OUTCOMES, Answer, AnswerBatch, Backend, TransientAccessError
+from fairprobe.access.base import Answer, AnswerBatch, Backend, TransientAccessError
 from fairprobe.access.cache import ResponseCache
 from fairprobe.access.records import Records, normalize_records, record_key
 from fairprobe.access.retry import Backoff, _LockedRandom
@@ -96,10 +96,10 @@ def validate_answers(answers: Any, n: int, who: str) -> list[Answer]:
                     f"{who} answer {i} has logit {_describe(z)}; expected a finite number."
                 )
             z = float(z)
-        if a.outcome not in OUTCOMES or (a.outcome == "ok") != (d is not None):
+        if (d is None) != (a.outcome != "ok"):
             raise AnswerParseError(
-                f"{who} answer {i} has outcome {a.outcome!r} with decision {d!r}; the outcome is "
-                f"one of {list(OUTCOMES)}, 'ok' exactly when there is a decision."
+                f"{who} answer {i} has outcome {a.outcome!r} with decision {d!r}; an 'ok' answer "
+                "needs a decision and any other outcome has none."
             )
         if d is not a.decision or s is not a.score or z is not a.logit:
             a = Answer(d, s, z, a.raw, a.outcome)
@@ -191,7 +191,6 @@ class BlackBox:
         self._spent = 0
         self._reserved = 0
         self._unparsed = 0
-        self._outcomes = dict.fromkeys(OUTCOMES, 0)
         self._from_cache = 0
         self._retried = 0
         self._closed = False
@@ -218,11 +217,6 @@ class BlackBox:
         return self._unparsed
 
     @property
-    def outcomes(self) -> dict[str, int]:
-        """Answers returned so far per outcome (``ok``, ``unparsed``, ``refused``, ``truncated``)."""
-        return dict(self._outcomes)
-
-    @property
     def from_cache(self) -> int:
         """Queries answered so far without paying (cache hits and repeats within a call)."""
         return self._from_cache
@@ -241,7 +235,6 @@ class BlackBox:
             "remaining": self.remaining,
             "from_cache": self.from_cache,
             "unparsed": self.unparsed,
-            "outcomes": self.outcomes,
             "retried": self.retried,
         }
 
@@ -292,6 +285,7 @@ class BlackBox:
         found = self.cache.get_many(identity, ukeys)
         answers: list[Answer | None] = [found.get(k) for k in ukeys]
         missing = [u for u, a in enumerate(answers) if a is None]
+        paid_now = np.zeros(len(ukeys), dtype=bool)
         with self._lock:  # reserve the budget, so that concurrent calls cannot overspend it
             if self.budget is not None:
                 left = self.budget - self._spent - self._reserved
@@ -326,6 +320,7 @@ class BlackBox:
                     )
                     for u, a in zip(batch, got, strict=True):
                         answers[u] = a
+                    paid_now[batch] = True
                     with self._lock:
                         paid[0] += len(batch)
 
@@ -334,12 +329,13 @@ class BlackBox:
             with self._lock:
                 self._reserved -= len(missing)
         n_paid = paid[0]
-        out = self._assemble(answers, inverse, n_paid, n - n_paid)
+        # the first occurrence of a record paid now is paid; its repeats in this call are free
+        cached_mask = np.ones(n, dtype=bool)
+        cached_mask[np.asarray(first, dtype=np.intp)[paid_now]] = False
+        out = self._assemble(answers, inverse, n_paid, n - n_paid, cached_mask)
         with self._lock:
             self._from_cache += n - n_paid
             self._unparsed += out.n_unparsed
-            for outcome, count in out.outcome_counts().items():
-                self._outcomes[outcome] += count
         if out.n_unparsed:
             log.info(
                 "%d of %d answers could not be parsed; they are dropped from the audit.",
@@ -350,13 +346,17 @@ class BlackBox:
 
     @staticmethod
     def _assemble(
-        answers: list[Answer | None], inverse: npt.NDArray[np.intp], n_paid: int, n_cached: int
+        answers: list[Answer | None],
+        inverse: npt.NDArray[np.intp],
+        n_paid: int,
+        n_cached: int,
+        cached: npt.NDArray[np.bool_],
     ) -> AnswerBatch:
         m = len(answers)
         dec = np.full(m, np.nan)
         sco = np.full(m, np.nan)
         lgt = np.full(m, np.nan)
-        oc = np.full(m, "ok", dtype="<U9")
+        outc = np.full(m, "ok", dtype="<U9")
         for u, a in enumerate(answers):
             if a is None:  # pragma: no cover - every batch either answered or raised
                 raise AccessError("internal error: a query was left without an answer.")
@@ -366,10 +366,10 @@ class BlackBox:
                 sco[u] = a.score
             if a.logit is not None:
                 lgt[u] = a.logit
-            if a.outcome is not None:
-                oc[u] = a.outcome
+            if a.outcome != "ok":
+                outc[u] = a.outcome
         return AnswerBatch(
-            dec[inverse], sco[inverse], lgt[inverse], n_paid, n_cached, oc[inverse]
+            dec[inverse], sco[inverse], lgt[inverse], n_paid, n_cached, outc[inverse], cached
         )
 
     def _run_batches(

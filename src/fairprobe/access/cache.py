@@ -69,7 +69,7 @@ class ResponseCache:
     >>> with ResponseCache(":memory:") as cache:
     ...     cache.put_many("model-a", [("k1", Answer(1, 0.9, 2.2))])
     ...     cache.get_many("model-a", ["k1", "k2"])
-    {'k1': Answer(decision=1, score=0.9, logit=2.2, raw=None, outcome='ok')}
+    {'k1': Answer(decision=1, score=0.9, logit=2.2, raw=None)}
     """
 
     def __init__(

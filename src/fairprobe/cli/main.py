@@ -65,6 +65,9 @@ def _is_click_exception(exc: BaseException) -> bool:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``fairprobe`` script."""
     debug = os.environ.get("FAIRPROBE_DEBUG") == "1"
+    from fairprobe.provenance import set_command_line
+
+    set_command_line(sys.argv[1:] if argv is None else argv)
     try:
         rv = app(args=argv, standalone_mode=False)
     except FairprobeError as exc:
