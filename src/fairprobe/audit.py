@@ -17,10 +17,11 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from fairprobe._validation import check_choice, check_int
+from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.access import AnswerBatch
+from fairprobe.access.base import OUTCOMES
 from fairprobe.access.blackbox import BlackBox
-from fairprobe.errors import BudgetError, DataError
+from fairprobe.errors import AnswerParseError, BudgetError, DataError
 from fairprobe.stats import METRICS, MetricResult, compute_metric, select_groups
 
 __all__ = ["AuditResult", "draw_queries", "run_audit"]
@@ -80,6 +81,7 @@ class AuditResult:
     group_col: str
     values: npt.NDArray[np.float64] = field(repr=False)
     in_group_a: npt.NDArray[np.bool_] = field(repr=False)
+    outcomes_by_group: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
@@ -103,6 +105,8 @@ class AuditResult:
             "backend": self.backend,
             "group_col": self.group_col,
         }
+        if self.outcomes_by_group:
+            out["outcomes_by_group"] = self.outcomes_by_group
         if per_instance:
             groups = self.metric.groups
             out["per_instance"] = [
@@ -144,6 +148,7 @@ def run_audit(
     tolerance: float | None = None,
     threshold: float | None = None,
     confidence_level: float = 0.95,
+    max_unusable_share: float | None = None,
 ) -> AuditResult:
     """Run a fixed-budget black-box audit of one fairness metric.
 
@@ -167,6 +172,11 @@ def run_audit(
     tolerance, threshold, confidence_level : float
         The fair band half-width of differences, the threshold of the ratio (80% rule), and the
         confidence level of the interval.
+    max_unusable_share : float, optional
+        Strict mode: stop with :class:`~fairprobe.errors.AnswerParseError` as soon as a group's
+        share of unusable answers (unparsed, refused or truncated) exceeds this, checked after
+        each tenth of the queries once the group has 20 answers, and on all answers at the end.
+        Answers paid before the stop stay in the cache.
 
     Raises
     ------
@@ -198,8 +208,11 @@ def run_audit(
             f"The {budget} queries drawn hold no member of group {group_a!r}: raise the budget "
             f"or check that {group_a!r} is a value of {group_col!r}."
         )
+    if max_unusable_share is not None:
+        check_real(max_unusable_share, "max_unusable_share", "run_audit", lo=0.0, hi=1.0,
+                   closed="left")
     before_paid, before_cached = blackbox.spent, blackbox.from_cache
-    answers: AnswerBatch = blackbox.query(sample[feats])
+    answers = _query(blackbox, sample[feats], sample[group_col], max_unusable_share)
     paid = blackbox.spent - before_paid
     cached = blackbox.from_cache - before_cached
     keep = answers.parsed
@@ -226,6 +239,7 @@ def run_audit(
     )
     sel = select_groups(group_values, group_a, group_b)
     used = sel.in_a | sel.in_b
+    all_groups = sample[group_col].to_numpy()
     if name == "equal_opportunity_difference":
         assert y_true is not None
         used &= y_true.astype(float) == 1.0
@@ -241,4 +255,65 @@ def run_audit(
         group_col=group_col,
         values=np.asarray(values, dtype=float)[used],
         in_group_a=sel.in_a[used],
+        outcomes_by_group=outcomes_by_group(answers, all_groups),
+    )
+
+
+def outcomes_by_group(answers: AnswerBatch, groups: npt.ArrayLike) -> dict[str, dict[str, int]]:
+    """Answers per outcome (``ok``, ``unparsed``, ``refused``, ``truncated``) per group value."""
+    g = np.asarray(groups)
+    oc = answers.outcomes
+    assert oc is not None
+    out: dict[str, dict[str, int]] = {}
+    for value in sorted(set(g.tolist()), key=str):
+        m = g == value
+        out[str(value)] = {o: int(np.count_nonzero(oc[m] == o)) for o in OUTCOMES}
+    return out
+
+
+#: Answers a group needs before strict mode may stop the audit early.
+STRICT_MIN_ANSWERS = 20
+
+
+def _strict_check(
+    answers: list[AnswerBatch], groups: pd.Series, limit: float, final: bool
+) -> None:
+    oc = np.concatenate([a.outcomes for a in answers if a.outcomes is not None])
+    g = groups.to_numpy()[: len(oc)]
+    for value in sorted(set(g.tolist()), key=str):
+        m = g == value
+        n = int(m.sum())
+        if n == 0 or (not final and n < STRICT_MIN_ANSWERS):
+            continue
+        counts = {o: int(np.count_nonzero(oc[m] == o)) for o in OUTCOMES}
+        bad = n - counts["ok"]
+        if bad / n > limit:
+            raise AnswerParseError(
+                f"strict mode: {bad} of {n} answers for group {value!r} ({bad / n:.1%}) are not "
+                f"usable (unparsed {counts['unparsed']}, refused {counts['refused']}, truncated "
+                f"{counts['truncated']}), above the limit of {limit:.1%}; the {len(oc)} answers "
+                "so far are cached: fix the prompt, the parser or the token limit and rerun."
+            )
+
+
+def _query(
+    blackbox: BlackBox, records: pd.DataFrame, groups: pd.Series, limit: float | None
+) -> AnswerBatch:
+    """All answers; in strict mode by tenths, stopping when a group's unusable share is too high."""
+    if limit is None:
+        return blackbox.query(records)
+    n = len(records)
+    step = max(STRICT_MIN_ANSWERS, -(-n // 10))
+    parts: list[AnswerBatch] = []
+    for lo in range(0, n, step):
+        parts.append(blackbox.query(records.iloc[lo : lo + step]))
+        _strict_check(parts, groups, limit, final=lo + step >= n)
+    return AnswerBatch(
+        np.concatenate([p.decisions for p in parts]),
+        np.concatenate([p.scores for p in parts]),
+        np.concatenate([p.logits for p in parts]),
+        sum(p.n_paid for p in parts),
+        sum(p.n_cached for p in parts),
+        np.concatenate([p.outcomes for p in parts if p.outcomes is not None]),
+        np.concatenate([p.cached for p in parts if p.cached is not None]),
     )
