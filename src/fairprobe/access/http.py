@@ -162,6 +162,8 @@ def _error_text(resp: httpx.Response, n: int = 160) -> str:
             return _short(err["message"], n)
         if isinstance(err, str):
             return _short(err, n)
+        if isinstance(data.get("message"), str):  # {"object": "error", "message": ...} (vLLM)
+            return _short(data["message"], n)
     return _short(resp.text, n)
 
 
