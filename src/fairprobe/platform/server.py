@@ -260,52 +260,61 @@ def _schema(cfg: ServerConfig, model_id: str) -> dict[str, Any]:
     }
 
 
-_INSTANCES_BODY = {
-    "required": True,
-    "content": {
-        "application/json": {
-            "schema": {
-                "type": "object",
-                "required": ["instances"],
-                "properties": {"instances": {"type": "array", "items": {"type": "object"}}},
-            }
-        }
-    },
-}
-_CHAT_BODY = {
-    "required": True,
-    "content": {
-        "application/json": {
-            "schema": {
-                "type": "object",
-                "required": ["model", "messages"],
-                "properties": {
-                    "model": {"type": "string"},
-                    "messages": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "role": {"type": "string"},
-                                "content": {"anyOf": [{"type": "string"}, {"type": "array"}]},
-                            },
-                        },
-                    },
-                    "temperature": {"type": "number"},
-                    "top_p": {"type": "number"},
-                    "seed": {"type": "integer"},
-                    "n": {"type": "integer"},
-                    "max_tokens": {"type": "integer"},
-                    "max_completion_tokens": {"type": "integer"},
-                    "logprobs": {"type": "boolean"},
-                    "top_logprobs": {"type": "integer"},
-                    "stream": {"type": "boolean"},
-                    "response_format": {"type": "object"},
-                },
-            }
-        }
-    },
-}
+def _record_schema(features: tuple[str, ...]) -> dict[str, Any]:
+    props: dict[str, Any] = {}
+    for f in features:
+        if f in NUMERIC_FEATURES:
+            props[f] = {"type": "number"}
+        elif f in CATEGORIES:
+            props[f] = {"type": "string", "enum": list(CATEGORIES[f])}
+        else:
+            props[f] = {"type": "string"}
+    return {"type": "object", "required": list(features), "properties": props}
+
+
+def _json_body(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+def _instances_body(features: tuple[str, ...]) -> dict[str, Any]:
+    return _json_body({
+        "type": "object",
+        "required": ["instances"],
+        "properties": {"instances": {"type": "array", "items": _record_schema(features)}},
+    })
+
+
+def _chat_body(model_id: str) -> dict[str, Any]:
+    message = {
+        "type": "object",
+        "required": ["role", "content"],
+        "properties": {
+            "role": {"type": "string", "enum": ["system", "user", "assistant"]},
+            "content": {"anyOf": [
+                {"type": "string"},
+                {"type": "array", "items": {"type": "object", "properties": {
+                    "type": {"type": "string"}, "text": {"type": "string"}}}},
+            ]},
+        },
+    }
+    return _json_body({
+        "type": "object",
+        "required": ["model", "messages"],
+        "properties": {
+            "model": {"type": "string", "enum": [model_id]},
+            "messages": {"type": "array", "items": message},
+            "temperature": {"type": "number"},
+            "top_p": {"type": "number"},
+            "seed": {"type": "integer"},
+            "n": {"type": "integer"},
+            "max_tokens": {"type": "integer"},
+            "max_completion_tokens": {"type": "integer"},
+            "logprobs": {"type": "boolean"},
+            "top_logprobs": {"type": "integer"},
+            "stream": {"type": "boolean"},
+            "response_format": {"type": "object"},
+        },
+    })
 
 
 def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
@@ -377,7 +386,8 @@ def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
         pred = platform.user_predict(inst) if user else platform.audit_predict(inst)
         return {"predictions": pred.to_json()}
 
-    @app.post("/audit/predict", openapi_extra={"requestBody": _INSTANCES_BODY})
+    @app.post("/audit/predict",
+              openapi_extra={"requestBody": _instances_body(tuple(AUDIT_FEATURES))})
     async def audit_predict(request: Request) -> Any:
         body, err = await prelude(request)
         if err is not None:
@@ -387,7 +397,7 @@ def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
         except DataError as exc:
             return error(422, str(exc))
 
-    @app.post("/user/predict", openapi_extra={"requestBody": _INSTANCES_BODY})
+    @app.post("/user/predict", openapi_extra={"requestBody": _instances_body(USER_FEATURES)})
     async def user_predict(request: Request) -> Any:
         body, err = await prelude(request)
         if err is not None:
@@ -408,7 +418,8 @@ def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
                              "model_not_found")
         return models_list(model.model_id)["data"][0]
 
-    @app.post("/v1/chat/completions", openapi_extra={"requestBody": _CHAT_BODY})
+    @app.post("/v1/chat/completions",
+              openapi_extra={"requestBody": _chat_body(model.model_id)})
     async def v1_chat(request: Request) -> Any:
         body, err = await prelude(request, openai=True)
         if err is not None:
