@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 schemathesis = pytest.importorskip("schemathesis")
@@ -42,10 +43,14 @@ def test_generated_requests_never_get_a_5xx(plat: PlatformProcess) -> None:
             seen.setdefault(f"{case.method.upper()} {case.path}", set()).add(resp.status_code)
             assert resp.status_code < 500, (case.path, case.body, resp.text[:300])
             if resp.status_code >= 400 and case.path.startswith("/v1/"):
+                assert "error" in resp.json(), (case.path, case.path_parameters, resp.status_code, resp.text[:200])
                 err = resp.json()["error"]
                 assert set(err) == {"message", "type", "param", "code"}
             assert "Traceback" not in resp.text
 
         run()
+    for path in ("/v1/models/", "/v1/nothing", "/v1/chat/completions"):
+        r = httpx.get(plat.url + path)  # unknown paths and wrong methods: OpenAI's shape too
+        assert r.status_code in (404, 405) and "message" in r.json()["error"], (path, r.text)
     # the generator reached the handlers, not only the routing layer
     assert any(c in (400, 404, 422) for c in seen["POST /v1/chat/completions"]), seen

@@ -26,6 +26,7 @@ import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.errors import ConfigError, DataError
@@ -438,6 +439,18 @@ def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
                 headers={"cache-control": "no-cache"},
             )
         return out
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # routing errors (unknown path, wrong method) in the shape of the API they hit
+        msg = str(exc.detail)[:200]
+        if request.url.path.startswith("/v1/"):
+            resp = oai_error(exc.status_code, msg)
+        else:
+            resp = error(exc.status_code, msg)
+        for k, v in (exc.headers or {}).items():
+            resp.headers[k] = v
+        return resp
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
