@@ -217,7 +217,13 @@ def run_audit(
     cached = blackbox.from_cache - before_cached
     keep = answers.parsed
     if not keep.any():
-        raise DataError("No answer of the model could be parsed: check the backend's parsing.")
+        counts = answers.outcome_counts()
+        what = ", ".join(f"{v} {k}" for k, v in counts.items() if v and k != "ok")
+        hint = {
+            "truncated": "raise the token limit (max_completion_tokens for reasoning models)",
+            "refused": "the model refuses the task: rephrase the prompt",
+        }.get(max(counts, key=lambda k: counts[k]), "check the prompt and the backend's parser")
+        raise DataError(f"No answer of the model could be used ({what}): {hint}.")
     decisions = answers.decisions[keep]
     kept = sample.loc[keep].reset_index(drop=True)
     group_values = kept[group_col].to_numpy()
