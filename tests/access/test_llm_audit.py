@@ -23,7 +23,7 @@ from fairprobe.platform.core import record_key
 from fairprobe.platform.model import AUDIT_FEATURES
 from fairprobe.platform.process import PlatformProcess
 
-SEED, REFUSE, GARBLE, BUDGET = 6, 0.08, 0.05, 240
+SEED, REFUSE, GARBLE, BUDGET = 6, 0.08, 0.05, 160
 
 
 @pytest.fixture(scope="module")

@@ -92,11 +92,12 @@ LABEL_JSON_SCHEMA: dict[str, Any] = {
 #: The labels as the ``{labels}`` placeholder renders them (as the openai-chat backend does).
 LABELS_TEXT = '">50K" or "<=50K"'
 
-#: Deepest nesting of a record object read from a message (a record is flat).
-MAX_RECORD_DEPTH = 32
-#: Unclosed ``{`` tolerated before the record (each costs one more linear scan).
-_MAX_RESTARTS = 8
+#: Most braces tracked open at once when looking for the record (deeper ones are skipped).
+_MAX_OPEN = 4096
+#: Most balanced spans considered as the record.
+_MAX_SPANS = 100_000
 _STRUCT = re.compile(r'[{}"\\]')
+_WS = re.compile(r"\s*")
 
 
 def fill_prompt(record: dict[str, Any]) -> str:
@@ -176,53 +177,55 @@ def models_list(model_id: str) -> dict[str, Any]:
     }
 
 
-def _object_spans(text: str) -> Iterator[tuple[int, int]]:
-    """Balanced top-level ``{...}`` spans of ``text``, in order, in linear time.
+def _object_spans(text: str) -> list[tuple[int, int]]:
+    """Every balanced ``{...}`` span of ``text`` (start, end), sorted by start; linear time.
 
-    Braces inside JSON strings do not count; a span nested deeper than
-    :data:`MAX_RECORD_DEPTH` is skipped. When the text ends inside an unclosed ``{``, the scan
-    restarts after it (at most ``_MAX_RESTARTS`` times), so prose with a stray brace before the
-    record still finds the record, and ``"{" * n`` costs a bounded number of linear passes.
+    One pass over the braces and quotes (braces inside JSON strings do not count), with a stack of
+    open braces. Bounded for hostile text: at most :data:`_MAX_OPEN` braces open at once (deeper
+    ones are counted, not tracked) and :data:`_MAX_SPANS` spans kept.
     """
-    pos = 0
-    for _ in range(_MAX_RESTARTS + 1):
-        depth = 0
-        start = -1
-        in_str = False
-        escaped = -1
-        too_deep = False
-        for m in _STRUCT.finditer(text, pos):
-            i = m.start()
-            ch = text[i]
-            if in_str:
-                if i == escaped:
-                    continue
-                if ch == "\\":
-                    escaped = i + 1
-                elif ch == '"':
-                    in_str = False
+    stack: list[int] = []
+    spans: list[tuple[int, int]] = []
+    untracked = 0
+    in_str = False
+    escaped = -1
+    for m in _STRUCT.finditer(text):
+        i = m.start()
+        ch = text[i]
+        if in_str:
+            if i == escaped:
                 continue
-            if ch == '"':
-                in_str = depth > 0
-            elif ch == "{":
-                if depth == 0:
-                    start, too_deep = i, False
-                depth += 1
-                too_deep = too_deep or depth > MAX_RECORD_DEPTH
-            elif ch == "}" and depth > 0:
-                depth -= 1
-                if depth == 0 and not too_deep:
-                    yield start, i + 1
-        if depth == 0:
-            return
-        pos = start + 1  # the unclosed brace was prose: look again after it
+            if ch == "\\":
+                escaped = i + 1
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch == '"':
+            in_str = bool(stack)  # quotes matter inside an object only
+        elif ch == "{":
+            if len(stack) < _MAX_OPEN:
+                stack.append(i)
+            else:
+                untracked += 1
+        elif ch == "}":
+            if untracked:
+                untracked -= 1
+            elif stack:
+                start = stack.pop()
+                if len(spans) < _MAX_SPANS:
+                    spans.append((start, i + 1))
+    spans.sort()
+    return spans
 
 
 def extract_record(messages: Any) -> dict[str, Any]:
-    """The record in the last user message: its first balanced ``{...}`` that is a JSON object.
+    """The record in the last user message: its first ``{...}`` that is a JSON object.
 
-    Linear in the message length (see :func:`_object_spans`); never recurses deeper than
-    :data:`MAX_RECORD_DEPTH`.
+    Linear in the message length: the balanced spans come from one pass
+    (:func:`_object_spans`); a span whose first character after ``{`` cannot start a JSON object
+    is skipped without parsing, and the parsing of the others stops once it has read twice the
+    message length (plus 64 KiB), so nested or repeated braces cannot make it quadratic. A JSON
+    object nested deeper than the decoder allows is skipped.
     """
     if not isinstance(messages, list) or not messages:
         raise ChatError(400, "'messages' must be a non-empty list of chat messages.", "messages")
@@ -241,7 +244,14 @@ def extract_record(messages: Any) -> dict[str, Any]:
         content = "".join(texts)
     if not isinstance(content, str):
         raise ChatError(400, "The last user message has no text content.", "messages")
+    budget = 2 * len(content) + 65536
     for a, b in _object_spans(content):
+        j = _WS.match(content, a + 1).end()  # type: ignore[union-attr]
+        if j >= len(content) or content[j] not in '"}':
+            continue  # "{x", "{'a'": prose, not a JSON object
+        budget -= b - a
+        if budget < 0:
+            break
         try:
             obj = json.loads(content[a:b])
         except (ValueError, RecursionError):
