@@ -104,3 +104,27 @@ def test_strict_stops_early_on_truncation(
     with sqlite3.connect(cache) as conn:
         (n,) = conn.execute("SELECT COUNT(*) FROM answers").fetchone()
     assert 20 <= n <= BUDGET // 2
+
+
+def test_prompt_variants_and_name_swap_from_the_cli(plat: PlatformProcess, tmp_path: Path) -> None:
+    cfg = config(tmp_path, plat.url, max_completion_tokens="256")
+    variants = tmp_path / "variants.toml"
+    variants.write_text('[templates]\nplain = "Person: {record}. Answer {labels}."\n'
+                        'terse = "{record}\\nLabel ({labels}):"\n')
+    out = tmp_path / "a.json"
+    r = run("--backend-config", str(cfg), "--budget", "60", "--cache", str(tmp_path / "c.sqlite"),
+            "--no-progress", "--json", str(out), "--prompt-variants", str(variants),
+            "--name-swap", "first_name")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(out.read_text())
+    pv = d["prompt_variation"]
+    assert [v["name"] for v in pv["variants"]] == ["plain", "terse"]
+    assert len({v["identity"] for v in pv["variants"]} | {d["backend"]}) == 3  # 3 namespaces
+    # the platform reads only the record: the wording changes nothing, and the result says so
+    assert pv["spread"] == 0.0 and pv["verdicts_agree"] is True
+    ns = d["name_swap"]
+    assert ns["n_pairs"] == 60 and ns["n_usable"] <= 60
+    # the user interface infers sex from the name: swapping names flips some decisions
+    assert 0 < ns["n_flips"] < ns["n_usable"]
+    assert ns["interval"]["low"] <= ns["flip_rate"] <= ns["interval"]["high"]
+    assert "name swap (first_name)" in r.stdout

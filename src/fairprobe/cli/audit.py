@@ -86,7 +86,7 @@ def audit(
             OpenAIChatBackend(backend.config, prompt_template=t)
     cache.parent.mkdir(parents=True, exist_ok=True)
 
-    def one(be: object, q_budget: int) -> AuditResult:
+    def one(be: object, q_budget: int, swap: bool = False) -> AuditResult:
         with BlackBox(
             be, cache=cache, budget=q_budget, retries=retries, timeout=timeout,  # type: ignore[arg-type]
             concurrency=concurrency, progress=progress, seed=seed,
@@ -97,7 +97,7 @@ def audit(
                 tolerance=tolerance, threshold=threshold, confidence_level=confidence_level,
                 max_unusable_share=limit,
             )
-            if name_swap is not None:
+            if swap and name_swap is not None:
                 from fairprobe.access.variation import name_swap_audit
                 from fairprobe.audit import draw_queries
 
@@ -107,12 +107,15 @@ def audit(
                     bb, sample, name_swap, seed=seed, confidence_level=confidence_level
                 ).to_dict()
         usage = getattr(be, "usage", None)
-        if usage is not None:
-            extra.setdefault("usage", usage)
+        if isinstance(usage, dict):  # tokens the server reported, summed over every backend run
+            total = extra.setdefault("usage", dict.fromkeys(usage, 0))
+            assert isinstance(total, dict)
+            for k, v in usage.items():
+                total[k] = total.get(k, 0) + v
         return res
 
     extra: dict[str, object] = {}
-    result = one(backend, budget * (2 if name_swap else 1))
+    result = one(backend, budget * (2 if name_swap else 1), swap=True)
     if templates is not None:
         from fairprobe.access.openai_chat import OpenAIChatBackend
         from fairprobe.access.variation import prompt_sensitivity
