@@ -6,6 +6,10 @@ round an auditor sends each neighbour its table, ``|V|`` signed entries).
 
     .venv/bin/python benchmarks/bench_nodes.py                  # 40 nodes (32 honest, 8 attackers)
     .venv/bin/python benchmarks/bench_nodes.py --honest 12 --attackers 2 --repeats 3
+    .venv/bin/python benchmarks/bench_nodes.py --verify      # with verification of answers
+
+With ``--verify`` it also prints the verification layer's cost per honest node and round
+(challenge and opening bytes, proofs) and the leaves re-asked as a share of the queries issued.
 
 Numbers depend on the machine and on what else runs on it; the script prints the load average.
 """
@@ -68,6 +72,10 @@ def one_run(spec: DemoSpec, workdir: Path) -> dict[str, object]:
                 r["sent_body_bytes"]
                 + tables * http_request_overhead(r["sent_body_bytes"] // max(1, tables))
             ) / rounds,
+            "role": r["role"],
+            "queries_used": r["queries_used"],
+            "verification": r.get("verification", {}),
+            "excluded": r.get("excluded", {}),
         })
     return {"wall": wall, "rounds": rounds, "nodes": v, "per_node": per_node}
 
@@ -82,9 +90,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--verify", action="store_true", help="Turn on verification of answers.")
     a = ap.parse_args()
     spec = DemoSpec(honest=a.honest, attackers=a.attackers, seed=a.seed, case=a.case, n=a.n,
-                    max_rounds=a.max_rounds, round_timeout=120.0)
+                    max_rounds=a.max_rounds, round_timeout=120.0, verify=a.verify)
     runs = []
     for k in range(a.repeats):
         with tempfile.TemporaryDirectory(prefix="bench-nodes-") as d:
@@ -120,6 +129,26 @@ def main() -> None:
           f"{rng('last_round_body_bytes')}")
     print(f"{'  with HTTP/1.1 request framing':34}{med('last_round_http_bytes'):12,.0f}  "
           f"{rng('last_round_http_bytes')}")
+    if a.verify:
+        hon = [x for x in pn if x["role"] == "honest"]
+        rounds = runs[0]["rounds"]
+
+        def vmed(key: str) -> float:
+            return statistics.median(x["verification"].get(key, 0) / rounds for x in hon)
+
+        print(f"\nverification of answers, per honest node and round (median over {len(hon)}):")
+        for key in ("challenges-sent", "leaves-checked", "challenge-bytes-sent",
+                    "opening-bytes-received", "openings-served", "opening-bytes-sent",
+                    "proof-bytes-sent", "proof-bytes-received"):
+            print(f"  {key:32}{vmed(key):12,.1f}")
+        share = [x["verification"].get("reasked", 0) / max(1, x["queries_used"]) for x in hon]
+        print(f"  {'re-asked / queries issued':32}{100 * statistics.median(share):11.2f}%  "
+              f"(max {100 * max(share):.2f}%)")
+        att = [x["id"] for x in pn if x["role"] == "attacker"]
+        for k in att:
+            rs = [x["excluded"][k] for x in hon if k in x["excluded"]]
+            print(f"  attacker {k}: excluded by {len(rs)}/{len(hon)} honest nodes"
+                  + (f", by round {max(rs)}" if rs else ""))
     print("\nentries per round fall short of |V| x degree in the first rounds only: an auditor's "
           "table holds the auditors within t-1 hops at round t (gossip, Section III-C).")
     if a.json:

@@ -27,7 +27,7 @@ from fairprobe.sequential.pool import AuditPool, run_pool
 
 OUT = Path("experiments/results/sequential")
 MODELS = Path(".fairprobe") / "sequential-models"
-TESTS = ("glr", "betting", "fixed")
+TESTS = ("mixture", "glr-wald", "betting", "fixed")
 ACCESS = ("decisions", "scores", "logits")
 
 
@@ -102,9 +102,9 @@ def print_table(rows: list[dict]) -> None:
     print("  decisions for SP; EO needs more queries, often inconclusive near the threshold.")
     get = {(d["model"], d["metric"], d["access"], d["test"]): d for d in rows}
     for m in sorted({d["model"] for d in rows}):
-        dq = get[(m, "sp", "decisions", "glr")]["mean_queries"]
-        lq = get[(m, "sp", "logits", "glr")]["mean_queries"]
-        sq = get[(m, "sp", "scores", "glr")]["mean_queries"]
+        dq = get[(m, "sp", "decisions", "glr-wald")]["mean_queries"]
+        lq = get[(m, "sp", "logits", "glr-wald")]["mean_queries"]
+        sq = get[(m, "sp", "scores", "glr-wald")]["mean_queries"]
         print(f"  ours, {m}: SP/GLR mean queries decisions {dq:.0f}, scores {sq:.0f}, "
               f"logits {lq:.0f} (decisions/logits = {dq / lq:.1f}x)")  # fmt: skip
 

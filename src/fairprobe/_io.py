@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fairprobe.errors import DataError
+from fairprobe.errors import DataError, FairprobeError
 
 __all__ = ["read_table"]
 
@@ -27,9 +27,14 @@ def read_table(path: str | os.PathLike[str], what: str = "Table file") -> pd.Dat
     name = p.name.lower()
     try:
         if name.endswith(_PARQUET_SUFFIXES):
+            from fairprobe._extras import import_optional
+
+            import_optional("pyarrow", feature=f"reading {p.name}")
             return pd.read_parquet(p)
         if name.endswith(_CSV_SUFFIXES):
             return pd.read_csv(p, sep="\t" if name.endswith(".tsv") else ",")
+    except FairprobeError:
+        raise
     except pd.errors.EmptyDataError:
         raise DataError(f"{what} {p.name} is empty.") from None
     except Exception as exc:  # noqa: BLE001 - any parser failure becomes one line

@@ -24,7 +24,7 @@ from fairprobe.access.blackbox import BlackBox
 from fairprobe.errors import AnswerParseError, BudgetError, DataError
 from fairprobe.stats import METRICS, MetricResult, compute_metric, select_groups
 
-__all__ = ["AuditResult", "draw_queries", "run_audit"]
+__all__ = ["AuditResult", "ColumnPlan", "draw_queries", "plan_columns", "run_audit"]
 
 #: Short names accepted by :func:`run_audit` and the CLI.
 METRIC_ALIASES = {
@@ -133,6 +133,146 @@ def _check_columns(pool: pd.DataFrame, cols: Sequence[str], what: str) -> None:
         raise DataError(f"The query pool has no {what} column {missing[0]!r} (columns: {have}).")
 
 
+#: Column names taken for the true label when no label column is named (never sent).
+LABEL_NAMES = ("income", "label", "labels", "target", "y", "y_true", "class", "outcome",
+               "ground_truth", "truth")
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """Which columns of the query pool are sent to the model, and which are withheld.
+
+    Attributes
+    ----------
+    sent : list of str
+        The columns every query carries (nothing else leaves the process).
+    label : str or None
+        The true-label column (never sent).
+    groups : list of str
+        The sensitive column(s).
+    group_sent : bool
+        Whether a sensitive column is among ``sent`` (``send_group`` or an endpoint that needs
+        it).
+    withheld : dict
+        Every column not sent, with the reason.
+    """
+
+    sent: list[str]
+    label: str | None
+    groups: list[str]
+    group_sent: bool
+    withheld: dict[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sent": list(self.sent),
+            "label": self.label,
+            "groups": list(self.groups),
+            "group_sent": self.group_sent,
+            "withheld": dict(self.withheld),
+        }
+
+    def summary(self) -> str:
+        """``sent: age, race; withheld: income (label), sex (sensitive)``."""
+        held = ", ".join(f"{c} ({why.split(':')[0]})" for c, why in self.withheld.items())
+        return f"sent: {', '.join(self.sent)}" + (f"; withheld: {held}" if held else "")
+
+
+def plan_columns(
+    pool: pd.DataFrame,
+    *,
+    group_cols: Sequence[str],
+    label_col: str | None = None,
+    feature_cols: Sequence[str] | None = None,
+    send_group: bool = False,
+    required: Sequence[str] | None = None,
+) -> ColumnPlan:
+    """Decide which columns leave the process: the features, never the label.
+
+    Parameters
+    ----------
+    pool : DataFrame
+        The query pool.
+    group_cols : sequence of str
+        The sensitive column(s): sent only with ``send_group``, when listed in ``required``
+        (an endpoint whose input schema needs them, like the platform's audit API), or when
+        named in ``feature_cols`` together with ``send_group``.
+    label_col : str, optional
+        The true-label column: never sent. Without it, a column named like a label
+        (:data:`LABEL_NAMES`, e.g. ``income``) is taken as the label and withheld.
+    feature_cols : sequence of str, optional
+        Exactly the columns to send. Default: ``required`` if given, else every column but the
+        label(s) and the sensitive column(s).
+    send_group : bool
+        Send the sensitive column(s) too (``--send-group``).
+    required : sequence of str, optional
+        The input fields of a known endpoint shape (e.g. the platform's ``AUDIT_FEATURES``).
+
+    Raises
+    ------
+    DataError
+        A named column is missing, the label is listed among the features, or a sensitive column
+        is listed without ``send_group`` (the message says which flag to use).
+    """
+    groups = [str(c) for c in group_cols]
+    _check_columns(pool, groups, "group")
+    if label_col is not None:
+        _check_columns(pool, [label_col], "label")
+    labels = [label_col] if label_col is not None else [
+        str(c) for c in pool.columns if str(c).lower() in LABEL_NAMES and str(c) not in groups
+    ]
+    withheld: dict[str, str] = {}
+    if feature_cols is not None:
+        sent = list(dict.fromkeys(str(c) for c in feature_cols))
+        _check_columns(pool, sent, "feature")
+        leak = [c for c in sent if c == label_col]
+        if leak:
+            raise DataError(
+                f"--feature-cols includes the label column {leak[0]!r}: the model must not see "
+                "the answer; drop it from --feature-cols."
+            )
+        named = [c for c in sent if c in groups]
+        needed = set(required or ())
+        if named and not send_group and not set(named) <= needed:
+            raise DataError(
+                f"--feature-cols includes the sensitive column {named[0]!r}; pass --send-group "
+                "to send it to the model, or drop it from --feature-cols."
+            )
+    elif required is not None:
+        missing = [c for c in required if c not in pool.columns]
+        if missing:
+            raise DataError(
+                f"The endpoint needs the column(s) {', '.join(map(repr, missing))}, absent from "
+                "the query pool; add them or give --feature-cols."
+            )
+        sent = [c for c in required if c not in labels or c in groups]
+    else:
+        sent = [str(c) for c in pool.columns
+                if str(c) not in labels and (send_group or str(c) not in groups)]
+        if send_group:
+            sent += [g for g in groups if g not in sent]
+    if not sent:
+        raise DataError("No column is left to send to the model; give --feature-cols.")
+    for c in map(str, pool.columns):
+        if c in sent:
+            continue
+        if c == label_col:
+            withheld[c] = "label: never sent"
+        elif c in labels:
+            withheld[c] = "label: named like a label; pass --label-col or --feature-cols to choose"
+        elif c in groups:
+            withheld[c] = "sensitive: pass --send-group to send it"
+        else:
+            withheld[c] = "not a feature"
+    return ColumnPlan(
+        sent=sent,
+        label=label_col if label_col is not None else (labels[0] if labels else None),
+        groups=groups,
+        group_sent=any(g in sent for g in groups),
+        withheld=withheld,
+    )
+
+
 def run_audit(
     blackbox: BlackBox,
     pool: pd.DataFrame,
@@ -166,7 +306,8 @@ def run_audit(
         ``equal_opportunity`` (``eo``, needs ``label_col``) or ``performance_gap``
         (``accuracy-gap``: correctness, needs ``label_col``).
     feature_cols : sequence of str, optional
-        Columns sent to the model; default every column but ``label_col``.
+        Columns sent to the model; default every column but the label (``label_col``, or a
+        column named like one) and the group column (see :func:`plan_columns`).
     budget, seed : int
         Queries drawn from the pool, uniformly without replacement, with this seed.
     tolerance, threshold, confidence_level : float
@@ -193,9 +334,9 @@ def run_audit(
     _check_columns(pool, [group_col], "group")
     if label_col is not None:
         _check_columns(pool, [label_col], "label")
-    feats = list(feature_cols) if feature_cols is not None else [
-        c for c in pool.columns if c != label_col
-    ]
+    feats = list(feature_cols) if feature_cols is not None else plan_columns(
+        pool, group_cols=[group_col], label_col=label_col
+    ).sent
     _check_columns(pool, feats, "feature")
     if pool[group_col].isna().any():
         raise DataError(f"The group column {group_col!r} has missing values; drop those rows.")

@@ -100,8 +100,10 @@ def _sequential_section(ctx: dict[str, Any], cfg: DemoConfig, console: Console) 
 
     tol = 0.1
     console.print(
-        f"Sequential GLR audit of statistical parity by sex (H0: |SP| <= {tol:g}; alpha 0.05, "
-        f"beta 0.2), querying the same platform one record at a time, with each access level:"
+        f"Sequential audit of statistical parity by sex (H0: |SP| <= {tol:g}) with the default "
+        "anytime-valid test (mixture of bets on alternating Female/Male queries): a 'violation' "
+        "is wrong with probability <= 5% and a 'compliant' with probability <= 20%, whenever "
+        "the audit stops. Querying the same platform one record at a time, each access level:"
     )
     out: dict[str, Any] = {}
     backend = HttpJsonBackend(url=ctx["url"], path="/audit/predict",
@@ -109,13 +111,23 @@ def _sequential_section(ctx: dict[str, Any], cfg: DemoConfig, console: Console) 
     with BlackBox(backend, cache=cfg.cache_dir / "demo-cache.sqlite", seed=cfg.seed) as bb:
         for access in ("decisions", "scores", "logits"):
             res = audit_live(bb, ctx["pool"], group_col="sex", metric="sp", access=access,
-                             test="glr", tolerance=tol, budget=4000, seed=cfg.seed,
+                             tolerance=tol, budget=4000, seed=cfg.seed,
                              feature_cols=ctx["features"])
+            cs = res.anytime_interval()
+            ev = res.e_values()
+            extra = ""
+            if cs is not None and ev is not None:
+                extra = (f"; 95% confidence sequence [{cs[0]:+.3f}, {cs[1]:+.3f}], e-value "
+                         f"against compliance {ev['against_compliance']:.3g}")
             console.print(
                 f"  {access:<9}: [bold]{res.outcome}[/] after {res.queries} queries "
-                f"(gap estimate {res.gap_estimate:+.3f}; budget 4000)"
+                f"(gap estimate {res.gap_estimate:+.3f}{extra}; budget 4000)"
             )
             out[access] = res.to_dict()
+    console.print(
+        "  (the paper's GLR with Wald boundaries, --test glr-wald, decides sooner but its "
+        "measured false-violation rate at |SP| = 0.1 is ~0.18, not 0.05: docs/sequential.md)"
+    )
     return out
 
 

@@ -56,3 +56,13 @@ class ProtocolError(FairprobeError):
 
 class ConfigError(FairprobeError, ValueError):
     """A configuration file is missing, unreadable or inconsistent."""
+
+
+class CacheError(AccessError):
+    """An answer cache cannot be used: a foreign schema, a corrupt file, tampered answers."""
+
+
+class MissingExtraError(FairprobeError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+    exit_code = 4

@@ -24,6 +24,7 @@ from typing import Any
 
 from fairprobe.access import Answer, Backend, BlackBox, HttpJsonBackend
 from fairprobe.access.base import Record
+from fairprobe.access.identity import ModelIdentity
 
 
 class SlowLogging(Backend):
@@ -40,6 +41,10 @@ class SlowLogging(Backend):
     @property
     def identity(self) -> str:
         return "slow-logging:v1"
+
+    def model_identity(self) -> ModelIdentity:
+        # the model is fixed by this script: nothing to fingerprint
+        return ModelIdentity("slow-logging:v1", "v1", "code-hash")
 
     def ask(self, records: Sequence[Record]) -> list[Answer]:
         with self.lock:
@@ -85,6 +90,7 @@ def main() -> None:
             "spent": bb.spent,
             "n_paid": out.n_paid,
             "n_cached": out.n_cached,
+            "resumed_in_flight": bb.resumed_in_flight,
         }
     with open(args.out, "w") as f:
         json.dump(result, f)

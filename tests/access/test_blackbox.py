@@ -126,7 +126,12 @@ def test_persistent_cache_is_shared_across_objects(tmp_path: Path) -> None:
     with BlackBox(be2, cache=path) as bb:
         second = bb.query(recs(range(-5, 5)))
         assert bb.spent == 0 and second.n_cached == 10
-    assert be2.paid == 0
+        # the backend reports no model identity: the cached records are asked again once to
+        # check that the model did not change (outside the budget), and they agree
+        assert bb.fingerprint_paid == 10 and bb.identity_check is not None
+        assert bb.identity_check.source == "fingerprint"
+        assert bb.identity_check.fingerprint_mismatched == 0
+    assert be2.paid == 10
     np.testing.assert_array_equal(first.decisions, second.decisions)
     np.testing.assert_array_equal(first.scores, second.scores)
 
@@ -338,7 +343,8 @@ def test_stats_and_repr() -> None:
     bb.query(recs([1, 1]))
     assert bb.stats() == {
         "identity": "counting:v1", "spent": 1, "budget": 5, "remaining": 4,
-        "from_cache": 1, "unparsed": 0, "retried": 0,
+        "from_cache": 1, "unparsed": 0, "retried": 0, "fingerprint_paid": 0,
+        "resumed_in_flight": 0,
     }
     assert "spent=1" in repr(bb)
 

@@ -71,10 +71,14 @@ def test_reasoning_config_counts_refusals_and_unparsed_per_group(
     cfg = config(tmp_path, plat.url, max_completion_tokens="256")
     out = tmp_path / "audit.json"
     r = run("--backend-config", str(cfg), "--budget", str(BUDGET), "--cache",
-            str(tmp_path / "c.sqlite"), "--no-progress", "--json", str(out))
+            str(tmp_path / "c.sqlite"), "--no-progress", "--json", str(out), "--send-group")
     assert r.returncode == 0, r.stderr
     d = json.loads(out.read_text())
     assert d["kind"] == "audit" and d["schema"] == "fairprobe/1"
+    # the provenance block (helper "trust") counts the same refusals per group
+    by_group = d["provenance"]["answers"]["by_group"]
+    assert {g: c["refused"] for g, c in by_group.items()} == {
+        g: c["refused"] for g, c in expected_outcomes().items()}
     want = expected_outcomes()
     assert d["outcomes_by_group"] == want
     assert all(g["refused"] > 0 for g in want.values())  # the test shows something
@@ -83,7 +87,7 @@ def test_reasoning_config_counts_refusals_and_unparsed_per_group(
     # max_tokens is what reasoning APIs refuse: the error says what to use instead
     bad = config(tmp_path, plat.url)
     r = run("--backend-config", str(bad), "--budget", "20", "--cache",
-            str(tmp_path / "c2.sqlite"), "--no-progress")
+            str(tmp_path / "c2.sqlite"), "--no-progress", "--send-group")
     assert r.returncode != 0 and "Use 'max_completion_tokens'" in r.stderr
     assert "Traceback" not in r.stderr
 
@@ -94,7 +98,7 @@ def test_strict_stops_early_on_truncation(
     cache = str(tmp_path / "c.sqlite")
     short = config(tmp_path, plat.url, max_completion_tokens="20")
     r = run("--backend-config", str(short), "--budget", str(BUDGET), "--cache", cache,
-            "--no-progress", "--strict")
+            "--no-progress", "--strict", "--send-group")
     assert r.returncode != 0
     assert "strict mode:" in r.stderr and "truncated" in r.stderr
     assert r.stderr.count("\n") <= 2 and "Traceback" not in r.stderr

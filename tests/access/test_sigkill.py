@@ -85,6 +85,9 @@ def test_sigkill_local_backend_repeats_no_query(tmp_path: Path) -> None:
     assert not set(asked_before) & set(asked_after)  # no query repeated
     assert len(asked_before) + len(asked_after) == n  # each of the n queries paid exactly once
     assert resumed["spent"] == n - in_cache and resumed["n_cached"] == in_cache
+    # exactly the batches in flight at the kill (claimed, never answered) are reported as
+    # asked again: concurrency x max_batch queries
+    assert resumed["resumed_in_flight"] == concurrency * script.SlowLogging.max_batch
 
     # an uninterrupted run (in this process, with the same backend class) gives the same answers
     fresh_log = tmp_path / "fresh.log"

@@ -32,7 +32,7 @@ def test_audit_over_http_prints_and_writes_json(platform, tmp_path) -> None:
     assert r.returncode == 0, r.stderr
     assert "disparate_impact_ratio" in r.stdout and "unfair" in r.stdout
     res = json.loads(out.read_text())
-    assert res["kind"] == "fairprobe.audit" and res["queried"] == 600
+    assert res["schema"] == "fairprobe/1" and res["kind"] == "audit" and res["queried"] == 600
     c = res["metric"]["counts"]
     assert c["A"] + c["B"] == 600
     assert res["metric"]["estimate"] == pytest.approx(
@@ -48,9 +48,9 @@ def test_audit_over_http_prints_and_writes_json(platform, tmp_path) -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--group-col", "nope"], "no group column 'nope'"),
-        (["--budget", "1"], "below one query per group"),
-        (["--metric", "xyz"], "'metric' parameter"),
+        (["--group-col", "nope"], "--group-col 'nope' is not a column of the pool"),
+        (["--budget", "1"], "--budget must be an integer >= 2, got 1 (at least one query per group)"),
+        (["--metric", "xyz"], "--metric must be one of di, dp"),
         (["--queries", "missing.csv"], "does not exist"),
     ],
 )

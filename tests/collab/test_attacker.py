@@ -5,6 +5,7 @@ import pytest
 
 from fairprobe.collab.attacker import (
     ATTACKS,
+    AttackContext,
     AttackStrategy,
     get_attack,
     maximise_dp,
@@ -40,13 +41,27 @@ def _views(rng: np.random.Generator, k: int, hi: int = 5000) -> np.ndarray:
     return np.stack([rng.integers(0, A + 1), A, rng.integers(0, B + 1), B], axis=1)
 
 
+def _strategy(name: str, k: int, n: int = 300):
+    """The registered strategy, calibrated (if it needs it) for ``k`` attacker rows."""
+    ctx = AttackContext(
+        population=CountsVector(1281, 45742, 14696, 48985),
+        n=n,
+        rounds=40,
+        attackers=max(k, 1),
+        honest=20,
+        seed=3,
+        ids=tuple(range(k)),
+    )
+    return get_attack(name).calibrate(ctx)
+
+
 # ---- shared suite over every registered strategy -------------------------------------------
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 @pytest.mark.parametrize("round_", [1, 2, 7])
 def test_strategy_moves_are_in_X_n(name: str, round_: int) -> None:
     rng = np.random.default_rng(round_)
-    strat = get_attack(name)
     for n in (1, 2, 17, 300):
+        strat = _strategy(name, 25, n)
         views = _views(rng, 25)
         d = strat.fabricate(views, n, round_)
         assert d.shape == (25, 4) and d.dtype == np.int64
@@ -57,19 +72,19 @@ def test_strategy_moves_are_in_X_n(name: str, round_: int) -> None:
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_strategy_vectorised_equals_scalar_and_is_deterministic(name: str) -> None:
     rng = np.random.default_rng(5)
-    strat = get_attack(name)
+    strat = _strategy(name, 12)
     views = _views(rng, 12)
     d1 = strat.fabricate(views, 300, 3)
-    d2 = get_attack(name).fabricate(views, 300, 3)
+    d2 = _strategy(name, 12).fabricate(views, 300, 3)
     assert np.array_equal(d1, d2)
     for r in range(12):
-        one = strat.fabricate_one(CountsVector.from_array(views[r]), 300, 3)
+        one = strat.for_ids((r,)).fabricate_one(CountsVector.from_array(views[r]), 300, 3)
         assert one.as_tuple() == tuple(int(x) for x in d1[r])
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_strategy_rejects_invalid_views(name: str) -> None:
-    strat = get_attack(name)
+    strat = _strategy(name, 1, 10)
     with pytest.raises(DataError):
         strat.fabricate([[5, 3, 0, 1]], 10, 2)  # a > A
     with pytest.raises(DataError):

@@ -15,16 +15,21 @@ from fairprobe.stats.counts import CountsVector
 
 
 @pytest.mark.parametrize(
-    ("case", "honest", "attackers", "seed", "replacement", "degree"),
+    ("case", "honest", "attackers", "seed", "replacement", "degree", "attack"),
     [
-        ("civil-near-fair", 5, 0, 0, False, 4.0),
-        ("civil-near-fair", 6, 2, 1, False, 4.0),
-        ("bios-moderate", 8, 3, 2, False, 2.2),  # sparse: multi-hop gossip delays
-        ("civil-moderate", 4, 2, 3, True, 4.0),
-        ("bios-near-fair", 5, 1, 4, False, 2.0),
+        ("civil-near-fair", 5, 0, 0, False, 4.0, "adaptive"),
+        ("civil-near-fair", 6, 2, 1, False, 4.0, "adaptive"),
+        ("bios-moderate", 8, 3, 2, False, 2.2, "adaptive"),  # sparse: multi-hop gossip delays
+        ("civil-moderate", 4, 2, 3, True, 4.0, "adaptive"),
+        ("bios-near-fair", 5, 1, 4, False, 2.0, "adaptive"),
+        ("bios-moderate", 6, 2, 5, False, 2.5, "consistent"),  # noise per (seed, index, round)
+        ("bios-near-fair", 6, 2, 6, False, 4.0, "consistent-exact"),
+        ("bios-very-unfair", 6, 1, 7, False, 4.0, "selective"),
     ],
 )
-def test_vectorised_path_equals_protocol_cores(case, honest, attackers, seed, replacement, degree):
+def test_vectorised_path_equals_protocol_cores(
+    case, honest, attackers, seed, replacement, degree, attack
+):
     cfg = SimConfig(
         case=case,
         honest=honest,
@@ -34,6 +39,7 @@ def test_vectorised_path_equals_protocol_cores(case, honest, attackers, seed, re
         degree=degree,
         max_rounds=14,
         n=300,
+        attack=attack,
     )
     fast = simulate(cfg)
     ref = simulate_reference(cfg)

@@ -117,8 +117,18 @@ def test_cli_simulate_json(tmp_path: Path) -> None:
     )
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
-    assert {r["method"] for r in doc["runs"]} >= {"none", "median", "trimmed-mean", "auditopus"}
+    assert doc["schema"] == "fairprobe/1" and doc["kind"] == "collab-simulate"
+    assert {r["method"] for r in doc["runs"]} >= {
+        "none", "median", "trimmed-mean", "auditopus", "robust"
+    }
     assert all(KEYS <= set(r) for r in doc["runs"])
+    # figure data: every node's estimate, every source's weight and scores over rounds, the band
+    assert doc["band"] == {"low": -0.05, "high": 0.05}
+    assert len(doc["nodes"]) == 20 and "robust" in doc["nodes"][0]["estimates"]
+    src = doc["sources"]
+    assert len(src["weight"]) == 22 and src["role"].count("attacker") == 2
+    assert len(src["scores_by_round"][0]) == doc["rounds"]
+    assert {"none", "auditopus", "robust"} <= set(doc["certified_k"])
 
 
 @pytest.mark.parametrize(
@@ -133,6 +143,11 @@ def test_cli_simulate_json(tmp_path: Path) -> None:
         ("simulate", "--case", "bios-moderate", "--honest", "5", "--degree", "0.01"),
         ("sweep", "--cases", "bios-moderate,nope", "--seeds", "1", "--json", "x.json"),
         ("sweep", "--cases", "bios-moderate", "--attackers", "5-1", "--json", "x.json"),
+        ("sweep", "--cases", "bios-moderate", "--attackers", "0-100000000", "--json", "x.json"),
+        ("sweep", "--cases", "bios-moderate", "--attackers", "0-20000", "--json", "x.json"),
+        ("sweep", "--cases", "bios-moderate", "--attackers", "900000", "--json", "x.json"),
+        ("sweep", "--cases", "bios-moderate", "--workers", "0", "--json", "x.json"),
+        ("simulate", "--case", "bios-moderate", "--attack", "nope"),
     ],
 )
 def test_cli_bad_input_is_one_line(
@@ -147,33 +162,96 @@ def test_cli_bad_input_is_one_line(
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err
+    assert not (tmp_path / "x.json").exists()  # refused before any work
+
+
+def test_huge_attacker_range_is_refused_before_expanding_it() -> None:
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(InvalidParameterError, match="at most"):
+        parse_int_range("0-100000000")
+    assert time.perf_counter() - t0 < 0.5
+
+
+def test_summary_has_table_ii_layout() -> None:
+    from fairprobe.collab.sweep import summarize
+
+    rows = [
+        {"case": c, "method": m, "attackers": k, "seed": 0, "fooled": f, "error": e,
+         "certified_k": ck}
+        for c, m, k, f, e, ck in [
+            ("bios-moderate", "robust", 1, False, -0.02, 0),
+            ("bios-moderate", "robust", 2, True, 0.12, 1),
+            ("bios-near-fair", "robust", 1, False, 0.01, None),
+        ]
+    ]
+    out = {(d["case"], d["method"]): d for d in summarize(rows)}
+    assert out[("bios-moderate", "robust")]["asr"] == 50.0
+    assert out[("bios-moderate", "robust")]["mae"] == pytest.approx(0.07)
+    assert out[("all", "robust")]["runs"] == 3
+    assert out[("all", "robust")]["certified_k"] == pytest.approx(0.5)
 
 
 @pytest.mark.timeout(240)
-def test_sweep_on_an_existing_scheduler(tmp_path: Path) -> None:
+def test_cli_sweep_prints_table_or_one_line_and_dashboard_is_off(tmp_path: Path) -> None:
+    out = tmp_path / "s.json"
+    p = _cli(
+        "sweep", "--cases", "civil-near-fair", "--attackers", "1", "--seeds", "1",
+        "--rounds", "3", "--workers", "1", "--attack", "Consistent", "--json", str(out),
+    )
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.strip().splitlines()
+    assert len(lines) == 2 and "robust ASR" in lines[0] and "-> " in lines[1]  # piped
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "fairprobe/1" and doc["kind"] == "collab-sweep"
+    assert doc["config"]["attack"] == "consistent"
+    assert {d["method"] for d in doc["summary"]} >= {"robust", "auditopus", "median"}
+    assert all("certified_k" in r for r in doc["runs"])
+    assert "dashboard" not in p.stderr.lower()
+
+
+def test_local_cluster_gets_no_dashboard(monkeypatch, tmp_path: Path) -> None:
+    import dask.distributed
+
+    from fairprobe.collab.sweep import local_cluster_kwargs
+
+    seen: dict = {}
+
+    class Boom(Exception):
+        pass
+
+    def fake_cluster(**kw):
+        seen.update(kw)
+        raise Boom
+
+    monkeypatch.setattr(dask.distributed, "LocalCluster", fake_cluster)
+    with pytest.raises(Boom):
+        sweep(SimConfig(case="civil-near-fair", max_rounds=3), ["civil-near-fair"], [0], [0],
+              n_workers=1)
+    assert seen == local_cluster_kwargs(1, False)
+    with pytest.raises(Boom):
+        sweep(SimConfig(case="civil-near-fair", max_rounds=3), ["civil-near-fair"], [0], [0],
+              n_workers=1, dashboard=True)
+    assert seen == local_cluster_kwargs(1, True)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("dashboard", [False, True])
+def test_local_cluster_listens_on_loopback_only(dashboard: bool) -> None:
     from dask.distributed import LocalCluster
 
-    with LocalCluster(
-        n_workers=1,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=":0",
-        silence_logs=40,
-    ) as cluster:
-        res = sweep(
-            SimConfig(case="civil-near-fair", max_rounds=3),
-            ["civil-near-fair"],
-            [1],
-            [0, 1],
-            json_path=tmp_path / "s.json",
-            scheduler=cluster.scheduler_address,
-        )
-    single = simulate_rows("civil-near-fair", 1, 1)
-    assert [r for r in res["runs"] if r["seed"] == 1] == sorted(single, key=lambda r: r["method"])
+    from fairprobe.collab.sweep import local_cluster_kwargs
 
+    kw = local_cluster_kwargs(1, dashboard)
+    kw["n_workers"] = 0
+    with LocalCluster(**kw) as cluster:
+        http = cluster.scheduler.http_server
+        assert http.address == "127.0.0.1"
+        assert cluster.scheduler.address.startswith("tcp://127.0.0.1:")
+        import httpx
 
-def simulate_rows(case: str, k: int, seed: int) -> list[dict]:
-    from fairprobe.collab.simulate import simulate
-
-    return simulate(SimConfig(case=case, attackers=k, seed=seed, max_rounds=3)).rows()
+        base = f"http://127.0.0.1:{http.port}"
+        assert httpx.get(f"{base}/health", timeout=10).status_code == 200
+        status = httpx.get(f"{base}/status", timeout=30).status_code
+        assert (status == 200) == dashboard, status

@@ -79,8 +79,7 @@ def test_infinite_radius_is_null(run, tmp_path):
 
 @pytest.mark.parametrize(
     ("extra", "text"),
-    [(["--tolerance", "0"], "tolerance"), (["--tolerance", "0.1", "--method", "x"], "method"),
-     (["--tolerance", "0.1", "--value-col", "nope"], "no column")],
+    [(["--tolerance", "0"], "tolerance"), (["--tolerance", "0.1", "--value-col", "nope"], "no column")],
 )
 def test_bad_input_one_error_line(run, table, extra, text):
     _, path = table
@@ -103,3 +102,55 @@ def test_nan_and_negative_weight_rows(run, tmp_path):
     p = run("--input", str(src), "--value-col", "v", "--group-col", "g", "--weight-col", "w",
             "--tolerance", "0.1")
     assert p.returncode != 0 and "non-negative" in p.stderr
+
+
+def test_infinite_tolerance_is_rejected(run, table):
+    _, src = table
+    p = run("--input", str(src), "--value-col", "ok", "--group-col", "sex", "--tolerance", "inf")
+    assert p.returncode != 0
+    assert p.stderr.count("error:") == 1 and "finite" in p.stderr
+
+
+def test_cli_choices_match_the_registries():
+    import fairprobe.radius.baselines  # noqa: F401
+    import fairprobe.radius.core  # noqa: F401
+    import fairprobe.radius.exact_method  # noqa: F401
+    from fairprobe.cli.radius import Divergence, Method
+    from fairprobe.radius import METHODS
+
+    assert sorted(m.value for m in Method) == sorted(METHODS)
+    assert sorted(d.value for d in Divergence) == ["chi2", "kl"]
+
+
+def test_unknown_method_is_a_usage_error_listing_the_choices(run, table):
+    _, path = table
+    p = run("--input", str(path), "--value-col", "ok", "--group-col", "sex", "--tolerance", "0.1",
+            "--method", "x")
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "--method" in p.stderr and "worst-group" in p.stderr
+    # closed choices match case-insensitively
+    p = run("--input", str(path), "--value-col", "ok", "--group-col", "sex", "--tolerance", "0.1",
+            "--method", "EXACT", "--divergence", "KL")
+    assert p.returncode == 0, p.stderr
+
+
+def test_more_than_two_groups_worst_or_chosen_pair(run, tmp_path):
+    rng = np.random.default_rng(1)
+    g = rng.choice(["a", "b", "c"], 600)
+    ok = (rng.random(600) < np.where(g == "a", 0.8, np.where(g == "b", 0.75, 0.7))).astype(int)
+    src = tmp_path / "mg.csv"
+    pd.DataFrame({"ok": ok, "race": g}).to_csv(src, index=False)
+    out = tmp_path / "r.json"
+    p = run("--input", str(src), "--value-col", "ok", "--group-col", "race", "--tolerance", "0.3",
+            "--json", str(out))
+    assert p.returncode == 0 and "worst pair of 3 groups" in p.stdout
+    d = json.loads(out.read_text())
+    assert len(d["pairs"]) == 3 and d["radius"] == min(x["radius"] for x in d["pairs"])
+    p = run("--input", str(src), "--value-col", "ok", "--group-col", "race", "--tolerance", "0.3",
+            "--pair", "a,c", "--json", str(out))
+    d = json.loads(out.read_text())
+    assert p.returncode == 0 and sorted(d["groups"]) == ["a", "c"]
+    assert d["flip_curve"]["radius"] == d["radius"] and len(d["flip_curve"]["phi"]) >= 21
+    p = run("--input", str(src), "--value-col", "ok", "--group-col", "race", "--tolerance", "0.3",
+            "--pair", "a,zz")
+    assert p.returncode != 0 and "not in the data" in p.stderr

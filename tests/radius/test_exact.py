@@ -211,7 +211,8 @@ def test_infinite_radius_is_reported_not_raised():
         ({"weights": [1, -1, 1, 1]}, DataError, "non-negative"),
         ({"weights": [1, 1, 0, 0]}, EmptyGroupError, "zero total weight"),
         ({"groups": [0, 0, 0, 0]}, EmptyGroupError, "only one group"),
-        ({"groups": [0, 1, 2, 2]}, DataError, "binary group"),
+        ({"groups": [0, 1, 2, 2], "method": "greedy"}, InvalidParameterError, "method='exact'"),
+        ({"tolerance": math.inf}, InvalidParameterError, "finite"),
         ({"tolerance": 0.0}, InvalidParameterError, "tolerance"),
         ({"tolerance": -0.1}, InvalidParameterError, "tolerance"),
         ({"method": "nope"}, InvalidParameterError, "method"),
@@ -297,3 +298,95 @@ def test_random_problems_beat_dense_scan(seed):
             if not r.infinite:
                 assert r.radius <= scan + 1e-9
                 assert r.radius - r.lower_bound <= 1e-8 * r.radius + 1e-12
+
+
+# --- issue 16, item 6: optimum at the end of a group's value range ---------------------------
+
+
+def _slsqp_radius(v, g, p, eps, restarts=8, seed=0):
+    """Independent solver: SLSQP over the shifted distribution q = softmax(u) (restarts).
+
+    Minimises KL(q || p) on the boundary lines phi(q) = +-eps; softmax keeps q > 0, so optima
+    at a support end are approached from inside (the value converges, the logits diverge).
+    """
+    from scipy.special import logsumexp
+
+    rng = np.random.default_rng(seed)
+    phi0 = _phi(p, np.ones_like(p), v, g)
+    lines = [eps, -eps] if abs(phi0) < eps else [math.copysign(eps, phi0)]
+    logp = np.log(p)
+
+    def q_of(u):
+        return np.exp(u - logsumexp(u))
+
+    def kl(u):
+        q = q_of(u)
+        return float(q @ (np.log(q) - logp))
+
+    def kl_jac(u):
+        q = q_of(u)
+        w = np.log(q) - logp
+        return q * (w - q @ w)
+
+    def phi_q(u):
+        return _phi(q_of(u), np.ones_like(p), v, g)
+
+    def phi_jac(u):
+        q = q_of(u)
+        q0, q1 = q[g == 0].sum(), q[g == 1].sum()
+        m0, m1 = q[g == 0] @ v[g == 0] / q0, q[g == 1] @ v[g == 1] / q1
+        w = np.where(g == 0, (v - m0) / q0, -(v - m1) / q1)
+        return q * (w - q @ w)
+
+    best = math.inf
+    for t in lines:
+        for _ in range(restarts):
+            u0 = logp + rng.normal(0, 3, p.size)
+            res = minimize(kl, u0, jac=kl_jac, method="SLSQP",
+                           constraints=[{"type": "eq", "fun": lambda u, t=t: phi_q(u) - t,
+                                         "jac": phi_jac}],
+                           options={"maxiter": 300, "ftol": 1e-15})
+            if abs(phi_q(res.x) - t) < 1e-9:
+                best = min(best, kl(res.x))
+    return best
+
+
+def test_issue16_end_of_range_example():
+    r = consistency_radius([0.85, 0.17, 0.33, 0.92], [0, 0, 1, 1], 0.721627)
+    assert r.radius == pytest.approx(0.5849988475, abs=1e-9)  # SLSQP and a 50-digit search: 0.58500
+    assert r.lower_bound == pytest.approx(r.radius, rel=1e-8)
+    p = np.full(4, 0.25)
+    assert get_divergence("kl").value(p, r.h) == pytest.approx(r.radius, rel=1e-12)
+    v, g = np.array([0.85, 0.17, 0.33, 0.92]), np.array([0, 0, 1, 1])
+    assert abs(_phi(p, r.h, v, g)) == pytest.approx(0.721627, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_end_of_range_against_independent_solver(seed):
+    """Random problems whose tolerance is 0.85-0.999 of the largest achievable |phi|: the
+    optimum sits at or next to a support end. The certified bound must stay below the SLSQP
+    optimum, and the radius must be achieved by the returned shift."""
+    rng = np.random.default_rng(7000 + seed)
+    kl = get_divergence("kl")
+    checked = 0
+    while checked < 6:
+        k0, k1 = rng.integers(2, 4, 2)
+        v = np.round(rng.random(k0 + k1), 2)
+        g = np.array([0] * k0 + [1] * k1)
+        p = rng.dirichlet(np.ones(k0 + k1))
+        d_max = max(v[g == 0].max() - v[g == 1].min(), v[g == 1].max() - v[g == 0].min())
+        eps = float(d_max * rng.uniform(0.85, 0.999))
+        phi0 = _phi(p, np.ones_like(p), v, g)
+        if abs(phi0) >= eps or d_max <= 0:
+            continue
+        r = consistency_radius(v, g, eps, weights=p)
+        ref = _slsqp_radius(v, g, p, eps, seed=seed)
+        assert math.isfinite(ref) and not r.infinite
+        # never an overestimate: at most what an independent solver reaches
+        assert r.lower_bound <= r.radius <= ref + 1e-7
+        # never an underestimate: the returned shift is feasible (on the boundary) and its KL
+        # is the radius, so the radius is achieved (the bug reported a KL the h did not have)
+        assert kl.value(p, r.h) == pytest.approx(r.radius, rel=1e-10)
+        assert abs(_phi(p, r.h, v, g)) == pytest.approx(eps, abs=1e-9)
+        assert r.radius - r.lower_bound <= 1e-8 * (1 + r.radius)
+        checked += 1

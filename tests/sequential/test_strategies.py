@@ -27,8 +27,17 @@ def _draw(rng: np.random.Generator, access: str, ma: float, mb: float, shape: tu
     return in_a, x
 
 
-def test_registry_holds_the_three_tests() -> None:
-    assert set(TESTS) >= {"glr", "betting", "fixed"}
+def _test(name: str, access: str, **kw):
+    if name == "mixture" and access == "logits":
+        kw.setdefault("bounds", (-4.0, 4.0))  # the range of the logits drawn below
+    return get_test(name, tolerance=0.1, access=access, **kw)
+
+
+def test_registry_holds_the_four_tests() -> None:
+    assert set(TESTS) == {"mixture", "glr-wald", "betting", "fixed"}
+    assert TESTS[0] == "mixture"  # the default first
+    assert get_test("GLR", tolerance=0.1).name == "glr-wald"  # former name, any case
+    assert get_test(tolerance=0.1).name == "mixture"
     with pytest.raises(InvalidParameterError, match="'test' parameter"):
         get_test("nope", tolerance=0.1)
 
@@ -37,7 +46,7 @@ def test_registry_holds_the_three_tests() -> None:
 @pytest.mark.parametrize("access", ACCESS)
 def test_stepper_equals_vectorised(name: str, access: str) -> None:
     rng = np.random.default_rng(11)
-    t = get_test(name, tolerance=0.1, access=access)
+    t = _test(name, access)
     for ma, mb in [(0.3, 0.2), (0.5, 0.2), (0.4, 0.38)]:
         in_a, x = _draw(rng, access, ma, mb, (12, 700))
         res = t.run_orders(in_a, x)
@@ -52,7 +61,7 @@ def test_stepper_equals_vectorised(name: str, access: str) -> None:
 @pytest.mark.parametrize("access", ACCESS)
 def test_clear_cases_are_decided(name: str, access: str) -> None:
     rng = np.random.default_rng(5)
-    t = get_test(name, tolerance=0.1, access=access)
+    t = _test(name, access)
     in_a, x = _draw(rng, access, 0.7, 0.2, (40, 1500))  # gap 0.5 >> delta
     res = t.run_orders(in_a, x)
     assert (res.codes == VIOLATION).mean() >= 0.95

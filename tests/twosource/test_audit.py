@@ -46,6 +46,12 @@ def test_honest_platform_is_unfair_not_manipulated(fake: Any, pool: pd.DataFrame
     d = r.to_dict()
     assert {"verdict", "di_a", "di_b_proxy", "n_inconsistent", "n_max", "p_value"} <= set(d)
     assert "UNFAIR" in str(r)
+    # the figure's data: inconsistencies against n_max after each batch of checks
+    path = d["checks_path"]
+    assert path["checks"][-1] == r.queries_b and path["planned"] == 200
+    assert path["inconsistencies"][-1] == cons.details["n_inconsistent"]
+    assert path["n_max"][-1] == cons.details["n_max"]
+    assert path["inconsistencies"] == sorted(path["inconsistencies"])
 
 
 def test_same_seed_same_audit_other_seed_other_sample(fake: Any, pool: pd.DataFrame) -> None:
@@ -194,3 +200,13 @@ def test_conditional_detector_stops_early_and_stays_quiet_when_honest(
         for s in range(5)
     ]
     assert honest == ["unfair"] * 5
+
+
+def test_no_detector_is_an_error(fake: Any) -> None:
+    from fairprobe.errors import InvalidParameterError
+    from fairprobe.twosource import NameProxy, run_two_source_audit
+
+    api, ui = fake.sources(fake.platform("positive", 0.4))
+    pool = load_adult("test").head(400)
+    with pytest.raises(InvalidParameterError, match="names no detector"):
+        run_two_source_audit(api, ui, pool, NameProxy(), budget=200, detectors=())

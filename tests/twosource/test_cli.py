@@ -71,3 +71,69 @@ def test_audit_command_against_live_server(
     code, _, err = run([*argv[:3], "--budget", "3", "--cache", str(tmp_path / "c.sqlite")], capsys)
     assert code != 0 and "too small for one query per group per source" in err
     assert err.count("\n") == 1
+
+
+# --- Appendix B: the regime of a budget (issue 17) ------------------------------------------
+
+
+def _plan(tmp_path: Path, capsys: pytest.CaptureFixture[str], budget: int) -> tuple[int, str, str, Any]:
+    path = tmp_path / f"plan-{budget}.json"
+    code, out, err = run(
+        ["twosource", "plan", "--proxy-accuracy", "0.91", "--budget", str(budget),
+         "--epsilon", "0.1", "--json", str(path)],
+        capsys,
+    )  # fmt: skip
+    return code, out, err, json.loads(path.read_text()) if path.exists() else None
+
+
+def test_plan_small_budget_is_refused_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err, d = _plan(tmp_path, capsys, 300)
+    assert code != 0 and d is None
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert "small regime (t < t_A = 600)" in err and "needs 600 queries" in err
+
+
+def test_plan_middle_budget_gives_the_pareto_frontier(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _, d = _plan(tmp_path, capsys, 1000)
+    assert code == 0 and "regime 'pareto'" in out and "Pareto-optimal" in out
+    assert d["regime"] == "pareto" and d["t_a"] == 600 and d["t_a"] <= 1000 <= d["t_b"]
+    rec = d["recommended"]
+    assert rec["source_of_estimate"] == "A" and rec["epsilon_a"] <= 0.1
+    # the recommendation is the most powerful allocation within the requested margin
+    assert rec["p_manip"] == max(r["p_manip"] for r in d["pareto"] if r["epsilon_a"] <= 0.1)
+
+
+def test_plan_large_budget_estimates_from_b(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _, d = _plan(tmp_path, capsys, 3000)
+    assert code == 0 and "regime 'large'" in out and "from B alone" in out
+    assert d["regime"] == "large" and d["t_b"] < 3000
+    rec = d["recommended"]
+    assert rec["source_of_estimate"] == "B" and rec["n_b"] >= d["t_b"]
+    assert rec["n_b"] + rec["n_a"] == 3000 and rec["t_fraud"] == 3000 - d["t_b"]
+    assert rec["epsilon_b"] <= 0.1 and "pareto" not in d
+
+
+def test_plan_huge_inputs_are_fast_or_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 10^12 checks: the binomial quantile in closed form, no array of 10^12 entries
+    code, out, _ = run(["twosource", "plan", "--proxy-accuracy", "0.91",
+                        "--checks", str(10**12)], capsys)  # fmt: skip
+    assert code == 0 and "n_max" in out
+    code, _, err = run(["twosource", "plan", "--proxy-accuracy", "0.91",
+                        "--budget", str(10**13)], capsys)  # fmt: skip
+    assert code != 0 and "budget" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("spec", [",", "", "foo", "di,nope"])
+def test_audit_detector_list_must_name_known_detectors(
+    spec: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(["twosource", "--url", "http://127.0.0.1:9", "--detectors", spec], capsys)
+    assert code != 0 and err.startswith("error: --detectors") and err.count("\n") == 1

@@ -94,6 +94,17 @@ class Backend(ABC):
     def ask(self, records: Sequence[Record]) -> list[Answer]:
         """Ask the model about ``records``; return one :class:`Answer` per record, in order."""
 
+    def model_identity(self) -> Any:
+        """The identity of the model behind this backend, or ``None`` if it reports none.
+
+        Returns a :class:`fairprobe.access.identity.ModelIdentity`. Network backends ask the
+        endpoint (it may raise :class:`TransientAccessError`, which is retried); local backends
+        return their file or code hash. ``None`` makes
+        :meth:`~fairprobe.access.BlackBox.resolve_identity` fingerprint the model by re-asking
+        a few cached records. Called once per :class:`~fairprobe.access.BlackBox`.
+        """
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the default does nothing."""
 

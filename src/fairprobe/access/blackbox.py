@@ -36,6 +36,7 @@ import numpy.typing as npt
 from fairprobe._validation import check_int, check_real, param_error
 from fairprobe.access.base import Answer, AnswerBatch, Backend, TransientAccessError
 from fairprobe.access.cache import ResponseCache
+from fairprobe.access.identity import IdentityCheck, ModelIdentity
 from fairprobe.access.records import Records, normalize_records, record_key
 from fairprobe.access.retry import Backoff, _LockedRandom
 from fairprobe.errors import (
@@ -45,6 +46,7 @@ from fairprobe.errors import (
     EndpointUnreachableError,
     FairprobeError,
 )
+from fairprobe.provenance import redact_text
 
 __all__ = ["BlackBox", "validate_answers"]
 
@@ -53,6 +55,24 @@ log = logging.getLogger(__name__)
 
 class _Aborted(Exception):
     """Another batch failed; this one stops retrying."""
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(a - b) <= 1e-6 + 1e-6 * abs(b)
+
+
+def _same_answer(cached: Answer | None, fresh: Answer) -> bool:
+    """Whether a cached answer and a fresh one to the same record agree (fingerprinting)."""
+    if cached is None:
+        return True  # nothing to compare
+    return (
+        cached.decision == fresh.decision
+        and cached.outcome == fresh.outcome
+        and _close(cached.score, fresh.score)
+        and _close(cached.logit, fresh.logit)
+    )
 
 
 def _describe(value: Any) -> str:
@@ -136,6 +156,17 @@ class BlackBox:
         Show a rich progress bar with the queries spent.
     seed : int or None, default=None
         Seed of the backoff jitter.
+    refresh : bool, default=False
+        Ask the model again for every record instead of replaying cached answers, and overwrite
+        them (``--refresh``). Within this object, a record is still asked only once.
+    verify_identity : bool, default=True
+        Establish the identity of the model behind the backend before the first query (see
+        :meth:`resolve_identity`): a reported model id enters the cache key; with none reported,
+        ``fingerprint_size`` cached records are asked again and a changed answer drops that
+        backend's cached answers.
+    fingerprint_size : int, default=16
+        Cached records asked again when the endpoint reports no identity (paid, outside
+        ``budget``, counted in :attr:`fingerprint_paid`).
 
     Examples
     --------
@@ -159,6 +190,9 @@ class BlackBox:
         concurrency: int = 4,
         progress: bool = False,
         seed: int | None = None,
+        refresh: bool = False,
+        verify_identity: bool = True,
+        fingerprint_size: int = 16,
     ) -> None:
         if not isinstance(backend, Backend):
             raise param_error("backend", "BlackBox", "a fairprobe.access.Backend", backend)
@@ -194,12 +228,156 @@ class BlackBox:
         self._from_cache = 0
         self._retried = 0
         self._closed = False
+        self.refresh = bool(refresh)
+        self.verify_identity = bool(verify_identity)
+        self.fingerprint_size = check_int(fingerprint_size, "fingerprint_size", "BlackBox", lo=1)
+        self._check: IdentityCheck | None = None
+        self._fresh: set[str] = set()  # keys answered by the model in this run (--refresh)
+        self._fingerprint_paid = 0
+        self._taken_over = 0
+        self._waited = 0
+        self._log: list[AnswerBatch] = []
 
     # -- accounting -------------------------------------------------------------------------
     @property
     def identity(self) -> str:
-        """The backend's identity (the cache namespace)."""
+        """The backend's identity."""
         return self.backend.identity
+
+    @property
+    def cache_identity(self) -> str:
+        """The namespace of this run's answers in the cache (after :meth:`resolve_identity`)."""
+        return self.resolve_identity().cache_identity
+
+    @property
+    def identity_check(self) -> IdentityCheck | None:
+        """How the answer identity was established (``None`` before the first query)."""
+        return self._check
+
+    @property
+    def fingerprint_paid(self) -> int:
+        """Queries paid to fingerprint the model (outside the budget)."""
+        return self._fingerprint_paid
+
+    @property
+    def resumed_in_flight(self) -> int:
+        """Queries asked again because an earlier run died while they were in flight."""
+        return self._taken_over
+
+    def answer_log(self) -> tuple[npt.NDArray[np.str_], npt.NDArray[np.bool_]]:
+        """Outcome and from-cache flag of every answer returned so far, in query order.
+
+        The answers of successive :meth:`query` calls are concatenated: an audit that queries
+        its sample in order gets one entry per sampled record (for per-group accounting).
+        """
+        with self._lock:
+            log = list(self._log)
+        if not log:
+            return np.empty(0, dtype="<U9"), np.empty(0, dtype=bool)
+        outcomes = np.concatenate([b.outcomes for b in log if b.outcomes is not None])
+        cached = np.concatenate([b.cached for b in log if b.cached is not None])
+        return outcomes, cached
+
+    def resolve_identity(self) -> IdentityCheck:
+        """Establish which model answers, once, before anything is read from the cache.
+
+        1. The backend reports a model identity (:meth:`Backend.model_identity`: the platform's
+           ``/health``, a model file hash): a reported digest refines the cache namespace.
+        2. Otherwise ``fingerprint_size`` records cached under this backend are asked again
+           (paid, outside the budget). If any answer differs, the model behind the endpoint
+           changed: every cached answer of this backend is dropped (``invalidated``) and
+           :attr:`IdentityCheck.note` says so.
+
+        Returns
+        -------
+        IdentityCheck
+        """
+        if self._check is not None:
+            return self._check
+        backend = self.backend
+        ident = backend.identity
+        if not self.verify_identity:
+            self._check = IdentityCheck(ident, ident, None, "off")
+            return self._check
+        mi = self._with_retries(backend.model_identity, None)
+        if isinstance(mi, ModelIdentity):
+            if mi.source == "reported":
+                cache_ident = f"{ident} model={mi.model_id or '?'}#{mi.digest[:12]}"
+            else:
+                cache_ident = ident
+            self._check = IdentityCheck(ident, cache_ident, mi.model_id, mi.source,
+                                        detail=dict(mi.detail))
+            return self._check
+        self._check = self._fingerprint(ident)
+        return self._check
+
+    def _fingerprint(self, ident: str) -> IdentityCheck:
+        import json
+
+        if self.refresh:
+            return IdentityCheck(ident, ident, None, "refreshed")
+        sample = self.cache.sample_records(ident, self.fingerprint_size)
+        if not sample:
+            return IdentityCheck(ident, ident, None, "unverified")
+        keys = [k for k, _ in sample]
+        cached = self.cache.get_many(ident, keys)
+        records = [json.loads(r) for _, r in sample]
+        before = self._spent
+        got = self._ask(records, None)
+        with self._lock:
+            self._fingerprint_paid += self._spent - before
+            self._spent = before  # fingerprint queries are outside the budget
+        mismatched = sum(
+            1 for k, a in zip(keys, got, strict=True) if not _same_answer(cached.get(k), a)
+        )
+        invalidated = 0
+        note = None
+        if mismatched:
+            invalidated = self.cache.clear(ident)
+            self.cache.put_many(
+                ident, list(zip(keys, got, strict=True)), records=dict(sample), replace=True
+            )
+            where = getattr(self.backend, "endpoint", ident)
+            note = (
+                f"The model behind {where} changed since its answers were cached: {mismatched} "
+                f"of {len(keys)} records asked again were answered differently, so the "
+                f"{invalidated} cached answers of this backend were dropped and asked again."
+            )
+            log.info(note)
+        return IdentityCheck(
+            ident, ident, None, "fingerprint", len(keys), mismatched, invalidated, note
+        )
+
+    def _with_retries(self, fn: Callable[[], Any], abort: threading.Event | None) -> Any:
+        """``fn()`` with the retry policy of queries (transient failures retried)."""
+        backend = self.backend
+        attempt = 0
+        t0 = time.monotonic()
+        while True:
+            if abort is not None and abort.is_set():
+                raise _Aborted
+            try:
+                return fn()
+            except TransientAccessError as exc:
+                if attempt >= self.retries:
+                    where = redact_text(str(getattr(backend, "endpoint", backend.identity)))
+                    raise EndpointUnreachableError(
+                        f"{backend.kind} endpoint {where} still unreachable after "
+                        f"{attempt + 1} attempts in {time.monotonic() - t0:.1f} s; "
+                        f"last error: {redact_text(str(exc))}"
+                    ) from exc
+                wait_s = self.backoff.delay(
+                    attempt, self._rng.random(), getattr(exc, "retry_after", None)
+                )
+                with self._lock:
+                    self._retried += 1
+                log.info("transient failure (%s); retry %d in %.2f s", exc, attempt + 1, wait_s)
+                if abort is not None:
+                    if abort.wait(wait_s):
+                        raise _Aborted from None
+                else:
+                    time.sleep(wait_s)
+                attempt += 1
 
     @property
     def spent(self) -> int:
@@ -236,6 +414,8 @@ class BlackBox:
             "from_cache": self.from_cache,
             "unparsed": self.unparsed,
             "retried": self.retried,
+            "fingerprint_paid": self.fingerprint_paid,
+            "resumed_in_flight": self.resumed_in_flight,
         }
 
     # -- the query --------------------------------------------------------------------------
@@ -281,8 +461,11 @@ class BlackBox:
                 first.append(i)
             inverse[i] = u
         ukeys = list(index)
-        identity = self.backend.identity
-        found = self.cache.get_many(identity, ukeys)
+        identity = self.resolve_identity().cache_identity
+        if self.refresh:
+            found = self.cache.get_many(identity, [k for k in ukeys if k in self._fresh])
+        else:
+            found = self.cache.get_many(identity, ukeys)
         answers: list[Answer | None] = [found.get(k) for k in ukeys]
         missing = [u for u, a in enumerate(answers) if a is None]
         paid_now = np.zeros(len(ukeys), dtype=bool)
@@ -299,30 +482,57 @@ class BlackBox:
         step = self.backend.max_batch
         batches = [missing[lo : lo + step] for lo in range(0, len(missing), step)]
         paid = [0]
-        # the first batches were looked up just now; later ones are looked up again right before
-        # they are paid for, when the cache is a file other processes may be filling too
-        recheck = self.cache.path != ":memory:" and len(batches) > self.concurrency
+        # a file cache may be shared with other processes: claim keys before paying for them
+        shared = self.cache.path != ":memory:"
         try:
             with self._progress_bar(len(ukeys), len(ukeys) - len(missing)) as advance:
 
-                def run(batch: list[int], abort: threading.Event | None) -> None:
-                    if recheck:  # another process sharing the cache may have paid meanwhile
-                        late = self.cache.get_many(identity, [ukeys[u] for u in batch])
-                        if late:
-                            for u in batch:
-                                answers[u] = late.get(ukeys[u], answers[u])
-                            batch = [u for u in batch if ukeys[u] not in late]
-                            if not batch:
-                                return
+                def pay(batch: list[int], abort: threading.Event | None) -> None:
                     got = self._ask([dicts[first[u]] for u in batch], abort)
                     self.cache.put_many(
-                        identity, [(ukeys[u], a) for u, a in zip(batch, got, strict=True)]
+                        identity,
+                        [(ukeys[u], a) for u, a in zip(batch, got, strict=True)],
+                        records={ukeys[u]: canon[first[u]] for u in batch},
+                        replace=self.refresh,
                     )
                     for u, a in zip(batch, got, strict=True):
                         answers[u] = a
                     paid_now[batch] = True
                     with self._lock:
                         paid[0] += len(batch)
+                        self._fresh.update(ukeys[u] for u in batch)
+
+                def run(batch: list[int], abort: threading.Event | None) -> None:
+                    if not shared:
+                        pay(batch, abort)
+                        return
+                    pos = {ukeys[u]: u for u in batch}
+                    todo = list(pos)
+                    wait_s = 0.02
+                    while todo:
+                        cr = self.cache.claim(identity, todo, skip_answered=not self.refresh)
+                        for k, a in cr.answered.items():
+                            answers[pos[k]] = a
+                        if cr.taken_over:
+                            with self._lock:
+                                self._taken_over += cr.taken_over
+                        if cr.claimed:
+                            mine = [pos[k] for k in cr.claimed]
+                            try:
+                                pay(mine, abort)
+                            except BaseException:
+                                self.cache.release(identity, cr.claimed)
+                                raise
+                        todo = cr.busy
+                        if todo:  # another live process is paying for these: wait for it
+                            with self._lock:
+                                self._waited += len(todo)
+                            if abort is not None:
+                                if abort.wait(wait_s):
+                                    raise _Aborted
+                            else:
+                                time.sleep(wait_s)
+                            wait_s = min(0.5, wait_s * 1.5)
 
                 self._run_batches(batches, run, advance)
         finally:
@@ -336,6 +546,7 @@ class BlackBox:
         with self._lock:
             self._from_cache += n - n_paid
             self._unparsed += out.n_unparsed
+            self._log.append(out)
         if out.n_unparsed:
             log.info(
                 "%d of %d answers could not be parsed; they are dropped from the audit.",
@@ -413,41 +624,21 @@ class BlackBox:
     def _ask(self, batch: list[dict[str, Any]], abort: threading.Event | None) -> list[Answer]:
         backend = self.backend
         who = f"{backend.kind} backend"
-        attempt = 0
-        t0 = time.monotonic()
-        while True:
-            if abort is not None and abort.is_set():
-                raise _Aborted
+
+        def call() -> Any:
             try:
-                got = backend.ask(batch)
-            except TransientAccessError as exc:
-                if attempt >= self.retries:
-                    where = getattr(backend, "endpoint", backend.identity)
-                    raise EndpointUnreachableError(
-                        f"{backend.kind} endpoint {where} still unreachable after "
-                        f"{attempt + 1} attempts in {time.monotonic() - t0:.1f} s; "
-                        f"last error: {exc}"
-                    ) from exc
-                wait_s = self.backoff.delay(
-                    attempt, self._rng.random(), getattr(exc, "retry_after", None)
-                )
-                with self._lock:
-                    self._retried += 1
-                log.info("transient failure (%s); retry %d in %.2f s", exc, attempt + 1, wait_s)
-                if abort is not None:
-                    if abort.wait(wait_s):
-                        raise _Aborted from None
-                else:
-                    time.sleep(wait_s)
-                attempt += 1
-                continue
+                return backend.ask(batch)
             except FairprobeError:
                 raise
             except Exception as exc:
-                raise AccessError(f"{who} failed: {type(exc).__name__}: {exc}") from exc
-            with self._lock:
-                self._spent += len(batch)
-            return validate_answers(got, len(batch), who)
+                raise AccessError(
+                    f"{who} failed: {type(exc).__name__}: {redact_text(str(exc))}"
+                ) from exc
+
+        got = self._with_retries(call, abort)
+        with self._lock:
+            self._spent += len(batch)
+        return validate_answers(got, len(batch), who)
 
     # -- progress ---------------------------------------------------------------------------
     def _progress_bar(self, total: int, done: int) -> _Progress:

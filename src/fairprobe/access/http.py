@@ -299,6 +299,14 @@ class HttpJsonConfig(BackendConfig):
     cache_name : str, optional
         Names the endpoint in the cache identity instead of its URL, so that cached answers
         stay valid when the same model moves to another host or port.
+    identity_path : str or None
+        Path (appended to ``url``) of a ``GET`` endpoint describing the model (default
+        ``/health``, which the platform serves). What it reports, minus volatile keys such as
+        ``status`` and ``uptime``, enters the cache key, so another model served at the same
+        URL never gets the old model's answers. ``None``, or an endpoint that answers 404 or
+        not JSON, falls back to fingerprinting (re-asking a few cached records).
+    identity_fields : list of str, optional
+        Keys of that report that identify the model (default: all but the volatile ones).
     """
 
     kind: Literal["http-json"] = "http-json"
@@ -319,6 +327,8 @@ class HttpJsonConfig(BackendConfig):
     on_malformed: Literal["error", "drop"] = "error"
     model: str | None = None
     cache_name: str | None = None
+    identity_path: str | None = "/health"
+    identity_fields: list[str] | None = None
     max_batch: int = Field(default=64, ge=1)
     timeout: float = Field(default=30.0, gt=0.0)
 
@@ -393,7 +403,10 @@ class HttpJsonBackend(HttpBackend):
         self._transport = HttpTransport(
             {**c.headers, **_headers_from_env(c.headers_env)}, c.timeout
         )
-        transport = {"headers", "headers_env", "timeout", "max_batch", "on_malformed"}
+        transport = {
+            "headers", "headers_env", "timeout", "max_batch", "on_malformed", "identity_path",
+            "identity_fields",
+        }
         if c.cache_name is not None:
             transport |= {"url"}
         ident = json.dumps(c.model_dump(exclude=transport), sort_keys=True, default=str)
@@ -403,6 +416,22 @@ class HttpJsonBackend(HttpBackend):
             + (f" model={c.model}" if c.model else "")
             + f"#{hashlib.sha256(ident.encode()).hexdigest()[:12]}"
         )
+
+    def model_identity(self) -> Any:
+        """What ``GET {url}{identity_path}`` reports about the model (``None`` if nothing)."""
+        from fairprobe.access.identity import identity_from_report
+
+        c = self.config
+        if not c.identity_path:  # None or "" (TOML has no null): fingerprint instead
+            return None
+        path = c.identity_path if c.identity_path.startswith("/") else "/" + c.identity_path
+        try:
+            report = self._transport.request_json("GET", c.url + path, None)
+        except TransientAccessError:
+            raise
+        except (AccessError, AnswerParseError):
+            return None  # no such endpoint, or not JSON: fingerprint instead
+        return identity_from_report(report, c.identity_fields)
 
     def ask(self, records: Sequence[Record]) -> list[Answer]:
         c = self.config

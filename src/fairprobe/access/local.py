@@ -114,6 +114,7 @@ class LocalModelBackend(Backend):
     ) -> None:
         self.model = model
         self.max_batch = max_batch
+        self._from_file = _fingerprint is not None
         self.feature_columns = None if feature_columns is None else list(feature_columns)
         self._is_estimator = hasattr(model, "predict")
         if not self._is_estimator and not callable(model):
@@ -229,6 +230,16 @@ class LocalModelBackend(Backend):
     @property
     def endpoint(self) -> str:
         return f"in-process model {self.name}"
+
+    def model_identity(self) -> Any:
+        """The model's file hash (``from_file``) or its estimator/code hash: no re-asking."""
+        from fairprobe.access.identity import ModelIdentity
+
+        return ModelIdentity(
+            model_id=self.name,
+            digest=hashlib.sha256(self.identity.encode()).hexdigest()[:16],
+            source="file-hash" if self._from_file else "code-hash",
+        )
 
     def _frame(self, records: Sequence[Record]) -> pd.DataFrame:
         df = pd.DataFrame.from_records(list(records))

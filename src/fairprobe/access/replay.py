@@ -239,6 +239,16 @@ class ReplayBackend(Backend):
     def identity(self) -> str:
         return self._identity
 
+    def model_identity(self) -> Any:
+        """Recorded answers are identified by their file's hash (part of the identity)."""
+        from fairprobe.access.identity import ModelIdentity
+
+        return ModelIdentity(
+            model_id=str(self.source),
+            digest=hashlib.sha256(self._identity.encode()).hexdigest()[:16],
+            source="file-hash",
+        )
+
     @property
     def endpoint(self) -> str:
         return f"replay table {self.source}"

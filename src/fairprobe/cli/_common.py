@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from rich.console import Console
 
-from fairprobe._io import read_table as _read_table
-from fairprobe.errors import ConfigError
+from fairprobe.errors import ConfigError, InvalidParameterError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 console = Console(stderr=False, highlight=False)
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
     """A CSV or Parquet file given on the command line, with one-line errors."""
+    from fairprobe._io import read_table as _read_table
+
     return _read_table(path, "File")
 
 
@@ -36,3 +41,126 @@ def split_list(value: str | None) -> list[str] | None:
     if value is None:
         return None
     return [v.strip() for v in value.split(",") if v.strip()]
+
+
+# -- flag validation: messages name the CLI flag, checked before anything is paid --------------
+def flag_error(flag: str, expected: str, got: Any, hint: str = "") -> InvalidParameterError:
+    """``--tolerance must be in (0, 1), got 5`` (plus an optional hint)."""
+    return InvalidParameterError(f"{flag} must be {expected}, got {got!r}{hint}.")
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def check_flag_real(
+    value: Any,
+    flag: str,
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    closed: str = "neither",
+    hint: str = "",
+) -> float:
+    """A finite real in the interval (``closed``: ``both``, ``left``, ``right``, ``neither``)."""
+    import math
+
+    left = "[" if closed in ("both", "left") else "("
+    right = "]" if closed in ("both", "right") else ")"
+    if lo is not None and hi is not None:
+        expected = f"in {left}{_fmt(lo)}, {_fmt(hi)}{right}"
+    elif lo is not None:
+        expected = f"{'>=' if left == '[' else '>'} {_fmt(lo)}"
+    elif hi is not None:
+        expected = f"{'<=' if right == ']' else '<'} {_fmt(hi)}"
+    else:
+        expected = "a finite number"
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise flag_error(flag, expected, value, hint) from None
+    ok = math.isfinite(x)
+    if ok and lo is not None:
+        ok = x >= lo if left == "[" else x > lo
+    if ok and hi is not None:
+        ok = x <= hi if right == "]" else x < hi
+    if not ok:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        raise flag_error(flag, expected, value, hint)
+    return x
+
+
+def check_flag_int(
+    value: Any, flag: str, *, lo: int | None = None, hi: int | None = None, hint: str = ""
+) -> int:
+    """An integer in ``[lo, hi]``."""
+    if lo is not None and hi is not None:
+        expected = f"an integer in [{lo}, {hi}]"
+    elif lo is not None:
+        expected = f"an integer >= {lo}"
+    else:
+        expected = "an integer"
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise flag_error(flag, expected, value, hint)
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise flag_error(flag, expected, value, hint)
+    return value
+
+
+def check_flag_choice(value: str, flag: str, choices: Mapping[str, str]) -> str:
+    """``value`` matched case-insensitively against ``choices`` (alias -> canonical name)."""
+    key = value.strip().lower()
+    lowered = {k.lower(): v for k, v in choices.items()}
+    if key in lowered:
+        return lowered[key]
+    listed = ", ".join(dict.fromkeys(choices))
+    raise InvalidParameterError(f"{flag} must be one of {listed}; got {value!r}.")
+
+
+def check_output_path(path: Path | None, flag: str) -> None:
+    """Fail before any work when ``path`` cannot be written (a directory, a read-only place)."""
+    if path is None:
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise InvalidParameterError(f"{flag} {str(p)!r} is a directory; give a file path.")
+    parent = p.parent.absolute()
+    for d in (parent, *parent.parents):
+        if d.exists():
+            if not d.is_dir():
+                raise InvalidParameterError(
+                    f"{flag} {str(p)!r}: {str(d)!r} is a file, not a directory."
+                )
+            if not os.access(d, os.W_OK | os.X_OK):
+                raise InvalidParameterError(
+                    f"{flag} {str(p)!r}: the directory {str(d)!r} is not writable; choose "
+                    "another path."
+                )
+            break
+    if p.exists() and not os.access(p, os.W_OK):
+        raise InvalidParameterError(f"{flag} {str(p)!r} is not writable; choose another path.")
+
+
+def open_blackbox(
+    backend: Any,
+    *,
+    cache: Path,
+    no_cache: bool = False,
+    refresh: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """A :class:`~fairprobe.access.BlackBox` with the CLI's cache policy.
+
+    ``--no-cache`` keeps answers in memory only (nothing read or written on disk); ``--refresh``
+    asks the model again and overwrites the cached answers.
+    """
+    from fairprobe.access.blackbox import BlackBox
+
+    if no_cache and refresh:
+        raise InvalidParameterError("--no-cache and --refresh exclude each other; give one.")
+    return BlackBox(backend, cache=None if no_cache else cache, refresh=refresh, **kwargs)
+
+
+def cache_policy(no_cache: bool, refresh: bool) -> str:
+    return "off" if no_cache else "refresh" if refresh else "reuse"

@@ -7,7 +7,7 @@ such as ``collab demo`` to it. See ``docs/collab.md``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -31,7 +31,14 @@ Replacement = Annotated[
     typer.Option("--replacement/--no-replacement", help="Draw queries with replacement (RQ4)."),
 ]
 Degree = Annotated[float, typer.Option("--degree", help="Expected degree of the graph.")]
-Attack = Annotated[str, typer.Option("--attack", help="Attack strategy (adaptive, ...).")]
+ATTACK_NAMES = ("adaptive", "consistent", "consistent-exact", "selective", "extreme", "neutral")
+Attack = Annotated[
+    str,
+    typer.Option(
+        "--attack",
+        help="Attack strategy: " + ", ".join(ATTACK_NAMES) + " (or a registered one).",
+    ),
+]
 Betas = Annotated[
     str | None, typer.Option("--betas", help="Extra trimming fractions, e.g. 0.1,0.3")
 ]
@@ -71,7 +78,7 @@ def _config(
                 f"The 'betas' parameter must be a comma-separated list of floats. Got {betas!r}."
             ) from None
     return SimConfig(
-        case=case,
+        case=case.lower(),
         attackers=attackers,
         seed=seed,
         honest=honest,
@@ -83,7 +90,7 @@ def _config(
         beta=beta,
         replacement=replacement,
         degree=degree,
-        attack=attack,
+        attack=attack.lower(),
         extra_betas=extra,
     )
 
@@ -111,7 +118,8 @@ def simulate_cmd(
     from rich.table import Table
 
     from fairprobe.collab.simulate import SimConfig, simulate
-    from fairprobe.report.jsonio import write_json
+    from fairprobe.provenance import Provenance
+    from fairprobe.report.jsonio import write_result
 
     cfg = _config(
         case, attackers, seed, honest=honest, alpha=alpha, n=n, rounds=rounds, tau=tau,
@@ -123,19 +131,23 @@ def simulate_cmd(
         title=f"{case}: N={honest}, K={attackers}, seed={seed}, {res.rounds} rounds, "
         f"true DP {res.true_dp:+.4f}"
     )
-    for col in ("method", "estimate", "error", "verdict"):
+    for col in ("method", "estimate", "error", "verdict", "certified_k"):
         table.add_column(col)
     for row in res.rows():
         est = row["estimate"]
+        k = row.get("certified_k")
         table.add_row(
-            row["method"],
+            row["method"] + (" (recommended)" if row["method"] == "robust" else ""),
             "n/a" if est is None else f"{est:+.4f}",
             "n/a" if est is None else f"{row['error']:+.4f}",
             "FAIR (fooled)" if row["fooled"] else "unfair",
+            "-" if k is None else str(k),
         )
     Console().print(table)
     if json_path is not None:
-        write_json(json_path, res.to_dict())
+        write_result(
+            json_path, "collab-simulate", res.to_dict(), Provenance.capture(seed=cfg.seed)
+        )
 
 
 @collab_app.command("sweep")
@@ -148,6 +160,9 @@ def sweep_cmd(
         None, "--scheduler", help="Address of an existing Dask scheduler (default: local cluster)."
     ),
     workers: int | None = typer.Option(None, "--workers", help="Local cluster worker processes."),
+    dashboard: bool = typer.Option(
+        False, "--dashboard/--no-dashboard", help="Dask dashboard on 127.0.0.1 (off by default)."
+    ),
     honest: Honest = 20,
     alpha: Alpha = 1.0,
     n: PerRound = 300,
@@ -166,7 +181,7 @@ def sweep_cmd(
 
     from fairprobe._validation import check_int
     from fairprobe.collab.simulate import SimConfig
-    from fairprobe.collab.sweep import parse_int_range, sweep
+    from fairprobe.collab.sweep import check_feasible, parse_int_range, sweep
     from fairprobe.errors import InvalidParameterError
 
     case_list = [c.strip() for c in cases.split(",") if c.strip()]
@@ -175,15 +190,20 @@ def sweep_cmd(
     from fairprobe._validation import check_choice
     from fairprobe.datasets.populations import POPULATIONS
 
-    for c in case_list:
-        check_choice(c, "cases", "collab sweep", list(POPULATIONS))
+    case_list = [check_choice(c.lower(), "cases", "collab sweep", list(POPULATIONS))
+                 for c in case_list]
     ks = parse_int_range(attackers)
     check_int(seeds, "seeds", "collab sweep", lo=1)
+    if workers is not None:
+        check_int(workers, "workers", "collab sweep", lo=1)
     cfg = _config(
         case_list[0], 0, 0, honest=honest, alpha=alpha, n=n, rounds=rounds, tau=tau,
         z_max=z_max, beta=beta, replacement=replacement, degree=degree, attack=attack, betas=betas,
     )
     assert isinstance(cfg, SimConfig)
+    import os
+
+    check_feasible(cfg, ks, 1 if scheduler else (workers or max(1, os.cpu_count() or 1)))
     console = Console(stderr=True)
     with Progress(
         "[progress.description]{task.description}",
@@ -208,9 +228,59 @@ def sweep_cmd(
             scheduler=scheduler,
             n_workers=workers,
             on_progress=on_progress,
+            dashboard=dashboard,
         )
     n_runs = len({(r["case"], r["attackers"], r["seed"]) for r in res["runs"]})
-    Console().print(f"{n_runs} runs, {len(res['runs'])} rows -> {json_path}")
+    out = Console()
+    if out.is_terminal:
+        out.print(_summary_table(res["summary"], ks, seeds, attack))
+    else:
+        best = {d["method"]: d for d in res["summary"] if d["case"] == "all"}
+        parts = [
+            f"{m} ASR {best[m]['asr']:.1f}% MAE {best[m]['mae']:.3f}"
+            for m in ("none", "median", "auditopus", "robust")
+            if m in best and best[m]["mae"] is not None
+        ]
+        out.print("; ".join(parts), soft_wrap=True)
+    out.print(f"{n_runs} runs, {len(res['runs'])} rows -> {json_path}", soft_wrap=True)
+
+
+def _summary_table(
+    summary: list[dict[str, Any]], ks: list[int], seeds: int, attack: str
+) -> Any:
+    """Table II layout: one row per case (and all cases), "ASR % / MAE" per method."""
+    from rich.table import Table
+
+    methods = [
+        m
+        for m in ("none", "median", "trimmed-mean", "auditopus", "robust")
+        if any(d["method"] == m for d in summary)
+    ]
+    cases = list(dict.fromkeys(str(d["case"]) for d in summary))
+    prefixes = {c.split("-", 1)[0] for c in cases if c != "all"}
+    strip = len(prefixes) == 1
+    by = {(d["case"], d["method"]): d for d in summary}
+    krange = f"{ks[0]}-{ks[-1]}" if len(ks) > 1 else str(ks[0])
+    t = Table(
+        title=f"attack {attack}, K = {krange}, {seeds} seeds: attack success % / mean abs error",
+        caption="robust is the recommended method; certified_k: mean over runs (robust)",
+    )
+    t.add_column("case")
+    for m in methods:
+        t.add_column(m, justify="right")
+    t.add_column("cert. k", justify="right")
+    for c in cases:
+        cells = []
+        for m in methods:
+            d = by.get((c, m))
+            if d is None or d["mae"] is None:
+                cells.append("")
+            else:
+                cells.append(f"{d['asr']:.1f} / {d['mae']:.3f}")
+        rk = by.get((c, "robust"), {}).get("certified_k")
+        name = c.split("-", 1)[1] if strip and c != "all" else c
+        t.add_row(name, *cells, "" if rk is None else f"{rk:.2f}")
+    return t
 
 
 def register(app: typer.Typer) -> None:

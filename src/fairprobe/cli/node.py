@@ -42,7 +42,7 @@ def run_cmd(
     import os
 
     from fairprobe.collab.net.config import load_node_config
-    from fairprobe.collab.net.node import run_node
+    from fairprobe.collab.net.node import NodeStopped, run_node
     from fairprobe.report.jsonio import write_json
 
     if os.environ.get("FAIRPROBE_NODE_LOG"):
@@ -53,7 +53,11 @@ def run_cmd(
     cfg = load_node_config(config)
     if role is not None:
         cfg = dataclasses.replace(cfg, role=role, source=cfg.source)
-    result = run_node(cfg)
+    try:
+        result = run_node(cfg)
+    except NodeStopped as exc:  # SIGTERM / SIGINT: a clean stop, resumable
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(0) from None
     typer.echo(json.dumps(result.model_dump()))
     if json_path is not None:
         write_json(json_path, result.model_dump())
@@ -77,6 +81,27 @@ def demo_cmd(
     serve_platform: bool = typer.Option(
         False, help="Start a platform server (fairprobe platform serve) for this demo."
     ),
+    attack: str = typer.Option(
+        "adaptive", "--attack",
+        help="Attack of the attacker nodes: adaptive, extreme, neutral, consistent, "
+        "consistent-exact, selective.",
+    ),
+    method: str = typer.Option(
+        "robust", "--method",
+        help="Aggregation run by honest nodes: robust (recommended), auditopus, none, median, "
+        "trimmed-mean, median-local-dp, trimmed-mean-local-dp.",
+    ),
+    verify: bool = typer.Option(
+        False, "--verify/--no-verify",
+        help="Verification of answers: commit records, challenge neighbours, exclude on fraud.",
+    ),
+    verify_rate: float = typer.Option(
+        0.04, "--verify-rate", help="Leaves challenged per round / queries issued that round."
+    ),
+    verify_records: str = typer.Option(
+        "random", "--verify-records",
+        help="How attackers back their counts: random (falsified answers) | chosen (truthful).",
+    ),
     workdir: Path | None = typer.Option(None, help="Keep keys, roster, configs and state here."),
     json_path: Path | None = typer.Option(None, "--json", help="Write nodes and median (JSON)."),
 ) -> None:
@@ -94,17 +119,19 @@ def demo_cmd(
     with plat_ctx as plat:
         url = plat.url if serve_platform else platform  # type: ignore[attr-defined]
         _demo(honest, attackers, seed, case, n, rounds, max_rounds, alpha, round_timeout,
-              url, workdir, json_path)
+              url, workdir, json_path, attack=attack.lower(), method=method.lower(),
+              verify=verify, verify_rate=verify_rate, verify_records=verify_records.lower())
 
 
 def _demo(
     honest: int, attackers: int, seed: int, case: str, n: int, rounds: int | None,
     max_rounds: int, alpha: float, round_timeout: float, platform: str | None,
-    workdir: Path | None, json_path: Path | None,
+    workdir: Path | None, json_path: Path | None, **extra: object,
 ) -> None:
     from fairprobe.collab.net.launcher import DemoSpec, run_demo
 
     spec = DemoSpec(
+        **extra,  # type: ignore[arg-type]
         platform_url=platform,
         honest=honest,
         attackers=attackers,
@@ -118,7 +145,18 @@ def _demo(
     )
     out = run_demo(spec, workdir=workdir, progress=True)
     for node in out["nodes"]:
-        typer.echo(f"{node['id']:>6}  {node['role']:<8}  {node['estimate']:+.6f}")
+        ck = node.get("certified_k")
+        extra_cols = "" if ck is None else f"  certified_k {ck}"
+        if node["excluded"]:
+            extra_cols += "  excluded " + ", ".join(
+                f"{a}@{r}" for a, r in sorted(node["excluded"].items()))
+        typer.echo(f"{node['id']:>6}  {node['role']:<8}  {node['estimate']:+.6f}{extra_cols}")
+    for a, ex in out["exclusions"].items():
+        if ex["excluded_by"]:
+            typer.echo(f"{a} excluded on a proof of fraud by {ex['excluded_by']} of "
+                       f"{ex['of_honest']} honest nodes (the last at round {ex['last_round']})")
+        elif spec.verify:
+            typer.echo(f"{a} was not excluded")
     truth = (
         f"; DP of the honest auditors' data {out['honest_dp']:+.6f}"
         if out["honest_dp"] is not None else ""
@@ -126,10 +164,21 @@ def _demo(
     typer.echo(
         f"median estimate {out['median']:+.6f} -> {out['verdict']} (tau = {out['tau']}{truth})"
     )
+    if out.get("certified_k") is not None:
+        typer.echo(
+            f"{out['verdict']}, holds against up to {out['certified_k']} fabricating auditors "
+            f"({spec.n} queries per round each; method {spec.method})"
+        )
     if json_path is not None:
-        from fairprobe.report.jsonio import write_json
+        from fairprobe.provenance import Provenance
+        from fairprobe.report.jsonio import write_result
 
-        write_json(json_path, out)
+        prov = Provenance.capture(
+            seed=seed,
+            query_pool={"case": case} if platform is None else {"adult": "test"},
+            notes=("collaborative audit run by real node processes on 127.0.0.1",),
+        )
+        write_result(json_path, "collab-nodes", out, provenance=prov)
 
 
 def register(app: typer.Typer) -> None:

@@ -2,31 +2,55 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+#: Closed choices shown in --help (the registry of fairprobe.radius holds the same names; a test
+#: keeps them equal without importing numpy here).
+Method = Enum("Method", {m: m for m in ("exact", "core", "greedy", "worst-group")}, type=str)  # type: ignore[misc]
+Divergence = Enum("Divergence", {d: d for d in ("kl", "chi2")}, type=str)  # type: ignore[misc]
 
 
 def radius(
     input: Annotated[Path, typer.Option("--input", help="CSV/Parquet table, or JSON with a 'per_instance' list of {value, group[, weight]}.")],
     tolerance: Annotated[float, typer.Option("--tolerance", help="Fairness tolerance eps > 0 (fair iff |phi| < eps).")],
     value_col: Annotated[str | None, typer.Option("--value-col", help="Per-instance performance column (required for tables).")] = None,
-    group_col: Annotated[str | None, typer.Option("--group-col", help="Binary group column (required for tables).")] = None,
+    group_col: Annotated[str | None, typer.Option("--group-col", help="Group column (required for tables): two groups, or more (worst pair, or --pair).")] = None,
     weight_col: Annotated[str | None, typer.Option("--weight-col", help="Optional non-negative weights: the audit distribution P.")] = None,
-    method: Annotated[str, typer.Option("--method", help="exact | core | greedy | worst-group")] = "exact",
-    divergence: Annotated[str, typer.Option("--divergence", help="kl | chi2")] = "kl",
+    method: Annotated[Method, typer.Option("--method", help="Radius method: exact (certified) or the paper's CoRe and baselines.", case_sensitive=False)] = Method["exact"],
+    divergence: Annotated[Divergence, typer.Option("--divergence", help="Divergence d(h).", case_sensitive=False)] = Divergence["kl"],
+    pair: Annotated[str | None, typer.Option("--pair", help="With more than two groups: assess only these two, 'A,B' (default: the worst pair).")] = None,
+    curve_points: Annotated[int, typer.Option("--curve-points", help="Points of the flip curve (divergence vs phi) in the JSON; 0 = none.")] = 21,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
 ) -> None:
     """Smallest distribution shift (KL) that flips the fair/unfair assessment of the audit data."""
+    from fairprobe._validation import check_int
+    from fairprobe.errors import InvalidParameterError
     from fairprobe.radius import consistency_radius
     from fairprobe.radius.io import read_audit_input
     from fairprobe.report import write_json
 
+    check_int(curve_points, "curve_points", "radius", lo=0, hi=10_000)
+    chosen = None
+    if pair is not None:
+        parts = [x.strip() for x in pair.split(",")]
+        if len(parts) != 2 or not all(parts):
+            raise InvalidParameterError(f"--pair takes two group labels as 'A,B'; got {pair!r}.")
+        chosen = (parts[0], parts[1])
     values, groups, weights = read_audit_input(input, value_col, group_col, weight_col)
-    res = consistency_radius(values, groups, tolerance, weights=weights, method=method,
-                             divergence=divergence)
+    if chosen is not None:
+        groups = groups.astype(str)
+    res = consistency_radius(values, groups, tolerance, weights=weights, method=method.value,
+                             divergence=divergence.value, pair=chosen,
+                             curve_points=curve_points if (pair is not None or len(set(groups.tolist())) <= 2) else 0)
     typer.echo(str(res))
+    if res.pairs is not None or pair is not None:
+        typer.echo(res.message)
+    if res.lower_bound is not None and not res.fair and res.pairs is not None:
+        typer.echo(f"certified: {res.lower_bound:.6g} <= radius <= {res.radius:.6g}")
     if res.infinite:
         typer.echo(f"radius: infinite — {res.message}")
     if json_path is not None:

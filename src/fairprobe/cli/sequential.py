@@ -13,6 +13,8 @@ Two modes, one command:
 
 from __future__ import annotations
 
+import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,10 +26,44 @@ from fairprobe.errors import ConfigError
 DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"
 
 
+class TestChoice(StrEnum):
+    """Registered sequential tests (``fairprobe.sequential.available_tests()``, tested)."""
+
+    mixture = "mixture"
+    glr_wald = "glr-wald"
+    betting = "betting"
+    fixed = "fixed"
+    glr = "glr"  # former name of glr-wald
+
+
+class MetricChoice(StrEnum):
+    sp = "sp"
+    eo = "eo"
+
+
+class AccessChoice(StrEnum):
+    decisions = "decisions"
+    scores = "scores"
+    logits = "logits"
+
+
+def _summary_line(d: dict[str, Any]) -> str:
+    sh = d["outcomes"]
+    return (
+        f"{d['test']} / {d['metric']} / {d['access']}: violation {sh['violation']:.3f}, "
+        f"compliant {sh['compliant']:.3f}, inconclusive {sh['inconclusive']:.3f}; "
+        f"mean queries {d['mean_queries']:.1f} over {d['repeats']} repeats "
+        f"(budget {d['budget_effective']})"
+    )
+
+
 def _print_repeated(res: Any) -> None:
     from rich.table import Table
 
     d = res.to_dict()
+    if not console.is_terminal:
+        console.print(_summary_line(d), soft_wrap=True, highlight=False)
+        return
     sh = d["outcomes"]
     wb = d["wald_lower_bound"]
     ratio = d["ratio_to_wald"]
@@ -46,6 +82,8 @@ def _print_repeated(res: Any) -> None:
          f"{sh['violation']:.3f} / {sh['compliant']:.3f} / {sh['inconclusive']:.3f}"),
         ("Wald lower bound E[N]", "inf" if wb is None else f"{wb:.1f}"),
         ("mean queries / Wald bound", "-" if ratio is None else f"{ratio:.2f}"),
+        ("guarantee", "anytime-valid: type-I <= alpha, type-II <= beta at any stop"
+         if d["anytime_valid"] else "none exact (Wald's approximations; see docs)"),
     ]  # fmt: skip
     for k, v in rows:
         tab.add_row(k, v)
@@ -57,12 +95,22 @@ def _print_single(res: Any) -> None:
     b = d["boundaries"]
     low = "none" if b["lower"] is None else f"{b['lower']:.3f}"
     stat = d["path"]["statistic_upper"][-1] if d["path"]["statistic_upper"] else 0.0
-    lo, hi = d["gap_interval_naive"]
+    iv = d.get("gap_interval")
+    if iv is not None:
+        interval = (f"anytime-valid {iv['level']:.0%} confidence sequence "
+                    f"[{iv['low']:+.4f}, {iv['high']:+.4f}]")  # fmt: skip
+        ev = d["e_values"]
+        evid = (f"; e-value against compliance {ev['against_compliance']:.3g}, "
+                f"against violation {ev['against_violation']:.3g}")  # fmt: skip
+    else:
+        lo, hi = d["gap_interval_naive"]
+        interval = f"naive 95% interval [{lo:+.4f}, {hi:+.4f}], not valid under early stopping"
+        evid = ""
     console.print(
-        f"[bold]{d['outcome']}[/bold] after {d['queries']} queries "
+        f"[bold]{d['outcome']}[/bold] ({d['test']}) after {d['queries']} queries "
         f"(paid {d['queries_paid']}, cached {d['queries_cached']}, unparsed {d['unparsed']}); "
         f"statistic {stat:+.3f}, boundaries l={low} u={b['upper']:.3f}; "
-        f"gap estimate {d['gap_estimate']:+.4f} (naive 95% interval [{lo:+.4f}, {hi:+.4f}])"
+        f"gap estimate {d['gap_estimate']:+.4f} ({interval}){evid}"
     )
 
 
@@ -74,15 +122,17 @@ def sequential(
     queries: Annotated[str | None, typer.Option(help="Live mode: query pool (CSV/Parquet); default the bundled Adult test split.")] = None,
     feature_cols: Annotated[str | None, typer.Option(help="Live mode: comma-separated columns sent to the model.")] = None,
     group_col: Annotated[str, typer.Option(help="Sensitive attribute column.")] = "sex",
-    group_a: Annotated[str | None, typer.Option(help="Value of group a (default: the first of the two values).")] = None,
+    group_a: Annotated[str | None, typer.Option(help="Value of group a (default: the first of the two values); with more than two groups, audits it against the rest.")] = None,
+    pair: Annotated[str | None, typer.Option(help="Pool mode, more than two groups: audit only this pair 'G1,G2' (chosen before the data; default: every pair, Bonferroni over pairs).")] = None,
     decision_col: Annotated[str | None, typer.Option(help="Pool mode: 0/1 decision column.")] = None,
     score_col: Annotated[str | None, typer.Option(help="Pool mode: score column, in [0, 1].")] = None,
     logit_col: Annotated[str | None, typer.Option(help="Pool mode: logit column.")] = None,
     label_col: Annotated[str | None, typer.Option(help="True-label column (needed for --metric eo).")] = None,
-    metric: Annotated[str, typer.Option(help="sp | eo")] = "sp",
+    metric: Annotated[MetricChoice, typer.Option(case_sensitive=False, help="Statistical parity or equal opportunity.")] = MetricChoice.sp,
     tolerance: Annotated[float, typer.Option(help="delta in (0, 1): H0 |g| <= delta is compliance.")] = 0.1,
-    access: Annotated[str, typer.Option(help="decisions | scores | logits")] = "decisions",
-    test: Annotated[str, typer.Option(help="glr | betting | fixed")] = "glr",
+    access: Annotated[AccessChoice, typer.Option(case_sensitive=False, help="What the model reveals.")] = AccessChoice.decisions,
+    test: Annotated[TestChoice | None, typer.Option(case_sensitive=False, help="Default mixture: anytime-valid (type-I <= alpha, type-II <= beta at any stop). glr-wald: the paper's GLR, fast but measured type-I 0.18 at gap = delta for alpha = 0.05 (docs/sequential.md).")] = None,
+    logit_bound: Annotated[float | None, typer.Option(help="Default test with logits: range [-b, b] of the logits (live mode default 10; pool mode: the pool's range).")] = None,
     alpha: Annotated[float, typer.Option(help="Nominal type-I error (false violation).")] = 0.05,
     beta: Annotated[float, typer.Option(help="Nominal type-II error (false compliance).")] = 0.2,
     min_per_group: Annotated[int | None, typer.Option(help="GLR/fixed: answers per group before the statistic may move.")] = None,
@@ -98,27 +148,51 @@ def sequential(
 ) -> None:
     """Sequential audit of SP or EO: stop at violation, compliance, or the budget."""
     from fairprobe.report import write_json
+    from fairprobe.sequential.base import ALIASES, DEFAULT_TEST
 
+    name = ALIASES.get(test.value, test.value) if test is not None else DEFAULT_TEST
     opts: dict[str, Any] = {}
     if min_per_group is not None:
-        if test == "betting":
-            raise ConfigError("--min-per-group applies to --test glr or fixed, not betting.")
+        if name not in ("glr-wald", "fixed"):
+            raise ConfigError("--min-per-group applies to --test glr-wald or fixed only.")
         opts["min_per_group"] = min_per_group
+    if logit_bound is not None:
+        if name != "mixture" or access != AccessChoice.logits:
+            raise ConfigError("--logit-bound applies to the default test with --access logits.")
+        if not logit_bound > 0:
+            raise ConfigError(f"--logit-bound must be > 0; got {logit_bound}.")
+        opts["bounds"] = (-logit_bound, logit_bound)
     live = url is not None or backend_config is not None
     if input_path is not None and live:
         raise ConfigError("Give --input (pool mode) or --url/--backend-config (live mode), not both.")
     if input_path is None and not live:
         raise ConfigError("Give --input FILE (pool mode) or --url / --backend-config (live mode).")
     common = dict(
-        metric=metric, access=access, test=test, tolerance=tolerance, budget=budget, seed=seed,
-        alpha=alpha, beta=beta, test_options=opts,
+        metric=metric.value, access=access.value, test=name, tolerance=tolerance, budget=budget,
+        seed=seed, alpha=alpha, beta=beta, test_options=opts,
     )  # fmt: skip
     result: Any
     if input_path is not None:
-        result = _pool_mode(
-            input_path, group_col, group_a, decision_col, score_col, logit_col, label_col,
-            repeats, progress, common,
-        )  # fmt: skip
+        partial: list[Any] = []
+        try:
+            result = _pool_mode(
+                input_path, group_col, group_a, decision_col, score_col, logit_col, label_col,
+                repeats, progress, common, partial, pair,
+            )  # fmt: skip
+        except KeyboardInterrupt:
+            done = partial[0] if partial else None
+            if json_path is not None and done is not None:
+                body = done.to_dict()
+                body["interrupted"] = True
+                write_json(json_path, body)
+                sys.stderr.write(
+                    f"interrupted: {done.repeats} of {repeats} repeats done, "
+                    f"partial result written to {json_path}\n"
+                )
+            else:
+                sys.stderr.write(f"interrupted: no result written ({0 if done is None else done.repeats} "
+                                 f"of {repeats} repeats done)\n")  # fmt: skip
+            raise typer.Exit(130) from None
         _print_repeated(result)
     else:
         result = _live_mode(
@@ -141,23 +215,82 @@ def _pool_mode(
     repeats: int,
     progress: bool,
     common: dict[str, Any],
+    partial: list[Any],
+    pair: str | None = None,
 ) -> Any:
     from rich.progress import Progress
 
     from fairprobe.sequential.pool import AuditPool, run_pool
 
     df = read_table(input_path)
+    if group_col not in df.columns:
+        raise ConfigError(f"Group column {group_col!r} is not in {input_path}.")
+    n_groups = df[group_col].dropna().nunique()
+    if pair is not None or (n_groups > 2 and group_a is None):
+        return _groups_mode(df, group_col, decision_col, score_col, logit_col, label_col,
+                            repeats, progress, common, partial, pair)  # fmt: skip
     pool = AuditPool.from_frame(
         df, group_col, decision_col=decision_col, score_col=score_col, logit_col=logit_col,
         label_col=label_col, group_a=group_a,
     )  # fmt: skip
-    if not progress:
-        return run_pool(pool, repeats=repeats, **common)
+    if not progress or not console.is_terminal:
+        return run_pool(pool, repeats=repeats, partial=partial, **common)
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("query orders", total=repeats)
         return run_pool(
-            pool, repeats=repeats, progress=lambda k: bar.update(task, completed=k), **common
+            pool, repeats=repeats, progress=lambda k: bar.update(task, completed=k),
+            partial=partial, **common,
+        )  # fmt: skip
+
+
+def _groups_mode(
+    df: Any,
+    group_col: str,
+    decision_col: str | None,
+    score_col: str | None,
+    logit_col: str | None,
+    label_col: str | None,
+    repeats: int,
+    progress: bool,
+    common: dict[str, Any],
+    partial: list[Any],
+    pair: str | None,
+) -> Any:
+    from rich.progress import Progress
+
+    from fairprobe.sequential.multigroup import run_groups
+
+    if common["test"] != "mixture":
+        raise ConfigError(
+            "More than two groups (or --pair) run the default test only; drop --test "
+            "or name the audited group with --group-a to compare it with the rest."
         )
+    access = common["access"]
+    col = {"decisions": decision_col, "scores": score_col, "logits": logit_col}[access]
+    if col is None:
+        flag = {"decisions": "decision", "scores": "score", "logits": "logit"}[access]
+        raise ConfigError(f"--access {access} needs the pool's {access}: pass --{flag}-col.")
+    chosen = None
+    if pair is not None:
+        parts = split_list(pair) or []
+        if len(parts) != 2:
+            raise ConfigError(f"--pair takes two groups 'G1,G2'; got {pair!r}.")
+        chosen = (parts[0], parts[1])
+    opts = common["test_options"]
+    if "bounds" in opts:
+        raise ConfigError("--logit-bound is not used in pool mode with several groups "
+                          "(the pool's own range is).")  # fmt: skip
+    kw = dict(
+        access=access, metric=common["metric"], label_col=label_col, pair=chosen,
+        tolerance=common["tolerance"], budget=common["budget"], repeats=repeats,
+        seed=common["seed"], alpha=common["alpha"], beta=common["beta"], partial=partial,
+    )  # fmt: skip
+    if not progress or not console.is_terminal:
+        return run_groups(df, group_col, col, **kw)
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("query orders", total=repeats)
+        return run_groups(df, group_col, col, progress=lambda k: bar.update(task, completed=k),
+                          **kw)  # fmt: skip
 
 
 def _live_mode(

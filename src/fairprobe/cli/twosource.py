@@ -6,6 +6,7 @@ Lemma 2 test (``n_max``, ``p_manip``) and, given ``--budget``, the Pareto-optima
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,6 +15,9 @@ import typer
 from fairprobe.cli._common import console, read_table, split_list
 
 DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"
+
+#: Honest consistency rates of the consistency test (``run_two_source_audit(null=...)``).
+Null = Enum("Null", {n: n for n in ("agree", "accuracy")}, type=str)  # type: ignore[misc]
 
 #: The default platform on the Adult test split (docs/twosource.md): positive rates and share.
 PLATFORM_RATE_FEMALE = 0.1205
@@ -85,13 +89,14 @@ def twosource(
         float | None, typer.Option(help="Proxy accuracy (default: measured on the pool).")
     ] = None,
     null: Annotated[
-        str,
+        Null,
         typer.Option(
-            help="Honest consistency rate: agree (valid for randomised proxies) | accuracy (the paper's p_phi)."
+            help="Honest consistency rate: agree (valid for randomised proxies) or accuracy (the paper's p_phi).",
+            case_sensitive=False,
         ),
-    ] = "agree",
+    ] = Null["agree"],
     detectors: Annotated[
-        str, typer.Option(help="Comma-separated: conditional, consistency, di.")
+        str, typer.Option(help="Comma-separated, at least one of: conditional, consistency, di.")
     ] = "conditional,consistency,di",
     batch_size: Annotated[
         int, typer.Option(help="Checks between two looks of the early stop.")
@@ -109,8 +114,21 @@ def twosource(
     if ctx.invoked_subcommand is not None:
         return
     from fairprobe.access.blackbox import BlackBox
+    from fairprobe.errors import InvalidParameterError
     from fairprobe.report import write_json
     from fairprobe.twosource import LearnedProxy, proxy_from_spec, run_two_source_audit
+    from fairprobe.twosource.detectors import DETECTORS
+
+    # the detector list is checked before the pool is read or a query is paid: an empty or
+    # unknown name is an error, never "no detector" (issue 16: ',' reported fairwashing as fair)
+    dets = tuple(d.lower() for d in (split_list(detectors) or []))
+    unknown = [d for d in dets if d not in DETECTORS]
+    if not dets or unknown:
+        what = f"unknown detector(s) {', '.join(map(repr, unknown))}" if unknown else "no detector"
+        raise InvalidParameterError(
+            f"--detectors names {what}; give a comma-separated list of "
+            f"{', '.join(DETECTORS)}."
+        )
 
     if queries is None:
         from fairprobe.datasets.adult import load_adult
@@ -134,8 +152,9 @@ def twosource(
         result = run_two_source_audit(
             api, ui, pool, px, budget=budget, beta=beta, t_fraud=checks,
             group_column=group_col, privileged=privileged, api_columns=split_list(api_cols),
-            ui_columns=split_list(ui_cols), alpha=alpha, threshold=threshold, p_phi=p_phi, null=null,
-            detectors=tuple(split_list(detectors) or ()), batch_size=batch_size, seed=seed,
+            ui_columns=split_list(ui_cols), alpha=alpha, threshold=threshold, p_phi=p_phi,
+            null=null.value,
+            detectors=dets, batch_size=batch_size, seed=seed,
             progress=progress,
         )  # fmt: skip
     console.print(str(result), markup=False)
@@ -146,15 +165,31 @@ def twosource(
 @twosource_app.command("plan")
 def plan(
     proxy_accuracy: Annotated[float, typer.Option(help="Proxy accuracy p_phi.")],
-    checks: Annotated[int, typer.Option(help="Consistency checks t_fraud.")],
+    checks: Annotated[
+        int | None,
+        typer.Option(help="Consistency checks t_fraud: print Lemma 2's n_max and p_manip."),
+    ] = None,
     alpha: Annotated[float, typer.Option(help="Level of the test.")] = 0.05,
     gamma: Annotated[float, typer.Option(help="Share of checked answers flipped.")] = 0.10,
     budget: Annotated[
-        int | None, typer.Option(help="Total budget t: print the Pareto-optimal allocations.")
+        int | None,
+        typer.Option(help="Total budget t: its regime (Appendix B) and the allocations."),
+    ] = None,
+    epsilon: Annotated[
+        float | None,
+        typer.Option(
+            help="Requested margin of error on DI: gives t_A, t_B and the regime of --budget."
+        ),
     ] = None,
     sigma_a: Annotated[
         float | None,
-        typer.Option(help="Per-query sd of the DI estimate (default: from the rates)."),
+        typer.Option(help="Per-query sd of the DI estimate via A (default: from the rates)."),
+    ] = None,
+    sigma_b: Annotated[
+        float | None,
+        typer.Option(
+            help="Per-query sd of the DI estimate via B (default: from the rates and p_phi)."
+        ),
     ] = None,
     rate_unprivileged: Annotated[
         float, typer.Option(help="Expected positive rate, unprivileged.")
@@ -176,45 +211,122 @@ def plan(
         Path | None, typer.Option("--json", help="Write the plan as JSON.")
     ] = None,
 ) -> None:
-    """Lemma 2's n_max and p_manip; with --budget, the Pareto frontier of Figure 4."""
-    from fairprobe.report import write_json
-    from fairprobe.twosource.theory import detection_test, di_sigma, pareto_frontier
+    """Lemma 2's n_max and p_manip; with --budget, its regime and the allocations (Figure 4).
 
-    test = detection_test(checks, proxy_accuracy, alpha, gamma=gamma)
-    out: dict[str, Any] = test.to_dict()
-    console.print(
-        f"consistency test: {checks} checks, p_phi {proxy_accuracy:g}, alpha {alpha:g}\n"
-        f"  n_max   = {test.n_max}  (manipulation if more inconsistencies; exact size "
-        f"{test.size:.4f})\n"
-        f"  p_manip = {test.p_manip:.4f}  at gamma = {gamma:g}",
-        markup=False,
-    )
+    Regimes (Appendix B), for the margin --epsilon: t < t_A is refused (A alone cannot reach
+    it); t_A <= t <= t_B gives the Pareto frontier of Section 5.3; t > t_B estimates DI from
+    B alone and spends the rest on checks.
+    """
+    from fairprobe._validation import check_int, check_real
+    from fairprobe.errors import InvalidParameterError
+    from fairprobe.report import write_json
+    from fairprobe.twosource.budget import plan_budget
+    from fairprobe.twosource.theory import MAX_BUDGET, detection_test, di_sigma, pareto_frontier
+
+    owner = "twosource plan"
+    # every parameter is checked before any computation
+    check_real(proxy_accuracy, "proxy_accuracy", owner, lo=0.0, hi=1.0)
+    check_real(alpha, "alpha", owner, lo=0.0, hi=1.0, closed="neither")
+    check_real(gamma, "gamma", owner, lo=0.0, hi=1.0)
+    if checks is None and budget is None:
+        raise InvalidParameterError("twosource plan needs --checks, --budget or both.")
+    if checks is not None:
+        check_int(checks, "checks", owner, lo=0, hi=MAX_BUDGET)
     if budget is not None:
-        sig = (
-            di_sigma(rate_unprivileged, rate_privileged, share_unprivileged)
-            if sigma_a is None
-            else sigma_a
+        check_int(budget, "budget", owner, lo=2, hi=MAX_BUDGET)
+    if epsilon is not None:
+        check_real(epsilon, "epsilon", owner, lo=0.0, closed="neither")
+        if epsilon == float("inf"):
+            raise InvalidParameterError("The 'epsilon' parameter of twosource plan must be finite.")
+        if budget is None:
+            raise InvalidParameterError("--epsilon classifies a budget: give --budget too.")
+    out: dict[str, Any] = {"proxy_accuracy": proxy_accuracy, "alpha": alpha}
+    if checks is not None:
+        test = detection_test(checks, proxy_accuracy, alpha, gamma=gamma)
+        out.update(test.to_dict())
+        console.print(
+            f"consistency test: {checks} checks, p_phi {proxy_accuracy:g}, alpha {alpha:g}\n"
+            f"  n_max   = {test.n_max}  (manipulation if more inconsistencies; exact size "
+            f"{test.size:.4f})\n"
+            f"  p_manip = {test.p_manip:.4f}  at gamma = {gamma:g}",
+            markup=False,
         )
-        front = pareto_frontier(
-            budget, proxy_accuracy, sig, alpha, None if theorem3 else gamma,
-            rate_unprivileged=rate_unprivileged, rate_privileged=rate_privileged,
-            share_unprivileged=share_unprivileged,
-        )  # fmt: skip
-        rows = front.pareto()
-        out["budget"] = budget
-        out["sigma_a"] = sig
-        out["frontier_gamma"] = "theorem3" if theorem3 else gamma
-        out["pareto"] = rows
-        console.print(f"Pareto-optimal allocations of t = {budget} (sigma_A {sig:.3f}):")
-        console.print("  t_fair  t_fraud   beta  epsilon_A  gamma  n_max  p_manip", markup=False)
-        for r in rows:
+    if budget is not None:
+        g_front = None if theorem3 else gamma
+        front = None
+        if epsilon is not None:
+            bp = plan_budget(
+                budget, epsilon, proxy_accuracy, rate_unprivileged, rate_privileged,
+                share_unprivileged, alpha=alpha, gamma=g_front, sigma_a=sigma_a,
+                sigma_b_value=sigma_b,
+            )  # fmt: skip
+            out.update(bp.to_dict())
+            t_b = "unreachable" if bp.t_b > MAX_BUDGET else str(bp.t_b)
             console.print(
-                f"  {r['t_fair']:>6}  {r['t_fraud']:>7}  {r['beta']:5.2f}  {r['epsilon_a']:9.4f}"
-                f"  {r['gamma']:5.3f}  {r['n_max']:>5}  {r['p_manip']:7.4f}",
+                f"budget t = {budget}: regime {bp.regime!r}  (t_A = {bp.t_a}, t_B = {t_b} for a "
+                f"DI margin {epsilon:g} at alpha {alpha:g}; sigma_A {bp.sigma_a:.3f}, "
+                f"sigma_B {bp.sigma_b:.3f})",
                 markup=False,
             )
+            rec = bp.recommended
+            if bp.regime == "large":
+                console.print(
+                    f"  t > t_B: estimate DI from B alone with {rec['n_b']} queries (margin "
+                    f"{rec['epsilon_b']:.4f}); A is used only for {rec['t_fraud']} consistency "
+                    f"checks (n_max {rec['n_max']}, p_manip {rec['p_manip']:.4f} at gamma "
+                    f"{rec['gamma']:g})",
+                    markup=False,
+                )
+            else:
+                front = bp.frontier
+                console.print(
+                    f"  t_A <= t <= t_B: recommended t_fair {rec['t_fair']}, t_fraud "
+                    f"{rec['t_fraud']} (epsilon_A {rec['epsilon_a']:.4f} <= {epsilon:g}, "
+                    f"p_manip {rec['p_manip']:.4f})",
+                    markup=False,
+                )
+        else:
+            sig = (
+                di_sigma(rate_unprivileged, rate_privileged, share_unprivileged)
+                if sigma_a is None
+                else sigma_a
+            )
+            front = pareto_frontier(
+                budget, proxy_accuracy, sig, alpha, g_front,
+                rate_unprivileged=rate_unprivileged, rate_privileged=rate_privileged,
+                share_unprivileged=share_unprivileged,
+            )  # fmt: skip
+            out["budget"] = budget
+            out["regime"] = None
+        if front is not None:
+            _print_frontier(front, out, theorem3, gamma)
     if json_path is not None:
         write_json(json_path, out)
+
+
+def _print_frontier(front: Any, out: dict[str, Any], theorem3: bool, gamma: float) -> None:
+    rows = front.pareto()
+    out["sigma_a"] = front.sigma_a
+    out["frontier_gamma"] = "theorem3" if theorem3 else gamma
+    out["pareto"] = rows
+    out["frontier_points"] = int(front.t_fraud.size)
+    shown = rows
+    if len(rows) > 25:  # the terminal gets an even sample; the JSON keeps every row
+        idx = sorted({round(i * (len(rows) - 1) / 24) for i in range(25)})
+        shown = [rows[i] for i in idx]
+    console.print(
+        f"Pareto-optimal allocations of t = {front.t} (sigma_A {front.sigma_a:.3f}"
+        + (f"; {len(shown)} of {len(rows)} shown" if shown is not rows else "")
+        + "):",
+        markup=False,
+    )
+    console.print("  t_fair  t_fraud   beta  epsilon_A  gamma  n_max  p_manip", markup=False)
+    for r in shown:
+        console.print(
+            f"  {r['t_fair']:>6}  {r['t_fraud']:>7}  {r['beta']:5.2f}  {r['epsilon_a']:9.4f}"
+            f"  {r['gamma']:5.3f}  {r['n_max']:>5}  {r['p_manip']:7.4f}",
+            markup=False,
+        )
 
 
 def register(app: typer.Typer) -> None:

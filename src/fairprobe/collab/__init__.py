@@ -9,12 +9,14 @@ I/O), the suspicion score (:mod:`.score`), the adaptive attacker and other attac
 
 from fairprobe.collab.attacker import (
     ATTACKS,
+    AttackContext,
     AttackStrategy,
     get_attack,
     minimise_abs_dp,
     neutral_increment,
     register_attack,
 )
+from fairprobe.collab.liars import LiarPlan, plan_consistent, plan_selective
 from fairprobe.collab.protocol import (
     AttackerCore,
     AuditorCore,
@@ -34,12 +36,14 @@ from fairprobe.collab.score import Z_MAX, ScoreResult, suspicion_scores
 
 __all__ = [
     "ATTACKS",
+    "AttackContext",
     "AttackStrategy",
     "AttackerCore",
     "AuditorCore",
     "Entry",
     "EntrySigner",
     "EntryVerifier",
+    "LiarPlan",
     "MergeReport",
     "NullSigner",
     "NullVerifier",
@@ -53,6 +57,8 @@ __all__ = [
     "get_attack",
     "minimise_abs_dp",
     "neutral_increment",
+    "plan_consistent",
+    "plan_selective",
     "register_attack",
     "suspicion_scores",
 ]

@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -48,6 +49,7 @@ from fairprobe.stats.counts import CountsVector
 __all__ = [
     "ATTACKS",
     "AdaptiveAttack",
+    "AttackContext",
     "AttackStrategy",
     "ExtremeAttack",
     "NeutralAttack",
@@ -215,15 +217,88 @@ def maximise_dp(views: npt.ArrayLike, n: int) -> IntArray:
     return out
 
 
+@dataclass(frozen=True)
+class AttackContext:
+    """What the platform knows and tells a colluding attacker before the audit starts.
+
+    Strategies that fix their behaviour in advance (the self-consistent liars of
+    :mod:`fairprobe.collab.liars`) are calibrated with it; the adaptive attacker ignores it.
+
+    Attributes
+    ----------
+    population : CountsVector
+        The population's true counts (the honest auditors' pooled counts at the end).
+    n : int
+        Query budget per round.
+    rounds : int
+        Planned audit length ``R``.
+    attackers : int
+        Number ``K`` of liars the platform runs (each gets the same instruction).
+    honest : int
+        Number ``N`` of honest auditors (the roster size minus ``K``).
+    tau : float
+        Half-width of the fair band.
+    seed : int
+        Seed of the attackers' randomness (noise is drawn per attacker and round).
+    ids : tuple of int
+        Attacker index of each row of the views a call of ``fabricate`` receives.
+    """
+
+    population: CountsVector
+    n: int
+    rounds: int
+    attackers: int
+    honest: int = 0
+    tau: float = 0.05
+    seed: int = 0
+    ids: tuple[int, ...] = (0,)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "population": list(self.population.as_tuple()),
+            "n": self.n,
+            "rounds": self.rounds,
+            "attackers": self.attackers,
+            "honest": self.honest,
+            "tau": self.tau,
+            "seed": self.seed,
+            "ids": list(self.ids),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> AttackContext:
+        return cls(
+            population=CountsVector(*(int(x) for x in d["population"])),
+            n=int(d["n"]),
+            rounds=int(d["rounds"]),
+            attackers=int(d["attackers"]),
+            honest=int(d.get("honest", 0)),
+            tau=float(d.get("tau", 0.05)),
+            seed=int(d.get("seed", 0)),
+            ids=tuple(int(x) for x in d.get("ids", (0,))),
+        )
+
+
 class AttackStrategy(ABC):
     """A fabrication strategy of a (non-colluding) attacker.
 
     Subclasses implement :meth:`fabricate`, vectorised over views. Strategies are deterministic
-    functions of ``(view, n, round)``; one that needs randomness takes a ``seed`` in its
-    constructor and must stay reproducible.
+    functions of ``(view, n, round)``; one that needs randomness draws it from its
+    :class:`AttackContext` (seed, attacker index, round) and must stay reproducible. A strategy
+    with ``needs_context = True`` must be :meth:`calibrate`-d before it fabricates.
     """
 
     name: ClassVar[str] = ""
+    needs_context: ClassVar[bool] = False
+    context: AttackContext | None = None
+
+    def calibrate(self, ctx: AttackContext) -> AttackStrategy:
+        """A copy of this strategy instructed by the platform (default: itself, unchanged)."""
+        return self
+
+    def for_ids(self, ids: tuple[int, ...]) -> AttackStrategy:
+        """The strategy fabricating for the attackers ``ids`` (default: itself)."""
+        return self
 
     @abstractmethod
     def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:

@@ -208,20 +208,31 @@ class Verdict:
     rounds: int
     estimate: float
     tau: float
+    method: str = "auditopus"
+    certificate: Any = None  # fairprobe.collab.certificate.Certificate, when requested
 
     @property
     def fair(self) -> bool:
         return abs(self.estimate) <= self.tau
 
+    @property
+    def certified_k(self) -> int | None:
+        return None if self.certificate is None else int(self.certificate.certified_k)
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "auditor": self.auditor,
             "role": self.role,
             "rounds": self.rounds,
             "estimate": self.estimate,
             "tau": self.tau,
             "verdict": "fair" if self.fair else "unfair",
+            "method": self.method,
         }
+        if self.certificate is not None:
+            d["certified_k"] = self.certificate.certified_k
+            d["certificate"] = self.certificate.to_dict()
+        return d
 
 
 class QuerySampler:
@@ -576,15 +587,73 @@ class AuditorCore(_Base):
         """Step 6: ``DP(sum_j W_j)`` (NaN while a group has no data)."""
         return dp_of(self.weighted_total())
 
+    def robust_estimate(self) -> float:
+        """The recommended ``robust`` estimate (:mod:`fairprobe.collab.robust`): the Auditopus
+        weights plus one-sided influence screening, on this auditor's table."""
+        from fairprobe.collab.robust import robust_estimate
+
+        held = np.array([self.held[a].round >= 1 for a in self.roster])
+        return float(robust_estimate(self.W, self.table_counts(), held).estimate)
+
+    def estimate_of(self, method: str = "auditopus") -> float:
+        """This auditor's estimate by ``method``: ``auditopus`` (Step 6), ``robust``, or any
+        registered baseline aggregator (``none``, ``median``, ...) over its table."""
+        if method == "auditopus":
+            return self.estimate()
+        if method == "robust":
+            return self.robust_estimate()
+        from fairprobe.collab.baselines import get_aggregator
+
+        held = np.array([self.held[a].round >= 1 for a in self.roster])
+        return float(get_aggregator(method)(self.table_counts()[None], held[None])[0])
+
     def table_counts(self) -> npt.NDArray[np.int64]:
         """The latest counts vector held per auditor, roster order, shape (V, 4)."""
         return np.array([self.held[a].counts for a in self.roster], dtype=np.int64)
 
-    def verdict(self) -> Verdict:
-        est = self.estimate()
+    def verdict(self, method: str = "auditopus", *, certify: bool = False) -> Verdict:
+        """Final verdict by ``method`` (``auditopus``, ``robust``, or a baseline), optionally
+        with its certificate (:meth:`certificate`)."""
+        est = self.estimate_of(method)
         if math.isnan(est):
             raise EmptyGroupError("No statistics of one group have arrived yet: no verdict.")
-        return Verdict(self.auditor_id, self.role, self.round, est, self.tau)
+        cert = self.certificate(method) if certify else None
+        return Verdict(self.auditor_id, self.role, self.round, est, self.tau, method, cert)
+
+    def certificate(self, method: str = "robust") -> Any:
+        """How many fabricating auditors this auditor's verdict withstands.
+
+        :func:`fairprobe.collab.certificate.certify` on the vectors the estimate sums (``W_j``
+        for ``auditopus``, the table for ``none``), each fabricator holding at most ``n`` queries
+        per round elapsed; ``robust`` inherits the Auditopus certificate when both verdicts are
+        unfair on the same side (:func:`~fairprobe.collab.certificate.robust_certified_k`), else
+        0. Other methods have no certificate (:class:`InvalidParameterError`).
+        """
+        from dataclasses import replace as _replace
+
+        from fairprobe.collab.certificate import certify
+
+        held = np.array([self.held[a].round >= 1 for a in self.roster])
+        budget = self.n * max(self.round, 1)
+        if method == "none":
+            return certify(self.table_counts()[held], budget, self.tau, method="none")
+        if method not in ("auditopus", "robust"):
+            raise InvalidParameterError(
+                f"The 'method' parameter of certificate must be one of auditopus, robust, none. "
+                f"Got {method!r} instead."
+            )
+        cert = certify(self.W[held], budget, self.tau, method="auditopus")
+        if method == "auditopus":
+            return cert
+        rob = self.robust_estimate()
+        same = abs(rob) > self.tau and not cert.fair and (rob < 0) == (cert.estimate < 0)
+        return _replace(
+            cert,
+            estimate=rob,
+            fair=abs(rob) <= self.tau,
+            certified_k=cert.certified_k if same else 0,
+            method="robust",
+        )
 
     def _extra_dict(self) -> dict[str, Any]:
         return {

@@ -35,9 +35,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+import fairprobe.collab.liars  # noqa: F401 - registers the self-consistent liars
 from fairprobe._validation import check_choice, check_int, check_real
-from fairprobe.collab.attacker import ATTACKS, get_attack
+from fairprobe.collab.attacker import ATTACKS, AttackContext, AttackStrategy, get_attack
 from fairprobe.collab.baselines import get_aggregator
+from fairprobe.collab.certificate import certify_many, global_certified_k, robust_certified_k
 from fairprobe.collab.graph import connected_erdos_renyi, gossip_lags
 from fairprobe.collab.partition import (
     dirichlet_partition,
@@ -51,6 +53,7 @@ from fairprobe.collab.protocol import (
     dp_of,
     query_order,
 )
+from fairprobe.collab.robust import robust_estimate
 from fairprobe.collab.score import Z_MAX, suspicion_scores
 from fairprobe.datasets.populations import POPULATIONS, get_population
 from fairprobe.stats.counts import CountsVector
@@ -60,6 +63,7 @@ __all__ = [
     "AuditPlan",
     "RunResult",
     "SimConfig",
+    "attack_strategy",
     "audit_plan",
     "graph_of",
     "honest_query_rng",
@@ -76,6 +80,7 @@ BASE_METHODS = (
     "median-local-dp",
     "trimmed-mean-local-dp",
     "auditopus",
+    "robust",
 )
 
 IntArray = npt.NDArray[np.int64]
@@ -157,6 +162,30 @@ class RunResult:
     per_auditor: dict[str, FloatArray]
     attacker_positions: tuple[int, ...]
     trajectory: dict[str, FloatArray] | None = None
+    views: dict[str, Any] | None = None
+    certified: dict[str, int] = field(default_factory=dict)
+    node_certified: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
+    sources: dict[str, Any] = field(default_factory=dict)
+
+    def nodes(self) -> list[dict[str, Any]]:
+        """Each honest auditor's estimate per method and its ``certified_k`` (figure data)."""
+        hon = [j for j in range(self.config.honest + self.config.attackers)
+               if j not in set(self.attacker_positions)]
+        out = []
+        for i, j in enumerate(hon):
+            est = {
+                m: (None if math.isnan(float(v[i])) else float(v[i]))
+                for m, v in self.per_auditor.items()
+            }
+            out.append(
+                {
+                    "index": j,
+                    "id": f"a{j:04d}",
+                    "estimates": est,
+                    "certified_k": {m: int(k[i]) for m, k in self.node_certified.items()},
+                }
+            )
+        return out
 
     def rows(self) -> list[dict[str, Any]]:
         """One JSON-ready row per method (the keys of ``fairprobe collab simulate --json``)."""
@@ -176,6 +205,7 @@ class RunResult:
                     "fooled": bool(e is not None and abs(e) <= c.tau),
                     "honest": c.honest,
                     "rounds": self.rounds,
+                    "certified_k": self.certified.get(m),
                 }
             )
         return out
@@ -187,7 +217,11 @@ class RunResult:
             "honest_dp": self.honest_dp,
             "rounds": self.rounds,
             "attacker_positions": list(self.attacker_positions),
+            "band": {"low": -self.config.tau, "high": self.config.tau},
             "runs": self.rows(),
+            "certified_k": dict(self.certified),
+            "nodes": self.nodes(),
+            "sources": self.sources,
         }
         if self.trajectory is not None:
             d["trajectory"] = {k: v.tolist() for k, v in self.trajectory.items()}
@@ -295,13 +329,41 @@ def honest_query_rng(cfg: SimConfig, i: int) -> np.random.Generator:
     return np.random.default_rng(query_ss.spawn(cfg.honest)[i])
 
 
+def attack_strategy(
+    cfg: SimConfig, rounds: int, ids: tuple[int, ...] | None = None
+) -> AttackStrategy:
+    """``cfg.attack`` calibrated with what the platform knows (:class:`AttackContext`).
+
+    ``ids`` are the attacker indices of the view rows (default: all attackers of ``cfg``'s
+    graph, in increasing order, as the simulator calls the strategy); a networked attacker node
+    passes its own index.
+    """
+    if ids is None:
+        ids = tuple(int(x) for x in _graph(cfg)[1])
+    ctx = AttackContext(
+        population=get_population(cfg.case).counts,
+        n=cfg.n,
+        rounds=rounds,
+        attackers=cfg.attackers,
+        honest=cfg.honest,
+        tau=cfg.tau,
+        seed=cfg.seed,
+        ids=tuple(ids),
+    )
+    return get_attack(cfg.attack).calibrate(ctx)
+
+
 def _global(per_honest: FloatArray, k: int) -> float:
     vals = np.concatenate([per_honest, np.zeros(k)])
     return float(np.median(vals))
 
 
 def simulate(
-    cfg: SimConfig, *, setup: HonestSetup | None = None, trajectory: bool = False
+    cfg: SimConfig,
+    *,
+    setup: HonestSetup | None = None,
+    trajectory: bool = False,
+    keep_views: bool = False,
 ) -> RunResult:
     """Simulate one audit with the vectorised path (see the module docstring)."""
     setup = setup or prepare_honest(cfg)
@@ -315,7 +377,7 @@ def simulate(
     H = np.zeros((R + 1, V, 4), dtype=np.int64)
     H[1:, hon] = np.cumsum(setup.increments, axis=0)
     if K:
-        strategy = get_attack(cfg.attack)
+        strategy = attack_strategy(cfg, R, tuple(int(x) for x in att))
         lag_k = lag[att]  # (K, V)
         cols = np.arange(V)[None, :]
         for t in range(1, R + 1):
@@ -336,11 +398,29 @@ def simulate(
         per["auditopus"] = np.array([dp_of(r) for r in tot])
     tables = H[s_idx, cols]
     held = s_idx >= 1
-    for m in BASE_METHODS[:-1]:
+    per["robust"] = robust_estimate(weighted, tables, held).estimate
+    for m in BASE_METHODS[:-2]:
         per[m] = get_aggregator(m, cfg.beta)(tables, held)
     for b in cfg.extra_betas:
         per[f"trimmed-mean@{b:g}"] = get_aggregator("trimmed-mean", b)(tables, held)
     estimates = {m: _global(per[m], K) for m in cfg.methods}
+    node_k, glob_k = _certificates(cfg, R, per, weighted, tables, held)
+    rob0 = robust_estimate(weighted[:1], tables[:1], held[:1])
+    empty = (delta[..., 1] + delta[..., 3]) == 0  # (R, V)
+    raw_mass = (H[R, :, 1] + H[R, :, 3]).astype(np.float64)
+    w_mass = CW[R, :, 1] + CW[R, :, 3]
+    sources = {
+        "ids": [f"a{j:04d}" for j in range(V)],
+        "role": ["attacker" if is_att[j] else "honest" for j in range(V)],
+        "queries": raw_mass.astype(np.int64).tolist(),
+        "weighted_queries": w_mass.tolist(),
+        "weight": np.where(raw_mass > 0, w_mass / np.where(raw_mass > 0, raw_mass, 1), 0).tolist(),
+        "local_dp": [None if math.isnan(x) else x for x in (dp_of(H[R, j]) for j in range(V))],
+        "robust_kept_by_first_auditor": rob0.kept[0].tolist(),
+        # None where the source added nothing that round (its query set had run out)
+        "scores_by_round": _masked(sc.score.reshape(R, V).T, empty.T, 4),
+        "weights_by_round": _masked(w.T, empty.T, 6),
+    }
     pop = get_population(cfg.case)
     honest_total = H[R, hon].sum(axis=0)
     traj = None
@@ -366,7 +446,45 @@ def simulate(
         per_auditor=per,
         attacker_positions=tuple(int(x) for x in att),
         trajectory=traj,
+        certified=glob_k,
+        node_certified=node_k,
+        sources=sources,
+        views=(
+            {"tables": tables, "weighted": weighted, "held": held, "w": w, "score": sc.score,
+             "H": H, "lag": lag, "hon": hon}
+            if keep_views
+            else None
+        ),
     )
+
+
+def _masked(x: FloatArray, mask: npt.NDArray[np.bool_], digits: int) -> list[list[float | None]]:
+    return [
+        [None if m else round(float(v), digits) for v, m in zip(row, mrow, strict=True)]
+        for row, mrow in zip(x, mask, strict=True)
+    ]
+
+
+def _certificates(
+    cfg: SimConfig,
+    rounds: int,
+    per: dict[str, FloatArray],
+    weighted: npt.NDArray[np.float64],
+    tables: IntArray,
+    held: npt.NDArray[np.bool_],
+) -> tuple[dict[str, npt.NDArray[np.int64]], dict[str, int]]:
+    """Per-auditor and global ``certified_k`` of the pooled methods (none, auditopus, robust)."""
+    budget = cfg.n * rounds
+    node = {
+        "none": certify_many(tables, budget, cfg.tau, held),
+        "auditopus": certify_many(weighted, budget, cfg.tau, held),
+    }
+    node["robust"] = robust_certified_k(per["robust"], per["auditopus"], node["auditopus"], cfg.tau)
+    glob = {
+        m: global_certified_k(per[m], np.maximum(ks, 0), cfg.attackers, cfg.tau)
+        for m, ks in node.items()
+    }
+    return node, glob
 
 
 def simulate_reference(cfg: SimConfig, *, setup: HonestSetup | None = None) -> RunResult:
@@ -387,7 +505,8 @@ def simulate_reference(cfg: SimConfig, *, setup: HonestSetup | None = None) -> R
     samplers: dict[int, tuple[QuerySampler, npt.NDArray[np.int8]]] = {}
     for j in range(V):
         if j in plan.attackers:
-            cores.append(AttackerCore(roster[j], roster, n=cfg.n, tau=cfg.tau, strategy=cfg.attack))
+            strat = attack_strategy(cfg, R, (j,))
+            cores.append(AttackerCore(roster[j], roster, n=cfg.n, tau=cfg.tau, strategy=strat))
         else:
             i = plan.honest_index.index(j)
             cores.append(AuditorCore(roster[j], roster, n=cfg.n, tau=cfg.tau, z_max=cfg.z_max))
@@ -418,7 +537,8 @@ def simulate_reference(cfg: SimConfig, *, setup: HonestSetup | None = None) -> R
     per["auditopus"] = np.array([c.estimate() for c in honest_cores])
     tables_arr = np.stack([c.table_counts() for c in honest_cores])
     held = np.stack([np.array([c.held[a].round >= 1 for a in roster]) for c in honest_cores])
-    for m in BASE_METHODS[:-1]:
+    per["robust"] = np.array([c.robust_estimate() for c in honest_cores])
+    for m in BASE_METHODS[:-2]:
         per[m] = get_aggregator(m, cfg.beta)(tables_arr, held)
     for b in cfg.extra_betas:
         per[f"trimmed-mean@{b:g}"] = get_aggregator("trimmed-mean", b)(tables_arr, held)

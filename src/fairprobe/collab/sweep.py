@@ -9,9 +9,14 @@ end); rerunning the same sweep on the same file skips the runs already in it.
 
 Output (the keys other tools read)::
 
-    {"config": {...base SimConfig...}, "complete": bool,
+    {"schema": "fairprobe/1", "kind": "collab-sweep", "provenance": {...},
+     "config": {...base SimConfig...}, "complete": bool,
+     "summary": [{"case", "method", "runs", "asr", "mae", "certified_k", "attackers"}, ...],
      "runs": [{"case", "attackers", "seed", "method", "estimate", "true_dp", "error", "fooled",
-               "honest", "rounds"}, ...]}
+               "honest", "rounds", "certified_k"}, ...]}
+
+The dashboard of the local Dask cluster is off (``dashboard=True``: on 127.0.0.1 only), and a
+grid whose largest run cannot fit in memory is refused before any work (:func:`check_feasible`).
 """
 
 from __future__ import annotations
@@ -31,7 +36,16 @@ from fairprobe.datasets.populations import POPULATIONS
 from fairprobe.errors import ConfigError, InvalidParameterError
 from fairprobe.report.jsonio import read_json, to_jsonable
 
-__all__ = ["parse_int_range", "run_group", "sweep"]
+__all__ = [
+    "available_bytes",
+    "check_feasible",
+    "local_cluster_kwargs",
+    "parse_int_range",
+    "run_bytes",
+    "run_group",
+    "summarize",
+    "sweep",
+]
 
 RunKey = tuple[str, int, int]
 
@@ -39,9 +53,24 @@ RunKey = tuple[str, int, int]
 _GRID_FIELDS = ("case", "attackers", "seed")
 
 
-def parse_int_range(text: str, name: str = "attackers") -> list[int]:
-    """``"1-19"``, ``"0,2,5"`` or ``"1-3,7"`` -> sorted unique ints (>= 0)."""
-    out: set[int] = set()
+#: Largest attacker count and largest number of grid values a sweep accepts from text.
+MAX_RANGE_VALUE = 1_000_000
+MAX_RANGE_COUNT = 10_000
+
+
+def parse_int_range(
+    text: str,
+    name: str = "attackers",
+    *,
+    max_value: int = MAX_RANGE_VALUE,
+    max_count: int = MAX_RANGE_COUNT,
+) -> list[int]:
+    """``"1-19"``, ``"0,2,5"`` or ``"1-3,7"`` -> sorted unique ints (>= 0).
+
+    Bounds are checked on the text before any range is expanded, so ``0-100000000`` is refused at
+    once (no list of 10^8 ints is built).
+    """
+    spans: list[tuple[int, int]] = []
     try:
         for part in str(text).split(","):
             part = part.strip()
@@ -52,18 +81,76 @@ def parse_int_range(text: str, name: str = "attackers") -> list[int]:
                 lo, hi = int(lo_s), int(hi_s)
                 if hi < lo:
                     raise ValueError
-                out.update(range(lo, hi + 1))
             else:
-                out.add(int(part))
+                lo = hi = int(part)
+            spans.append((lo, hi))
     except ValueError:
         raise InvalidParameterError(
             f"The {name!r} parameter must look like '1-19' or '0,2,5'. Got {text!r} instead."
         ) from None
-    if not out or min(out) < 0:
+    if not spans or min(lo for lo, _ in spans) < 0:
         raise InvalidParameterError(
             f"The {name!r} parameter must list integers >= 0. Got {text!r} instead."
         )
+    top = max(hi for _, hi in spans)
+    if top > max_value:
+        raise InvalidParameterError(
+            f"The {name!r} parameter goes up to {top}; at most {max_value} is supported. "
+            "Use a smaller range."
+        )
+    if sum(hi - lo + 1 for lo, hi in spans) > max_count:
+        raise InvalidParameterError(
+            f"The {name!r} parameter lists more than {max_count} values. Use a smaller range."
+        )
+    out: set[int] = set()
+    for lo, hi in spans:
+        out.update(range(lo, hi + 1))
     return sorted(out)
+
+
+def run_bytes(honest: int, attackers: int, rounds: int) -> int:
+    """Rough peak memory of one simulated run with ``honest + attackers`` auditors.
+
+    The all-pairs graph arrays (adjacency, edge draws, hop distances, gossip lags: about
+    ``30 V^2`` bytes) and the per-round vectors (about ``200 R V`` bytes), plus the honest
+    auditors' tables (about ``200 N V`` bytes).
+    """
+    V = honest + attackers
+    return int(30 * V * V + 200 * max(rounds, 1) * V + 200 * honest * V + 50_000_000)
+
+
+def available_bytes() -> int | None:
+    """``MemAvailable`` of this machine (None if unknown)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def check_feasible(base: SimConfig, attackers: Sequence[int], workers: int) -> None:
+    """Refuse, before any work, a grid whose largest run cannot fit in this machine's memory."""
+    kmax = max(attackers)
+    need = run_bytes(base.honest, kmax, base.max_rounds) * max(workers, 1)
+    avail = available_bytes()
+    if avail is not None and need > 0.7 * avail:
+        fit = 0
+        lo, hi = 0, kmax
+        while lo < hi:  # largest K that fits
+            mid = (lo + hi + 1) // 2
+            if run_bytes(base.honest, mid, base.max_rounds) * max(workers, 1) <= 0.7 * avail:
+                lo = mid
+            else:
+                hi = mid - 1
+        fit = lo
+        raise InvalidParameterError(
+            f"A run with {base.honest} honest auditors and {kmax} attackers needs about "
+            f"{need / 1e9:.1f} GB with {workers} worker(s); this machine has "
+            f"{avail / 1e9:.1f} GB available. Use --attackers up to {fit} (or fewer --workers)."
+        )
 
 
 def run_group(
@@ -122,6 +209,8 @@ def _load_done(path: Path, base: dict[str, Any]) -> tuple[list[dict[str, Any]], 
             f"{path} holds a sweep with other settings ({', '.join(diff)}); "
             "use another --json path or the same settings to resume."
         )
+    if doc.get("kind", "collab-sweep") != "collab-sweep":
+        raise ConfigError(f"{path} holds a {doc.get('kind')!r} result, not a sweep.")
     rows = doc["runs"]
     return rows, {(r["case"], int(r["attackers"]), int(r["seed"])) for r in rows}
 
@@ -137,6 +226,7 @@ def sweep(
     n_workers: int | None = None,
     flush_every: float = 5.0,
     on_progress: Callable[[int, int], None] | None = None,
+    dashboard: bool = False,
 ) -> dict[str, Any]:
     """Run the grid on Dask and return ``{"config", "complete", "runs"}`` (also written to JSON).
 
@@ -150,6 +240,10 @@ def sweep(
     seed_list = sorted({check_int(s, "seeds", "sweep", lo=0) for s in seeds})
     if not ks or not seed_list:
         raise InvalidParameterError("A sweep needs at least one attacker count and one seed.")
+    if n_workers is not None:
+        n_workers = check_int(n_workers, "workers", "sweep", lo=1)
+    workers = n_workers or max(1, os.cpu_count() or 1)
+    check_feasible(base, ks, 1 if scheduler is not None else workers)
     bd = _base_dict(base)
     path = Path(json_path) if json_path is not None else None
     rows, done = _load_done(path, bd) if path is not None else ([], set())
@@ -166,7 +260,7 @@ def sweep(
 
     def flush(complete: bool) -> None:
         if path is not None:
-            _write_compact(path, {"config": bd, "complete": complete, "runs": rows})
+            _write_compact(path, _envelope(bd, complete, rows))
 
     if groups:
         import dask
@@ -187,14 +281,7 @@ def sweep(
 
         cluster = None
         if scheduler is None:
-            cluster = LocalCluster(
-                n_workers=n_workers or max(1, os.cpu_count() or 1),
-                threads_per_worker=1,
-                processes=True,
-                host="127.0.0.1",
-                dashboard_address=":0",
-                silence_logs=40,
-            )
+            cluster = LocalCluster(**local_cluster_kwargs(workers, dashboard))
             client = Client(cluster)
         else:
             try:
@@ -222,4 +309,69 @@ def sweep(
             quiet.__exit__(None, None, None)
     rows.sort(key=lambda r: (r["case"], r["attackers"], r["seed"], r["method"]))
     flush(True)
-    return {"config": bd, "complete": True, "runs": rows}
+    return _envelope(bd, True, rows)
+
+
+def local_cluster_kwargs(workers: int, dashboard: bool = False) -> dict[str, Any]:
+    """Arguments of the sweep's ``LocalCluster``: everything on 127.0.0.1.
+
+    The scheduler always runs an HTTP server (health and metrics routes); it listens on a free
+    loopback port. The dashboard (no authentication) is served only with ``dashboard=True``, on
+    that loopback server too.
+    """
+    return {
+        "n_workers": workers,
+        "threads_per_worker": 1,
+        "processes": True,
+        "host": "127.0.0.1",
+        "dashboard_address": "127.0.0.1:0" if dashboard else None,
+        "scheduler_kwargs": {"dashboard": dashboard, "dashboard_address": "127.0.0.1:0"},
+        "silence_logs": 40,
+    }
+
+
+def _envelope(bd: dict[str, Any], complete: bool, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    from fairprobe.provenance import Provenance
+    from fairprobe.report.jsonio import SCHEMA
+
+    return {
+        "schema": SCHEMA,
+        "kind": "collab-sweep",
+        "provenance": Provenance.capture().to_dict(),
+        "config": bd,
+        "complete": complete,
+        "summary": summarize(rows, float(bd.get("tau", 0.05))),
+        "runs": rows,
+    }
+
+
+def summarize(rows: Sequence[dict[str, Any]], tau: float = 0.05) -> list[dict[str, Any]]:
+    """Table II layout: per case (and all cases) and method, attack success and mean error.
+
+    ``asr`` is the share of runs whose estimate lies in the fair band (%), ``mae`` the mean
+    absolute error of the estimate, ``certified_k`` the mean certificate (methods that have one),
+    over every run of the rows (all attacker counts in them).
+    """
+    from collections import defaultdict
+
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[(r["case"], r["method"])].append(r)
+        groups[("all", r["method"])].append(r)
+    out = []
+    for (case, method), rs in groups.items():
+        err = [abs(r["error"]) for r in rs if r.get("error") is not None]
+        ks = [r["certified_k"] for r in rs if r.get("certified_k") is not None]
+        out.append(
+            {
+                "case": case,
+                "method": method,
+                "runs": len(rs),
+                "asr": 100.0 * sum(bool(r["fooled"]) for r in rs) / len(rs),
+                "mae": sum(err) / len(err) if err else None,
+                "certified_k": sum(ks) / len(ks) if ks else None,
+                "attackers": sorted({int(r["attackers"]) for r in rs}),
+            }
+        )
+    out.sort(key=lambda d: (d["case"] == "all", d["case"], d["method"]))
+    return out

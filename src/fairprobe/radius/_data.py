@@ -10,6 +10,7 @@ points identical weights), and it makes binary correctness data of any size a fo
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fairprobe._validation import check_real
-from fairprobe.errors import DataError, EmptyGroupError
+from fairprobe.errors import DataError, EmptyGroupError, InvalidParameterError
 
 __all__ = ["AuditData", "prepare"]
 
@@ -193,4 +194,10 @@ def prepare(
 
 def check_tolerance(tolerance: Any, owner: str) -> float:
     """``tolerance`` must be a finite float > 0 (the paper's eps)."""
-    return check_real(tolerance, "tolerance", owner, lo=0.0, closed="neither")
+    eps = check_real(tolerance, "tolerance", owner, lo=0.0, closed="neither")
+    if not math.isfinite(eps):
+        raise InvalidParameterError(
+            f"The 'tolerance' parameter of {owner} must be a finite float > 0. Got {tolerance!r} "
+            "instead: an infinite tolerance makes every audit fair and no shift can flip it."
+        )
+    return eps

@@ -83,6 +83,12 @@ class GroupCurve(ABC):
         a[dn], c[dn], s[dn] = self.lo, self.end_cost(False), -np.inf
         return a, c, s
 
+    def tangents(self, params: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Tangent of ``c`` at finite ``params`` as ``(anchor, intercept)``: the line is
+        ``slope (y - anchor) + intercept``. Default: the curve point itself."""
+        a, c, _ = self.eval(np.atleast_1d(np.asarray(params, dtype=float)))
+        return a, c
+
     def solve(self, targets: FloatArray, tol: float = 1e-14,
               guess: FloatArray | None = None) -> FloatArray:
         """Parameters whose curve point has mean ``targets`` (vectorised safeguarded secant).
@@ -167,11 +173,14 @@ class KLCurve(GroupCurve):
         return 1.0 / max(math.sqrt(self.var), 1e-300)
 
     def _sums(self, lam: FloatArray, second: bool = False) -> tuple[FloatArray, ...]:
-        """Per tilt: ``z = sum p e^{lam (v - ref)}``, ``sum (.) x`` and optionally ``sum (.) x^2``.
+        """Per tilt: ``z = sum p e^{lam (v - ref)}``, ``sum (.) x``, ``sum (.) (v - ref)`` and
+        optionally ``sum (.) x^2`` (``x = v - mean``).
 
         ``ref`` is the support end that keeps exponents <= 0. Atoms whose exponent is below
         -750 contribute exactly 0.0 in float64 and are skipped (values are sorted, so the
-        contributing atoms form a contiguous run): large tilts touch few atoms.
+        contributing atoms form a contiguous run): large tilts touch few atoms. The sum against
+        ``v - ref`` has terms of one sign, so the offset of the tilted mean from its support end
+        is accurate to a few ulp *of the offset* (no cancellation near the end).
         """
         if not hasattr(self, "_logp"):
             self._logp = np.log(self.p)
@@ -185,31 +194,50 @@ class KLCurve(GroupCurve):
         hi_i = np.where(lam < 0, np.searchsorted(self.v, cut, side="right"), n)
         z = np.empty(lam.size)
         s1 = np.empty(lam.size)
+        sr = np.empty(lam.size)
         s2 = np.empty(lam.size)
         sparse = (hi_i - lo_i) < n // 2
         dense = ~sparse
         if dense.any():
             ld = lam[dense]
-            e = np.exp(ld[:, None] * (self.v[None, :] - ref[dense][:, None]) + self._logp[None, :])
+            dv = self.v[None, :] - ref[dense][:, None]
+            e = np.exp(ld[:, None] * dv + self._logp[None, :])
             z[dense] = e.sum(axis=1)
             s1[dense] = e @ self._x
+            sr[dense] = np.einsum("ij,ij->i", e, dv)
             if second:
                 s2[dense] = e @ self._x2
         for i in np.flatnonzero(sparse):
             sl = slice(int(lo_i[i]), int(hi_i[i]))
-            e1 = np.exp(lam[i] * (self.v[sl] - ref[i]) + self._logp[sl])
+            dv1 = self.v[sl] - ref[i]
+            e1 = np.exp(lam[i] * dv1 + self._logp[sl])
             z[i] = e1.sum()
             s1[i] = e1 @ self._x[sl]
+            sr[i] = e1 @ dv1
             if second:
                 s2[i] = e1 @ self._x2[sl]
-        return z, s1, s2, ref
+        return z, s1, s2, ref, sr
 
     def _block(self, lam: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-        z, s1, _, ref = self._sums(lam)
-        a = self.mean + s1 / z  # centred values: no cancellation near the mean
-        # c = lam a - Lambda(lam) = lam (a - ref) - log z
-        c = lam * (a - ref) - np.log(z)
-        return a, np.maximum(c, 0.0), lam.copy()
+        z, s1, _, ref, sr = self._sums(lam)
+        d_mean = s1 / z  # tilted mean minus the group mean (accurate near the mean)
+        d_ref = sr / z  # tilted mean minus the support end (accurate near the end)
+        a = np.where(np.abs(d_ref) < np.abs(d_mean), ref + d_ref, self.mean + d_mean)
+        # c = lam a - Lambda(lam) = lam (a - ref) - log z, with a - ref taken from d_ref: never
+        # a rounded a minus ref times a huge lam (issue 16, item 6)
+        c = lam * d_ref - np.log(z)
+        return np.clip(a, self.lo, self.hi), np.maximum(c, 0.0), lam.copy()
+
+    def tangents(self, params: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Tangent of ``c`` at each tilt in conjugate form: ``c(y) >= lam (y - ref) - log z``.
+
+        By convex duality ``c(y) = sup_lam (lam y - Lambda(lam))``, so the line is a valid lower
+        bound for every ``lam``, and written around the support end ``ref`` it has no large
+        intercept to cancel. Returns ``(anchor, intercept)`` = ``(ref, -log z)``.
+        """
+        lam = np.atleast_1d(np.asarray(params, dtype=float))
+        z, _, _, ref, _ = self._sums(lam)
+        return ref, -np.log(z)
 
     def eval(self, params: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
         lam = np.atleast_1d(np.asarray(params, dtype=float))
@@ -220,7 +248,7 @@ class KLCurve(GroupCurve):
         return tuple(np.concatenate([q[k] for q in parts]) for k in range(3))  # type: ignore[return-value]
 
     def _mean_var(self, lam: FloatArray) -> tuple[FloatArray, FloatArray]:
-        z, s1, s2, _ = self._sums(lam, second=True)
+        z, s1, s2, _, _ = self._sums(lam, second=True)
         ad = s1 / z
         return self.mean + ad, np.maximum(s2 / z - ad * ad, 0.0)
 

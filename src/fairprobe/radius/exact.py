@@ -45,7 +45,15 @@ FloatArray = NDArray[np.float64]
 
 @dataclass
 class _Knots:
-    """Knots of one group's cost curve in line coordinates (a for group 0, a = b + t for 1)."""
+    """Knots of one group's cost curve in line coordinates (a for group 0, a = b + t for 1).
+
+    Per knot: parameter ``P``, line coordinate ``A``, cost ``C``, slope ``S`` and the tangent in
+    anchored form ``S (y - R) + I`` in *group* coordinates ``y = x - shift`` (for KL the
+    conjugate form around the support end, exact for any tilt; see ``GroupCurve.tangents``).
+    Knots whose mean lies within a few hundred ulp of a support end (but not at it) are dropped:
+    their slopes are so large that one ulp of position moves the tangent by more than the
+    certificate's tolerance, and the exact end knots bound that stretch instead.
+    """
 
     curve: GroupCurve
     shift: float
@@ -53,32 +61,45 @@ class _Knots:
     A: FloatArray
     C: FloatArray
     S: FloatArray
+    R: FloatArray
+    I: FloatArray  # noqa: E741
 
     @classmethod
     def build(cls, curve: GroupCurve, shift: float, params: FloatArray) -> _Knots:
-        params = np.unique(params)
-        a, c, s = curve.eval_full(params)
-        k = cls(curve, shift, params, a + shift, c, s)
-        k._dedupe()
+        e = np.empty(0)
+        k = cls(curve, shift, e, e, e, e, e, e)
+        k.add(np.unique(params))
         return k
+
+    def _eval(self, params: FloatArray) -> tuple[FloatArray, ...]:
+        cv = self.curve
+        a, c, s = cv.eval_full(params)
+        r = a.copy()
+        i = c.copy()
+        fin = np.isfinite(params)
+        if fin.any():
+            r[fin], i[fin] = cv.tangents(params[fin])
+        res = 256 * np.spacing(max(abs(cv.lo), abs(cv.hi), 1e-300))
+        ok = ~fin | ((a - cv.lo > res) & (cv.hi - a > res)) | (params == 0)
+        if not isinstance(cv, KLCurve):  # only KL tilts reach the ends with unbounded slope
+            ok[:] = True
+        return params[ok], a[ok] + self.shift, c[ok], s[ok], r[ok], i[ok]
 
     def _dedupe(self) -> None:
         order = np.argsort(self.A, kind="stable")
         A = self.A[order]
         keep = np.ones(A.size, dtype=bool)
         keep[1:] = np.diff(A) > 0
-        for name in ("P", "A", "C", "S"):
+        for name in ("P", "A", "C", "S", "R", "I"):
             setattr(self, name, getattr(self, name)[order][keep])
 
     def add(self, params: FloatArray) -> int:
         if params.size == 0:
             return 0
         before = self.A.size
-        a, c, s = self.curve.eval_full(params)
-        self.P = np.concatenate([self.P, params])
-        self.A = np.concatenate([self.A, a + self.shift])
-        self.C = np.concatenate([self.C, c])
-        self.S = np.concatenate([self.S, s])
+        new = self._eval(np.asarray(params, dtype=float))
+        for name, arr in zip(("P", "A", "C", "S", "R", "I"), new, strict=True):
+            setattr(self, name, np.concatenate([getattr(self, name), arr]))
         self._dedupe()
         return self.A.size - before
 
@@ -88,28 +109,37 @@ class _Knots:
     def chord(self, z: FloatArray) -> FloatArray:
         return np.interp(z, self.A, self.C)
 
+    def _y(self, x: FloatArray) -> FloatArray:
+        """Group coordinate of line points, clamped into the support (true points lie inside)."""
+        return np.clip(x - self.shift, self.curve.lo, self.curve.hi)
+
     def lower(self, k: NDArray[np.intp], x: FloatArray) -> FloatArray:
         """max(0, tangent at knot k, tangent at knot k+1) at x (x shaped like k or (k, m))."""
         kk = k if x.ndim == 1 else k[:, None]
+        y = self._y(x)
         out = np.zeros_like(x)
         for j in (kk, kk + 1):
             s = self.S[j]
             fin = np.isfinite(s)
             with np.errstate(invalid="ignore", over="ignore"):
-                t = np.where(fin, self.C[j] + np.where(fin, s, 0.0) * (x - self.A[j]), -np.inf)
+                t = np.where(fin, self.I[j] + np.where(fin, s, 0.0) * (y - self.R[j]), -np.inf)
             out = np.maximum(out, t)
         return out
 
     def candidates(self, k: NDArray[np.intp]) -> FloatArray:
-        """Break points of the lower bound inside cell k: tangent crossing and zero crossings."""
-        a0, a1 = self.A[k], self.A[k + 1]
-        c0, c1 = self.C[k], self.C[k + 1]
+        """Break points of the lower bound inside cell k: tangent crossing and zero crossings.
+
+        Computed as offsets from the tangents' anchors (no large intercepts to cancel), then
+        mapped to line coordinates.
+        """
         s0, s1 = self.S[k], self.S[k + 1]
+        r0, r1 = self.R[k], self.R[k + 1]
+        i0, i1 = self.I[k], self.I[k + 1]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            kink = (c1 - c0 + s0 * a0 - s1 * a1) / (s0 - s1)
-            z0 = a0 - c0 / s0
-            z1 = a1 - c1 / s1
-        return np.column_stack([kink, z0, z1])
+            kink = r0 + (i1 - i0 + s1 * (r0 - r1)) / (s0 - s1)
+            z0 = r0 - i0 / s0
+            z1 = r1 - i1 / s1
+        return np.column_stack([kink, z0, z1]) + self.shift
 
     def interior_param(self, k: NDArray[np.intp], z: FloatArray) -> FloatArray:
         """A parameter strictly inside cell k whose point lies near z (secant in the parameter)."""
@@ -180,8 +210,13 @@ def line_optimum(
     rtol: float = 1e-10,
     atol: float = 1e-13,
     max_rounds: int = 500,
+    rest: float = 0.0,
 ) -> LineOptimum | None:
-    """Least divergence of a reweighting with group-mean difference exactly ``t`` (or None)."""
+    """Least divergence of a reweighting with group-mean difference exactly ``t`` (or None).
+
+    ``rest`` is the audit mass of other groups, left untouched within (their cost is 0, so they
+    add ``rest * psi(0) = rest`` to ``F``); ``pi`` are then the two groups' absolute masses.
+    """
     jl = max(c0.lo, c1.lo + t)
     ju = min(c0.hi, c1.hi + t)
     if jl > ju:
@@ -194,7 +229,8 @@ def line_optimum(
         p1 = float(c1.solve(np.array([a - t]), guess=gs1)[0]) if not c1.constant else 0.0
         k0 = float(c0.eval_full(np.array([p0]))[1][0]) if not c0.constant else 0.0
         k1 = float(c1.eval_full(np.array([p1]))[1][0]) if not c1.constant else 0.0
-        _, _, r = div.split(pi, (k0, k1))
+        f = pi[0] * float(div.psi(np.asarray(k0))) + pi[1] * float(div.psi(np.asarray(k1)))
+        r = div.total(f + rest)
         return LineOptimum(r, r, a, a - t, p0, p1, k0, k1)
 
     if c0.constant or c1.constant or ju - jl <= 0.0:
@@ -218,7 +254,7 @@ def line_optimum(
     for _ in range(max_rounds):
         z = np.concatenate([k0.A, k1.A, [L, U]])
         z = np.unique(z[(z >= L) & (z <= U)])
-        f_lb = pi[0] * psi(k0.chord(z)) + pi[1] * psi(k1.chord(z))
+        f_lb = pi[0] * psi(k0.chord(z)) + pi[1] * psi(k1.chord(z)) + rest
         i = int(np.argmax(f_lb))
         if f_lb[i] > best_f:
             best_f, best_z = float(f_lb[i]), float(z[i])
@@ -229,7 +265,7 @@ def line_optimum(
         lo_b = zl[:, None]
         hi_b = zr[:, None]
         cand = np.where(np.isfinite(cand), np.clip(cand, lo_b, hi_b), lo_b)
-        f_ub = pi[0] * psi(k0.lower(i0, cand)) + pi[1] * psi(k1.lower(i1, cand))
+        f_ub = pi[0] * psi(k0.lower(i0, cand)) + pi[1] * psi(k1.lower(i1, cand)) + rest
         seg_ub = f_ub.max(axis=1)
         # Segments at floating-point resolution cannot be split further: bound them by the
         # values at their ends (a is only resolved to a few ulp in any case).
@@ -257,8 +293,6 @@ def line_optimum(
     guess = [float(np.interp(best_z, kn.A, np.where(np.isfinite(kn.P), kn.P, np.nan)))
              if isinstance(kn.curve, KLCurve) else None for kn in (k0, k1)]
     opt = exact_at(best_z, *[g if g is not None and np.isfinite(g) else None for g in guess])
-    if opt.radius > div.total(best_f):  # cannot happen beyond rounding; keep the certified value
-        opt.radius = max(div.total(best_f), 0.0)
     opt.lower = min(div.total(ub), opt.radius)
     return opt
 
@@ -269,13 +303,21 @@ def exact_radius(
     divergence: str = "kl",
     *,
     rtol: float = 1e-10,
+    outside: float = 0.0,
 ) -> RadiusResult:
     """Global minimum of ``d(h)`` over reweightings that flip ``|phi| < eps`` (paper Eq. 5).
 
     See the module docstring for the method; ``lower_bound`` in the result is certified.
+    ``outside`` is the audit mass of other groups that ``data`` (a pair of groups, probabilities
+    summing to 1 within the pair) leaves out: they keep their within-group distribution and
+    take part only in the mass split (:func:`fairprobe.radius.multigroup`). The returned ``h``
+    then covers the pair's points, and ``reweighting["h_outside"]`` is the common ratio of the
+    others.
     """
     div = get_divergence(divergence)
-    pi = data.group_mass()
+    inside = 1.0 - outside
+    pm = data.group_mass()
+    pi = (pm[0] * inside, pm[1] * inside)
     curves = [make_curve(divergence, *data.group_atoms(k)) for k in (0, 1)]
     phi = curves[0].mean - curves[1].mean
     fair = abs(phi) < tolerance
@@ -301,7 +343,7 @@ def exact_radius(
     best: tuple[LineOptimum, float] | None = None
     lower = math.inf
     for t in lines:
-        opt = line_optimum(curves[0], curves[1], pi, t, div, rtol=rtol)
+        opt = line_optimum(curves[0], curves[1], pi, t, div, rtol=rtol, rest=outside)
         if opt is not None:
             lower = min(lower, opt.lower)  # certified for the minimum over both lines
             if best is None or opt.radius < best[0].radius:
@@ -310,8 +352,21 @@ def exact_radius(
         return RadiusResult(radius=math.inf, phi_shifted=None, message=why + " (radius infinite)",
                             **base)  # type: ignore[arg-type]
     opt, t = best
-    q0, q1, _ = div.split(pi, (opt.c0, opt.c1))
+    f_tot = pi[0] * float(div.psi(np.asarray(opt.c0))) + pi[1] * float(
+        div.psi(np.asarray(opt.c1))
+    ) + outside
+    q0 = pi[0] * float(div.psi(np.asarray(opt.c0))) / f_tot
+    q1 = pi[1] * float(div.psi(np.asarray(opt.c1))) / f_tot
     h = _reweighting(data, curves, (opt.param0, opt.param1), (q0 / pi[0], q1 / pi[1]))
+    h_out = 1.0 / f_tot  # psi(0) = 1: the untouched groups all scale by the same ratio
+    # the reported radius is the divergence of the reported shift itself (its certificate is
+    # ``lower``): both come from the same tilts, so they agree to rounding
+    radius_h = div.value(data.probs * inside, h)
+    if outside > 0:
+        radius_h += div.value(np.array([outside]), np.array([h_out]))
+    if math.isfinite(radius_h) and abs(radius_h - opt.radius) <= 1e-9 * (1.0 + opt.radius):
+        opt.radius = radius_h
+    lower = min(lower, opt.radius)
     summary = {
         "group_mass_before": [pi[0], pi[1]],
         "group_mass_after": [q0, q1],
@@ -323,6 +378,9 @@ def exact_radius(
         "h_min": float(h.min()),
         "h_max": float(h.max()),
     }
+    if outside > 0:
+        summary["h_outside"] = h_out
+        summary["mass_outside"] = outside
     note = "" if fair else "infimum: any shift slightly beyond it gives |phi| < eps"
     return RadiusResult(
         radius=opt.radius, phi_shifted=t, reweighting=summary, lower_bound=lower, message=note,
@@ -346,3 +404,36 @@ def _reweighting(
         h[sel] = mass_ratio[k] * r[idx]
     h[data.probs == 0] = 0.0  # points outside the audit distribution carry no mass
     return h
+
+
+def flip_curve(
+    data: AuditData,
+    divergence: str = "kl",
+    points: int = 41,
+    *,
+    rtol: float = 1e-8,
+    outside: float = 0.0,
+) -> dict[str, list[float | None]]:
+    """The least divergence that moves ``phi`` to each target: the radius as a function of eps.
+
+    For targets ``t`` on an even grid over the achievable range of the group-mean difference
+    (``phi(P)`` itself included), ``kl[i] = min d(h) s.t. phi(P_h) = t[i]`` from the exact line
+    solver. The consistency radius at tolerance eps is the smallest entry with ``|t| >= eps``
+    (audit fair) or ``|t| <= eps`` (audit unfair): the lower envelope of the paper's Figure 2.
+    ``None`` where no reweighting reaches the target (never inside the range). ``outside``: mass
+    of other groups, as in :func:`exact_radius`.
+    """
+    div = get_divergence(divergence)
+    pm = data.group_mass()
+    pi = (pm[0] * (1.0 - outside), pm[1] * (1.0 - outside))
+    curves = [make_curve(divergence, *data.group_atoms(k)) for k in (0, 1)]
+    phi = curves[0].mean - curves[1].mean
+    d_lo = curves[0].lo - curves[1].hi
+    d_hi = curves[0].hi - curves[1].lo
+    grid = np.unique(np.append(np.linspace(d_lo, d_hi, max(int(points), 2)), phi))
+    out: list[float | None] = []
+    for t in grid:
+        opt = line_optimum(curves[0], curves[1], pi, float(t), div, rtol=rtol, atol=1e-12,
+                           rest=outside)  # fmt: skip
+        out.append(None if opt is None or not math.isfinite(opt.radius) else float(opt.radius))
+    return {"phi": [float(x) for x in grid], "divergence": out}

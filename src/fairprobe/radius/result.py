@@ -43,6 +43,11 @@ class RadiusResult:
         Why the radius is infinite, or notes from the method.
     h:
         The critical reweighting per input point (mean 1 under P); not in ``to_dict``.
+    curve:
+        The flip curve (figure data): least divergence that moves ``phi`` to each target on a
+        grid, ``{"phi": [...], "divergence": [...]}`` (see :func:`~.exact.flip_curve`).
+    pairs:
+        More than two groups: one entry per pair (labels, phi, radius, which is the worst).
     """
 
     radius: float
@@ -58,6 +63,8 @@ class RadiusResult:
     lower_bound: float | None = None
     message: str = ""
     h: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
+    curve: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    pairs: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def infinite(self) -> bool:
@@ -96,6 +103,13 @@ class RadiusResult:
             "reweighting": {k: _plain(v) for k, v in self.reweighting.items()},
             "lower_bound": None if self.lower_bound is None else float(self.lower_bound),
             "message": self.message,
+            "flip_curve": None if self.curve is None else {
+                **self.curve,
+                "radius": None if self.infinite else float(self.radius),
+                "tolerance": float(self.tolerance),
+                "phi0": float(self.phi),
+            },
+            "pairs": self.pairs,
         }
 
     def __str__(self) -> str:

@@ -28,7 +28,9 @@ from fairprobe.sequential.boundaries import Boundaries, check_error_rates
 
 __all__ = [
     "ACCESS_REGIMES",
+    "ALIASES",
     "COMPLIANT",
+    "DEFAULT_TEST",
     "INCONCLUSIVE",
     "OUTCOMES",
     "VIOLATION",
@@ -123,6 +125,9 @@ class SequentialTest(ABC):
     name: ClassVar[str] = "base"
     #: Whether ``alpha`` holds at any stopping time (anytime-valid) or only operationally.
     anytime_valid: ClassVar[bool] = False
+    #: Query order: ``"random"`` (a random order of the whole pool, the paper's protocol) or
+    #: ``"alternate"`` (groups a and b alternately, each in random order).
+    sampling: ClassVar[str] = "random"
 
     def __init__(
         self,
@@ -159,6 +164,10 @@ class SequentialTest(ABC):
             "beta": self.beta,
             "anytime_valid": self.anytime_valid,
         }
+
+    def for_pool(self, in_a: BoolArray, x: FloatArray) -> SequentialTest:
+        """This test set up for a finite pool (group sizes, range); the default ignores it."""
+        return self
 
     # ------------------------------------------------------------------------ shared code
     def check_values(self, x: npt.ArrayLike) -> FloatArray:
@@ -222,14 +231,23 @@ def register_test(name: str) -> Callable[[T], T]:
     return deco
 
 
+#: The test run when none is named: anytime-valid, see :mod:`fairprobe.sequential.mixture`.
+DEFAULT_TEST = "mixture"
+#: Former names still accepted: ``glr`` is the paper's GLR with Wald boundaries.
+ALIASES: dict[str, str] = {"glr": "glr-wald", "default": DEFAULT_TEST}
+
+
 def available_tests() -> tuple[str, ...]:
-    """Names of the registered tests."""
-    return tuple(_REGISTRY)
+    """Names of the registered tests (the default first)."""
+    names = list(_REGISTRY)
+    return tuple(sorted(names, key=lambda n: n != DEFAULT_TEST))
 
 
-def get_test(name: str, **kwargs: Any) -> SequentialTest:
-    """Instantiate the registered test ``name`` with ``kwargs``."""
-    test: SequentialTest = _REGISTRY.create(name, **kwargs)
+def get_test(name: str | None = None, **kwargs: Any) -> SequentialTest:
+    """Instantiate the registered test ``name`` (case-insensitive; default: the default test)."""
+    key = DEFAULT_TEST if name is None else str(name).strip().lower()
+    key = ALIASES.get(key, key)
+    test: SequentialTest = _REGISTRY.create(key, **kwargs)
     return test
 
 

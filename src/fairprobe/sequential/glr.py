@@ -333,7 +333,7 @@ class _GLRStepper(Stepper):
         return None
 
 
-@register_test("glr")
+@register_test("glr-wald")
 class GLRTest(SequentialTest):
     """The paper's sequential GLR test with Wald-style boundaries.
 

@@ -235,15 +235,40 @@ def pool_truth(in_a: BoolArray, x: FloatArray) -> PoolTruth:
     )
 
 
-def make_orders(n: int, budget: int, repeats: int, seed: int) -> npt.NDArray[np.int64]:
+def alternate_order(
+    idx_a: npt.NDArray[np.int64], idx_b: npt.NDArray[np.int64], rng: np.random.Generator
+) -> npt.NDArray[np.int64]:
+    """Groups a and b alternately (a first), each in a random order without replacement; once
+    the smaller group is used up, the rest of the larger one in random order."""
+    pa = idx_a[rng.permutation(len(idx_a))]
+    pb = idx_b[rng.permutation(len(idx_b))]
+    m = min(len(pa), len(pb))
+    both = np.empty(2 * m, dtype=np.int64)
+    both[0::2], both[1::2] = pa[:m], pb[:m]
+    return np.concatenate([both, pa[m:], pb[m:]])
+
+
+def make_orders(
+    n: int,
+    budget: int,
+    repeats: int,
+    seed: int,
+    in_a: BoolArray | None = None,
+) -> npt.NDArray[np.int64]:
     """``repeats`` random orders without replacement of ``n`` items, first ``budget`` of each.
 
-    Repeat ``i`` depends only on ``seed`` and ``i`` (orders are drawn one after another from
+    With ``in_a`` the orders alternate the two groups (:func:`alternate_order`). Repeat ``i``
+    depends only on ``seed`` and ``i`` (orders are drawn one after another from
     ``numpy.random.default_rng(seed)``), so results do not depend on how they are chunked.
     """
     rng = np.random.default_rng(seed)
     t = min(budget, n)
     out = np.empty((repeats, t), dtype=np.int64)
+    if in_a is not None:
+        ia, ib = np.flatnonzero(in_a), np.flatnonzero(~in_a)
+        for i in range(repeats):
+            out[i] = alternate_order(ia, ib, rng)[:t]
+        return out
     for i in range(repeats):
         out[i] = rng.permutation(n)[:t]
     return out
@@ -254,7 +279,7 @@ def run_pool(
     *,
     metric: str = "sp",
     access: str = "decisions",
-    test: str | SequentialTest = "glr",
+    test: str | SequentialTest | None = None,
     tolerance: float = 0.1,
     budget: int = 4000,
     repeats: int = 200,
@@ -263,11 +288,16 @@ def run_pool(
     beta: float = 0.2,
     test_options: dict[str, Any] | None = None,
     progress: Callable[[int], None] | None = None,
+    partial: list[RepeatedAudit] | None = None,
 ) -> RepeatedAudit:
     """Audit ``pool`` over ``repeats`` random query orders (vectorised).
 
-    Each order queries the (sub-)pool without replacement; the budget is capped at the size of
-    the (sub-)pool (``budget_effective``). ``progress`` is called with the number of orders done.
+    Each order queries the (sub-)pool without replacement — in a random order, or alternating
+    the groups for tests with ``sampling = "alternate"`` (the default test); the budget is capped
+    at the size of the (sub-)pool (``budget_effective``). ``test`` defaults to the default test
+    (``mixture``). ``progress`` is called with the number of orders done; with ``partial``
+    (a list), the result of the orders done so far is appended to it before a
+    ``KeyboardInterrupt`` propagates (Ctrl-C keeps what was computed).
     """
     owner = "run_pool"
     budget = check_budget(budget, owner)
@@ -286,34 +316,49 @@ def run_pool(
         )
     check_choice(metric, "metric", owner, METRICS)
     in_a, x = pool.observations(metric, t.access)
+    t = t.for_pool(in_a, x)
     truth = pool_truth(in_a, x)
     if t.access == "logits" and t.name == "betting":
         truth = pool_truth(in_a, 1.0 / (1.0 + np.exp(-x)))
-    orders = make_orders(len(x), budget, repeats, seed)
+    alternate = in_a if t.sampling == "alternate" else None
+    orders = make_orders(len(x), budget, repeats, seed, in_a=alternate)
     tt = orders.shape[1]
-    chunk = max(1, 2_000_000 // max(tt, 1))
+    chunk = max(1, min(500, 2_000_000 // max(tt, 1)))
     queries = np.empty(repeats, dtype=np.int64)
     codes = np.empty(repeats, dtype=np.int8)
-    for lo in range(0, repeats, chunk):
-        idx = orders[lo : lo + chunk]
-        res = t.run_orders(in_a[idx], x[idx])
-        queries[lo : lo + chunk] = res.queries
-        codes[lo : lo + chunk] = res.codes
-        if progress is not None:
-            progress(min(lo + chunk, repeats))
     info = truth.information(t)
     violation = truth.gap > t.tolerance
     bound = wald_lower_bound(t.alpha, t.beta, info, violation=violation)
-    return RepeatedAudit(
-        params=t.params(),
-        metric=metric,
-        group_names=pool.group_names,
-        budget=budget,
-        budget_effective=tt,
-        repeats=repeats,
-        seed=seed,
-        queries=queries,
-        codes=codes,
-        truth=truth.to_dict(),
-        wald_bound=bound,
-    )
+
+    def result(done: int) -> RepeatedAudit:
+        return RepeatedAudit(
+            params=t.params(),
+            metric=metric,
+            group_names=pool.group_names,
+            budget=budget,
+            budget_effective=tt,
+            repeats=done,
+            seed=seed,
+            queries=queries[:done].copy(),
+            codes=codes[:done].copy(),
+            truth=truth.to_dict(),
+            wald_bound=bound,
+            example=example,
+        )
+
+    example = t.run_path(in_a[orders[0]], x[orders[0]])
+    done = 0
+    try:
+        for lo in range(0, repeats, chunk):
+            idx = orders[lo : lo + chunk]
+            res = t.run_orders(in_a[idx], x[idx])
+            queries[lo : lo + chunk] = res.queries
+            codes[lo : lo + chunk] = res.codes
+            done = min(lo + chunk, repeats)
+            if progress is not None:
+                progress(done)
+    except KeyboardInterrupt:
+        if partial is not None and done > 0:
+            partial.append(result(done))
+        raise
+    return result(repeats)

@@ -58,6 +58,8 @@ class SequentialResult:
     queries_paid: int = 0
     queries_cached: int = 0
     unparsed: int = 0
+    #: anytime-valid confidence sequence and e-values per completed pair (default test only)
+    pairs: dict[str, list[float]] | None = field(default=None, repr=False)
 
     @property
     def gap_estimate(self) -> float:
@@ -77,8 +79,25 @@ class SequentialResult:
         g = self.gap_estimate
         return (g - z * se, g + z * se)
 
+    def anytime_interval(self) -> tuple[float, float] | None:
+        """The anytime-valid ``1 - alpha`` confidence sequence for the gap at the stopping time.
+
+        Valid whatever the stopping rule (``None`` for tests without one)."""
+        if not self.pairs or not self.pairs.get("cs_low"):
+            return None
+        return (self.pairs["cs_low"][-1], self.pairs["cs_high"][-1])
+
+    def e_values(self) -> dict[str, float] | None:
+        """E-values at the stopping time: against H0 (compliance) and against H1 (violation)."""
+        if not self.pairs or not self.pairs.get("log_e_violation"):
+            return None
+        p = self.pairs
+        return _e_values(p)
+
     def to_dict(self) -> dict[str, Any]:
         lo, hi = self.confidence_interval()
+        cs = self.anytime_interval()
+        alpha = float(self.params.get("alpha", 0.05))
         return {
             "outcome": self.outcome,
             "queries": self.queries,
@@ -95,11 +114,33 @@ class SequentialResult:
             },
             "gap_estimate": self.gap_estimate,
             "gap_interval_naive": [lo, hi],
+            "gap_interval": None
+            if cs is None
+            else {
+                "low": cs[0],
+                "high": cs[1],
+                "level": 1.0 - alpha,
+                "method": "anytime-valid confidence sequence (mixture of bets)",
+            },
+            "e_values": self.e_values(),
             "path": self.path,
+            "pairs": self.pairs,
             # the keys of the pool mode, so that one reader handles both
             "mean_queries": float(self.queries),
             "outcomes": {o: float(o == self.outcome) for o in OUTCOMES},
         }
+
+
+def _e_values(p: dict[str, list[float]]) -> dict[str, float]:
+    """E-values from the last entries of a pair path (log scale in the path)."""
+    up = max(p["log_e_below_delta"])
+    low = max(p["log_e_above_minus_delta"])
+    return {
+        "against_compliance": math.exp(p["log_e_violation"][-1]),
+        "against_violation": math.exp(min(max(up, 0.0), max(low, 0.0))),
+        "against_gap_above_delta": math.exp(up),
+        "against_gap_below_minus_delta": math.exp(low),
+    }
 
 
 @dataclass(frozen=True)
@@ -117,6 +158,8 @@ class RepeatedAudit:
     codes: npt.NDArray[np.int8] = field(repr=False)
     truth: dict[str, float]
     wald_bound: float
+    #: the first order's whole path (statistics, boundaries, confidence sequence), for figures
+    example: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def mean_queries(self) -> float:
@@ -175,4 +218,13 @@ class RepeatedAudit:
             "wald_lower_bound": self.wald_bound,
             "ratio_to_wald": self.ratio_to_wald,
             "outcome_per_repeat": [OUTCOMES[c] for c in self.codes.tolist()],
+            "boundaries": self._boundaries(),
+            "example_path": self.example,
         }
+
+    def _boundaries(self) -> dict[str, float | None]:
+        from fairprobe.sequential.base import get_test
+
+        keys = ("tolerance", "access", "alpha", "beta")
+        t = get_test(str(self.params["test"]), **{k: self.params[k] for k in keys})
+        return t.boundaries.to_dict()

@@ -18,6 +18,7 @@ import pandas as pd
 from fairprobe._validation import check_choice, check_int
 from fairprobe.errors import AccessError, DataError
 from fairprobe.sequential.base import SequentialTest, Stepper, check_budget, get_test
+from fairprobe.sequential.mixture import MixtureBettingTest
 from fairprobe.sequential.pool import METRICS, AuditPool
 from fairprobe.sequential.results import GroupTally, SequentialResult
 
@@ -72,7 +73,7 @@ def audit_live(
     group_col: str,
     metric: str = "sp",
     access: str = "decisions",
-    test: str | SequentialTest = "glr",
+    test: str | SequentialTest | None = None,
     tolerance: float = 0.1,
     budget: int = 1000,
     seed: int = 0,
@@ -95,7 +96,8 @@ def audit_live(
         The held-out query pool: features, the group column and (for ``metric="eo"``) labels.
     group_col, group_a : the sensitive attribute; group a is ``group_a`` or the first value.
     metric : {"sp", "eo"}; access : {"decisions", "scores", "logits"};
-    test : {"glr", "betting", "fixed"} or a :class:`SequentialTest`.
+    test : {"mixture", "glr-wald", "betting", "fixed"} or a :class:`SequentialTest`
+        Default: ``mixture`` (anytime-valid; queries the groups alternately).
     tolerance, alpha, beta : ``delta`` and the nominal error rates.
     budget : int
         Most queries (capped at the size of the audited sub-pool).
@@ -139,13 +141,29 @@ def audit_live(
         absent = [c for c in feats if c not in queries.columns]
         if absent:
             raise DataError(f"Feature column(s) {', '.join(map(repr, absent))} not in the queries.")
+    sub_in_a = pool.in_a[idx_pool]
+    # the test's finite population: the audited sub-pool's group sizes (and, for logits with the
+    # default test, the range given or (-10, 10): the answers are not known in advance)
+    t = (
+        t.for_pool(sub_in_a, np.zeros(len(idx_pool)))
+        if t.access != "logits"
+        else _sizes(t, sub_in_a)
+    )
     rng = np.random.default_rng(seed)
-    order = idx_pool[rng.permutation(len(idx_pool))[: min(budget, len(idx_pool))]]
+    if t.sampling == "alternate":
+        from fairprobe.sequential.pool import alternate_order
+
+        order = alternate_order(idx_pool[sub_in_a], idx_pool[~sub_in_a], rng)[:budget]
+    else:
+        order = idx_pool[rng.permutation(len(idx_pool))[: min(budget, len(idx_pool))]]
     tt = len(order)
     st: Stepper = t.stepper(tt)
     up: list[float] = []
     low: list[float] = []
     asked: list[int] = []
+    seen_a: list[float] = []
+    seen_b: list[float] = []
+    asked_pair: list[int] = []
     tallies = np.zeros((2, 3))  # rows a, b; cols n, sum, sum of squares
     paid = cached = unparsed = 0
     sigmoid = t.name == "betting" and t.access == "logits"
@@ -174,6 +192,9 @@ def audit_live(
             w = 1.0 / (1.0 + np.exp(-v)) if sigmoid else v  # the functional the test audits
             tallies[r] += (1.0, w, w * w)
             st.update(g, v)
+            (seen_a if g else seen_b).append(v)
+            if min(len(seen_a), len(seen_b)) > len(asked_pair):
+                asked_pair.append(first + k + 1)
             up.append(st.statistic_upper)
             low.append(st.statistic_lower)
             asked.append(first + k + 1)
@@ -185,6 +206,22 @@ def audit_live(
                 break
     outcome = st.finish()  # unparsed answers may leave the stepper short of its budget
     bnd = t.boundaries
+    pairs = None
+    if isinstance(t, MixtureBettingTest) and seen_a:
+        k = min(len(seen_a), len(seen_b))
+        xa, xb = np.array(seen_a[:k]), np.array(seen_b[:k])
+        pairs = None
+        if k:
+            low, high = (v_.tolist() for v_ in t.confidence_sequence(xa, xb))
+            proc = {k_: v_.tolist() for k_, v_ in t.processes(xa, xb).items()}
+            pairs = {
+                "query": [float(q) for q in asked_pair[:k]],
+                "cs_low": low,
+                "cs_high": high,
+                "log_e_violation": proc["V"],
+                "log_e_above_minus_delta": proc["C-"],
+                "log_e_below_delta": proc["C+"],
+            }
     return SequentialResult(
         outcome=outcome,
         queries=asked[-1] if asked else sent,
@@ -199,4 +236,14 @@ def audit_live(
         queries_paid=paid,
         queries_cached=cached,
         unparsed=unparsed,
+        pairs=pairs,
     )
+
+
+def _sizes(t: SequentialTest, sub_in_a: np.ndarray) -> SequentialTest:
+    """Set the pool's group sizes only (logits: keep the test's own range)."""
+    if isinstance(t, MixtureBettingTest):
+        na = int(sub_in_a.sum())
+        out: SequentialTest = t._copy(population=(na, len(sub_in_a) - na))
+        return out
+    return t

@@ -270,8 +270,74 @@ class MetricResult:
             "counts": ev,
         }
 
+    # -- a result behaves like its estimate where users expect a number ----------------------
     def __float__(self) -> float:
         return float(self.estimate)
+
+    def __round__(self, ndigits: int | None = None) -> float:
+        return round(float(self.estimate), ndigits if ndigits is not None else 0)
+
+    def _other(self, other: object) -> float | None:
+        if isinstance(other, MetricResult):
+            return float(other.estimate)
+        if isinstance(other, int | float) and not isinstance(other, bool):
+            return float(other)
+        try:  # numpy scalars
+            import numbers
+
+            if isinstance(other, numbers.Real):
+                return float(other)
+        except TypeError:  # pragma: no cover
+            pass
+        return None
+
+    def __lt__(self, other: object) -> bool:
+        x = self._other(other)
+        return NotImplemented if x is None else float(self.estimate) < x
+
+    def __le__(self, other: object) -> bool:
+        x = self._other(other)
+        return NotImplemented if x is None else float(self.estimate) <= x
+
+    def __gt__(self, other: object) -> bool:
+        x = self._other(other)
+        return NotImplemented if x is None else float(self.estimate) > x
+
+    def __ge__(self, other: object) -> bool:
+        x = self._other(other)
+        return NotImplemented if x is None else float(self.estimate) >= x
+
+    def __repr__(self) -> str:
+        lo, hi = self.interval
+        pct = round(100 * self.confidence_level, 6)
+        return (
+            f"<MetricResult {self.metric} {self.groups[0]} vs {self.groups[1]}: "
+            f"{self.estimate:.4g} [{lo:.4g}, {hi:.4g}] {pct:g}% {self.method}, {self.verdict}>"
+        )
+
+    def to_frame(self) -> Any:
+        """A one-row :class:`pandas.DataFrame`: metric, groups, estimate, interval, verdict, counts."""
+        import pandas as pd
+
+        lo, hi = self.interval
+        row: dict[str, Any] = {
+            "metric": self.metric,
+            "group_a": self.groups[0],
+            "group_b": self.groups[1],
+            "estimate": float(self.estimate),
+            "low": lo,
+            "high": hi,
+            "level": self.confidence_level,
+            "method": self.method,
+            "threshold": self.threshold,
+            "verdict": self.verdict,
+        }
+        counts = self.counts
+        if isinstance(counts, CountsVector):
+            row.update(zip(("a", "A", "b", "B"), counts.as_tuple(), strict=True))
+        else:
+            row.update({k: v for k, v in counts.to_dict().items() if v is not None})
+        return pd.DataFrame([row])
 
     def __str__(self) -> str:
         lo, hi = self.interval

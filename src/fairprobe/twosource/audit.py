@@ -172,6 +172,7 @@ class TwoSourceResult:
     groups: tuple[str, str]
     seed: int
     checks_to_detection: int | None = None
+    checks_path: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -213,6 +214,7 @@ class TwoSourceResult:
             "allocation": self.allocation.to_dict(),
             "n_checked": self.n_checked,
             "checks_to_detection": self.checks_to_detection,
+            "checks_path": self.checks_path,
             "stop_reason": self.stop_reason,
             "queries": {
                 "a": self.queries_a,
@@ -405,6 +407,12 @@ def run_two_source_audit(
     bs = check_int(batch_size, "batch_size", owner, lo=1)
     seed = check_int(seed, "seed", owner, lo=0)
     dets = tuple(detectors)
+    if not dets:
+        raise InvalidParameterError(
+            f"The 'detectors' parameter of {owner} names no detector: an audit without one "
+            f"cannot see fairwashing (it would report a fairwashed platform as fair). Give at "
+            f"least one of {', '.join(DETECTORS)}."
+        )
     for d in dets:
         check_choice(d, "detectors", owner, list(DETECTORS))
     if len(set(dets)) != len(dets):
@@ -601,6 +609,10 @@ def run_two_source_audit(
         make_detector(d).decide(ev, alpha_cond_final if d == "conditional" else alpha_each)
         for d in dets
     )
+    checks_path = _checks_path(
+        dec_a_chk[:b_done], dec_b_chk[:b_done], proxy_groups[:b_done],
+        true_groups[check_idx[:b_done]], check_idx.size, bs, pp, alpha_each,
+    )  # fmt: skip
     if any(o.detected for o in outcomes):
         verdict = "manipulated"
     else:
@@ -628,7 +640,42 @@ def run_two_source_audit(
         groups=(unprivileged, privileged),
         seed=seed,
         checks_to_detection=checks_to_detection,
+        checks_path=checks_path,
     )
+
+
+def _checks_path(
+    dec_a: npt.NDArray[np.float64],
+    dec_b: npt.NDArray[np.float64],
+    proxy_groups: npt.NDArray[Any],
+    true_groups: npt.NDArray[Any],
+    planned: int,
+    batch: int,
+    p_test: float,
+    alpha_each: float,
+) -> dict[str, Any]:
+    """Inconsistencies against ``n_max`` after each batch of checks (the figure's data).
+
+    At a look after ``k`` checks, ``n_max`` is Lemma 2's threshold for the checks still usable
+    (paired so far plus those not yet made), as the early stop uses it.
+    """
+    from fairprobe.twosource.theory import _n_max_vec
+
+    ok = ~np.isnan(dec_a) & ~np.isnan(dec_b)
+    inc = ok & ((proxy_groups != true_groups) | (dec_b != dec_a))
+    k = np.unique(np.append(np.arange(batch, dec_a.size + 1, batch), dec_a.size))
+    k = k[k > 0]
+    cum_ok = np.cumsum(ok)[k - 1] if k.size else np.empty(0, dtype=np.int64)
+    cum_inc = np.cumsum(inc)[k - 1] if k.size else np.empty(0, dtype=np.int64)
+    usable = cum_ok + (planned - k)
+    nmax = _n_max_vec(usable.astype(np.int64), p_test, alpha_each)
+    return {
+        "checks": k.tolist(),
+        "paired": cum_ok.astype(int).tolist(),
+        "inconsistencies": cum_inc.astype(int).tolist(),
+        "n_max": nmax.astype(int).tolist(),
+        "planned": int(planned),
+    }
 
 
 class _Progress:

@@ -56,6 +56,10 @@ __all__ = [
     "z_quantile",
 ]
 
+#: Largest total budget the planner accepts: binomial tails stay exact in float64 well beyond it
+#: and the frontier is evaluated on at most ``max_points`` allocations whatever the budget.
+MAX_BUDGET = 10**12
+
 #: Fairwashing strategies of the platform (Section 3.2 plus the mixed one left to future work).
 STRATEGIES: tuple[str, ...] = ("none", "positive", "negative", "mixed")
 
@@ -96,12 +100,29 @@ def n_max(t_fraud: int, p_phi: float, alpha: float = 0.05) -> int:
 
 @lru_cache(maxsize=4096)
 def _n_max(t: int, p: float, a: float) -> int:
-    if t == 0:
-        return 0
-    cdf = sps.binom.cdf(np.arange(t + 1), t, 1.0 - p)
-    # Guard against rounding: 1 - alpha computed in floats, cdf monotone.
-    idx = np.flatnonzero(cdf >= (1.0 - a) - 1e-12)
-    return int(idx[0]) if idx.size else t
+    return int(_n_max_vec(np.asarray([t], dtype=np.int64), p, a)[0])
+
+
+def _n_max_vec(t: npt.NDArray[np.int64], p: float, a: float) -> npt.NDArray[np.int64]:
+    """``n_max`` for many ``t`` at once: the binomial quantile (closed-form search in scipy).
+
+    ``binom.ppf(q)`` is the smallest ``n`` with ``cdf(n) >= q``: O(1) memory per ``t`` where the
+    former cdf over ``0..t`` took O(t) (``--checks 1e12`` ran out of memory, issue 16).
+    """
+    q = (1.0 - a) - 1e-12  # guard against rounding of 1 - alpha, as before
+    t = np.asarray(t, dtype=np.int64)
+    out = np.zeros(t.shape, dtype=np.int64)
+    pos = t > 0
+    if np.any(pos):
+        nm = sps.binom.ppf(q, t[pos], 1.0 - p)
+        nm = np.where(np.isfinite(nm), nm, t[pos])
+        nm = np.clip(nm, 0, t[pos]).astype(np.int64)
+        # ppf is computed in floats: step once down/up where the cdf says so (exact criterion)
+        down = (nm > 0) & (sps.binom.cdf(nm - 1, t[pos], 1.0 - p) >= q)
+        nm = np.where(down, nm - 1, nm)
+        up = (nm < t[pos]) & (sps.binom.cdf(nm, t[pos], 1.0 - p) < q)
+        out[pos] = np.where(up, nm + 1, nm)
+    return out
 
 
 def inconsistency_probability(p_phi: float, gamma: npt.ArrayLike) -> FloatArray:
@@ -142,8 +163,7 @@ def p_manip(
         raise InvalidParameterError(
             f"The 'gamma' parameter of p_manip must be a float in [0, 1]. Got {gamma!r} instead."
         )
-    thresholds = {int(t): n_max(int(t), p, alpha) for t in np.unique(t_arr)}
-    nm = np.vectorize(lambda t: thresholds[int(t)], otypes=[np.int64])(t_arr)
+    nm = _n_max_vec(t_arr.ravel(), p, float(alpha)).reshape(t_arr.shape)
     q = inconsistency_probability(p, g_arr)
     out = sps.binom.sf(nm, t_arr, q)
     return np.asarray(np.where(t_arr == 0, 0.0, out), dtype=np.float64)
@@ -587,18 +607,42 @@ class Frontier:
 
 
 def _pareto_mask(eps: FloatArray, pm: FloatArray) -> npt.NDArray[np.bool_]:
-    """Non-dominated points for (minimise eps, maximise pm); vectorised O(n^2), n <= t/2."""
-    le = eps[None, :] <= eps[:, None]
-    ge = pm[None, :] >= pm[:, None]
-    strict = (eps[None, :] < eps[:, None]) | (pm[None, :] > pm[:, None])
-    dominated = np.any(le & ge & strict, axis=1)
-    keep = ~dominated
-    # Drop exact duplicates, keeping the first.
-    pairs = np.stack([eps, pm], axis=1)
-    _, first = np.unique(pairs, axis=0, return_index=True)
-    uniq = np.zeros_like(keep)
-    uniq[first] = True
-    return np.asarray(keep & uniq, dtype=np.bool_)
+    """Non-dominated points for (minimise eps, maximise pm), exact duplicates kept once.
+
+    Sweep by increasing ``eps`` (ties: largest ``pm`` first): a point is on the frontier iff its
+    ``pm`` beats every point before it. O(n log n) time, O(n) memory (was O(n^2)).
+    """
+    order = np.lexsort((-pm, eps))
+    pm_sorted = pm[order]
+    best_before = np.concatenate([[-np.inf], np.maximum.accumulate(pm_sorted)[:-1]])
+    keep_sorted = pm_sorted > best_before
+    keep = np.zeros(eps.size, dtype=bool)
+    keep[order[keep_sorted]] = True
+    return keep
+
+
+def _gamma_max_vec(
+    ru: float, rp: float, eps: FloatArray, threshold: float, strategy: str, mix: float
+) -> FloatArray:
+    r""":func:`gamma_max` for many margins at once (all three strategies in closed form).
+
+    ``mixed``: :math:`r_u + m\gamma(1-r_u) = \tau r_p (1 - (1-m)\gamma)` is linear in
+    :math:`\gamma`, with :math:`\tau = th - \epsilon_A`.
+    """
+    s, m = _check_strategy(strategy, mix, "gamma_max")
+    target = threshold - np.asarray(eps, dtype=np.float64)
+    mu_b = ru / rp
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if s == "none":
+            g = np.full(target.shape, np.inf)
+        elif s == "positive":
+            g = (target - mu_b) / (1.0 / rp - mu_b)
+        elif s == "negative":
+            g = np.where(target > 0, 1.0 - mu_b / target, 0.0) if mu_b > 0 else np.inf + target
+        else:
+            g = (target * rp - ru) / (m * (1.0 - ru) + target * rp * (1.0 - m))
+    g = np.where((g >= 0.0) & (g <= 1.0), g, np.inf)
+    return np.asarray(np.where(mu_b >= target, 0.0, g), dtype=np.float64)
 
 
 def pareto_frontier(
@@ -614,6 +658,7 @@ def pareto_frontier(
     threshold: float = 0.8,
     strategy: str = "positive",
     mix: float = 0.5,
+    max_points: int = 20_001,
 ) -> Frontier:
     r"""Every split of ``t`` into ``(t_fair, t_fraud)`` with its margin and detection power.
 
@@ -622,14 +667,20 @@ def pareto_frontier(
     With ``gamma`` given, ``p_manip`` is at that fixed share of checked answers flipped;
     otherwise at Theorem 3's cheapest successful fairwashing for each ``t_fair`` (which needs the
     three rates). Returns a :class:`Frontier` whose ``optimal`` mask marks the Pareto frontier of
-    Figure 4.
+    Figure 4. Everything is vectorised (binomial quantiles and tails in closed form, an
+    O(n log n) Pareto sweep); above ``max_points`` allocations an even grid of ``t_fraud`` is
+    used, so time and memory stay bounded for any budget up to :data:`MAX_BUDGET`.
     """
     owner = "pareto_frontier"
-    tt = check_int(t, "t", owner, lo=2)
+    tt = check_int(t, "t", owner, lo=2, hi=MAX_BUDGET)
     p = _check_p(p_phi, owner)
     sig = check_real(sigma_a, "sigma_a", owner, lo=0.0)
     _check_alpha(alpha, owner)
-    t_fraud = np.arange(0, tt // 2 + 1, dtype=np.int64)
+    pts = check_int(max_points, "max_points", owner, lo=2)
+    if tt // 2 + 1 <= pts:
+        t_fraud = np.arange(0, tt // 2 + 1, dtype=np.int64)
+    else:  # an even grid of allocations (both ends kept): memory stays bounded for any t
+        t_fraud = np.unique(np.round(np.linspace(0, tt // 2, pts)).astype(np.int64))
     t_fair = tt - t_fraud
     eps = margin_of_error(sig, t_fair, alpha)
     if gamma is not None:
@@ -640,18 +691,14 @@ def pareto_frontier(
                 "pareto_frontier needs either 'gamma' or the three rates rate_unprivileged, "
                 "rate_privileged and share_unprivileged (Theorem 3)."
             )
-        gm = np.array(
-            [
-                gamma_max(rate_unprivileged, rate_privileged, float(e), threshold, strategy, mix)
-                for e in eps
-            ]
+        gm = _gamma_max_vec(
+            rate_unprivileged, rate_privileged, eps, threshold, strategy, mix
         )
         gm = np.where(np.isinf(gm), 1.0, gm)
         g = flip_fraction(gm, rate_unprivileged, rate_privileged, share_unprivileged, strategy, mix)
-    pm = np.array(
-        [float(p_manip(int(k), p, float(gi), alpha)) for k, gi in zip(t_fraud, g, strict=True)]
-    )
-    nm = np.array([n_max(int(k), p, alpha) for k in t_fraud], dtype=np.int64)
+    nm = _n_max_vec(t_fraud, p, float(alpha))
+    q = inconsistency_probability(p, g)
+    pm = np.where(t_fraud == 0, 0.0, sps.binom.sf(nm, t_fraud, q))
     beta = (tt - 2 * t_fraud) / tt
     return Frontier(
         tt, p, float(alpha), sig, np.asarray(g, dtype=np.float64), t_fraud, t_fair,

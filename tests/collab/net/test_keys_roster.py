@@ -171,3 +171,46 @@ def test_node_config_roundtrip_and_errors(tmp_path):
     (tmp_path / "bad.toml").write_text("id = [")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_node_config(tmp_path / "bad.toml")
+
+
+def test_keygen_modes_are_explicit_whatever_the_umask(tmp_path):
+    old = os.umask(0)
+    try:
+        kp = generate_keypair(tmp_path / "wide" / "k")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "wide" / "k").st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(kp.private_path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(kp.public_path).st_mode) == 0o644
+    old = os.umask(0o077)
+    try:
+        kp = generate_keypair(tmp_path / "narrow", force=True)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(kp.public_path).st_mode) == 0o644
+
+
+def test_keygen_refuses_symlinks_and_a_directory_others_can_write(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    d = tmp_path / "k"
+    d.mkdir(mode=0o700)
+    (d / "node.pub").symlink_to(victim)
+    with pytest.raises(ConfigError, match="symbolic link"):
+        generate_keypair(d)
+    assert victim.read_text() == "keep me\n" and not (d / "node.key").exists()
+    (d / "node.pub").unlink()
+    (d / "node.key").symlink_to(victim)
+    with pytest.raises(ConfigError, match="symbolic link"):
+        generate_keypair(d, force=True)
+    assert victim.read_text() == "keep me\n"
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    with pytest.raises(ConfigError, match="symbolic link"):
+        generate_keypair(tmp_path / "link")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    with pytest.raises(ConfigError, match="writable by others"):
+        generate_keypair(shared)

@@ -118,9 +118,15 @@ def test_fourteen_node_processes_match_the_simulator_to_the_last_digit(tmp_path)
         assert r["missing_tables"] == 0 and r["timeouts"] == 0, r
     got = [x["estimate"] for x in nodes if x["role"] == "honest"]
     # to the last digit: float equality, not approx
-    assert got == vec.per_auditor["auditopus"].tolist()
-    assert got == ref.per_auditor["auditopus"].tolist()
-    assert out["median"] == vec.estimates["auditopus"]
+    # (the nodes run the recommended method, robust, by default)
+    assert got == vec.per_auditor["robust"].tolist()
+    assert got == ref.per_auditor["robust"].tolist()
+    assert out["median"] == vec.estimates["robust"]
+    # each node's certificate is the simulator's, and the global one too
+    ks = [x["certified_k"] for x in nodes if x["role"] == "honest"]
+    assert ks == vec.node_certified["robust"].tolist()
+    assert out["certified_k"] == vec.certified["robust"]
+    assert all(x["method"] == "robust" for x in nodes if x["role"] == "honest")
     assert out["verdict"] == ("fair" if abs(out["median"]) <= 0.05 else "unfair")
     assert all(x["estimate"] == 0.0 for x in nodes if x["role"] == "attacker")
     # ran until every query set was used up, with no timeout and nothing rejected

@@ -51,7 +51,7 @@ from fairprobe.collab.net.keys import check_auditor_id
 from fairprobe.collab.net.roster import parse_address
 from fairprobe.errors import ConfigError, InvalidParameterError
 
-__all__ = ["AuditConfig", "NodeConfig", "TimeoutConfig", "load_node_config"]
+__all__ = ["AuditConfig", "NodeConfig", "TimeoutConfig", "VerifyNodeConfig", "load_node_config"]
 
 ROLES = ("honest", "attacker")
 
@@ -108,6 +108,29 @@ class TimeoutConfig:
 
 
 @dataclass(frozen=True)
+class VerifyNodeConfig:
+    """``[verify]``: the optional verification of answers (:mod:`fairprobe.collab.verify`).
+
+    ``enabled``: commit to the counted records in every signed entry, challenge neighbours and
+    exchange proofs of fraud (every node of a network must agree: a node with it on refuses
+    entries without a records root). ``rate``: leaves challenged per round as a fraction of the
+    queries issued that round (at least one). ``records``: for an attacker node only, how it
+    backs its fabricated counts (``random`` or ``chosen``, see ``VerifyConfig``).
+    """
+
+    enabled: bool = False
+    rate: float = 0.04
+    records: str = "random"
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.rate <= 1:
+            raise ConfigError(f"[verify] rate must be a float in [0, 1]. Got {self.rate}.")
+        if self.records not in ("random", "chosen"):
+            raise ConfigError(
+                f"[verify] records must be \"random\" or \"chosen\". Got {self.records!r}.")
+
+
+@dataclass(frozen=True)
 class NodeConfig:
     """A parsed ``node.toml``; paths are absolute."""
 
@@ -122,6 +145,14 @@ class NodeConfig:
     timeouts: TimeoutConfig = field(default_factory=TimeoutConfig)
     query_set: dict[str, Any] = field(default_factory=dict)
     backend: dict[str, Any] = field(default_factory=dict)
+    verify: VerifyNodeConfig = field(default_factory=VerifyNodeConfig)
+    #: Aggregation run by an honest node (a name of ``fairprobe.collab`` aggregation methods).
+    method: str = "robust"
+    #: Attack strategy of an attacker node (a name of ``fairprobe.collab.attacker.ATTACKS``).
+    attack: str = "adaptive"
+    #: What the platform tells a calibrated attacker (``AttackContext.to_dict()``; attackers
+    #: whose strategy needs it, e.g. ``consistent``).
+    attack_context: dict[str, Any] = field(default_factory=dict)
     source: Path | None = None
 
     def __post_init__(self) -> None:
@@ -136,6 +167,14 @@ class NodeConfig:
             raise ConfigError(f"collector_url must be an http(s) URL. Got {self.collector_url!r}.")
         if self.role == "honest" and not self.query_set:
             raise ConfigError("An honest node needs a [query_set] table.")
+        from fairprobe.collab.attacker import ATTACKS
+        from fairprobe.collab.baselines import AGGREGATORS
+
+        if self.attack not in list(ATTACKS):
+            raise ConfigError(f"attack must be one of {sorted(ATTACKS)}. Got {self.attack!r}.")
+        methods = ["auditopus", "robust", *AGGREGATORS]
+        if self.method not in methods:
+            raise ConfigError(f"method must be one of {methods}. Got {self.method!r}.")
 
     def fingerprint(self) -> str:
         """Hash of everything that fixes the audit's outcome (not timeouts or the collector)."""
@@ -146,6 +185,12 @@ class NodeConfig:
             "query_set": self.query_set,
             "backend": {k: v for k, v in self.backend.items() if k != "cache"},
         }
+        if self.verify.enabled:
+            doc["verify"] = asdict(self.verify)
+        doc["method"] = self.method
+        if self.role == "attacker" and self.attack != "adaptive":
+            doc["attack"] = self.attack
+            doc["attack_context"] = self.attack_context
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
     def to_toml_dict(self) -> dict[str, Any]:
@@ -161,6 +206,10 @@ class NodeConfig:
             "timeouts": asdict(self.timeouts),
             "query_set": self.query_set or None,
             "backend": self.backend or None,
+            "verify": asdict(self.verify) if self.verify.enabled else None,
+            "method": self.method,
+            "attack": self.attack,
+            "attack_context": self.attack_context or None,
         }
 
     def write(self, path: str | os.PathLike[str]) -> Path:
@@ -202,6 +251,22 @@ class NodeConfig:
             request=_num(t, "request", 2.0, float, "[timeouts]"),
             finish=_num(t, "finish", 10.0, float, "[timeouts]"),
         )
+        vs = _section(doc, "verify")
+        unknown_v = set(vs) - {"enabled", "rate", "records"}
+        if unknown_v:
+            raise ConfigError(f"[verify] has unknown keys {sorted(unknown_v)}.")
+        if not isinstance(vs.get("enabled", False), bool):
+            raise ConfigError("[verify] enabled must be true or false.")
+        verify = VerifyNodeConfig(
+            enabled=bool(vs.get("enabled", False)),
+            rate=_num(vs, "rate", 0.04, float, "[verify]"),
+            records=str(vs.get("records", "random")),
+        )
+        method = doc.get("method", "robust")
+        attack = doc.get("attack", "adaptive")
+        for k, v in (("method", method), ("attack", attack)):
+            if not isinstance(v, str):
+                raise ConfigError(f"{k} must be a string. Got {v!r}.")
         qs = _section(doc, "query_set")
         be = _section(doc, "backend")
         for sec in (qs, be):
@@ -210,7 +275,8 @@ class NodeConfig:
                     sec[k] = str((base / sec[k]).resolve())
         known = {
             "id", "key", "roster", "state_db", "role", "listen", "collector_url",
-            "audit", "timeouts", "query_set", "backend",
+            "audit", "timeouts", "query_set", "backend", "verify", "method", "attack",
+            "attack_context",
         }
         unknown = set(doc) - known
         if unknown:
@@ -228,6 +294,10 @@ class NodeConfig:
                 timeouts=timeouts,
                 query_set=qs,
                 backend=be,
+                verify=verify,
+                method=method,
+                attack=attack,
+                attack_context=_section(doc, "attack_context"),
             )
         except InvalidParameterError as exc:
             raise ConfigError(str(exc)) from None
@@ -240,6 +310,10 @@ def load_node_config(path: str | os.PathLike[str]) -> NodeConfig:
         doc = tomllib.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"Cannot read node file {p}: {exc.strerror}.") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"Node file {p} is not UTF-8 text (byte {exc.start}); save it as UTF-8."
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"Node file {p} is not valid TOML: {exc}.") from exc
     cfg = NodeConfig.from_dict(doc, base=p.resolve().parent)

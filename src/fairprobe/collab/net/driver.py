@@ -26,6 +26,7 @@ Query sets (``[query_set]`` of ``node.toml``)
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,6 +58,7 @@ def load_query_set(
     if kind == "population":
         from fairprobe.collab.net.plan import honest_share
 
+        _check_index(spec)
         try:
             rows, in_a, sampler = honest_share(
                 case=str(spec["case"]),
@@ -74,6 +76,7 @@ def load_query_set(
     if kind == "adult":
         from fairprobe.collab.net.plan import adult_share
 
+        _check_index(spec)
         try:
             adult_records, in_a, sampler = adult_share(
                 split=str(spec.get("split", "test")),
@@ -87,6 +90,25 @@ def load_query_set(
         except KeyError as exc:
             raise ConfigError(f"[query_set] kind = \"adult\" needs {exc.args[0]!r}.") from None
         return [dict(r) for r in adult_records], in_a, sampler
+    if kind == "population-pool":
+        # an attacker node's pool of records to back fabricated counts with (verification on):
+        # every row of the population, in a seeded order; it colludes with the platform, so it
+        # knows the true answers
+        from fairprobe.datasets.populations import POPULATIONS, get_population
+
+        case = spec.get("case")
+        if case not in POPULATIONS:
+            raise ConfigError(
+                f"[query_set] kind = \"population-pool\" needs case, one of {sorted(POPULATIONS)}."
+            )
+        pop = get_population(str(case))
+        in_a_all, _ = pop.answers()
+        order = np.random.default_rng(int(spec.get("seed", audit_seed))).permutation(in_a_all.size)
+        return (
+            [{"query_id": int(r)} for r in order.tolist()],
+            in_a_all[order],
+            QuerySampler(0, 0, replacement=True),
+        )
     if kind == "file":
         from fairprobe.datasets.queryset import read_table
 
@@ -107,6 +129,40 @@ def load_query_set(
     )
 
 
+def _attack_strategy(cfg: NodeConfig) -> Any:
+    """The attacker node's strategy, calibrated with ``attack_context`` when it needs one."""
+    from fairprobe.collab.attacker import AttackContext, get_attack
+
+    strat = get_attack(cfg.attack)
+    if strat.needs_context:
+        if not cfg.attack_context:
+            raise ConfigError(
+                f"attack = {cfg.attack!r} needs an [attack_context] table (what the platform "
+                "tells the attacker: population, n, rounds, attackers, honest, tau, seed, ids)."
+            )
+        try:
+            ctx = AttackContext.from_dict(cfg.attack_context)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"[attack_context] is incomplete or invalid: {exc}.") from None
+        strat = strat.calibrate(ctx)
+    return strat
+
+
+def _check_index(spec: Mapping[str, Any]) -> None:
+    """``index`` must name one of the ``honest`` auditors of the partition."""
+    try:
+        index, honest = spec["index"], spec["honest"]
+    except KeyError as exc:
+        raise ConfigError(f"[query_set] kind = {spec.get('kind')!r} needs {exc.args[0]!r}.") from None
+    if not isinstance(honest, int) or isinstance(honest, bool) or honest < 1:
+        raise ConfigError(f"[query_set] honest must be an int >= 1. Got {honest!r}.")
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < honest:
+        raise ConfigError(
+            f"[query_set] index must be an int in [0, {honest - 1}] (this auditor's rank among "
+            f"the {honest} honest auditors of the partition). Got {index!r}."
+        )
+
+
 class Driver:
     """Core + sampler + model access of one node; every method is one protocol step."""
 
@@ -118,8 +174,22 @@ class Driver:
         verifier: EntryVerifier,
     ) -> None:
         self.cfg = cfg
+        self.lock = threading.RLock()
+        self.method = cfg.method
+        self.verifying = cfg.verify.enabled
+        self.log: Any = None
+        self.excluded: dict[str, int] = {}
+        self.pool_pos = [0, 0]
+        self.issued_last = 0
+        self.trajectory: list[float | None] = []
+        if self.verifying:
+            from fairprobe.collab.verify import CommittingSigner, CommittingVerifier
+
+            signer = CommittingSigner(signer, root_for=self._root_for)
+            verifier = CommittingVerifier(verifier)
         self._signer = signer
         self._verifier = verifier
+        self._base_signer: Any = getattr(signer, "base", signer)
         a = cfg.audit
         self.core: AuditorCore | AttackerCore
         self.sampler: QuerySampler | None = None
@@ -134,9 +204,29 @@ class Driver:
             )
             self._open_backend()
         else:
+            self._strategy = _attack_strategy(cfg)
             self.core = AttackerCore(
-                cfg.id, roster.ids, n=a.n, tau=a.tau, signer=signer, verifier=verifier
+                cfg.id, roster.ids, n=a.n, tau=a.tau, strategy=self._strategy,
+                signer=signer, verifier=verifier,
             )
+            if self.verifying:
+                if cfg.query_set.get("kind") != "population-pool":
+                    raise ConfigError(
+                        "An attacker node with [verify] on needs [query_set] kind = "
+                        "\"population-pool\" (records to back its counts with)."
+                    )
+                self.records, self.in_a, _ = load_query_set(cfg.query_set, a.seed, False)
+                from fairprobe.collab.net.population import PopulationBackend
+
+                be = PopulationBackend(str(cfg.query_set["case"]))
+                rows = np.array([r["query_id"] for r in self.records], dtype=np.int64)
+                self.truth = be._decisions[rows]
+                self.pool_a = np.flatnonzero(self.in_a)
+                self.pool_b = np.flatnonzero(~self.in_a)
+        if self.verifying:
+            from fairprobe.collab.verify import LeafLog, salt_key
+
+            self.log = LeafLog(salt_key(self._base_signer), self.records)
 
     def _open_backend(self) -> None:
         import fairprobe.collab.net.population  # noqa: F401 - registers kind "population"
@@ -158,6 +248,7 @@ class Driver:
         r = self.core.start_round()
         if r != t:
             raise ConfigError(f"Node state is at round {r - 1}, asked to run round {t}.")
+        self.issued_last = 0
         if isinstance(self.core, AttackerCore):
             return self.core.fabricate()
         assert self.sampler is not None
@@ -169,15 +260,37 @@ class Driver:
         batch = self.bb.query([self.records[i] for i in idx.tolist()])
         ok = batch.parsed
         inc = counts_from_decisions(batch.decisions[ok], self.in_a[idx][ok])
+        self.issued_last = int(idx.size)
+        if self.log is not None:
+            self.log.add(idx[ok], self.in_a[idx][ok], batch.decisions[ok])
         return self.core.record_answers(inc)
 
     def merge(self, entries: list[Entry]) -> list[tuple[str, str]]:
         """Step 4 (the core's merge); returns the rejected ``(auditor, reason)`` pairs."""
+        if self.excluded:
+            entries = [e for e in entries if e.auditor not in self.excluded]
         return list(self.core.merge(entries).rejected)
 
     def end_round(self) -> None:
         """Steps 5-6 (the core's scoring, weighting and estimate)."""
         self.core.end_round()
+        if isinstance(self.core, AuditorCore):
+            est = self.estimate()
+            self.trajectory.append(None if est != est else est)
+
+    def source_weights(self) -> dict[str, float]:
+        """Per source, its weighted query mass over its raw mass (``|W_j| / |c_j|``): 1 for a
+        source never down-weighted, 0 for an excluded one."""
+        core = self.core
+        if not isinstance(core, AuditorCore):
+            return {}
+        raw = core.table_counts()
+        out = {}
+        for k, a in enumerate(core.roster):
+            m = float(raw[k, 1] + raw[k, 3])
+            if m > 0:
+                out[a] = 0.0 if a in self.excluded else float(core.W[k, 1] + core.W[k, 3]) / m
+        return out
 
     def held_round(self, auditor: str) -> int:
         h = self.core.held.get(auditor)
@@ -188,10 +301,104 @@ class Driver:
         return None if h is None else tuple(int(x) for x in h.counts)  # type: ignore[return-value]
 
     def table(self) -> list[Entry]:
-        return self.core.table_entries()
+        return [e for e in self.core.table_entries() if e.auditor not in self.excluded]
+
+    # -- verification of answers (fairprobe.collab.verify) ------------------------------------
+    def _root_for(self, round_: int, counts: tuple[int, int, int, int]) -> bytes:
+        """The records root signed with the own entry of ``round_`` (``counts`` cumulative)."""
+        assert self.log is not None
+        if isinstance(self.core, AttackerCore):
+            from fairprobe.collab.verify import assign_claimed_answers
+
+            have = self.log.tree.total()
+            inc = [c - h for c, h in zip(counts, have, strict=True)]
+            pa, pb = self.pool_pos
+            ta = self.truth[self.pool_a[pa:]]
+            tb = self.truth[self.pool_b[pb:]]
+            ia, ca, ib, cb = assign_claimed_answers(
+                inc, ta, tb, records=self.cfg.verify.records  # type: ignore[arg-type]
+            )
+            rec = np.concatenate([self.pool_a[pa:][ia], self.pool_b[pb:][ib]])
+            grp = np.concatenate([np.ones(ia.size, np.int64), np.zeros(ib.size, np.int64)])
+            self.log.add(rec, grp, np.concatenate([ca, cb]))
+            # records used are never reused (chosen ones may skip some: advance past the last)
+            self.pool_pos = [pa + (int(ia.max()) + 1 if ia.size else 0),
+                             pb + (int(ib.max()) + 1 if ib.size else 0)]
+        if tuple(self.log.tree.total()) != tuple(counts):
+            raise ConfigError(
+                f"The committed records give counts {self.log.tree.total()}, the entry {counts}."
+            )
+        return bytes(self.log.root())
+
+    def open_leaves(self, round_: int, m: int, indices: list[int]) -> list[Any]:
+        """Signed openings of leaves of the own root over ``m`` leaves of ``round_``."""
+        assert self.log is not None
+        return list(self.log.open(self.cfg.id, round_, m, indices, self._base_signer))
+
+    def reask(self, records: list[dict[str, Any]]) -> list[int | None]:
+        """The model's answers to opened records (None when unparsed); honest nodes only."""
+        if self.bb is None or not records:
+            return [None] * len(records)
+        batch = self.bb.query(records)
+        return [int(d) if ok else None
+                for d, ok in zip(batch.decisions.tolist(), batch.parsed.tolist(), strict=True)]
+
+    def exclude(self, auditor: str, round_: int) -> None:
+        from fairprobe.collab.verify import exclude_source
+
+        if auditor in self.excluded or auditor == self.cfg.id:
+            return
+        self.excluded[auditor] = round_
+        if isinstance(self.core, AuditorCore):
+            exclude_source(self.core, auditor)
+
+    def _held_mask(self) -> npt.NDArray[np.bool_]:
+        core = self.core
+        return np.array(
+            [core.held[a].round >= 1 and a not in self.excluded for a in core.roster]
+        )
 
     def estimate(self) -> float:
-        return float(self.core.estimate())
+        """This node's estimate by ``method`` (``robust`` by default), excluded sources left out
+        (their weighted vectors are zero; baselines over raw tables mask them)."""
+        core = self.core
+        if not isinstance(core, AuditorCore):
+            return 0.0
+        if self.method in ("auditopus", "robust") or not self.excluded:
+            return float(core.estimate_of(self.method))
+        from fairprobe.collab.baselines import get_aggregator
+
+        agg = get_aggregator(self.method)
+        return float(agg(core.table_counts()[None], self._held_mask()[None])[0])
+
+    def certified_k(self) -> int | None:
+        """``certified_k`` of this node's verdict (:mod:`fairprobe.collab.certificate`): no
+        fabrication by that many sources (added, or replacing any), each with at most ``n``
+        queries per round, moves the estimate across the fair band. None for the median-type
+        baselines, which have no certificate."""
+        from fairprobe.collab.certificate import certify_many, robust_certified_k
+        from fairprobe.collab.protocol import dp_of
+
+        core = self.core
+        if not isinstance(core, AuditorCore) or self.method not in ("auditopus", "robust", "none"):
+            return None
+        budget = core.n * core.round
+        held = self._held_mask()
+        if self.method == "none":
+            vec = np.where(held[:, None], core.table_counts(), 0).astype(np.float64)
+        else:
+            vec = np.where(held[:, None], core.W, 0.0)
+        # the simulator's function on this node's vectors: the same certificate, digit for digit
+        k = int(certify_many(vec[None], budget, core.tau, held[None])[0])
+        if k < 0:
+            return None
+        if self.method != "robust":
+            return k
+        r = robust_certified_k(
+            np.array([self.estimate()]), np.array([dp_of(vec.sum(axis=0))]), np.array([k]),
+            core.tau,
+        )
+        return int(r[0])
 
     @property
     def queries_used(self) -> int:
@@ -210,10 +417,25 @@ class Driver:
             sampler = self.sampler.to_dict()
             order = sampler.pop("order")
             sampler["order_sha256"] = _digest(order)
-        return {"core": self.core.to_dict(), "sampler": sampler}
+        out: dict[str, Any] = {
+            "core": self.core.to_dict(), "sampler": sampler, "trajectory": self.trajectory,
+        }
+        if self.log is not None:
+            out["verify"] = {
+                "log": self.log.to_state(), "excluded": self.excluded, "pool_pos": self.pool_pos,
+            }
+        return out
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         self.core = core_from_dict(state["core"], signer=self._signer, verifier=self._verifier)
+        if isinstance(self.core, AttackerCore):
+            self.core.strategy = self._strategy  # calibrated (the state stores only its name)
+        self.trajectory = list(state.get("trajectory", []))
+        v = state.get("verify")
+        if v is not None and self.log is not None:
+            self.log.load_state(v["log"])
+            self.excluded = {str(k): int(x) for k, x in v["excluded"].items()}
+            self.pool_pos = [int(x) for x in v["pool_pos"]]
         saved = state.get("sampler")
         if saved is not None:
             assert self.sampler is not None

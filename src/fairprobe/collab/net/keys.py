@@ -130,19 +130,60 @@ class KeyPair:
         }
 
 
-def generate_keypair(out_dir: str | os.PathLike[str], *, force: bool = False) -> KeyPair:
-    """Write a new Ed25519 key pair to ``out_dir``: ``node.key`` (PKCS#8 PEM, mode 0600) and
-    ``node.pub`` (the base64 raw public key, one line).
+def _refuse_symlink(p: Path, what: str) -> None:
+    if p.is_symlink():
+        raise ConfigError(
+            f"{what} {p} is a symbolic link; give a real path (a key is never written through "
+            "a link)."
+        )
 
-    Refuses to overwrite an existing private key unless ``force``.
+
+def _write_new(path: Path, data: bytes, mode: int) -> None:
+    """Create ``path`` with exactly ``mode`` (whatever the umask), never through a symlink."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, mode)
+    except FileExistsError:
+        raise ConfigError(f"{path} appeared while writing the key pair; try again.") from None
+    except OSError as exc:
+        raise ConfigError(f"Cannot write {path}: {exc.strerror}.") from None
+    try:
+        os.fchmod(fd, mode)  # the umask may have narrowed (or a filesystem widened) the mode
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+    except OSError as exc:
+        raise ConfigError(f"Cannot write {path}: {exc.strerror}.") from None
+
+
+def generate_keypair(out_dir: str | os.PathLike[str], *, force: bool = False) -> KeyPair:
+    """Write a new Ed25519 key pair to ``out_dir``: ``node.key`` (PKCS#8 PEM) and ``node.pub``
+    (the base64 raw public key, one line).
+
+    Modes are explicit, whatever the umask: the directory ``0700`` (when created here; an
+    existing one must not be writable by group or others), ``node.key`` ``0600``, ``node.pub``
+    ``0644``. Symbolic links are refused for the directory and both files. Refuses to overwrite
+    an existing private key unless ``force``.
     """
     out = Path(out_dir)
+    _refuse_symlink(out, "Key directory")
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        if not out.exists():
+            out.mkdir(parents=True, mode=0o700)
+            os.chmod(out, 0o700)  # mkdir's mode is filtered by the umask
+        elif not out.is_dir():
+            raise ConfigError(f"Key directory {out} exists and is not a directory.")
+        st = out.stat()
     except OSError as exc:
         raise ConfigError(f"Cannot create key directory {out}: {exc.strerror}.") from exc
+    if st.st_mode & 0o022:
+        raise ConfigError(
+            f"Key directory {out} is writable by others (mode {st.st_mode & 0o777:o}); "
+            f"run `chmod 700 {out}` or use another directory."
+        )
     priv_path = out / PRIVATE_KEY_FILE
     pub_path = out / PUBLIC_KEY_FILE
+    for p, what in ((priv_path, "Private key"), (pub_path, "Public key file")):
+        _refuse_symlink(p, what)
     if priv_path.exists() and not force:
         raise ConfigError(f"{priv_path} already exists; pass --force to replace it.")
     key = Ed25519PrivateKey.generate()
@@ -151,14 +192,12 @@ def generate_keypair(out_dir: str | os.PathLike[str], *, force: bool = False) ->
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
-    if priv_path.exists():
-        priv_path.unlink()
-    fd = os.open(priv_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(pem)
-    os.chmod(priv_path, 0o600)  # in case the umask widened nothing but the fs did
+    for p in (priv_path, pub_path):
+        if p.exists():
+            p.unlink()
+    _write_new(priv_path, pem, 0o600)
     pub_b64 = public_key_to_b64(key.public_key())
-    pub_path.write_text(pub_b64 + "\n", encoding="ascii")
+    _write_new(pub_path, (pub_b64 + "\n").encode("ascii"), 0o644)
     return KeyPair(priv_path, pub_path, pub_b64)
 
 

@@ -32,7 +32,12 @@ import httpx
 
 from fairprobe._proc import die_with_parent
 from fairprobe._validation import check_int, check_real
-from fairprobe.collab.net.config import AuditConfig, NodeConfig, TimeoutConfig
+from fairprobe.collab.net.config import (
+    AuditConfig,
+    NodeConfig,
+    TimeoutConfig,
+    VerifyNodeConfig,
+)
 from fairprobe.collab.net.keys import generate_keypair
 from fairprobe.collab.net.roster import Member, Roster
 from fairprobe.errors import FairprobeError, ProtocolError
@@ -70,6 +75,15 @@ class DemoSpec:
     #: Adult records of ``adult_split`` instead of replaying a Table I population.
     platform_url: str | None = None
     adult_split: str = "test"
+    #: Attack strategy of the attacker nodes.
+    attack: str = "adaptive"
+    #: Aggregation method of the honest nodes (the recommended ``robust`` by default).
+    method: str = "robust"
+    #: Verification of answers (fairprobe.collab.verify): on/off, challenge rate, and how the
+    #: attackers back their counts with records (``random`` or ``chosen``).
+    verify: bool = False
+    verify_rate: float = 0.04
+    verify_records: str = "random"
 
     def __post_init__(self) -> None:
         owner = "DemoSpec"
@@ -82,6 +96,28 @@ class DemoSpec:
             check_int(self.rounds, "rounds", owner, lo=1)
         check_real(self.alpha, "alpha", owner, lo=0.0, closed="neither")
         check_real(self.round_timeout, "round_timeout", owner, lo=0.0, closed="neither")
+        check_real(self.verify_rate, "verify_rate", owner, lo=0.0, hi=1.0)
+        from fairprobe._validation import check_choice
+        from fairprobe.collab.attacker import ATTACKS
+        from fairprobe.collab.baselines import AGGREGATORS
+
+        check_choice(self.attack, "attack", owner, list(ATTACKS))
+        check_choice(self.method, "method", owner, ["auditopus", "robust", *AGGREGATORS])
+        check_choice(self.verify_records, "verify_records", owner, ["random", "chosen"])
+        if self.platform_url is not None and self.attackers and self.attack != "adaptive":
+            from fairprobe.errors import InvalidParameterError
+
+            raise InvalidParameterError(
+                f"The {self.attack!r} attack is calibrated on a Table I population; against the "
+                "platform server use --attack adaptive (or drop --platform)."
+            )
+        if self.verify and self.platform_url is not None:
+            from fairprobe.errors import InvalidParameterError
+
+            raise InvalidParameterError(
+                "Verification in the demo needs a Table I population (attackers back their "
+                "counts with its records); drop --platform or --verify."
+            )
 
 
 @dataclass
@@ -181,6 +217,24 @@ class LocalNetwork:
                         "path": "/audit/predict",
                         "cache": str(self.workdir / "state" / f"{nid}.answers.sqlite"),
                     }
+            if role == "attacker" and s.verify:
+                qs = {"kind": "population-pool", "case": s.case, "seed": s.seed * 1000 + i}
+            ctx: dict[str, Any] = {}
+            if role == "attacker" and s.platform_url is None:
+                from fairprobe.collab.attacker import get_attack
+
+                if get_attack(s.attack).needs_context:
+                    from fairprobe.collab.net.plan import sim_config
+                    from fairprobe.collab.simulate import attack_strategy
+
+                    scfg = sim_config(
+                        case=s.case, honest=s.honest, attackers=s.attackers, seed=s.seed,
+                        n=s.n, alpha=s.alpha, max_rounds=s.max_rounds, tau=s.tau,
+                        min_per_group=s.min_per_group, attack=s.attack,
+                    )
+                    strat = attack_strategy(scfg, plan.rounds, (i,))
+                    assert strat.context is not None
+                    ctx = strat.context.to_dict()
             listen = self.listen_override.get(nid)
             cfg = NodeConfig(
                 id=nid,
@@ -199,6 +253,12 @@ class LocalNetwork:
                 ),
                 query_set=qs,
                 backend=be,
+                verify=VerifyNodeConfig(
+                    enabled=s.verify, rate=s.verify_rate, records=s.verify_records
+                ),
+                method=s.method,
+                attack=s.attack,
+                attack_context=ctx,
             )
             cpath = cfg.write(self.workdir / "nodes" / f"{nid}.toml")
             self.procs[nid] = _Proc(
@@ -337,12 +397,35 @@ def summarise(results: dict[str, dict[str, Any]], tau: float) -> dict[str, Any]:
     """``nodes`` (id, role, estimate, verdict), the ``median`` estimate over all nodes
     (attackers report 0) and its ``verdict`` against ``tau`` (Section VI-A)."""
     nodes = [
-        {"id": k, "role": v["role"], "estimate": v["estimate"], "verdict": v["verdict"]}
+        {"id": k, "role": v["role"], "estimate": v["estimate"], "verdict": v["verdict"],
+         "method": v.get("method", "auditopus"), "certified_k": v.get("certified_k"),
+         "excluded": v.get("excluded", {}), "verification": v.get("verification", {}),
+         "trajectory": v.get("trajectory", []), "source_weights": v.get("source_weights", {})}
         for k, v in sorted(results.items())
     ]
     med = float(statistics.median(x["estimate"] for x in nodes))
+    honest = [x for x in nodes if x["role"] == "honest"]
+    exclusions = {
+        x["id"]: {
+            "excluded_by": sum(1 for h in honest if x["id"] in h["excluded"]),
+            "of_honest": len(honest),
+            "last_round": max((h["excluded"][x["id"]] for h in honest if x["id"] in h["excluded"]),
+                              default=None),
+        }
+        for x in nodes
+        if any(x["id"] in h["excluded"] for h in honest) or x["role"] == "attacker"
+    }
+    cks = [x["certified_k"] for x in honest]
+    gk = None
+    if honest and all(k is not None for k in cks):
+        from fairprobe.collab.certificate import global_certified_k
+
+        gk = int(global_certified_k(
+            [x["estimate"] for x in honest], cks, len(nodes) - len(honest), tau))
     return {
         "nodes": nodes,
+        "exclusions": exclusions,
+        "certified_k": gk,
         "median": med,
         "verdict": "fair" if abs(med) <= tau else "unfair",
         "tau": tau,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
@@ -25,8 +25,10 @@ from fairprobe.collab.net.keys import entry_bytes, envelope_bytes
 
 __all__ = [
     "MAX_ENTRY_BYTES",
+    "ChallengeMessage",
     "EntryMessage",
     "NodeResult",
+    "ProofMessage",
     "ResultMessage",
     "TableMessage",
     "max_body_bytes",
@@ -35,6 +37,8 @@ __all__ = [
 I63 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
 IdStr = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
 SigStr = Annotated[StrictStr, Field(min_length=88, max_length=88)]
+#: An entry's signature field: 64 bytes, or 96 with the records root of the verification layer.
+EntrySigStr = Annotated[StrictStr, Field(min_length=88, max_length=128)]
 
 #: Upper bound on the JSON size of one entry (64-char id, 19-digit integers, 88-char signature).
 MAX_ENTRY_BYTES = 400
@@ -56,6 +60,16 @@ def _b64_64(v: str) -> str:
     return v
 
 
+def _b64_entry_sig(v: str) -> str:
+    try:
+        raw = base64.b64decode(v, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError("signature must be base64") from exc
+    if len(raw) not in (64, 96):
+        raise ValueError("an entry signature encodes 64 bytes (96 with a records root)")
+    return v
+
+
 class EntryMessage(BaseModel):
     """One signed entry ``M[j] = (c, r)`` of a table, as sent on the wire."""
 
@@ -67,9 +81,9 @@ class EntryMessage(BaseModel):
     A: I63
     b: I63
     B: I63
-    sig: SigStr
+    sig: EntrySigStr
 
-    _check_sig = field_validator("sig")(classmethod(lambda cls, v: _b64_64(v)))
+    _check_sig = field_validator("sig")(classmethod(lambda cls, v: _b64_entry_sig(v)))
 
     @property
     def signature(self) -> bytes:
@@ -154,6 +168,44 @@ class NodeResult(BaseModel):
     seconds_per_round: float
     queries_used: int
     queries_left: int
+    #: Aggregation method of the estimate (``auditopus``, or ``robust`` once available).
+    method: str = "auditopus"
+    #: Least number of fabricating sources that could move the verdict (None if not computed).
+    certified_k: int | None = None
+    #: Sources this node excluded on a proof of fraud: ``{auditor: round}``.
+    excluded: dict[str, int] = Field(default_factory=dict)
+    #: Verification counters (challenges, leaves re-asked, openings served, proofs, bytes).
+    verification: dict[str, int] = Field(default_factory=dict)
+    #: This node's estimate after each round (its method; None while a group is empty).
+    trajectory: list[float | None] = Field(default_factory=list)
+    #: Per source, weighted over raw query mass as this node weighs it (0 once excluded).
+    source_weights: dict[str, float] = Field(default_factory=dict)
+
+
+class ChallengeMessage(BaseModel):
+    """``challenger`` asks ``prover`` to open ``count`` leaves of its root over ``m`` leaves of
+    ``round``; the indices are drawn from the SHA-256 of ``sig`` (fairprobe.collab.verify)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    challenger: IdStr
+    prover: IdStr
+    round: Annotated[StrictInt, Field(ge=1, le=2**31)]
+    m: Annotated[StrictInt, Field(ge=1, le=2**40)]
+    count: Annotated[StrictInt, Field(ge=1, le=64)]
+    root: Annotated[StrictStr, Field(min_length=44, max_length=44)]
+    sig: SigStr
+
+    _check_sig = field_validator("sig")(classmethod(lambda cls, v: _b64_64(v)))
+
+
+class ProofMessage(BaseModel):
+    """A proof of fraud as forwarded between neighbours (``FraudProof.to_dict()``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sender: IdStr
+    proof: dict[str, Any]
 
 
 class ResultMessage(BaseModel):

@@ -49,23 +49,38 @@ from fairprobe.collab.net.config import NodeConfig
 from fairprobe.collab.net.driver import Driver
 from fairprobe.collab.net.keys import Ed25519Signer, load_private_key
 from fairprobe.collab.net.messages import (
+    ChallengeMessage,
     EntryMessage,
     NodeResult,
+    ProofMessage,
     ResultMessage,
     TableMessage,
     max_body_bytes,
 )
 from fairprobe.collab.net.roster import Roster, load_roster, parse_address
-from fairprobe.collab.net.service import Refused, create_app
+from fairprobe.collab.net.service import Refused, create_app, header_timeout_protocol
 from fairprobe.collab.net.store import NodeStore
 from fairprobe.collab.net.validate import Reason, precheck
 from fairprobe.collab.protocol import Entry
-from fairprobe.errors import ConfigError, PortInUseError
+from fairprobe.errors import ConfigError, FairprobeError, PortInUseError, ProtocolError
 from fairprobe.stats.counts import CountsVector
 
-__all__ = ["Node", "run_node"]
+__all__ = ["Node", "NodeStateLostError", "NodeStopped", "run_node"]
 
 log = logging.getLogger("fairprobe.collab.node")
+
+
+class NodeStateLostError(ProtocolError):
+    """The node's state is behind what its neighbours hold of it (lost or rolled-back database):
+    it cannot rebuild its weights from them, so it gives no verdict."""
+
+    exit_code = 4
+
+
+class NodeStopped(FairprobeError):
+    """The node was stopped by a signal; its state is saved and a rerun resumes it."""
+
+    exit_code = 143
 
 
 class _QuietServer(uvicorn.Server):
@@ -117,6 +132,15 @@ class Node:
         self.host, self.port = parse_address(listen, allow_remote=roster.allow_remote)
         self.store = NodeStore(cfg.state_db)
         self.store.bind(cfg.id, cfg.fingerprint())
+        lost = self.store.lost()
+        if lost is not None:
+            self.store.close()
+            raise NodeStateLostError(lost)
+        self.fatal: FairprobeError | None = None
+        self.entry_verifier: Any = driver._verifier
+        self._client: httpx.AsyncClient | None = None
+        self._bg: set[asyncio.Task[None]] = set()
+        self._challenged: dict[str, int] = {}  # leaves of each neighbour when last challenged
         self.rejections: Counter[str] = Counter(self.store.rejections())
         self.counters: Counter[str] = Counter(self.store.counters())
         self.latest_from: dict[str, int] = dict.fromkeys(self.neighbours, 0)
@@ -142,9 +166,42 @@ class Node:
             raise Refused(422, "duplicate-auditor")
         if not self.verifier.verify(msg.sender, msg.envelope(), msg.signature):
             raise Refused(401, "bad-envelope-signature")
+        self._check_own_entries(msg)
         self.store.inbox_put(msg.sender, msg.round, body)
         if msg.round > self.latest_from[msg.sender]:
             self.latest_from[msg.sender] = msg.round
+
+    def _check_own_entries(self, msg: TableMessage) -> None:
+        """A neighbour relays this node's own entry: it must be one this node's state holds.
+
+        An entry signed with this node's key that the state database does not hold (or holds
+        otherwise) means the database was lost, replaced or rolled back: the node stops and
+        refuses to give a verdict (its weights cannot be rebuilt from what neighbours hold).
+        """
+        for e in msg.entries:
+            if e.auditor != self.id:
+                continue
+            a, A, b, B = e.counts
+            if not self.entry_verifier.verify_entry(self.id, e.round, a, A, b, B, e.signature):
+                return  # not signed by this node: a forgery, rejected at merge
+            mine = self.store.own_entry(e.round)
+            held = self.driver.held_round(self.id)
+            if e.round <= held and (mine is None or mine == ((a, A, b, B), e.signature)):
+                return
+            why = (
+                f"node {self.id}'s state is behind what its neighbours hold of it: {msg.sender} "
+                f"relays its signed entry of round {e.round}, its state database "
+                f"{self.cfg.state_db} holds rounds up to {held}"
+                + ("" if mine is None else " and another entry for that round")
+                + "; the state was lost or rolled back and cannot be rebuilt from the neighbours,"
+                " so this node gives no verdict (restore the database, or rerun the audit with "
+                "fresh state on every node)"
+            )
+            self.store.mark_lost(why)
+            self.fatal = NodeStateLostError(why)
+            if self._stop is not None:
+                self._stop.set()
+            raise Refused(409, "state-lost")
 
     def count_refusal(self, reason: str) -> None:
         self.counters[f"refused:{reason}"] += 1
@@ -157,6 +214,209 @@ class Node:
             self._table_event.set()
 
     # -- wire ---------------------------------------------------------------------------------
+    # -- verification of answers (fairprobe.collab.verify) -------------------------------------
+    def answer_challenge(self, msg: ChallengeMessage) -> dict[str, Any]:
+        from fairprobe.collab.verify import challenge_indices, challenge_message, split_signature
+
+        if not self.driver.verifying:
+            raise Refused(404, "verification-off")
+        if msg.prover != self.id:
+            raise Refused(400, "misaddressed")
+        if msg.challenger not in self.latest_from:
+            raise Refused(403, "not-a-neighbour")
+        try:
+            root = base64.b64decode(msg.root, validate=True)
+        except ValueError:
+            raise Refused(422, "malformed-challenge") from None
+        sig = base64.b64decode(msg.sig)
+        if not self.verifier.verify(msg.challenger, challenge_message(self.id, msg.round, root),
+                                    sig):
+            raise Refused(401, "bad-challenge-signature")
+        mine = self.store.own_entry(msg.round)
+        if mine is None:
+            raise Refused(409, "no-such-round")
+        counts, esig = mine
+        if split_signature(esig)[1] != root or counts[1] + counts[3] != msg.m:
+            raise Refused(409, "no-such-root")
+        idx = challenge_indices(sig, msg.m, msg.count)
+        with self.driver.lock:
+            ops = self.driver.open_leaves(msg.round, msg.m, idx)
+        self.counters["verify:openings-served"] += len(ops)
+        out = {"openings": [op.to_dict() for op in ops]}
+        self.counters["verify:opening-bytes-sent"] += len(json.dumps(out))
+        return out
+
+    def accept_proof(self, msg: ProofMessage) -> None:
+        from fairprobe.collab.verify import FraudProof
+
+        if not self.driver.verifying:
+            raise Refused(404, "verification-off")
+        if msg.sender not in self.roster or msg.sender == self.id:
+            raise Refused(403, "not-a-member")
+        try:
+            proof = FraudProof.from_dict(msg.proof)
+        except ProtocolError:
+            raise Refused(422, "malformed-proof") from None
+        if proof.accused not in self.roster or proof.challenger not in self.roster:
+            raise Refused(422, "unknown-auditor")
+        why = proof.check_signatures(self.verifier)
+        if why is not None:
+            self.counters[f"verify:proof-refused:{why}"] += 1
+            raise Refused(422, "invalid-proof")
+        self.counters["verify:proof-bytes-received"] += len(json.dumps(msg.proof))
+        self.store.proof_put(proof.accused, proof.message().hex(), json.dumps(msg.proof))
+
+    async def _post_json(self, u: str, path: str, body: bytes) -> httpx.Response | None:
+        assert self._client is not None
+        try:
+            return await self._client.post(
+                self.roster.member(u).url + path, content=body,
+                headers={"content-type": "application/json"},
+            )
+        except httpx.HTTPError:
+            return None
+
+    def _forward_proof(
+        self, proof_dict: dict[str, Any], skip: set[str], *, everyone: bool = False
+    ) -> None:
+        """Send a proof to the neighbours (``everyone``: to every roster member, as its finder
+        does, so that a proof reaches honest nodes that attackers cut off)."""
+        if self._client is None:  # not serving (in-process use): nothing to forward with
+            return
+        body = ProofMessage(sender=self.id, proof=proof_dict).model_dump_json().encode()
+
+        async def send(u: str) -> None:
+            for attempt in range(8):
+                r = await self._post_json(u, "/v1/proof", body)
+                if r is not None and r.status_code < 500:
+                    self.counters["verify:proof-bytes-sent"] += len(body)
+                    return
+                await asyncio.sleep(0.1 * (attempt + 1))
+
+        targets = [m for m in self.roster.ids if m != self.id] if everyone else self.neighbours
+        for u in targets:
+            if u in skip:
+                continue
+            task = asyncio.create_task(send(u))
+            self._bg.add(task)
+            task.add_done_callback(self._bg.discard)
+
+    async def _process_proofs(self, t: int) -> None:
+        """Check stored proofs (one model query each for ``wrong-answer``); exclude, forward."""
+        from fairprobe.collab.verify import FraudProof
+
+        for accused, digest, body in self.store.proofs_pending():
+            d = json.loads(body)
+            proof = FraudProof.from_dict(d)
+            if accused not in self.driver.excluded and accused != self.id:
+                answer = None
+                if proof.kind == "wrong-answer":
+                    answers = await asyncio.to_thread(
+                        self.driver.reask, [proof.opening.record_dict()]
+                    )
+                    answer = answers[0]
+                    self.counters["verify:reasked"] += 1
+                if proof.confirmed_by(answer):
+                    self._exclude(accused, t, d)
+                else:
+                    self.counters["verify:proof-not-confirmed"] += 1
+            self.store.proof_done(accused, digest)
+
+    def _exclude(
+        self, accused: str, t: int, proof_dict: dict[str, Any], *, found: bool = False
+    ) -> None:
+        with self.driver.lock:
+            self.driver.exclude(accused, t)
+        self.counters["verify:excluded"] += 1
+        log.warning("%s: excluded %s at round %d on a proof of fraud", self.id, accused, t)
+        self._forward_proof(proof_dict, skip={accused}, everyone=found)
+
+    async def _challenge_round(self, t: int) -> None:
+        """Challenge neighbours' latest roots (budget: ``rate`` of this round's queries)."""
+        from fairprobe.collab.verify import VerifyConfig, challenge_allocation
+
+        if not self.driver.verifying or self.cfg.role != "honest":
+            return
+        def grew(u: str) -> bool:  # new leaves since this node last challenged u
+            h = self.driver.core.held.get(u)
+            return h is not None and int(h.counts[1] + h.counts[3]) > self._challenged.get(u, 0)
+
+        live = [u for u in self.neighbours if u not in self.driver.excluded and grew(u)]
+        vc = VerifyConfig(rate=self.cfg.verify.rate)
+        alloc = challenge_allocation(vc.budget(self.driver.issued_last), live, t)
+        got = await asyncio.gather(*(self._challenge(u, c) for u, c in alloc.items()))
+        pending = [x for g in got for x in g]
+        if not pending:
+            return
+        answers = await asyncio.to_thread(
+            self.driver.reask, [op.record_dict() for _, _, _, op in pending]
+        )
+        self.counters["verify:reasked"] += len(pending)
+        for (u, entry, esig, op), ans in zip(pending, answers, strict=True):
+            if u in self.driver.excluded or ans is None or ans == op.answer:
+                continue
+            self._make_proof("wrong-answer", entry, esig, op, ans, t)
+
+    def _make_proof(self, kind: str, entry: tuple[int, int, int, int, int], esig: bytes,
+                    op: Any, observed: int | None, t: int) -> None:
+        from fairprobe.collab.verify import FraudProof
+
+        proof = FraudProof(kind, self.id, entry, esig, op, observed)  # type: ignore[arg-type]
+        proof = proof.signed(self.signer)
+        self.counters["verify:proofs-made"] += 1
+        self._exclude(op.auditor, t, proof.to_dict(), found=True)
+
+    async def _challenge(self, u: str, count: int) -> list[tuple[str, Any, bytes, Any]]:
+        from fairprobe.collab.verify import (
+            Opening,
+            challenge_indices,
+            challenge_message,
+            split_signature,
+            verify_opening,
+        )
+
+        h = self.driver.core.held.get(u)
+        if h is None or h.round < 1:
+            return []
+        _, root = split_signature(h.sig)
+        m = int(h.counts[1] + h.counts[3])
+        if root is None or m == 0:
+            return []
+        self._challenged[u] = m
+        csig = self.signer.sign(challenge_message(u, h.round, root))
+        msg = ChallengeMessage(
+            challenger=self.id, prover=u, round=h.round, m=m, count=min(count, 64, m),
+            root=base64.b64encode(root).decode("ascii"), sig=base64.b64encode(csig).decode(),
+        )
+        body = msg.model_dump_json().encode()
+        self.counters["verify:challenges-sent"] += 1
+        self.counters["verify:challenge-bytes-sent"] += len(body)
+        r = await self._post_json(u, "/v1/challenge", body)
+        if r is None or r.status_code != 200:
+            self.counters["verify:challenges-unanswered"] += 1
+            return []
+        self.counters["verify:opening-bytes-received"] += len(r.content)
+        want = challenge_indices(csig, m, msg.count)
+        try:
+            ops = [Opening.from_dict(o) for o in r.json()["openings"]]
+        except (ValueError, KeyError, TypeError, ProtocolError):
+            self.counters["verify:challenges-unanswered"] += 1
+            return []
+        entry = (h.round, *h.counts)
+        out = []
+        for op in ops:
+            if not self.verifier.verify(u, op.message(), op.sig):
+                self.counters["verify:openings-unsigned"] += 1
+                continue
+            if op.index not in want or op.round != h.round or op.m != m:
+                continue
+            self.counters["verify:leaves-checked"] += 1
+            if not verify_opening(op, h.counts, root):
+                self._make_proof("bad-opening", entry, h.sig, op, None, self.round)
+                return []
+            out.append((u, entry, h.sig, op))
+        return out
+
     def _table_entries(self) -> list[EntryMessage]:
         return [EntryMessage.model_validate(e.to_dict()) for e in self.driver.table()]
 
@@ -226,6 +486,7 @@ class Node:
             if r > t:
                 continue
             consumed.append((sender, r))
+            self.counters["merged-tables"] += 1
             if r == t:
                 on_time.add(sender)
             if r < t:
@@ -296,7 +557,11 @@ class Node:
         return r, phase
 
     async def _local_step(self, t: int) -> None:
-        entry = await asyncio.to_thread(self.driver.local_step, t)
+        def step() -> Entry:
+            with self.driver.lock:
+                return self.driver.local_step(t)
+
+        entry = await asyncio.to_thread(step)
         self.store.save_stamped(t, self._checkpoint_state(), entry.counts.as_tuple(), entry.sig)
 
     async def _rounds(self) -> NodeResult:
@@ -315,14 +580,27 @@ class Node:
             self._post_mail(t)
             await self._wait_for_neighbours(t)
             self.phase = "merging"
+            if self.driver.verifying:
+                await self._process_proofs(t)
             consumed = self._merge(t)
-            self.driver.end_round()
+            with self.driver.lock:
+                self.driver.end_round()
+            if self.driver.verifying:
+                self.phase = "challenging"
+                await self._challenge_round(t)
             self.store.save_merged(
                 t, self._checkpoint_state(), consumed, self.rejections, self.counters
             )
             log.info("%s: round %d done in %.3f s", self.id, t, time.monotonic() - t0)
             t += 1
         done = t - first
+        if self.neighbours and done > 0 and self.counters["merged-tables"] == 0:
+            raise ProtocolError(
+                f"node {self.id} merged no table from any of its neighbours "
+                f"{', '.join(self.neighbours)} in {done} rounds: its estimate would rest on its "
+                "own data alone, so it gives no verdict (check that the neighbours run and "
+                "reach this node's address)."
+            )
         if done > 0:
             self.counters["round-ms-total"] += int(1000 * (time.monotonic() - started))
             self.counters["rounds-run"] += done
@@ -359,6 +637,15 @@ class Node:
             ),
             queries_used=self.driver.queries_used,
             queries_left=self.driver.queries_left,
+            method=self.driver.method,
+            certified_k=self.driver.certified_k() if honest else None,
+            excluded=dict(sorted(self.driver.excluded.items())),
+            trajectory=list(self.driver.trajectory),
+            source_weights=self.driver.source_weights(),
+            verification={
+                k.split(":", 1)[1]: v for k, v in sorted(self.counters.items())
+                if k.startswith("verify:")
+            },
         )
 
     async def _post_result(self, client: httpx.AsyncClient, result: NodeResult) -> None:
@@ -389,9 +676,16 @@ class Node:
         self._stop = asyncio.Event()
         self._mail_events = {u: asyncio.Event() for u in self.neighbours}
         loop = asyncio.get_running_loop()
+        stop_signal: list[str] = []
+
+        def on_signal(name: str) -> None:
+            stop_signal.append(name)
+            assert self._stop is not None
+            self._stop.set()
+
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, self._stop.set)
+                loop.add_signal_handler(sig, on_signal, sig.name)
         # IPPROTO_TCP so that asyncio sets TCP_NODELAY on accepted connections (no ~40 ms stalls)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -403,14 +697,19 @@ class Node:
                 f"Node {self.id!r} cannot listen on {self.host}:{self.port} ({exc.strerror}); "
                 "free the port or change the roster address."
             ) from None
-        app = create_app(self, on_table=self._notify)
+        t_req = self.cfg.timeouts.request
+        app = create_app(self, on_table=self._notify, body_timeout=max(5.0, 2 * t_req))
         server = _QuietServer(
-            uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+            uvicorn.Config(
+                app, log_level="warning", access_log=False, lifespan="off",
+                http=header_timeout_protocol(max(5.0, 2 * t_req)),
+            )
         )
         serve_task = asyncio.create_task(server.serve(sockets=[sock]))
         limits = httpx.Limits(max_connections=4 * max(1, len(self.neighbours)))
         timeout = httpx.Timeout(self.cfg.timeouts.request)
         async with httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) as client:
+            self._client = client
             senders = [asyncio.create_task(self._deliver(client, u)) for u in self.neighbours]
             try:
                 stored = self.store.load_result()
@@ -424,18 +723,26 @@ class Node:
                         rounds.cancel()
                         with contextlib.suppress(asyncio.CancelledError):
                             await rounds
-                        raise KeyboardInterrupt
+                        if self.fatal is not None:
+                            raise self.fatal
+                        raise NodeStopped(
+                            f"node {self.id} stopped by {stop_signal[0] if stop_signal else 'a signal'}"
+                            f" in round {self.round}; its state is saved in {self.cfg.state_db}, "
+                            "run the same command to resume."
+                        )
                     stopper.cancel()
                     result = rounds.result()
+                    if self.fatal is not None:
+                        raise self.fatal
                     self.store.save_result(result.model_dump())
                 self.done = True
                 self.phase = "done"
                 await self._post_result(client, result)
                 await self._drain()
             finally:
-                for s in senders:
+                for s in [*senders, *self._bg]:
                     s.cancel()
-                await asyncio.gather(*senders, return_exceptions=True)
+                await asyncio.gather(*senders, *self._bg, return_exceptions=True)
                 server.should_exit = True
                 await serve_task
                 self.store.close()

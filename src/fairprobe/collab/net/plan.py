@@ -50,12 +50,12 @@ def auditor_ids(v: int) -> list[str]:
 def sim_config(
     *, case: str, honest: int, attackers: int, seed: int, n: int, alpha: float,
     max_rounds: int, min_per_group: int = 30, tau: float = 0.05, z_max: float = 8.0,
-    replacement: bool = False,
+    replacement: bool = False, attack: str = "adaptive",
 ) -> sim.SimConfig:
     return sim.SimConfig(
         case=case, attackers=attackers, seed=seed, honest=honest, alpha=alpha, n=n,
         max_rounds=max_rounds, tau=tau, z_max=z_max, replacement=replacement,
-        min_per_group=min_per_group,
+        min_per_group=min_per_group, attack=attack,
     )
 
 
@@ -67,7 +67,7 @@ def plan_network(
     cfg = sim_config(case=case, honest=honest, attackers=attackers, seed=seed, n=n,
                      alpha=alpha, max_rounds=max_rounds, min_per_group=min_per_group)
     setup = sim.prepare_honest(cfg)
-    adj, att = sim._graph(cfg)  # see docs/collab-network.md, "Requests to the protocol core"
+    adj, att = sim.graph_of(cfg)
     v = honest + attackers
     is_att = np.zeros(v, dtype=bool)
     is_att[att] = True

@@ -227,6 +227,8 @@ def load_roster(path: str | os.PathLike[str]) -> Roster:
         doc = tomllib.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"Cannot read roster {p}: {exc.strerror}.") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"Roster {p} is not UTF-8 text (byte {exc.start}); save it as UTF-8.") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"Roster {p} is not valid TOML: {exc}.") from exc
     return Roster.from_dict(doc)

@@ -15,24 +15,40 @@ Endpoints
 
     Every refusal is counted by reason and the node goes on. Entries inside an accepted table
     are checked one by one later, at merge time (:mod:`fairprobe.collab.net.validate`).
+``POST /v1/challenge`` (verification on)
+    body: a :class:`~fairprobe.collab.net.messages.ChallengeMessage` from a neighbour; answers
+    ``200`` with ``{"openings": [...]}``, the signed openings of the challenged leaves
+    (:mod:`fairprobe.collab.verify`); ``403`` from a non-neighbour, ``401`` bad signature,
+    ``409`` a round or root this node did not commit, ``404`` verification off.
+``POST /v1/proof`` (verification on)
+    body: a :class:`~fairprobe.collab.net.messages.ProofMessage` from any roster member (its
+    finder sends a proof to everyone, others forward it to their neighbours); ``204`` once a well-signed
+    proof of fraud is stored (checked against the model at the next round), ``422`` otherwise.
 ``GET /v1/status``
     ``{"id", "round", "phase", "done"}``, for the operator and the launcher (no counts).
+``GET /openapi.json``
+    the OpenAPI schema of these endpoints (the test suite fuzzes the node from it).
+
+Every body is read with a deadline (``[timeouts] request`` seconds per read); a client that
+disconnects mid-body is counted (``refused: client-disconnect``) and logged without a traceback.
 
 Error bodies are a short fixed reason (``{"error": "..."}``), never an echo of the request.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from starlette.requests import ClientDisconnect
 
-from fairprobe.collab.net.messages import TableMessage
+from fairprobe.collab.net.messages import ChallengeMessage, ProofMessage, TableMessage
 
-__all__ = ["Refused", "TableSink", "create_app"]
+__all__ = ["Refused", "TableSink", "create_app", "header_timeout_protocol"]
 
 
 class Refused(Exception):
@@ -56,30 +72,102 @@ class TableSink(Protocol):
 
     def status(self) -> dict[str, Any]: ...
 
+    def answer_challenge(self, msg: ChallengeMessage) -> dict[str, Any]:
+        """Signed openings of the challenged leaves; raise :class:`Refused` if not."""
+
+    def accept_proof(self, msg: ProofMessage) -> None:
+        """Check and store a proof of fraud; raise :class:`Refused` if not."""
+
+
+class StatusModel(BaseModel):
+    id: str
+    round: int
+    phase: str
+    done: bool
+
+
+class OpeningsModel(BaseModel):
+    openings: list[dict[str, Any]]
+
+
+class ErrorModel(BaseModel):
+    error: str
+
+
+_REFUSALS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorModel, "description": why}
+    for code, why in [
+        (400, "misaddressed or bad Content-Length"), (401, "bad signature"),
+        (403, "not a neighbour"), (404, "verification off"), (408, "body read timed out"),
+        (409, "state conflict"), (411, "Content-Length required"), (413, "body too large"),
+        (415, "JSON only"), (422, "malformed body"),
+    ]
+}
+
 
 def _refuse(sink: TableSink, status: int, reason: str) -> Response:
     sink.count_refusal(reason)
     return JSONResponse({"error": reason}, status_code=status)
 
 
-async def _read_bounded(request: Request, limit: int) -> bytes | None:
-    """The body, or None as soon as it grows over ``limit`` bytes."""
+class _BodyTimeout(Exception):
+    pass
+
+
+async def _read_bounded(request: Request, limit: int, timeout: float) -> bytes | None:
+    """The body, or None as soon as it grows over ``limit`` bytes; :class:`_BodyTimeout` when
+    the whole body takes longer than ``timeout`` seconds; ``ClientDisconnect`` passes through."""
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
+
+    async def read() -> bool:
+        nonlocal size
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                return False
+            chunks.append(chunk)
+        return True
+
+    try:
+        ok = await asyncio.wait_for(read(), timeout)
+    except TimeoutError:
+        raise _BodyTimeout from None
+    return b"".join(chunks) if ok else None
 
 
-def create_app(sink: TableSink, on_table: Callable[[], None] | None = None) -> FastAPI:
+_TABLE_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/TableMessage"}}},
+    }
+}
+_CHALLENGE_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/ChallengeMessage"}}
+        },
+    }
+}
+_PROOF_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ProofMessage"}}},
+    }
+}
+
+
+def create_app(
+    sink: TableSink, on_table: Callable[[], None] | None = None, *, body_timeout: float = 10.0
+) -> FastAPI:
     """The node's ASGI app; ``on_table`` is called after each table stored."""
-    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="fairprobe auditor node", version="1", docs_url=None, redoc_url=None,
+        openapi_url="/openapi.json",
+    )
 
-    @app.post("/v1/table")
-    async def post_table(request: Request) -> Response:
+    async def body_of(request: Request, limit: int) -> bytes | Response:
         length = request.headers.get("content-length")
         if length is None:
             return _refuse(sink, 411, "length-required")
@@ -87,14 +175,62 @@ def create_app(sink: TableSink, on_table: Callable[[], None] | None = None) -> F
             n_bytes = int(length)
         except ValueError:
             return _refuse(sink, 400, "bad-content-length")
-        if n_bytes > sink.max_body:
+        if n_bytes < 0:
+            return _refuse(sink, 400, "bad-content-length")
+        if n_bytes > limit:
             return _refuse(sink, 413, "body-too-large")
         ctype = request.headers.get("content-type", "")
         if ctype.split(";")[0].strip().lower() != "application/json":
             return _refuse(sink, 415, "json-only")
-        raw = await _read_bounded(request, min(n_bytes, sink.max_body))
+        try:
+            raw = await _read_bounded(request, min(n_bytes, limit), body_timeout)
+        except _BodyTimeout:
+            return _refuse(sink, 408, "body-timeout")
+        except ClientDisconnect:
+            sink.count_refusal("client-disconnect")
+            return Response(status_code=400)
         if raw is None:
             return _refuse(sink, 413, "body-too-large")
+        return raw
+
+    @app.post(
+        "/v1/challenge", response_model=OpeningsModel, responses=_REFUSALS,
+        openapi_extra=_CHALLENGE_BODY,
+    )
+    async def post_challenge(request: Request) -> Response:
+        raw = await body_of(request, 4096)
+        if isinstance(raw, Response):
+            return raw
+        try:
+            msg = ChallengeMessage.model_validate_json(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValidationError, ValueError):
+            return _refuse(sink, 422, "malformed-challenge")
+        try:
+            out = await asyncio.to_thread(sink.answer_challenge, msg)
+        except Refused as exc:
+            return _refuse(sink, exc.status, exc.reason)
+        return JSONResponse(out)
+
+    @app.post("/v1/proof", status_code=204, responses=_REFUSALS, openapi_extra=_PROOF_BODY)
+    async def post_proof(request: Request) -> Response:
+        raw = await body_of(request, 65536)
+        if isinstance(raw, Response):
+            return raw
+        try:
+            msg = ProofMessage.model_validate_json(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValidationError, ValueError):
+            return _refuse(sink, 422, "malformed-proof")
+        try:
+            sink.accept_proof(msg)
+        except Refused as exc:
+            return _refuse(sink, exc.status, exc.reason)
+        return Response(status_code=204)
+
+    @app.post("/v1/table", status_code=204, responses=_REFUSALS, openapi_extra=_TABLE_BODY)
+    async def post_table(request: Request) -> Response:
+        raw = await body_of(request, sink.max_body)
+        if isinstance(raw, Response):
+            return raw
         try:
             text = raw.decode("utf-8")
             msg = TableMessage.model_validate_json(text)
@@ -108,8 +244,76 @@ def create_app(sink: TableSink, on_table: Callable[[], None] | None = None) -> F
             on_table()
         return Response(status_code=204)
 
-    @app.get("/v1/status")
+    @app.get("/v1/status", response_model=StatusModel)
     async def status() -> dict[str, Any]:
         return sink.status()
 
+    schemas = {
+        "TableMessage": TableMessage.model_json_schema(ref_template="#/components/schemas/{model}"),
+        "ChallengeMessage": ChallengeMessage.model_json_schema(
+            ref_template="#/components/schemas/{model}"),
+        "ProofMessage": ProofMessage.model_json_schema(
+            ref_template="#/components/schemas/{model}"),
+    }
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            from fastapi.openapi.utils import get_openapi
+
+            doc = get_openapi(title=app.title, version=app.version, routes=app.routes)
+            comps = doc.setdefault("components", {}).setdefault("schemas", {})
+            for name, sch in schemas.items():
+                for k, v in sch.pop("$defs", {}).items():
+                    comps.setdefault(k, v)
+                comps[name] = sch
+            app.openapi_schema = doc
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+def header_timeout_protocol(header_timeout: float) -> Any:
+    """uvicorn's h11 protocol with a deadline for a request's headers.
+
+    The timer starts with the connection (or the first byte of a next request) and stops once
+    the headers are complete; a client that trickles its headers slower than that is
+    disconnected. uvicorn itself only times out idle keep-alive connections; the body has its
+    own deadline in the handlers.
+    """
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderTimeoutH11(H11Protocol):  # type: ignore[misc]
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def _arm(self) -> None:
+            if self._header_timer is None:
+                self._header_timer = self.loop.call_later(header_timeout, self._expire)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _expire(self) -> None:
+            self._header_timer = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self._arm()
+            else:
+                self._disarm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return HeaderTimeoutH11

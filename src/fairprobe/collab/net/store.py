@@ -20,6 +20,11 @@ One file per node (WAL journal; a committed transaction survives the death of th
     what the node refused and a few event counts.
 ``result(id=1, body)``
     the final result, once the audit is over.
+``proofs(accused, digest, body, done)``
+    proofs of fraud received (verification of answers), checked at the next round.
+``meta('state-lost')``
+    set when the node found that its state is behind what its neighbours hold of it: every
+    later start refuses, too (the state cannot be rebuilt from the neighbours).
 
 The checkpoint and the inbox rows it consumes change in one transaction: after a crash the node
 finds either the state before a merge with its inbox intact, or the state after it with the
@@ -54,6 +59,9 @@ _SCHEMA = [
     "CREATE TABLE IF NOT EXISTS rejections (reason TEXT PRIMARY KEY, count INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS result (id INTEGER PRIMARY KEY CHECK (id = 1), body TEXT)",
+    """CREATE TABLE IF NOT EXISTS proofs (
+        accused TEXT NOT NULL, digest TEXT NOT NULL, body TEXT NOT NULL,
+        done INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (accused, digest))""",
 ]
 
 
@@ -71,8 +79,17 @@ class NodeStore:
             self._conn.execute("PRAGMA synchronous = NORMAL")
             for stmt in _SCHEMA:
                 self._conn.execute(stmt)
+            bad = self._conn.execute("PRAGMA quick_check").fetchone()
         except (OSError, sqlite3.Error) as exc:
-            raise ConfigError(f"Cannot open node state database {self.path}: {exc}.") from None
+            raise ConfigError(
+                f"Cannot open node state database {self.path}: {exc}; it is damaged or not a "
+                "node database (restore it from a backup; the node cannot rebuild it)."
+            ) from None
+        if bad is None or bad[0] != "ok":
+            raise ConfigError(
+                f"Node state database {self.path} is damaged ({bad[0] if bad else '?'}); "
+                "restore it from a backup (the node cannot rebuild it from its neighbours)."
+            )
         self._lock = threading.RLock()
 
     def close(self) -> None:
@@ -162,6 +179,39 @@ class NodeStore:
             for k, v in counters.items()
         ]
         self._tx(stmts)
+
+    def own_entry(self, round_: int) -> tuple[tuple[int, int, int, int], bytes] | None:
+        row = self._one(
+            "SELECT pos_a, n_a, pos_b, n_b, sig FROM own_entries WHERE round = ?", (round_,)
+        )
+        if row is None:
+            return None
+        return (int(row[0]), int(row[1]), int(row[2]), int(row[3])), bytes(row[4])
+
+    def mark_lost(self, why: str) -> None:
+        self._tx([("INSERT OR REPLACE INTO meta (key, value) VALUES ('state-lost', ?)", (why,))])
+
+    def lost(self) -> str | None:
+        row = self._one("SELECT value FROM meta WHERE key = 'state-lost'")
+        return None if row is None else str(row[0])
+
+    def proof_put(self, accused: str, digest: str, body: str) -> bool:
+        with self._lock:
+            before = self._conn.total_changes
+            self._tx([("INSERT OR IGNORE INTO proofs (accused, digest, body) VALUES (?, ?, ?)",
+                       (accused, digest, body))])
+            return self._conn.total_changes > before
+
+    def proofs_pending(self) -> list[tuple[str, str, str]]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT accused, digest, body FROM proofs WHERE done = 0 ORDER BY rowid"
+            ).fetchall()
+        return [(str(a), str(d), str(b)) for a, d, b in rows]
+
+    def proof_done(self, accused: str, digest: str) -> None:
+        self._tx([("UPDATE proofs SET done = 1 WHERE accused = ? AND digest = ?",
+                   (accused, digest))])
 
     def own_entries(self) -> list[tuple[int, int, int, int, int, bytes]]:
         with self._lock:

@@ -1,0 +1,292 @@
+"""Self-consistent liars: attackers the history-based score of Auditopus cannot see (issue 15).
+
+The adaptive attacker of Algorithm 2 re-optimises its increment every round, and that is what
+betrays it (Section V-A). These strategies instead keep one *fixed* behaviour from round 1, so
+their increments are as self-consistent as an honest auditor's:
+
+``consistent``
+    Each round the liar reports ``dA ~ Bin(n, pi)`` group-A queries, ``da ~ Bin(dA, q_A)`` and
+    ``db ~ Bin(n - dA, q_B)`` positives: exactly the null model of Algorithm 3, so its suspicion
+    scores are those of an honest source sampling with replacement.
+``consistent-exact``
+    The same fixed rates without noise: cumulative counts are ``round(t n pi)``,
+    ``round(q_A A_t)``, ``round(q_B B_t)`` (its z-scores are ~0, weight ~1 every round).
+``selective``
+    Answers are *true*: the liar queries the model on real records it picked, group-A positives
+    and group-B negatives (for a model that disfavours group A; mirrored otherwise), in a fixed
+    split, as long as the population holds such records (it may reuse records other auditors hold:
+    nobody sees anyone's queries), then fills up with the other records; when the extreme records
+    would push the pooled estimate past 0 it picks a fixed mix of all kinds instead. A
+    verification layer that re-asks the model cannot catch it.
+
+Calibration (the platform's knowledge). The liar colludes with the platform, which knows the
+population's true counts ``C_h = (a_h, A_h, b_h, B_h)`` (the honest auditors' pooled counts at
+the end of the audit), the audit length ``R`` and how many liars it runs (``K``); the liars do not
+talk to each other, but the platform gives each the same instruction. With total fabricated mass
+``M = K n R``, the rates solve ``DP(C_h + M (pi q_A, pi, (1-pi) q_B, 1-pi)) = 0``:
+
+* ``consistent``: ``pi = A_h / (A_h + B_h)`` (the liar's group mix looks like the population's)
+  and the common rate ``r`` that both pooled group rates are moved to is the one that makes the
+  liar's rates depart least from the true ones (``max(|q_A - r_A|, |q_B - r_B|)`` minimal),
+  clipped so that ``q_A, q_B`` stay in [0, 1]; if no ``r`` is feasible the liar falls back to the
+  extreme labels of Lemma 1 with the best split;
+* ``selective``: labels are extreme (``q_A = 1, q_B = 0``, or mirrored) and ``pi`` puts the
+  pooled DP closest to 0 (grid search and golden-section refinement); if it still overshoots past
+  0, the liar takes the ``consistent`` rates with true records of every kind.
+
+Noise is drawn from ``default_rng([seed, attacker index, round])``, so the vectorised simulator
+and one :class:`~fairprobe.collab.protocol.AttackerCore` per liar fabricate the same increments.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from fairprobe.collab.attacker import (
+    AttackContext,
+    AttackStrategy,
+    _check_views,
+    register_attack,
+)
+from fairprobe.errors import ConfigError
+
+__all__ = [
+    "ConsistentAttack",
+    "ConsistentExactAttack",
+    "LiarPlan",
+    "SelectiveAttack",
+    "plan_consistent",
+    "plan_selective",
+]
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class LiarPlan:
+    """The fixed behaviour of a calibrated liar: split ``pi`` and rates ``q_A``, ``q_B``."""
+
+    pi: float
+    q_a: float
+    q_b: float
+    mass: int  # total fabricated mass M = K n R the plan was solved for
+    pooled_dp: float  # DP of C_h plus the expected fabricated counts (0 when reachable)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pi": self.pi,
+            "q_a": self.q_a,
+            "q_b": self.q_b,
+            "mass": self.mass,
+            "pooled_dp": self.pooled_dp,
+        }
+
+
+def _pooled_dp(h: npt.NDArray[np.float64], m: float, pi: float, qa: float, qb: float) -> float:
+    a = h[0] + m * pi * qa
+    A = h[1] + m * pi
+    b = h[2] + m * (1 - pi) * qb
+    B = h[3] + m * (1 - pi)
+    return float(a / A - b / B) if A > 0 and B > 0 else math.nan
+
+
+def _sign(h: npt.NDArray[np.float64]) -> float:
+    dp = h[0] / h[1] - h[2] / h[3]
+    return -1.0 if dp < 0 else 1.0
+
+
+def _extreme_split(h: npt.NDArray[np.float64], m: float, qa: float, qb: float) -> float:
+    """Split ``pi`` in [0, 1] putting the pooled DP closest to 0 with fixed labels (a grid of
+    2,001 splits, then a golden-section refinement around the best one)."""
+    grid = np.linspace(0.0, 1.0, 2001)
+    vals = np.array([_pooled_dp(h, m, p, qa, qb) for p in grid])
+    vals = np.where(np.isfinite(vals), vals, np.inf)
+    k = int(np.argmin(np.abs(vals)))
+    lo, hi = max(k - 1, 0), min(k + 1, grid.size - 1)
+    a_lo, a_hi = grid[lo], grid[hi]
+    for _ in range(60):  # golden-section refine |DP| around the best grid point
+        m1 = a_lo + (a_hi - a_lo) * 0.382
+        m2 = a_lo + (a_hi - a_lo) * 0.618
+        if abs(_pooled_dp(h, m, m1, qa, qb)) <= abs(_pooled_dp(h, m, m2, qa, qb)):
+            a_hi = m2
+        else:
+            a_lo = m1
+    return float((a_lo + a_hi) / 2)
+
+
+def plan_consistent(ctx: AttackContext) -> LiarPlan:
+    """Rates of the ``consistent`` liar for ``ctx`` (see the module docstring)."""
+    h = np.asarray(ctx.population.as_tuple(), dtype=np.float64)
+    m = float(ctx.attackers * ctx.n * ctx.rounds)
+    s = _sign(h)
+    pi = h[1] / (h[1] + h[3])
+    ra, rb = h[0] / h[1], h[2] / h[3]
+    mA, mB = m * pi, m * (1 - pi)
+    # feasible common rates r: q_A = (r (A_h + mA) - a_h) / mA in [0, 1], same for B
+    lo = max(h[0] / (h[1] + mA), h[2] / (h[3] + mB))
+    hi = min((h[0] + mA) / (h[1] + mA), (h[2] + mB) / (h[3] + mB))
+    if mA > 0 and mB > 0 and lo <= hi:
+        # equal departures |q_A - r_A| = |q_B - r_B| (the liar moves both rates evenly)
+        ka, kb = (h[1] + mA) / mA, (h[3] + mB) / mB
+        r = (ka * ra + kb * rb) / (ka + kb)
+        r = min(max(r, lo), hi)
+        qa = min(max((r * (h[1] + mA) - h[0]) / mA, 0.0), 1.0)
+        qb = min(max((r * (h[3] + mB) - h[2]) / mB, 0.0), 1.0)
+        return LiarPlan(float(pi), float(qa), float(qb), int(m), _pooled_dp(h, m, pi, qa, qb))
+    qa, qb = (1.0, 0.0) if s < 0 else (0.0, 1.0)
+    pi = _extreme_split(h, m, qa, qb)
+    return LiarPlan(pi, qa, qb, int(m), _pooled_dp(h, m, pi, qa, qb))
+
+
+def plan_selective(ctx: AttackContext) -> LiarPlan:
+    """Record mix of the ``selective`` liar: extreme true labels (only records that pull towards
+    0) with the split ``pi`` that brings the pooled DP closest to 0; if even that overshoots past
+    0, the mixed rates of :func:`plan_consistent` (it then also picks records of the other kinds)."""
+    h = np.asarray(ctx.population.as_tuple(), dtype=np.float64)
+    m = float(ctx.attackers * ctx.n * ctx.rounds)
+    s = _sign(h)
+    qa, qb = (1.0, 0.0) if s < 0 else (0.0, 1.0)
+    pi = _extreme_split(h, m, qa, qb)
+    dp = _pooled_dp(h, m, pi, qa, qb)
+    if dp * s < 0:  # overshoots past 0 even at the best split: mix records
+        return plan_consistent(ctx)
+    return LiarPlan(pi, qa, qb, int(m), dp)
+
+
+def _carry(total: npt.NDArray[np.float64]) -> IntArray:
+    return np.asarray(np.floor(total + 0.5), dtype=np.int64)
+
+
+class _Calibrated(AttackStrategy):
+    """A strategy whose behaviour is fixed by :meth:`calibrate` (the platform's instruction)."""
+
+    needs_context: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        self.context: AttackContext | None = None
+        self.plan: LiarPlan | None = None
+
+    def _solve(self, ctx: AttackContext) -> LiarPlan:
+        raise NotImplementedError  # pragma: no cover - every subclass overrides
+
+    def calibrate(self, ctx: AttackContext) -> AttackStrategy:
+        new = type(self)()
+        new.context = ctx
+        new.plan = self._solve(ctx)
+        return new
+
+    def _ready(self, k: int) -> tuple[AttackContext, LiarPlan]:
+        if self.context is None or self.plan is None:
+            raise ConfigError(
+                f"The {self.name!r} attack needs the platform's calibration: call "
+                "strategy.calibrate(AttackContext(...)) first (the simulator does)."
+            )
+        if len(self.context.ids) != k:
+            raise ConfigError(
+                f"The {self.name!r} attack was calibrated for {len(self.context.ids)} attacker "
+                f"rows, not {k}: give AttackContext.ids the attacker index of each view row."
+            )
+        return self.context, self.plan
+
+    def for_ids(self, ids: tuple[int, ...]) -> AttackStrategy:
+        """The same calibrated liar fabricating for the attackers ``ids`` (one per view row)."""
+        new = type(self)()
+        new.context = None if self.context is None else replace(self.context, ids=tuple(ids))
+        new.plan = self.plan
+        return new
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(plan={self.plan})"
+
+
+@register_attack
+class ConsistentAttack(_Calibrated):
+    """Fixed calibrated rates from round 1, binomial noise (indistinguishable from honest)."""
+
+    name = "consistent"
+
+    def _solve(self, ctx: AttackContext) -> LiarPlan:
+        return plan_consistent(ctx)
+
+    def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:
+        v = _check_views(views, n)
+        ctx, p = self._ready(v.shape[0])
+        out = np.zeros((v.shape[0], 4), dtype=np.int64)
+        for r, j in enumerate(ctx.ids):
+            rng = np.random.default_rng([ctx.seed, int(j), int(round_)])
+            dA = int(rng.binomial(n, p.pi))
+            out[r] = (rng.binomial(dA, p.q_a), dA, rng.binomial(n - dA, p.q_b), n - dA)
+        return out
+
+
+@register_attack
+class ConsistentExactAttack(_Calibrated):
+    """Fixed calibrated rates from round 1 without noise (cumulative rounding)."""
+
+    name = "consistent-exact"
+
+    def _solve(self, ctx: AttackContext) -> LiarPlan:
+        return plan_consistent(ctx)
+
+    def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:
+        v = _check_views(views, n)
+        _, p = self._ready(v.shape[0])
+        t = np.array([round_ - 1, round_], dtype=np.float64)
+        A = _carry(t * n * p.pi)
+        B = t.astype(np.int64) * n - A
+        a = _carry(np.asarray(A * p.q_a, dtype=np.float64))
+        b = _carry(np.asarray(B * p.q_b, dtype=np.float64))
+        row = np.array([a[1] - a[0], A[1] - A[0], b[1] - b[0], B[1] - B[0]], dtype=np.int64)
+        return np.tile(row, (v.shape[0], 1))
+
+
+@register_attack
+class SelectiveAttack(_Calibrated):
+    """True answers on chosen records: group-A positives and group-B negatives (or mirrored).
+
+    The records come from the population (``ctx.population``), at most as many of each kind as it
+    holds; when the chosen kinds run out, the liar fills its ``n`` queries with the kinds that
+    remain (still true answers), first of the other group, then of the same group.
+    """
+
+    name = "selective"
+
+    def _solve(self, ctx: AttackContext) -> LiarPlan:
+        return plan_selective(ctx)
+
+    def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:
+        v = _check_views(views, n)
+        ctx, p = self._ready(v.shape[0])
+        pop = ctx.population
+        cum = [self._cumulative(pop.as_tuple(), p, n, t) for t in (round_ - 1, round_)]
+        row = np.array(cum[1], dtype=np.int64) - np.array(cum[0], dtype=np.int64)
+        return np.tile(row, (v.shape[0], 1))
+
+    @staticmethod
+    def _cumulative(
+        pop: tuple[int, int, int, int], p: LiarPlan, n: int, t: int
+    ) -> tuple[int, int, int, int]:
+        """Cumulative counts after ``t`` rounds: fixed record mix, capped by the records held."""
+        a_h, A_h, b_h, B_h = pop
+        supply = [a_h, A_h - a_h, b_h, B_h - b_h]  # (pos A, neg A, pos B, neg B)
+        frac = [p.pi * p.q_a, p.pi * (1 - p.q_a), (1 - p.pi) * p.q_b, (1 - p.pi) * (1 - p.q_b)]
+        total = t * n
+        cum = np.cumsum(frac)
+        edges = [0] + [int(math.floor(total * c + 0.5)) for c in cum[:-1]] + [total]
+        want = [edges[i + 1] - edges[i] for i in range(4)]
+        take = [min(w, sp) for w, sp in zip(want, supply, strict=True)]
+        left = total - sum(take)
+        # fill: the cells that pull towards 0 first (A positives, B negatives, or mirrored)
+        pull = (0, 3) if p.q_a >= p.q_b else (1, 2)
+        for c in (*pull, *(c for c in range(4) if c not in pull)):
+            if left <= 0:
+                break
+            more = min(left, supply[c] - take[c])
+            take[c] += more
+            left -= more
+        return (take[0], take[0] + take[1], take[2], take[2] + take[3])

@@ -1,0 +1,873 @@
+"""Verification of answers: committed records, random challenges, transferable proofs of fraud.
+
+An optional layer over the collaborative audit (``collaborative-auditing-auditopus.md``,
+Section III-B signs counts; issue 15, item 3 adds this). The paper's auditors cannot check
+another auditor's counts: they never see its queries. Here each auditor **commits**, inside the
+entry it signs every round, to the records behind its counts, and its neighbours **challenge** a
+few random records each round and re-ask the model.
+
+Commitment: a Merkle *sum* tree
+    Leaf ``k`` is the ``k``-th record the auditor counted: ``(record, group, answer, salt_k)``,
+    hashed as ``H(0x00 || salt || group || answer || len || record)``; its counts are
+    ``(answer*g, g, answer*(1-g), 1-g)`` with ``g = 1`` for group A. An inner node is
+    ``H(0x01 || left || right || a || A || b || B)`` with the *sum* of its children's counts; a
+    lone last node of a level is promoted unchanged. The root's counts are the cumulative counts
+    ``c = (a, A, b, B)`` of the entry, so the root binds the counts to the records: a root whose
+    leaves do not add up to the signed counts cannot be opened consistently. The entry of round
+    ``t`` signs ``(id, t, a, A, b, B, root)`` (:func:`committed_entry_bytes`); the 32-byte root
+    travels inside the entry's signature field (:class:`CommittingSigner`), so it is relayed and
+    verified with the entry, network-wide, and the protocol core needs no change.
+Challenge
+    Neighbour ``i`` of ``j`` signs ``(j, r, root)`` for the latest entry of ``j`` it holds; the
+    SHA-256 of that signature seeds the choice of ``c`` leaf indices (:func:`challenge_indices`),
+    unpredictable to ``j`` when it committed and recomputable by anyone. ``j`` answers with one
+    signed :class:`Opening` per index (the record, its group, answer, salt and the Merkle path
+    with the siblings' counts). ``i`` checks the path against ``j``'s signed entry and re-asks the
+    model the opened records.
+Proof of fraud (:class:`FraudProof`)
+    ``j``'s signed entry and ``j``'s signed opening, plus the challenger's signature. Anyone can
+    check it: ``bad-opening`` (the signed opening does not match the signed root or its counts) is
+    proven by the signatures alone; ``wrong-answer`` (the opening is consistent, but the model
+    answers the record otherwise) costs the checker one query. A node that accepts a proof
+    excludes ``j`` -- drops its entries and removes every contribution of ``j`` from its estimate
+    (:func:`exclude_source`) -- and forwards the proof to its neighbours.
+
+What it catches, what it cannot (docs/collab-network.md, "Verification of answers")
+    It catches a source that counts answers the model did not give, on records it committed to,
+    with probability about ``1 - (1 - f)^(challenges)`` for a fraction ``f`` of such records. It
+    cannot catch a source that answers **truthfully on records it chose** (the ``selective``
+    attack, or any cherry-picked sample), nor a wrong *group* label when the group cannot be read
+    off the record, and it assumes the model answers a record the same way every time (a sampled
+    LLM must run at temperature 0 or be cached by the platform; otherwise an honest source can be
+    accused).
+
+:func:`simulate_verification` runs the layer in the simulator (vectorised over attackers and
+rounds) and measures how fast fabricators are excluded, the extra queries and the bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import math
+import struct
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from fairprobe._validation import check_int, check_real
+from fairprobe.errors import InvalidParameterError, ProtocolError
+
+__all__ = [
+    "ROOT_BYTES",
+    "ChallengeSpec",
+    "CommittingSigner",
+    "CommittingVerifier",
+    "FraudProof",
+    "LeafLog",
+    "MerkleSumTree",
+    "Opening",
+    "VerifyConfig",
+    "assign_claimed_answers",
+    "challenge_allocation",
+    "challenge_indices",
+    "challenge_message",
+    "committed_entry_bytes",
+    "exclude_source",
+    "leaf_counts",
+    "leaf_hash",
+    "simulate_verification",
+    "verify_opening",
+]
+
+ROOT_BYTES = 32
+SIG_BYTES = 64
+COMMIT_TAG = b"fairprobe/collab/entry/v2+root\x00"
+CHALLENGE_TAG = b"fairprobe/collab/challenge/v1\x00"
+OPENING_TAG = b"fairprobe/collab/opening/v1\x00"
+PROOF_TAG = b"fairprobe/collab/fraud/v1\x00"
+SALT_TAG = b"fairprobe/collab/leaf-salt-key/v1\x00"
+_LEAF = b"\x00"
+_NODE = b"\x01"
+_EMPTY = hashlib.sha256(b"fairprobe/collab/empty-tree/v1").digest()
+_U64 = (1 << 64) - 1
+
+IntArray = npt.NDArray[np.int64]
+
+
+class Signer(Protocol):
+    def sign(self, message: bytes) -> bytes: ...
+
+
+class Verifier(Protocol):
+    def verify(self, auditor_id: str, message: bytes, signature: bytes) -> bool: ...
+
+
+# -- leaves and the Merkle sum tree ---------------------------------------------------------------
+def canonical_record(record: Mapping[str, Any]) -> bytes:
+    """The bytes of a record that its leaf commits to (sorted-key compact JSON, UTF-8)."""
+    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      default=str).encode("utf-8")
+
+
+def leaf_hash(record: bytes, group_a: bool, answer: int, salt: bytes) -> bytes:
+    """``H(0x00 || salt || group || answer || len(record) || record)``."""
+    if answer not in (0, 1):
+        raise ProtocolError(f"A committed answer is 0 or 1. Got {answer!r}.")
+    return hashlib.sha256(
+        _LEAF + salt + bytes((int(bool(group_a)), int(answer)))
+        + struct.pack(">I", len(record)) + record
+    ).digest()
+
+
+def leaf_counts(group_a: npt.ArrayLike, answer: npt.ArrayLike) -> IntArray:
+    """Counts ``(a, A, b, B)`` of each leaf, shape ``(m, 4)``."""
+    g = np.asarray(group_a, dtype=np.int64)
+    y = np.asarray(answer, dtype=np.int64)
+    return np.stack([y * g, g, y * (1 - g), 1 - g], axis=-1).astype(np.int64)
+
+
+def _node_hash(left: bytes, right: bytes, counts: Sequence[int]) -> bytes:
+    return hashlib.sha256(_NODE + left + right + struct.pack(">4Q", *counts)).digest()
+
+
+def _counts_ok(c: Sequence[int], size: int) -> bool:
+    a, A, b, B = (int(x) for x in c)
+    return 0 <= a <= A and 0 <= b <= B and A + B == size
+
+
+class MerkleSumTree:
+    """A Merkle sum tree over leaves appended in order (see the module docstring).
+
+    Appending ``k`` leaves to ``m`` recomputes only the right edge: ``O(k + log m)`` hashes.
+    """
+
+    def __init__(self) -> None:
+        self._hashes: list[list[bytes]] = [[]]
+        self._counts: list[list[tuple[int, int, int, int]]] = [[]]
+
+    @classmethod
+    def build(cls, hashes: Sequence[bytes], counts: npt.ArrayLike) -> MerkleSumTree:
+        t = cls()
+        t.append(hashes, counts)
+        return t
+
+    @property
+    def size(self) -> int:
+        return len(self._hashes[0])
+
+    def append(self, hashes: Sequence[bytes], counts: npt.ArrayLike) -> None:
+        c = np.asarray(counts, dtype=np.int64).reshape(-1, 4)
+        if len(hashes) != c.shape[0]:
+            raise ProtocolError("append: one counts row per leaf hash.")
+        if not len(hashes):
+            return
+        start = self.size
+        self._hashes[0].extend(bytes(h) for h in hashes)
+        self._counts[0].extend(tuple(int(x) for x in row) for row in c.tolist())  # type: ignore[misc]
+        h = 0
+        while len(self._hashes[h]) > 1:
+            lo = start // 2
+            hs, cs = self._hashes[h], self._counts[h]
+            if len(self._hashes) == h + 1:
+                self._hashes.append([])
+                self._counts.append([])
+            up_h, up_c = self._hashes[h + 1], self._counts[h + 1]
+            del up_h[lo:]
+            del up_c[lo:]
+            for j in range(lo, (len(hs) + 1) // 2):
+                if 2 * j + 1 < len(hs):
+                    s = tuple(x + y for x, y in zip(cs[2 * j], cs[2 * j + 1], strict=True))
+                    up_h.append(_node_hash(hs[2 * j], hs[2 * j + 1], s))
+                    up_c.append(s)  # type: ignore[arg-type]
+                else:  # a lone last node is promoted
+                    up_h.append(hs[2 * j])
+                    up_c.append(cs[2 * j])
+            start = lo
+            h += 1
+        del self._hashes[h + 1:]
+        del self._counts[h + 1:]
+
+    def root(self) -> bytes:
+        return _EMPTY if self.size == 0 else self._hashes[-1][0]
+
+    def total(self) -> tuple[int, int, int, int]:
+        return (0, 0, 0, 0) if self.size == 0 else self._counts[-1][0]
+
+    def path(self, k: int) -> list[tuple[bytes, tuple[int, int, int, int]]]:
+        """Siblings ``(hash, counts)`` from leaf ``k`` up (levels where ``k``'s node is promoted
+        have no sibling and no element)."""
+        if not 0 <= k < self.size:
+            raise ProtocolError(f"Leaf {k} is not in a tree of {self.size} leaves.")
+        out = []
+        for h in range(len(self._hashes) - 1):
+            s = k ^ 1
+            if s < len(self._hashes[h]):
+                out.append((self._hashes[h][s], self._counts[h][s]))
+            k //= 2
+        return out
+
+
+def root_from_path(
+    k: int, m: int, leaf: bytes, counts: Sequence[int],
+    path: Sequence[tuple[bytes, Sequence[int]]],
+) -> tuple[bytes, tuple[int, int, int, int]] | None:
+    """Recompute ``(root, total counts)`` from leaf ``k`` of ``m`` and its path; None if the
+    path has the wrong shape for position ``k`` or a sibling's counts are impossible for the
+    number of leaves under it."""
+    if not 0 <= k < m:
+        return None
+    h_ = leaf
+    c = tuple(int(x) for x in counts)
+    width = m
+    level = 0
+    it = iter(path)
+    while width > 1:
+        s = k ^ 1
+        if s < width:
+            try:
+                sh, sc = next(it)
+            except StopIteration:
+                return None
+            lo = s << level
+            size = min(1 << level, m - lo)
+            if not _counts_ok(sc, size):
+                return None
+            scs = tuple(int(x) for x in sc)
+            c2 = tuple(x + y for x, y in zip(c, scs, strict=True))
+            if any(x > _U64 for x in c2):
+                return None
+            h_ = _node_hash(h_, bytes(sh), c2) if k % 2 == 0 else _node_hash(bytes(sh), h_, c2)
+            c = c2
+        k //= 2
+        width = (width + 1) // 2
+        level += 1
+    if next(it, None) is not None:
+        return None
+    return h_, c  # type: ignore[return-value]
+
+
+# -- salts and the leaf log of one auditor --------------------------------------------------------
+def salt_key(signer: Signer) -> bytes:
+    """A per-auditor secret for leaf salts, derived from its private key (deterministic, so a
+    restarted node rebuilds the same tree)."""
+    return hashlib.sha256(signer.sign(SALT_TAG)).digest()
+
+
+def leaf_salt(key: bytes, k: int) -> bytes:
+    return hmac.new(key, struct.pack(">Q", k), hashlib.sha256).digest()[:16]
+
+
+@dataclass
+class LeafLog:
+    """The records an auditor has counted, in order, and its Merkle sum tree over them.
+
+    ``items[k] = (record_index, group_a, answer)``; the record bytes come from ``records``
+    (the auditor's private query set) through :func:`canonical_record`.
+    """
+
+    salt_key: bytes
+    records: Sequence[Mapping[str, Any]]
+    items: list[tuple[int, int, int]] = field(default_factory=list)
+    tree: MerkleSumTree = field(default_factory=MerkleSumTree)
+
+    def _leaf(self, k: int) -> bytes:
+        ri, g, y = self.items[k]
+        return leaf_hash(canonical_record(self.records[ri]), bool(g), y, leaf_salt(self.salt_key, k))
+
+    def add(self, record_index: npt.ArrayLike, group_a: npt.ArrayLike, answer: npt.ArrayLike) -> None:
+        ri = np.asarray(record_index, dtype=np.int64).ravel()
+        g = np.asarray(group_a, dtype=np.int64).ravel()
+        y = np.asarray(answer, dtype=np.int64).ravel()
+        start = len(self.items)
+        self.items.extend(zip(ri.tolist(), g.tolist(), y.tolist(), strict=True))
+        hashes = [self._leaf(k) for k in range(start, len(self.items))]
+        self.tree.append(hashes, leaf_counts(g, y))
+
+    def root(self) -> bytes:
+        return self.tree.root()
+
+    def tree_at(self, m: int) -> MerkleSumTree:
+        """The tree over the first ``m`` leaves (the root of an earlier round)."""
+        if m == self.tree.size:
+            return self.tree
+        if not 0 <= m <= self.tree.size:
+            raise ProtocolError(f"No root over {m} leaves: {self.tree.size} counted.")
+        hashes = [self._leaf(k) for k in range(m)]
+        g = [it[1] for it in self.items[:m]]
+        y = [it[2] for it in self.items[:m]]
+        return MerkleSumTree.build(hashes, leaf_counts(g, y))
+
+    def open(self, auditor: str, round_: int, m: int, indices: Iterable[int], signer: Signer
+             ) -> list[Opening]:
+        tree = self.tree_at(m)
+        out = []
+        for k in indices:
+            ri, g, y = self.items[k]
+            op = Opening(
+                auditor=auditor, round=round_, m=m, index=int(k),
+                record=canonical_record(self.records[ri]), group_a=bool(g), answer=int(y),
+                salt=leaf_salt(self.salt_key, int(k)), path=tree.path(int(k)),
+            )
+            out.append(op.signed(signer))
+        return out
+
+    def to_state(self) -> dict[str, Any]:
+        arr = np.asarray(self.items, dtype=np.int64).reshape(-1, 3)
+        return {"items": base64.b64encode(arr.astype("<i8").tobytes()).decode("ascii")}
+
+    def load_state(self, d: Mapping[str, Any]) -> None:
+        raw = base64.b64decode(d["items"])
+        arr = np.frombuffer(raw, dtype="<i8").reshape(-1, 3)
+        self.items = []
+        self.tree = MerkleSumTree()
+        if arr.size:
+            self.add(arr[:, 0], arr[:, 1], arr[:, 2])
+
+
+# -- the commitment inside the signed entry -------------------------------------------------------
+def committed_entry_bytes(auditor: str, round_: int, a: int, A: int, b: int, B: int,
+                          root: bytes) -> bytes:
+    """What an auditor signs with verification on: its entry and the root of its records."""
+    from fairprobe.collab.net.keys import entry_bytes
+
+    if len(root) != ROOT_BYTES:
+        raise ProtocolError("A records root is 32 bytes.")
+    return COMMIT_TAG + entry_bytes(auditor, round_, a, A, b, B) + root
+
+
+def split_signature(sig: bytes) -> tuple[bytes, bytes | None]:
+    """``(ed25519 signature, root)`` of an entry's signature field (root None without one)."""
+    if len(sig) == SIG_BYTES + ROOT_BYTES:
+        return sig[:SIG_BYTES], sig[SIG_BYTES:]
+    return sig, None
+
+
+class CommittingSigner:
+    """An ``EntrySigner`` that signs ``(entry, root)`` and appends the root to the signature.
+
+    ``root_for(round, counts)`` returns the root over the records behind the cumulative
+    ``counts`` being signed (a fabricator builds its leaves there); without it,
+    :attr:`pending_root` is used.
+    """
+
+    def __init__(self, base: Any, root_for: Any = None) -> None:
+        self.base = base
+        self.auditor_id: str = base.auditor_id
+        self.pending_root: bytes = _EMPTY
+        self.root_for = root_for
+
+    def sign(self, message: bytes) -> bytes:
+        return bytes(self.base.sign(message))
+
+    def sign_entry(self, round_: int, a: int, A: int, b: int, B: int) -> bytes:
+        root = self.pending_root if self.root_for is None else self.root_for(round_, (a, A, b, B))
+        msg = committed_entry_bytes(self.auditor_id, round_, a, A, b, B, root)
+        return bytes(self.base.sign(msg)) + root
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.base, name)
+
+
+class CommittingVerifier:
+    """An ``EntryVerifier`` that accepts only entries carrying a records root (``require``)."""
+
+    def __init__(self, base: Any, *, require: bool = True) -> None:
+        self.base = base
+        self.require = require
+
+    def knows(self, auditor_id: str) -> bool:
+        return bool(self.base.knows(auditor_id))
+
+    def verify(self, auditor_id: str, message: bytes, signature: bytes) -> bool:
+        return bool(self.base.verify(auditor_id, message, signature))
+
+    def verify_entry(self, auditor: str, round_: int, a: int, A: int, b: int, B: int,
+                     signature: bytes) -> bool:
+        sig, root = split_signature(signature)
+        if root is None:
+            return not self.require and bool(
+                self.base.verify_entry(auditor, round_, a, A, b, B, signature))
+        try:
+            msg = committed_entry_bytes(auditor, round_, a, A, b, B, root)
+        except ProtocolError:
+            return False
+        return bool(self.base.verify(auditor, msg, sig))
+
+
+# -- challenges -----------------------------------------------------------------------------------
+def challenge_message(prover: str, round_: int, root: bytes) -> bytes:
+    """What a challenger signs; the SHA-256 of its signature seeds the challenged indices."""
+    raw = prover.encode("utf-8")
+    return CHALLENGE_TAG + struct.pack(">H", len(raw)) + raw + struct.pack(">Q", round_) + root
+
+
+def challenge_indices(seed: bytes | int, m: int, c: int) -> list[int]:
+    """``min(c, m)`` distinct leaf indices in ``[0, m)``, drawn from ``seed`` (sorted)."""
+    check_int(m, "m", "challenge_indices", lo=0)
+    check_int(c, "c", "challenge_indices", lo=0)
+    if m == 0 or c == 0:
+        return []
+    s = int.from_bytes(hashlib.sha256(seed).digest(), "big") if isinstance(seed, bytes) else seed
+    rng = np.random.default_rng(s)
+    return sorted(int(x) for x in rng.choice(m, size=min(c, m), replace=False))
+
+
+@dataclass(frozen=True)
+class ChallengeSpec:
+    """A challenge as sent: ``challenger`` asks ``prover`` to open ``count`` leaves of its root
+    of ``round``; ``sig`` is the challenger's signature of :func:`challenge_message`."""
+
+    challenger: str
+    prover: str
+    round: int
+    m: int
+    count: int
+    root: bytes
+    sig: bytes
+
+    def indices(self) -> list[int]:
+        return challenge_indices(self.sig, self.m, self.count)
+
+
+@dataclass(frozen=True)
+class Opening:
+    """Leaf ``index`` of ``auditor``'s root over ``m`` leaves of ``round``, signed by ``auditor``."""
+
+    auditor: str
+    round: int
+    m: int
+    index: int
+    record: bytes
+    group_a: bool
+    answer: int
+    salt: bytes
+    path: list[tuple[bytes, tuple[int, int, int, int]]]
+    sig: bytes = b""
+
+    def message(self) -> bytes:
+        body = {
+            "auditor": self.auditor, "round": self.round, "m": self.m, "index": self.index,
+            "record": base64.b64encode(self.record).decode(), "group_a": self.group_a,
+            "answer": self.answer, "salt": self.salt.hex(),
+            "path": [[h.hex(), list(c)] for h, c in self.path],
+        }
+        return OPENING_TAG + hashlib.sha256(
+            json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).digest()
+
+    def signed(self, signer: Signer) -> Opening:
+        return Opening(self.auditor, self.round, self.m, self.index, self.record, self.group_a,
+                       self.answer, self.salt, self.path, bytes(signer.sign(self.message())))
+
+    def record_dict(self) -> dict[str, Any]:
+        return dict(json.loads(self.record.decode("utf-8")))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "auditor": self.auditor, "round": self.round, "m": self.m, "index": self.index,
+            "record": base64.b64encode(self.record).decode("ascii"),
+            "group_a": self.group_a, "answer": self.answer, "salt": self.salt.hex(),
+            "path": [[h.hex(), list(c)] for h, c in self.path],
+            "sig": base64.b64encode(self.sig).decode("ascii"),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Opening:
+        try:
+            path = [(bytes.fromhex(h), tuple(int(x) for x in c)) for h, c in d["path"]]
+            if any(len(h) != 32 or len(c) != 4 for h, c in path):
+                raise ValueError("path element")
+            return cls(
+                auditor=str(d["auditor"]), round=int(d["round"]), m=int(d["m"]),
+                index=int(d["index"]), record=base64.b64decode(d["record"], validate=True),
+                group_a=bool(d["group_a"]), answer=int(d["answer"]),
+                salt=bytes.fromhex(d["salt"]), path=path,  # type: ignore[arg-type]
+                sig=base64.b64decode(d["sig"], validate=True),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"Malformed opening: {exc}.") from None
+
+
+def verify_opening(op: Opening, counts: Sequence[int], root: bytes) -> bool:
+    """True iff ``op`` opens a leaf of the root committed with ``counts`` (``m = A + B``)."""
+    if op.m != int(counts[1]) + int(counts[3]) or op.answer not in (0, 1):
+        return False
+    leaf = leaf_hash(op.record, op.group_a, op.answer, op.salt)
+    lc = leaf_counts([int(op.group_a)], [op.answer])[0]
+    got = root_from_path(op.index, op.m, leaf, lc.tolist(), op.path)
+    return got is not None and got[0] == root and got[1] == tuple(int(x) for x in counts)
+
+
+FraudKind = Literal["bad-opening", "wrong-answer"]
+
+
+@dataclass(frozen=True)
+class FraudProof:
+    """A signed, transferable proof that ``opening.auditor`` fabricated (see module docstring).
+
+    ``entry = (round, a, A, b, B, entry_sig)`` is the accused's signed entry (its signature
+    field carries the root); ``observed`` the model's answer the challenger got for the opened
+    record; ``challenger_sig`` the challenger's signature over everything.
+    """
+
+    kind: FraudKind
+    challenger: str
+    entry: tuple[int, int, int, int, int]
+    entry_sig: bytes
+    opening: Opening
+    observed: int | None
+    challenger_sig: bytes = b""
+
+    @property
+    def accused(self) -> str:
+        return self.opening.auditor
+
+    def message(self) -> bytes:
+        body = {
+            "kind": self.kind, "challenger": self.challenger, "entry": list(self.entry),
+            "entry_sig": self.entry_sig.hex(), "opening": self.opening.message().hex(),
+            "opening_sig": self.opening.sig.hex(), "observed": self.observed,
+        }
+        return PROOF_TAG + hashlib.sha256(
+            json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).digest()
+
+    def signed(self, signer: Signer) -> FraudProof:
+        return FraudProof(self.kind, self.challenger, self.entry, self.entry_sig, self.opening,
+                          self.observed, bytes(signer.sign(self.message())))
+
+    def check_signatures(self, verifier: Verifier) -> str | None:
+        """None if the proof is well formed and signed; else why not. For ``wrong-answer`` the
+        caller still re-asks the model (:meth:`confirmed_by`)."""
+        op = self.opening
+        r, a, A, b, B = self.entry
+        if op.round != r:
+            return "round-mismatch"
+        sig, root = split_signature(self.entry_sig)
+        if root is None:
+            return "no-commitment"
+        try:
+            msg = committed_entry_bytes(op.auditor, r, a, A, b, B, root)
+        except ProtocolError:
+            return "bad-entry"
+        if not verifier.verify(op.auditor, msg, sig):
+            return "bad-entry-signature"
+        if not verifier.verify(op.auditor, op.message(), op.sig):
+            return "bad-opening-signature"
+        if not verifier.verify(self.challenger, self.message(), self.challenger_sig):
+            return "bad-challenger-signature"
+        consistent = verify_opening(op, (a, A, b, B), root)
+        if self.kind == "bad-opening":
+            return None if not consistent else "opening-is-consistent"
+        if not consistent:
+            return "opening-is-inconsistent"
+        if self.observed not in (0, 1) or self.observed == op.answer:
+            return "no-mismatch-claimed"
+        return None
+
+    def confirmed_by(self, model_answer: int | None) -> bool:
+        """Whether the checker's own answer for the record confirms the fraud."""
+        if self.kind == "bad-opening":
+            return True
+        return model_answer is not None and model_answer != self.opening.answer
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind, "challenger": self.challenger, "entry": list(self.entry),
+            "entry_sig": base64.b64encode(self.entry_sig).decode("ascii"),
+            "opening": self.opening.to_dict(), "observed": self.observed,
+            "challenger_sig": base64.b64encode(self.challenger_sig).decode("ascii"),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> FraudProof:
+        try:
+            kind = str(d["kind"])
+            if kind not in ("bad-opening", "wrong-answer"):
+                raise ValueError(f"kind {kind!r}")
+            entry = tuple(int(x) for x in d["entry"])
+            if len(entry) != 5:
+                raise ValueError("entry")
+            obs = d.get("observed")
+            return cls(
+                kind=kind,  # type: ignore[arg-type]
+                challenger=str(d["challenger"]), entry=entry,  # type: ignore[arg-type]
+                entry_sig=base64.b64decode(d["entry_sig"], validate=True),
+                opening=Opening.from_dict(d["opening"]),
+                observed=None if obs is None else int(obs),
+                challenger_sig=base64.b64decode(d["challenger_sig"], validate=True),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"Malformed proof of fraud: {exc}.") from None
+
+
+# -- exclusion (a hook on the protocol core, kept outside it) -------------------------------------
+def exclude_source(core: Any, auditor: str) -> None:
+    """Remove every contribution of ``auditor`` from an ``AuditorCore``'s estimate.
+
+    Zeroes its weighted vector ``W_j`` (the weights are locked, so a proven fabricator's past
+    increments go too); the caller stops merging and relaying its entries.
+    """
+    k = core.index.get(auditor)
+    if k is None:
+        raise ProtocolError(f"{auditor!r} is not in the roster.")
+    if hasattr(core, "W"):
+        core.W[k] = 0.0
+
+
+# -- how a fabricating source fills its leaves ----------------------------------------------------
+def assign_claimed_answers(
+    increment: Sequence[int], truth_a: npt.ArrayLike, truth_b: npt.ArrayLike,
+    *, records: Literal["random", "chosen"] = "random",
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Claimed answers of a fabricator that must back the increment ``(da, dA, db, dB)`` with
+    leaves, given the true answers of the records it could use.
+
+    ``records="random"``: it takes the first ``dA`` (``dB``) records as drawn and lies as little
+    as possible: claims positive the truly positive ones first. Returns
+    ``(picked_a, claimed_a, picked_b, claimed_b)`` (positions into ``truth_a``/``truth_b``).
+    ``records="chosen"``: it picks records whose true answers already give the increment (the
+    cherry-picked sample verification cannot catch); raises if the pool is too small.
+    """
+    da, dA, db, dB = (int(x) for x in increment)
+    out: list[npt.NDArray[np.int64]] = []
+    for d_pos, d_tot, truth in ((da, dA, truth_a), (db, dB, truth_b)):
+        t = np.asarray(truth, dtype=np.int64)
+        if records == "random":
+            if d_tot > t.size:
+                raise InvalidParameterError(f"The record pool holds {t.size} < {d_tot} records.")
+            pick = np.arange(d_tot, dtype=np.int64)
+            tv = t[:d_tot]
+            order = np.argsort(-tv, kind="stable")  # truly positive first
+            claim = np.zeros(d_tot, dtype=np.int64)
+            claim[order[:d_pos]] = 1
+        else:
+            pos, neg = np.flatnonzero(t == 1), np.flatnonzero(t == 0)
+            if pos.size < d_pos or neg.size < d_tot - d_pos:
+                raise InvalidParameterError("The record pool cannot back this increment truthfully.")
+            pick = np.concatenate([pos[:d_pos], neg[: d_tot - d_pos]]).astype(np.int64)
+            claim = t[pick]
+        out += [pick, claim]
+    return out[0], out[1], out[2], out[3]
+
+
+# -- configuration and the simulator hook ---------------------------------------------------------
+@dataclass(frozen=True)
+class VerifyConfig:
+    """Parameters of the verification layer.
+
+    ``rate``: leaves challenged per round by one node, as a fraction of the queries it issued
+    that round (at least one per round while it has a neighbour to check), spread over its
+    neighbours in turn (:func:`challenge_allocation`): the extra queries are at most about
+    ``rate`` of the audit's, plus one per round and node. ``records``: how a fabricating source
+    backs its counts with leaves (``random``: records drawn like an honest auditor's, answers
+    falsified where needed; ``chosen``: records picked so that true answers give its counts --
+    undetectable).
+    """
+
+    rate: float = 0.04
+    records: Literal["random", "chosen"] = "random"
+
+    def __post_init__(self) -> None:
+        check_real(self.rate, "rate", "VerifyConfig", lo=0.0, hi=1.0)
+        if self.records not in ("random", "chosen"):
+            raise InvalidParameterError(
+                f"The 'records' parameter of VerifyConfig must be 'random' or 'chosen'. "
+                f"Got {self.records!r} instead.")
+
+    def budget(self, issued: int) -> int:
+        """Leaves a node challenges in a round in which it issued ``issued`` queries."""
+        return max(1, int(math.floor(self.rate * issued)))
+
+
+def challenge_allocation(budget: int, neighbours: Sequence[str], round_: int) -> dict[str, int]:
+    """Split ``budget`` challenges over ``neighbours`` (in the given order), rotating by round:
+    each gets ``budget // d``, and the ``budget % d`` neighbours after offset ``round_ % d``
+    one more. Neighbours with 0 are left out."""
+    d = len(neighbours)
+    if d == 0 or budget <= 0:
+        return {}
+    base, extra = divmod(budget, d)
+    out = {}
+    for r in range(d):
+        u = neighbours[(round_ + r) % d]
+        c = base + (1 if r < extra else 0)
+        if c:
+            out[u] = c
+    return out
+
+
+#: Wire sizes used by the simulator's byte estimate (measured on the node's JSON, see docs).
+OPENING_FIXED_BYTES = 330  # ids, ints, salt, signature, JSON keys
+PATH_LEVEL_BYTES = 110  # one sibling: 64 hex chars + four counts + JSON punctuation
+CHALLENGE_BYTES = 260
+INF_ROUND = np.iinfo(np.int64).max // 4
+
+
+def simulate_verification(
+    cfg: Any, vcfg: VerifyConfig | None = None, *, record_bytes: int = 16,
+) -> dict[str, Any]:
+    """Run the verification layer on one simulated audit.
+
+    The audit is the simulator's (:func:`fairprobe.collab.simulate.simulate`: same partition,
+    graph, attackers and fabricated increments for ``cfg.seed``; a test checks that the estimate
+    without verification equals ``simulate``'s ``auditopus``). Each attacker backs its increment
+    of each round with leaves drawn from the population (``vcfg.records="random"``: it falsifies
+    the fewest answers; ``"chosen"``: none). Each round every honest auditor challenges
+    ``vcfg.budget(queries it issued)`` leaves, allocated by :func:`challenge_allocation` over its
+    non-excluded neighbours that committed new leaves since it last challenged them, uniformly over the neighbour's cumulative leaves (for an
+    attacker a hypergeometric draw of its falsified leaves; an honest auditor has none). A proof
+    found at round ``t`` excludes the source at its finder in round ``t`` and, sent to every
+    roster member, at every other honest auditor in round ``t + 1`` (checked before its merge);
+    each then drops every contribution of the source (:func:`exclude_source`) and stops
+    challenging it.
+
+    Returns per attacker the first proof round and the round by which every honest auditor
+    excluded it (None if not by the end), the final ``auditopus`` (``estimate``) and ``robust``
+    estimates with and without verification (median over ``N + K``, attackers reporting 0), the extra queries (challenges
+    plus one query per proof checked) as a fraction of the audit's, and the challenge bytes per
+    honest node and round.
+    """
+    from fairprobe.collab.graph import gossip_lags
+    from fairprobe.collab.protocol import dp_of
+    from fairprobe.collab.robust import robust_estimate
+    from fairprobe.collab.score import suspicion_scores
+    from fairprobe.collab.simulate import attack_strategy, graph_of, prepare_honest
+    from fairprobe.datasets.populations import get_population
+
+    vcfg = vcfg or VerifyConfig()
+    setup = prepare_honest(cfg)
+    R, N, K, n = setup.rounds, cfg.honest, cfg.attackers, cfg.n
+    V = N + K
+    adj, att = graph_of(cfg)
+    lag = gossip_lags(adj)
+    is_att = np.zeros(V, dtype=bool)
+    is_att[att] = True
+    hon = np.flatnonzero(~is_att)
+    # the cumulative vectors of every auditor, exactly as simulate() builds them
+    H = np.zeros((R + 1, V, 4), dtype=np.int64)
+    H[1:, hon] = np.cumsum(setup.increments, axis=0)
+    if K:
+        strategy = attack_strategy(cfg, R, tuple(int(x) for x in att))
+        lag_k = lag[att]
+        cols = np.arange(V)[None, :]
+        for t in range(1, R + 1):
+            views = H[np.maximum(t - 1 - lag_k, 0), cols].sum(axis=1)
+            H[t, att] = H[t - 1, att] + strategy.fabricate(views, n, t)
+    prev = H[:-1]
+    delta = H[1:] - prev
+    sc = suspicion_scores(prev.reshape(-1, 4), delta.reshape(-1, 4), cfg.z_max)
+    w = sc.weight.reshape(R, V)
+    CW = np.zeros((R + 1, V, 4), dtype=np.float64)
+    np.cumsum(w[:, :, None] * delta.astype(np.float64), axis=0, out=CW[1:])
+
+    # falsified leaves per attacker and round: records drawn from the population at its rates
+    pop = get_population(cfg.case)
+    pa = pop.positives_a / pop.size_a
+    pb = pop.positives_b / pop.size_b
+    rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 0x5EED, 15]))
+    d_att = delta[:, att]  # (R, K, 4)
+    if vcfg.records == "chosen":
+        lies = np.zeros((R, K), dtype=np.int64)
+    else:
+        xa = rng.binomial(d_att[..., 1], pa)
+        xb = rng.binomial(d_att[..., 3], pb)
+        lies = np.abs(d_att[..., 0] - xa) + np.abs(d_att[..., 2] - xb)
+    L = np.cumsum(lies, axis=0)  # (R, K) falsified leaves under the root of round t
+    M = H[1:, att, 1] + H[1:, att, 3]  # (R, K) leaves under the root of round t
+    kk_of = {int(j): kk for kk, j in enumerate(att.tolist())}
+    hi_of = {int(i): h for h, i in enumerate(hon.tolist())}
+    excl = np.full((N, K), INF_ROUND, dtype=np.int64)  # round honest i excluded attacker k
+    first = np.full(K, INF_ROUND, dtype=np.int64)
+    nbrs = {int(i): [int(u) for u in np.flatnonzero(adj[i])] for i in hon.tolist()}
+    issued = setup.increments[:, :, 1] + setup.increments[:, :, 3]  # (R, N)
+    challenges = 0
+    node_round_bytes: list[float] = []
+    last_m = np.zeros((V, V), dtype=np.int64)  # leaves of u when i last challenged it
+    # opened[u, t]: leaves of u opened at round t and the leaves then committed (for the
+    # expected number of distinct leaves revealed)
+    opened = np.zeros((V, R), dtype=np.int64)
+    depth = max(1, math.ceil(math.log2(max(2, int((H[R, :, 1] + H[R, :, 3]).max())))))
+    per_opening = OPENING_FIXED_BYTES + record_bytes + depth * PATH_LEVEL_BYTES
+    for t in range(1, R + 1):
+        m_t = H[t, :, 1] + H[t, :, 3]
+        for i in hon.tolist():
+            h = hi_of[i]
+            live = [u for u in nbrs[i]
+                    if not (is_att[u] and excl[h, kk_of[u]] < t) and m_t[u] > last_m[i, u]]
+            alloc = challenge_allocation(
+                vcfg.budget(int(issued[t - 1, h])), [str(u) for u in live], t)
+            spent = 0
+            for us, c in alloc.items():
+                u = int(us)
+                m_u = int(m_t[u])
+                c = min(c, m_u)
+                spent += c
+                last_m[i, u] = m_u
+                opened[u, t - 1] += c
+                if not is_att[u] or c == 0:
+                    continue
+                kk = kk_of[u]
+                bad = int(L[t - 1, kk])
+                if bad and rng.hypergeometric(bad, m_u - bad, c) > 0:
+                    # the finder excludes now and sends the proof to every roster member, who
+                    # checks it at its next round
+                    first[kk] = min(first[kk], t)
+                    excl[:, kk] = np.minimum(excl[:, kk], t + 1)
+                    excl[h, kk] = min(excl[h, kk], t)
+            challenges += spent
+            node_round_bytes.append(CHALLENGE_BYTES * len(alloc) + spent * per_opening)
+    done = excl <= R
+    proof_checks = int(done.sum())  # an upper bound: a finder re-asked the record already
+    base_queries = int(H[R, hon][:, [1, 3]].sum())
+    s_idx = np.maximum(R - lag[hon], 0)
+    cols = np.arange(V)[None, :]
+    weighted = CW[s_idx, cols]  # (N, V, 4)
+    keep = np.ones((N, V), dtype=bool)
+    for kk, j in enumerate(att.tolist()):
+        keep[:, j] = ~done[:, kk]
+    tables = H[s_idx, cols]
+    held = s_idx >= 1
+    with np.errstate(all="ignore"):
+        plain = np.array([dp_of(r) for r in weighted.sum(axis=1)])
+        verified = np.array([dp_of(r) for r in (weighted * keep[:, :, None]).sum(axis=1)])
+    rob = robust_estimate(weighted, tables, held).estimate
+    rob_v = robust_estimate(weighted * keep[:, :, None], tables, held & keep).estimate
+    zk = np.zeros(K)
+    extra = challenges + proof_checks
+    # expected distinct leaves of each honest source opened: a leaf committed at round s stays
+    # unopened with probability prod_{t >= s} (1 - opened_t / m_t)
+    mm = np.maximum((H[1:, :, 1] + H[1:, :, 3]).T, 1)  # (V, R)
+    stay = np.clip(1.0 - opened / mm, 0.0, 1.0)
+    tail = np.cumprod(stay[:, ::-1], axis=1)[:, ::-1]  # prod over t >= s
+    new_leaves = (delta[:, :, 1] + delta[:, :, 3]).T  # (V, R) leaves committed at round s
+    distinct = (new_leaves * (1.0 - tail)).sum(axis=1)
+    sizes = H[R, hon][:, [1, 3]].sum(axis=1)
+    rev = distinct[hon] / np.maximum(sizes, 1)
+    return {
+        "case": cfg.case, "seed": cfg.seed, "attackers": K, "attack": cfg.attack, "honest": N,
+        "rounds": R, "records": vcfg.records, "rate": vcfg.rate,
+        "first_proof_round": [None if x >= INF_ROUND else int(x) for x in first],
+        "all_honest_excluded_round": [
+            None if not done[:, kk].all() else int(excl[:, kk].max()) for kk in range(K)],
+        "falsified_fraction": [float(L[-1, kk] / max(1, M[-1, kk])) for kk in range(K)],
+        "estimate": float(np.median(np.concatenate([plain, zk]))),
+        "estimate_verified": float(np.median(np.concatenate([verified, zk]))),
+        "robust": float(np.median(np.concatenate([rob, zk]))),
+        "robust_verified": float(np.median(np.concatenate([rob_v, zk]))),
+        "true_dp": float(pop.true_dp),
+        "tau": float(cfg.tau),
+        "challenges": challenges,
+        "proof_checks": proof_checks,
+        "base_queries": base_queries,
+        "extra_query_fraction": extra / max(1, base_queries),
+        "challenge_bytes_per_node_round": float(np.mean(node_round_bytes)),
+        # share of an honest auditor's records shown in clear to its challengers (expected
+        # number of distinct leaves opened / its query set)
+        "revealed_fraction_median": float(np.median(rev)),
+        "revealed_fraction_max": float(rev.max()),
+    }

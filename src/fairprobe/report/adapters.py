@@ -1,0 +1,201 @@
+"""Result documents -> report sections: kind inference and one tolerant adapter per kind.
+
+Every ``--json`` output of fairprobe is a document ``{"schema": "fairprobe/1", "kind": ...,
+"provenance": {...}, ...}``. Documents written before that contract (no ``schema``) get their kind
+inferred from their keys (:func:`infer_kind`); the demo's composite document is split into its
+parts. Each adapter reads what is present and says plainly what is missing: a field that a
+figure needs but the result does not carry becomes a note in the report, never an invented value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from fairprobe.report._read import Doc, extra_assumptions, fmt, get
+from fairprobe.report.document import Provenance, Section
+from fairprobe.report.kinds.audit import adapt_audit
+from fairprobe.report.kinds.collab import (
+    adapt_collab_nodes,
+    adapt_collab_simulate,
+    adapt_collab_sweep,
+)
+from fairprobe.report.kinds.radius import adapt_radius
+from fairprobe.report.kinds.sequential import adapt_sequential
+from fairprobe.report.kinds.twosource import adapt_twosource, adapt_twosource_plan
+
+__all__ = ["KINDS", "adapt", "infer_kind", "provenance_of", "split_document"]
+
+KINDS = (
+    "audit",
+    "sequential",
+    "radius",
+    "twosource",
+    "twosource-plan",
+    "collab-simulate",
+    "collab-sweep",
+    "collab-nodes",
+    "demo",
+    "platform-info",
+)
+
+def infer_kind(doc: Doc) -> str | None:
+    """The kind of a result document: its ``kind`` field, or inferred from a legacy shape."""
+    kind = doc.get("kind")
+    if isinstance(kind, str) and kind in KINDS:
+        return kind
+    if kind == "fairprobe.audit" or ("metric" in doc and "budget" in doc and "paid" in doc):
+        return "audit"
+    if {"audit", "sequential"} <= doc.keys() or {"audit", "radius"} <= doc.keys():
+        return "demo"
+    if "radius" in doc and ("phi" in doc or "assessment" in doc):
+        return "radius"
+    if ("outcome" in doc or "outcomes" in doc) and (
+        {"boundaries", "path", "example_path", "mean_queries", "outcome_per_repeat"} & doc.keys()
+    ):
+        return "sequential"
+    if "detectors" in doc and ("di_a" in doc or "verdict" in doc):
+        return "twosource"
+    if "n_max" in doc and ("p_manip" in doc or "frontier" in doc):
+        return "twosource-plan"
+    if "runs" in doc and "config" in doc:
+        runs = doc.get("runs")
+        cfg = doc.get("config") or {}
+        if isinstance(cfg, Mapping) and "case" in cfg and "attackers" in cfg:
+            return "collab-simulate"
+        if isinstance(runs, list):
+            return "collab-sweep"
+    if "nodes" in doc and ("verdict" in doc or "rounds" in doc):
+        return "collab-nodes"
+    if "accuracy" in doc and ("disparate_impact" in doc or "di" in doc):
+        return "platform-info"
+    return None
+
+def split_document(doc: Doc, source: str) -> Iterator[tuple[str, Doc, str]]:
+    """``(kind, part, label)`` for each part of a document; composite documents give several."""
+    kind = infer_kind(doc)
+    if kind != "demo":
+        yield (kind or "unknown", doc, "")
+        return
+    audits = doc.get("audit")
+    if isinstance(audits, Mapping):
+        if infer_kind(audits) == "audit":
+            yield ("audit", audits, "")
+        else:
+            for name, part in audits.items():
+                if isinstance(part, Mapping):
+                    yield ("audit", part, str(name).replace("_", " "))
+    if isinstance(doc.get("radius"), Mapping):
+        yield ("radius", doc["radius"], "")
+    seqs = doc.get("sequential")
+    if isinstance(seqs, Mapping):
+        if infer_kind(seqs) == "sequential":
+            yield ("sequential", seqs, "")
+        else:
+            for name, part in seqs.items():
+                if isinstance(part, Mapping):
+                    yield ("sequential", part, f"{name} access")
+    for key in ("twosource", "collab", "collab_simulate"):
+        part = doc.get(key)
+        if isinstance(part, Mapping):
+            yield (infer_kind(part) or "unknown", part, "")
+
+_PROVENANCE_ORDER = (
+    "model",
+    "model_identity",
+    "backend",
+    "endpoint",
+    "created",
+    "time",
+    "started",
+    "finished",
+    "command",
+    "argv",
+    "seed",
+    "seeds",
+    "queries",
+    "paid",
+    "cached",
+    "unparsed",
+    "refused",
+    "truncated",
+    "by_group",
+    "data",
+    "dataset",
+    "fairprobe_version",
+    "version",
+    "python",
+    "platform",
+    "host",
+)
+
+def _flatten(d: Any, prefix: str = "", depth: int = 0) -> Iterator[tuple[str, str]]:
+    if isinstance(d, Mapping) and depth < 3:
+        for k, v in d.items():
+            yield from _flatten(v, f"{prefix}{k}.", depth + 1)
+    elif isinstance(d, list) and all(not isinstance(x, Mapping | list) for x in d):
+        yield (prefix.rstrip("."), ", ".join(fmt(x) for x in d) if d else "none")
+    elif isinstance(d, list):
+        yield (prefix.rstrip("."), f"{len(d)} entries")
+    else:
+        yield (prefix.rstrip("."), fmt(d) if not isinstance(d, str) else d)
+
+def provenance_of(doc: Doc, source: str, kind: str) -> Provenance:
+    """Provenance rows: the document's ``provenance`` (whatever keys it has), else legacy fields."""
+    prov = doc.get("provenance")
+    items: list[tuple[str, str]] = []
+    if isinstance(prov, Mapping) and prov:
+        keys = sorted(prov, key=lambda k: (_PROVENANCE_ORDER.index(k)
+                                           if k in _PROVENANCE_ORDER else 99, k))
+        for k in keys:
+            for name, value in _flatten(prov[k], f"{k}."):
+                items.append((name.replace("_", " "), value))
+    else:
+        items.append(("provenance", "not recorded (result written before the provenance "
+                                    "contract); fields below are read from the result itself"))
+        for label, path in (
+            ("model", ("backend",)),
+            ("model", ("config", "case")),
+            ("seed", ("seed",)),
+            ("seed", ("config", "seed")),
+            ("queries drawn", ("queried",)),
+            ("queries paid", ("paid",)),
+            ("queries from the cache", ("cached",)),
+            ("unparsed answers", ("unparsed",)),
+            ("queries paid", ("queries_paid",)),
+            ("queries from the cache", ("queries_cached",)),
+            ("queries paid", ("queries", "total")),
+        ):
+            v = get(doc, *path)
+            if v is not None and not isinstance(v, Mapping | list):
+                items.append((label, fmt(v) if not isinstance(v, str) else v))
+    schema = doc.get("schema") if isinstance(doc.get("schema"), str) else None
+    return Provenance(source=source, kind=kind, schema=schema, items=items)
+
+def adapt_generic(doc: Doc, source: str, label: str, kind: str) -> Section:
+    facts = [(k.replace("_", " "), fmt(v) if not isinstance(v, str) else v)
+             for k, v in doc.items()
+             if k not in ("schema", "kind", "provenance") and not isinstance(v, Mapping | list)]
+    title = {"platform-info": "Platform model"}.get(kind, f"Result ({kind})")
+    verdict = doc.get("verdict") if isinstance(doc.get("verdict"), str) else None
+    return Section(kind, title, source, verdict,
+                   f"{title}: {len(facts)} recorded values (no figure for this kind).",
+                   title.lower(), facts, [], [], extra_assumptions(doc), [])
+
+_ADAPTERS: dict[str, Callable[[Doc, str, str], Section]] = {
+    "audit": adapt_audit,
+    "sequential": adapt_sequential,
+    "radius": adapt_radius,
+    "twosource": adapt_twosource,
+    "twosource-plan": adapt_twosource_plan,
+    "collab-simulate": adapt_collab_simulate,
+    "collab-sweep": adapt_collab_sweep,
+    "collab-nodes": adapt_collab_nodes,
+}
+
+def adapt(kind: str, doc: Doc, source: str, label: str = "") -> Section:
+    """The report section of one result (part) of a given kind."""
+    fn = _ADAPTERS.get(kind)
+    if fn is None:
+        return adapt_generic(doc, source, label, kind)
+    return fn(doc, source, label)

@@ -1,0 +1,99 @@
+"""What a report is made of, independent of how it is rendered (HTML, Markdown).
+
+A :class:`Report` is a headline sentence, one :class:`Section` per result (or per part of a
+composite result such as the demo's), and the provenance of every input file. Sections carry
+their verdict, facts, tables, the assumptions their guarantee rests on, and figure *specs*
+(:class:`FigureSpec`: a plot kind and the data it needs); :mod:`fairprobe.report.figures` turns
+specs into SVG. Pure Python: building a report model needs neither Jinja2 nor matplotlib.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["FigureSpec", "Provenance", "Report", "Section", "Table", "polarity"]
+
+#: Verdict words and what they say about the model's fairness: -1 unfair, +1 fair, 0 open.
+_POLARITY = {
+    "unfair": -1,
+    "violation": -1,
+    "fooled": -1,
+    "fair": 1,
+    "compliant": 1,
+    "compliance": 1,
+    "undetermined": 0,
+    "inconclusive": 0,
+    "budget": 0,
+}
+
+
+def polarity(verdict: str | None) -> int | None:
+    """-1 (unfair), +1 (fair), 0 (undetermined), or None (not a fairness verdict)."""
+    if verdict is None:
+        return None
+    return _POLARITY.get(verdict.lower())
+
+
+@dataclass
+class Table:
+    """A table with a caption (read first by screen readers) and a header row."""
+
+    caption: str
+    header: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class FigureSpec:
+    """A figure to draw: ``plot`` names a function of :mod:`fairprobe.report.figures`.
+
+    ``alt`` is the text alternative (what the figure shows, with its key numbers), ``caption``
+    the visible caption.
+    """
+
+    plot: str
+    data: dict[str, Any]
+    alt: str
+    caption: str
+
+
+@dataclass
+class Section:
+    """The evidence of one result: verdict sentence, facts, figures, tables, assumptions."""
+
+    kind: str
+    title: str
+    source: str
+    verdict: str | None
+    sentence: str
+    short: str
+    facts: list[tuple[str, str]] = field(default_factory=list)
+    figures: list[FigureSpec] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    anchor: str = ""
+
+
+@dataclass
+class Provenance:
+    """Where one input file came from: model identity, time, seeds, queries paid, versions."""
+
+    source: str
+    kind: str
+    schema: str | None
+    items: list[tuple[str, str]]
+
+
+@dataclass
+class Report:
+    """A whole audit report."""
+
+    title: str
+    headline: str
+    overall: str
+    sections: list[Section]
+    provenance: list[Provenance]
+    generated: str
+    fairprobe_version: str

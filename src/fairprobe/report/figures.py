@@ -1,0 +1,417 @@
+"""Figures of a report as accessible, self-contained SVG (matplotlib, no pyplot state).
+
+:func:`render_svg` draws a :class:`~fairprobe.report.document.FigureSpec` and returns SVG markup
+ready to inline in HTML: text stays text (``svg.fonttype = none``), no date in the metadata (same
+input, same bytes), element ids prefixed per figure (several figures in one page never share an
+id), ``role="img"`` with a ``<title>`` and ``<desc>`` for screen readers. Colours are the
+Okabe-Ito palette (distinguishable with colour-vision deficiencies) and every colour-coded
+meaning is also written as text (labels, legends).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Callable
+from html import escape
+from typing import Any
+
+from fairprobe._extras import import_optional
+from fairprobe.report.document import FigureSpec
+
+__all__ = ["render_svg"]
+
+BLUE, ORANGE, GREEN, RED, GREY, PURPLE = (
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#777777", "#CC79A7")
+BAND = "#cfe8d8"
+
+
+def _figure(width: float, height: float, ncols: int = 1) -> tuple[Any, list[Any]]:
+    mfig = import_optional("matplotlib.figure", feature="the report's figures")
+    fig = mfig.Figure(figsize=(width, height), layout="constrained")
+    axes = fig.subplots(1, ncols, squeeze=False)[0].tolist()
+    return fig, axes
+
+
+def _band(ax: Any, low: float | None, high: float | None, horizontal: bool = True,
+          label: str = "fair band") -> None:
+    if low is None or high is None:
+        return
+    if horizontal:
+        ax.axhspan(low, high, color=BAND, zorder=0, label=label)
+    else:
+        ax.axvspan(low, high, color=BAND, zorder=0, label=label)
+
+
+def plot_audit(d: dict[str, Any]) -> Any:
+    groups = d.get("groups") or []
+    excluded = set(d.get("excluded") or [])
+    fig, (ax1, ax2) = _figure(8.0, 3.4, 2)
+    if groups:
+        names = [g["group"] for g in groups]
+        rates = [g["rate"] for g in groups]
+        err = [[max(g["rate"] - (g["low"] if g["low"] is not None else g["rate"]), 0)
+                for g in groups],
+               [max((g["high"] if g["high"] is not None else g["rate"]) - g["rate"], 0)
+                for g in groups]]
+        palette = [BLUE, ORANGE, GREEN, PURPLE, "#56B4E9", "#F0E442", GREY]
+        out = [n in excluded or bool(g.get("too_small")) for n, g in zip(names, groups,
+                                                                          strict=True)]
+        colours = ["#dddddd" if o else palette[i % len(palette)] for i, o in enumerate(out)]
+        x = list(range(len(names)))
+        bars = ax1.bar(x, rates, color=colours, yerr=err, capsize=5, edgecolor="black",
+                       linewidth=0.6, hatch=None)
+        for b, o in zip(bars, out, strict=True):
+            if o:
+                b.set_hatch("xx")
+        for b, r in zip(bars, rates, strict=True):
+            ax1.annotate(f"{r:.3f}", (b.get_x() + b.get_width() / 2, r), xytext=(9, 2),
+                         textcoords="offset points", ha="left", va="bottom", fontsize=7)
+        long = len(names) > 3 or max(len(n) for n in names) > 10
+        ax1.set_xticks(x, names, rotation=30 if long else 0, ha="right" if long else "center",
+                       fontsize=8)
+        ax1.set_ylabel(d.get("rate") or "positive-decision rate")
+        top = max((g["high"] if g["high"] is not None else g["rate"]) for g in groups)
+        ax1.set_ylim(0, min(1.05, top * 1.2 + 0.03))
+        title = f"By group ({d.get('level', 0.95):.0%} intervals)"
+        if any(out):
+            title += "; hatched: not compared"
+        ax1.set_title(title, fontsize=9)
+    else:
+        ax1.text(0.5, 0.5, "no by-group rates in this result", ha="center", va="center",
+                 transform=ax1.transAxes)
+        ax1.set_axis_off()
+    est, iv, band = d.get("estimate"), d.get("interval"), d.get("band") or {}
+    if est is not None:
+        lo, hi = band.get("low"), band.get("high")
+        if band.get("kind") == "ratio":
+            hi_draw = max(hi or 1.0, (iv[1] if iv else est) * 1.1, 1.05)
+            ax2.axvspan(lo, hi_draw, color=BAND, zorder=0, label=f"fair: ratio >= {lo:g}")
+            ax2.axvline(1.0, color=GREY, lw=0.8, ls=":")
+        else:
+            _band(ax2, lo, hi, horizontal=False, label=f"fair: |gap| <= {hi:g}" if hi else "")
+            ax2.axvline(0.0, color=GREY, lw=0.8, ls=":")
+        xerr = [[est - iv[0]], [iv[1] - est]] if iv else None
+        colour = RED if d.get("verdict") == "unfair" else GREEN if d.get("verdict") == "fair" \
+            else ORANGE
+        ax2.errorbar([est], [0], xerr=xerr, fmt="o", color=colour, capsize=8, ms=8,
+                     label=f"estimate {est:.3f} ({d.get('verdict')})")
+        ax2.set_yticks([])
+        ax2.set_xlabel(d.get("metric", "metric"))
+        ax2.set_title(d.get("pair") or "Metric vs the fair band", fontsize=9)
+        ax2.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), fontsize=8, ncol=2,
+                   frameon=False)
+        ax2.set_ylim(-1, 1)
+    else:
+        ax2.set_axis_off()
+    return fig
+
+
+def plot_sequential_path(d: dict[str, Any]) -> Any:
+    fig, (ax,) = _figure(7.0, 3.2)
+    styles = {"statistic_upper": (BLUE, "statistic vs the upper boundary"),
+              "statistic_lower": (ORANGE, "statistic vs the lower boundary"),
+              "statistic": (BLUE, "statistic"), "log_wealth": (BLUE, "log wealth"),
+              "wealth": (BLUE, "wealth")}
+    series = d["series"]
+    names = {s["name"]: s for s in series}
+    same = ("statistic_upper" in names and "statistic_lower" in names
+            and names["statistic_upper"]["y"] == names["statistic_lower"]["y"])
+    for s in series:
+        if same and s["name"] == "statistic_lower":
+            continue
+        colour, label = styles.get(s["name"], (PURPLE, s["name"]))
+        ax.step(s["x"], s["y"], where="post", color=colour, lw=1.4,
+                label="statistic" if same else label)
+    if d.get("upper") is not None:
+        ax.axhline(d["upper"], color=RED, ls="--", lw=1.2,
+                   label=f"upper boundary {d['upper']:.2f} (violation)")
+    if d.get("lower") is not None:
+        ax.axhline(d["lower"], color=GREEN, ls="--", lw=1.2,
+                   label=f"lower boundary {d['lower']:.2f} (compliance)")
+    ax.set_xlabel("queries")
+    ax.set_ylabel("test statistic")
+    ax.set_title(f"Outcome: {d.get('outcome')} after {int(d['queries'])} queries", fontsize=10)
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def plot_sequential_repeats(d: dict[str, Any]) -> Any:
+    fig, (ax,) = _figure(7.0, 3.0)
+    colours = {"violation": RED, "compliant": GREEN, "inconclusive": ORANGE}
+    qs, outs = d["queries"], d["outcomes"]
+    top = max(qs) if qs else 1
+    bins = [top * i / 30 for i in range(31)]
+    kinds = sorted(set(outs), key=lambda k: list(colours).index(k) if k in colours else 9)
+    data = [[q for q, o in zip(qs, outs, strict=True) if o == k] for k in kinds]
+    ax.hist(data, bins=bins, stacked=True, color=[colours.get(k, GREY) for k in kinds],
+            label=[f"{k} ({len(x)})" for k, x in zip(kinds, data, strict=True)],
+            edgecolor="white", linewidth=0.4)
+    if d.get("wald") is not None:
+        ax.axvline(d["wald"], color="black", ls=":", lw=1,
+                   label=f"Wald's bound on the mean {d['wald']:.0f}")
+    ax.set_xlabel("queries until the audit stopped")
+    ax.set_ylabel("audits")
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def plot_confidence_sequence(d: dict[str, Any]) -> Any:
+    fig, (ax,) = _figure(7.0, 3.2)
+    q, lo, hi = d["query"], d["low"], d["high"]
+    tol = d.get("tolerance")
+    if tol is not None:
+        _band(ax, -tol, tol, label=f"compliance band |gap| <= {tol:g}")
+    finite = [v for v in lo + hi if math.isfinite(v)]
+    cap = (max(abs(v) for v in finite) if finite else 1.0) * 1.1
+    lo_c = [max(v, -cap) if math.isfinite(v) else -cap for v in lo]
+    hi_c = [min(v, cap) if math.isfinite(v) else cap for v in hi]
+    ax.fill_between(q, lo_c, hi_c, step="post", color=BLUE, alpha=0.25,
+                    label="confidence sequence")
+    if d.get("estimate"):
+        ax.step(q, d["estimate"], where="post", color=BLUE, lw=1.4, label="gap estimate")
+    ax.axhline(0, color=GREY, lw=0.8, ls=":")
+    ax.set_xlabel("queries")
+    ax.set_ylabel("gap")
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def plot_radius_curve(d: dict[str, Any]) -> Any:
+    fig, (ax,) = _figure(7.0, 3.2)
+    xs, ys = d["divergence_values"], d["metric_values"]
+    tol = d.get("tolerance")
+    if tol is not None:
+        _band(ax, -tol, tol, label=f"fair band |phi| < {tol:g}")
+    if d.get("metric_low") and d.get("metric_high"):
+        ax.fill_between(xs, d["metric_low"], d["metric_high"], color=BLUE, alpha=0.2,
+                        label="reachable metric")
+    ax.plot(xs, ys, color=BLUE, lw=1.8, marker="o", ms=3, label="metric closest to the band")
+    r = d.get("radius")
+    if r is not None:
+        ax.axvline(r, color=RED, ls="--", lw=1.2, label=f"radius {r:.4f}")
+    ax.set_xlabel(f"shift budget ({d.get('divergence', 'KL')})")
+    ax.set_ylabel("metric phi")
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def plot_radius_shift(d: dict[str, Any]) -> Any:
+    fig, (ax,) = _figure(7.0, 3.2)
+    groups = d["groups"]
+    x = list(range(len(groups)))
+    w = 0.38
+    ax.bar([i - w / 2 for i in x], d["before"], w, color=BLUE, label="audit data")
+    ax.bar([i + w / 2 for i in x], d["after"], w, color=ORANGE, hatch="//",
+           label=f"after the least flipping shift ({d.get('divergence')} {d.get('radius') or 0:.4f})")
+    ax.set_xticks(x, groups)
+    ax.set_ylabel("group mean")
+    if d.get("phi") is not None and d.get("phi_shifted") is not None:
+        ax.set_title(f"phi {d['phi']:.3f} -> {d['phi_shifted']:.3f} "
+                     f"(fair iff |phi| < {d.get('tolerance') or 0:g})", fontsize=10)
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def plot_twosource(d: dict[str, Any]) -> Any:
+    fig, (ax1, ax2, ax3) = _figure(10.0, 3.4, 3)
+    di = [x for x in d.get("di") or [] if x.get("estimate") is not None]
+    thr = d.get("threshold") or 0.8
+    ys = list(range(len(di)))
+    top = max([thr * 1.4] + [x["interval"][1] if x.get("interval") else x["estimate"]
+                             for x in di])
+    ax1.axvspan(thr, max(top, 1.0) * 1.05, color=BAND, zorder=0, label=f"fair: DI >= {thr:g}")
+    for y, x, colour in zip(ys, di, (PURPLE, BLUE), strict=False):
+        iv = x.get("interval")
+        xerr = [[x["estimate"] - iv[0]], [iv[1] - x["estimate"]]] if iv else None
+        ax1.errorbar([x["estimate"]], [y], xerr=xerr, fmt="o", color=colour, capsize=6)
+    ax1.set_yticks(ys, [x["label"] for x in di], fontsize=8)
+    ax1.set_xlabel("disparate impact")
+    ax1.set_title("DI through A and B", fontsize=10)
+    ax1.set_ylim(-0.6, len(di) - 0.4)
+    ax1.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)
+    dets = [x for x in d.get("detectors") or [] if x.get("p") is not None]
+    if dets:
+        floor = 1e-16
+        ps = [max(x["p"], floor) for x in dets]
+        colours = [RED if x["detected"] else BLUE for x in dets]
+        bars = ax2.barh(range(len(dets)), [-math.log10(p) for p in ps], color=colours)
+        for i, x in enumerate(dets):
+            if x.get("alpha"):
+                ax2.plot([-math.log10(x["alpha"])] * 2, [i - 0.4, i + 0.4], color="black", lw=2)
+        for b, x, p in zip(bars, dets, ps, strict=False):
+            ax2.annotate(f"p={'<1e-16' if x['p'] < floor else f'{p:.3g}'}"
+                         f"{' FIRED' if x['detected'] else ''}",
+                         (b.get_width(), b.get_y() + b.get_height() / 2), xytext=(3, 0),
+                         textcoords="offset points", va="center", fontsize=7)
+        ax2.set_yticks(range(len(dets)), [x["name"] for x in dets], fontsize=8)
+        ax2.set_xlabel("-log10 p-value (black tick: level)")
+        ax2.set_xlim(0, max(-math.log10(p) for p in ps) * 1.6 + 1)
+        ax2.set_title("Detectors", fontsize=10)
+    else:
+        ax2.set_axis_off()
+    checks = d.get("checks")
+    if checks:
+        ax3.step(checks["checks"], checks["inconsistent"], where="post", color=BLUE,
+                 label="inconsistent answers")
+        if checks.get("n_max"):
+            ax3.plot(checks["checks"], checks["n_max"], color=RED, ls="--", label="n_max")
+        elif d.get("n_max") is not None:
+            ax3.axhline(d["n_max"], color=RED, ls="--", label=f"n_max {d['n_max']:g}")
+        ax3.set_xlabel("checks")
+        ax3.legend(fontsize=7)
+    elif d.get("n_inconsistent") is not None and d.get("n_max") is not None:
+        ax3.bar(["inconsistent", "n_max"], [d["n_inconsistent"], d["n_max"]],
+                color=[BLUE, RED])
+        ax3.set_ylabel("answers")
+        ax3.set_xlabel(f"after {d.get('n_checked') or 0:g} checks")
+    else:
+        ax3.set_axis_off()
+    ax3.set_title("Checks vs n_max", fontsize=10)
+    return fig
+
+
+def plot_collab_methods(d: dict[str, Any]) -> Any:
+    fig, (ax,) = _figure(7.0, 0.5 + 0.42 * max(len(d["methods"]), 2))
+    ms = [m for m in d["methods"] if m.get("estimate") is not None]
+    tau = d.get("tau")
+    if tau is not None:
+        _band(ax, -tau, tau, horizontal=False, label=f"fair band |DP| <= {tau:g}")
+    for i, m in enumerate(ms):
+        ax.plot([m["estimate"]], [i], "X" if m["fooled"] else "o",
+                color=RED if m["fooled"] else BLUE, ms=8)
+    if d.get("true") is not None:
+        ax.axvline(d["true"], color="black", ls="--", lw=1.2, label=f"true DP {d['true']:.3f}")
+    ax.set_yticks(range(len(ms)), [m["method"] + (" (fooled)" if m["fooled"] else "")
+                                   for m in ms], fontsize=8)
+    ax.set_xlabel("estimated demographic parity gap")
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def plot_collab_trajectory(d: dict[str, Any]) -> Any:
+    fig, (ax,) = _figure(7.0, 3.2)
+    tau = d.get("tau")
+    if tau is not None:
+        _band(ax, -tau, tau, label=f"fair band |DP| <= {tau:g}")
+    colours = [BLUE, RED, GREEN, ORANGE, PURPLE, GREY]
+    for i, (name, ys) in enumerate(d["series"].items()):
+        ax.plot(range(1, len(ys) + 1), ys, color=colours[i % 6], lw=1.6, label=name)
+    if d.get("true") is not None:
+        ax.axhline(d["true"], color="black", ls="--", lw=1, label=f"true DP {d['true']:.3f}")
+    ax.set_xlabel("round")
+    ax.set_ylabel("estimated DP gap")
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def plot_collab_nodes(d: dict[str, Any]) -> Any:
+    nodes = [n for n in d["nodes"] if n.get("estimate") is not None]
+    fig, (ax,) = _figure(7.0, 3.2)
+    tau = d.get("tau")
+    if tau is not None:
+        _band(ax, -tau, tau, horizontal=False, label=f"fair band |DP| <= {tau:g}")
+    for attacker, colour, marker, label in ((False, BLUE, "o", "honest node"),
+                                            (True, RED, "X", "attacker")):
+        sel = [n for n in nodes if n["attacker"] == attacker]
+        if sel:
+            ax.scatter([n["estimate"] for n in sel],
+                       [n["weight"] if n["weight"] is not None else 1.0 for n in sel],
+                       color=colour, marker=marker, s=40, label=label, zorder=3)
+    if d.get("true") is not None:
+        ax.axvline(d["true"], color="black", ls="--", lw=1, label=f"true DP {d['true']:.3f}")
+    ax.set_xlabel("node's local estimate")
+    ax.set_ylabel("weight")
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def plot_collab_suspicion(d: dict[str, Any]) -> Any:
+    fig, (ax,) = _figure(7.0, 3.2)
+    attackers = set(d.get("attackers") or [])
+    seen = set()
+    for name, ys in d["series"].items():
+        bad = name in attackers
+        label = ("attacker" if bad else "honest node") if bad not in seen else None
+        seen.add(bad)
+        ax.plot(range(1, len(ys) + 1), ys, color=RED if bad else GREY, lw=1.6 if bad else 0.8,
+                alpha=1.0 if bad else 0.6, label=label, zorder=3 if bad else 2)
+    if d.get("z_max") is not None:
+        ax.axhline(d["z_max"], color="black", ls=":", lw=1, label=f"cap z_max {d['z_max']:g}")
+    ax.set_xlabel("round")
+    ax.set_ylabel("suspicion score")
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def plot_collab_sweep(d: dict[str, Any]) -> Any:
+    fig, (ax,) = _figure(7.0, 3.4)
+    colours = [BLUE, ORANGE, GREEN, RED, PURPLE, GREY, "black"]
+    markers = ["o", "s", "^", "D", "v", "P", "X"]
+    for i, (label, series) in enumerate(sorted(d["success"].items())):
+        ks = sorted(series, key=float)
+        ax.plot([float(k) for k in ks], [series[k] for k in ks], marker=markers[i % 7],
+                color=colours[i % 7], label=label)
+    ax.set_xlabel("number of attackers K")
+    ax.set_ylabel("attack success rate")
+    ax.set_ylim(-0.03, 1.03)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    return fig
+
+
+def plot_xy(d: dict[str, Any]) -> Any:
+    fig, (ax,) = _figure(6.0, 3.0)
+    ax.plot(d["x"], d["y"], marker="o", color=BLUE)
+    ax.set_xlabel(d.get("xlabel", "x"))
+    ax.set_ylabel(d.get("ylabel", "y"))
+    return fig
+
+
+_PLOTS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "audit": plot_audit,
+    "sequential_path": plot_sequential_path,
+    "sequential_repeats": plot_sequential_repeats,
+    "confidence_sequence": plot_confidence_sequence,
+    "radius_curve": plot_radius_curve,
+    "radius_shift": plot_radius_shift,
+    "twosource": plot_twosource,
+    "collab_methods": plot_collab_methods,
+    "collab_nodes": plot_collab_nodes,
+    "collab_trajectory": plot_collab_trajectory,
+    "collab_suspicion": plot_collab_suspicion,
+    "collab_sweep": plot_collab_sweep,
+    "xy": plot_xy,
+}
+
+_ID = re.compile(r'\bid="([^"]+)"')
+
+
+def _accessible(svg: str, prefix: str, spec: FigureSpec) -> str:
+    svg = svg[svg.index("<svg"):]  # drop the XML declaration and doctype
+    ids = set(_ID.findall(svg))
+    for old in sorted(ids, key=len, reverse=True):
+        new = f"{prefix}-{old}"
+        svg = svg.replace(f'id="{old}"', f'id="{new}"').replace(f"#{old})", f"#{new})")
+        svg = svg.replace(f'href="#{old}"', f'href="#{new}"')
+    head_end = svg.index(">") + 1
+    opening = svg[:head_end]
+    opening = re.sub(r'\s(width|height)="[^"]*"', "", opening)
+    opening = opening.replace(
+        "<svg", f'<svg role="img" aria-labelledby="{prefix}-title {prefix}-desc" '
+                f'class="figure-svg" focusable="false"', 1)
+    return (opening + f'<title id="{prefix}-title">{escape(spec.caption)}</title>'
+            f'<desc id="{prefix}-desc">{escape(spec.alt)}</desc>' + svg[head_end:])
+
+
+def render_svg(spec: FigureSpec, prefix: str) -> str:
+    """The figure of ``spec`` as inline SVG markup with ids prefixed by ``prefix``."""
+    mpl = import_optional("matplotlib", feature="the report's figures")
+    fn = _PLOTS[spec.plot]
+    with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "fairprobe",
+                         "font.size": 9, "axes.spines.top": False,
+                         "axes.spines.right": False, "font.family": "sans-serif"}):
+        fig = fn(spec.data)
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    return _accessible(buf.getvalue(), prefix, spec)

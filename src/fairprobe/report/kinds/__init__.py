@@ -1,0 +1,1 @@
+"""One adapter per result kind: a result document (part) -> a report section."""

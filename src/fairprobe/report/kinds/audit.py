@@ -1,0 +1,254 @@
+"""Fixed-budget audits: by-group rates with intervals, the metric against the fair band.
+
+Two shapes are read:
+
+* two groups (``metric``: one metric with ``groups`` a/b and raw ``counts``; legacy and current
+  two-group audits): the by-group bars come from the result's ``by_group`` table if present,
+  else from the counts with Wilson intervals computed here (and labelled as such);
+* any number of groups (``summaries``: one entry per metric with the rate it compares, the
+  largest gap's ``pair`` and simultaneous interval; ``by_group``: per group, per rate, value, n
+  and interval): one figure per metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from fairprobe.report import assumptions as A
+from fairprobe.report._read import (
+    Doc,
+    extra_assumptions,
+    fmt,
+    fmt_interval,
+    get,
+    interval,
+    mapping,
+    num,
+    wilson,
+)
+from fairprobe.report.document import FigureSpec, Section, Table
+
+__all__ = ["adapt_audit", "metric_label"]
+
+_METRIC_NAMES = {
+    "disparate_impact_ratio": "disparate impact (ratio of positive rates)",
+    "demographic_parity_difference": "demographic parity difference",
+    "demographic_parity_ratio": "demographic parity ratio",
+    "equal_opportunity_difference": "equal opportunity difference",
+    "equalized_odds_difference": "equalized odds difference",
+    "accuracy_difference": "accuracy difference",
+    "sp": "statistical parity gap",
+    "eo": "equal opportunity gap",
+}
+
+_RATE_NAMES = {
+    "selection_rate": "positive-decision rate",
+    "true_positive_rate": "true positive rate",
+    "false_positive_rate": "false positive rate",
+    "accuracy": "accuracy",
+    "error_rate": "error rate",
+    "positive_predictive_value": "positive predictive value",
+    "mean_score": "mean score",
+}
+
+
+def metric_label(name: Any) -> str:
+    return _METRIC_NAMES.get(str(name), str(name).replace("_", " "))
+
+
+def _rate_label(name: Any) -> str:
+    return _RATE_NAMES.get(str(name), str(name).replace("_", " "))
+
+
+def _rows_from_table(table: Any, rate: str | None) -> list[dict[str, Any]]:
+    """Per-group rows ``{group, rate, low, high, n, method}`` of a ``by_group`` table."""
+    if isinstance(table, Mapping):
+        table = [dict(v, group=k) if isinstance(v, Mapping) else {"group": k, "rate": v}
+                 for k, v in table.items()]
+    rows: list[dict[str, Any]] = []
+    for r in table if isinstance(table, list) else []:
+        if not isinstance(r, Mapping):
+            continue
+        entry: Mapping[str, Any] = r
+        rates = mapping(r.get("rates"))
+        if rates:
+            entry = mapping(rates.get(rate or "selection_rate"))
+            if not entry:
+                continue
+        value = num(entry.get("rate", entry.get("value", entry.get("estimate",
+                                                                   entry.get("selection_rate")))))
+        if value is None:
+            continue
+        iv = interval(entry.get("interval") or entry.get("ci"))
+        rows.append({"group": str(r.get("group", r.get("name", "?"))), "rate": value,
+                     "low": iv[0] if iv else None, "high": iv[1] if iv else None,
+                     "n": entry.get("n", r.get("n", r.get("count"))),
+                     "method": get(entry, "interval", "method") or "",
+                     "too_small": bool(r.get("too_small"))})
+    return rows
+
+
+def _rows_from_counts(metric: Doc) -> list[dict[str, Any]]:
+    counts, groups = mapping(metric.get("counts")), mapping(metric.get("groups"))
+    rows = []
+    for side, total_key in (("a", "A"), ("b", "B")):
+        k, n = num(counts.get(side)), num(counts.get(total_key))
+        if k is None or not n:
+            continue
+        lo, hi = wilson(k, n)
+        rows.append({"group": str(groups.get(side, side)), "rate": k / n, "low": lo, "high": hi,
+                     "n": int(n), "method": "wilson (computed for this report)",
+                     "too_small": False})
+    return rows
+
+
+def _views(doc: Doc) -> list[dict[str, Any]]:
+    """One view per metric: name, kind, estimate, interval, threshold, verdict, pair, by-group."""
+    views = []
+    summaries = doc.get("summaries")
+    if isinstance(summaries, Mapping) and summaries:
+        for name, s in summaries.items():
+            if not isinstance(s, Mapping):
+                continue
+            rate = s.get("rate")
+            views.append({
+                "name": str(s.get("metric", name)), "kind": str(s.get("kind", "difference")),
+                "estimate": num(s.get("estimate")), "interval": interval(s.get("interval")),
+                "method": get(s, "interval", "method") or "",
+                "level": num(get(s, "interval", "level")) or num(doc.get("confidence_level")),
+                "threshold": num(s.get("threshold")), "verdict": str(s.get("verdict", "n/a")),
+                "pair": [str(x) for x in s.get("pair") or []], "rate": rate,
+                "rows": _rows_from_table(doc.get("by_group"), rate),
+                "excluded": mapping(s.get("excluded")),
+                "family_size": s.get("family_size"),
+            })
+        return views
+    metric = mapping(doc.get("metric")) or doc
+    groups = mapping(metric.get("groups"))
+    rows = _rows_from_table(doc.get("by_group") or metric.get("by_group"), None)
+    views.append({
+        "name": str(metric.get("metric", "metric")), "kind": str(metric.get("kind", "difference")),
+        "estimate": num(metric.get("estimate")), "interval": interval(metric.get("interval")),
+        "method": str(metric.get("method") or get(metric, "interval", "method") or ""),
+        "level": num(metric.get("confidence_level") or get(metric, "interval", "level")),
+        "threshold": num(metric.get("threshold")),
+        "verdict": str(metric.get("verdict") or doc.get("verdict") or "undetermined"),
+        "pair": [str(groups[k]) for k in ("a", "b") if k in groups], "rate": "selection_rate",
+        "rows": rows or _rows_from_counts(metric), "excluded": {}, "family_size": None,
+        "point_verdict": metric.get("point_verdict"),
+    })
+    return views
+
+
+def _band(v: dict[str, Any]) -> dict[str, Any]:
+    thr = v["threshold"]
+    if thr is None:
+        return {}
+    if v["kind"] == "ratio":
+        return {"kind": "ratio", "low": thr, "high": 1 / thr if thr > 0 else None}
+    return {"kind": "difference", "low": -thr, "high": thr}
+
+
+def _rule(v: dict[str, Any]) -> str:
+    thr = v["threshold"]
+    if thr is None:
+        return "n/a"
+    if v["kind"] == "ratio":
+        return f"fair if the ratio is at least {fmt(thr, 2)} (the 80% rule)"
+    return f"fair if |difference| is at most {fmt(thr, 3)}"
+
+
+def _figure(v: dict[str, Any]) -> FigureSpec:
+    level = v["level"] or 0.95
+    label = metric_label(v["name"])
+    rows = v["rows"]
+    rates = "; ".join(f"{r['group']} {fmt(r['rate'])} {fmt_interval((r['low'], r['high']))}"
+                      if r["low"] is not None else f"{r['group']} {fmt(r['rate'])}" for r in rows)
+    band = _band(v)
+    pair = f" ({v['pair'][0]} vs {v['pair'][1]})" if len(v["pair"]) == 2 else ""
+    return FigureSpec(
+        plot="audit",
+        data={"groups": rows, "estimate": v["estimate"], "interval": v["interval"], "band": band,
+              "metric": label, "pair": pair.strip(" ()"), "verdict": v["verdict"],
+              "level": level, "rate": _rate_label(v["rate"]), "excluded": list(v["excluded"])},
+        alt=(f"Left: {_rate_label(v['rate'])} per group with {level:.0%} intervals ({rates}). "
+             f"Right: the {label}{pair} {fmt(v['estimate'])} with interval "
+             f"{fmt_interval(v['interval'])} against the fair band "
+             + (fmt_interval((band["low"], band["high"])) if band.get("high") is not None
+                else _rule(v)) + f": {v['verdict']}."),
+        caption=(f"{_rate_label(v['rate']).capitalize()} by group (bars, {level:.0%} intervals) "
+                 f"and the {label}{pair} against the fair band (shaded): {v['verdict']}."),
+    )
+
+
+def _sentence(v: dict[str, Any]) -> str:
+    level = v["level"] or 0.95
+    where = {"fair": "entirely inside", "unfair": "entirely outside"}.get(
+        v["verdict"], "across the edge of")
+    pair = f" of {v['pair'][0]} vs {v['pair'][1]}" if len(v["pair"]) == 2 else ""
+    largest = "largest " if v["family_size"] else ""
+    return (f"The {largest}{metric_label(v['name'])}{pair} is {fmt(v['estimate'])} "
+            f"({level:.0%} interval {fmt_interval(v['interval'])}"
+            f"{', ' + v['method'] if v['method'] else ''}), {where} the fair band: "
+            f"{v['verdict']}.")
+
+
+def adapt_audit(doc: Doc, source: str, label: str) -> Section:
+    views = _views(doc)
+    verdicts = [v["verdict"] for v in views]
+    verdict = str(doc.get("verdict") or ("unfair" if "unfair" in verdicts else
+                                         "fair" if verdicts and set(verdicts) == {"fair"}
+                                         else "undetermined"))
+    sentence = " ".join(_sentence(v) for v in views)
+    short = f"{verdict}: " + "; ".join(
+        f"{metric_label(v['name'])} {fmt(v['estimate'])} {fmt_interval(v['interval'])}"
+        for v in views)
+    figures, notes, tables = [], [], []
+    gc = doc.get("group_col") or doc.get("sensitive_features") or "group"
+    group_col = " x ".join(map(str, gc)) if isinstance(gc, list) else str(gc)
+    for v in views:
+        if v["rows"] or (v["estimate"] is not None and v["interval"] is not None):
+            figures.append(_figure(v))
+        else:
+            notes.append(f"The {metric_label(v['name'])} carries no estimate with an interval "
+                         f"and no by-group rates: no figure.")
+        if v["rows"]:
+            lvl = v["level"] or 0.95
+            tables.append(Table(
+                caption=f"{_rate_label(v['rate']).capitalize()} by group ({group_col})",
+                header=["group", "records", "rate", f"{lvl:.0%} interval", "interval method"],
+                rows=[[r["group"] + (" (too small, not compared)" if r["too_small"] else ""),
+                       fmt(r["n"]) if r["n"] is not None else "n/a", fmt(r["rate"]),
+                       fmt_interval((r["low"], r["high"]) if r["low"] is not None else None),
+                       str(r["method"])] for r in v["rows"]],
+            ))
+        for g, why in v["excluded"].items():
+            notes.append(f"{metric_label(v['name'])}: group {g} excluded ({why}).")
+    facts: list[tuple[str, str]] = []
+    for v in views:
+        lvl = v["level"] or 0.95
+        name = metric_label(v["name"])
+        facts += [
+            (name, f"{fmt(v['estimate'])} {fmt_interval(v['interval'])} ({lvl:.0%}"
+                   f"{', ' + v['method'] if v['method'] else ''}): {v['verdict']}"),
+            (f"{name}: rule", _rule(v)),
+        ]
+        if v.get("family_size"):
+            facts.append((f"{name}: comparisons covered simultaneously", fmt(v["family_size"])))
+        if v.get("point_verdict"):
+            facts.append((f"{name}: verdict of the estimate alone", str(v["point_verdict"])))
+    facts += [
+        ("queries", f"{fmt(doc.get('queried', 'n/a'))} drawn, {fmt(doc.get('paid', 'n/a'))} "
+                    f"paid, {fmt(doc.get('cached', 'n/a'))} from the cache, "
+                    f"{fmt(doc.get('unparsed', 0))} unparsed"),
+        ("model", str(doc.get("backend") or get(doc, "provenance", "backend", "identity")
+                      or "n/a")),
+    ]
+    for key in ("min_group_size", "simultaneous_method", "group_interval", "reference"):
+        if doc.get(key) is not None:
+            facts.append((key.replace("_", " "), fmt(doc[key]) if not isinstance(doc[key], str)
+                          else doc[key]))
+    title = "Fixed-budget audit" + (f": {label}" if label else "")
+    return Section("audit", title, source, verdict, sentence, short, facts, figures, tables,
+                   A.AUDIT + extra_assumptions(doc), notes)

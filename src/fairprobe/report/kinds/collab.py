@@ -1,0 +1,252 @@
+"""Collaborative audits: per-method and per-node estimates, suspicion over rounds, sweeps."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from fairprobe.report import assumptions as A
+from fairprobe.report._read import (
+    Doc,
+    extra_assumptions,
+    floats,
+    fmt,
+    get,
+    mapping,
+    num,
+    pct,
+)
+from fairprobe.report.document import FigureSpec, Section, Table
+
+__all__ = ["adapt_collab_nodes", "adapt_collab_simulate", "adapt_collab_sweep"]
+
+
+def _collab_sources(doc: Doc) -> list[dict[str, Any]]:
+    """Per-source rows from the simulator's columnar ``sources`` block (ids, role, local_dp,
+    weight, scores_by_round), or [] when absent."""
+    src = mapping(doc.get("sources"))
+    ids = src.get("ids")
+    if not isinstance(ids, list) or not ids:
+        return []
+
+    def col(key: str) -> list[Any]:
+        v = src.get(key)
+        return v if isinstance(v, list) and len(v) == len(ids) else [None] * len(ids)
+
+    out = []
+    for i, role, dp, w, sc, q in zip(ids, col("role"), col("local_dp"), col("weight"),
+                                     col("scores_by_round"), col("queries"), strict=True):
+        out.append({"id": str(i), "estimate": num(dp), "weight": num(w),
+                    "attacker": role == "attacker", "suspicion": floats(sc), "queries": q})
+    return out
+
+
+def _collab_nodes(doc: Doc) -> list[dict[str, Any]]:
+    sources = _collab_sources(doc)
+    if sources:
+        return sources
+    nodes = doc.get("nodes")
+    if isinstance(nodes, Mapping):
+        nodes = [dict(v, id=k) for k, v in nodes.items() if isinstance(v, Mapping)]
+    out = []
+    for i, n in enumerate(nodes if isinstance(nodes, list) else []):
+        if not isinstance(n, Mapping):
+            continue
+        out.append({
+            "id": str(n.get("id", n.get("node", i))),
+            "estimate": num(n.get("estimate", n.get("local_estimate", n.get("dp")))),
+            "weight": num(n.get("weight", n.get("trust"))),
+            "attacker": bool(n.get("attacker", n.get("is_attacker", n.get("role") == "attacker"))),
+            "suspicion": floats(n.get("suspicion") or n.get("suspicion_scores")),
+        })
+    return out
+
+def _suspicion_over_rounds(doc: Doc, nodes: list[dict[str, Any]]) -> dict[str, Any] | None:
+    s = doc.get("suspicion") or doc.get("suspicion_scores")
+    series: dict[str, list[float]] = {}
+    if isinstance(s, Mapping):
+        for k, v in s.items():
+            f = floats(v)
+            if f:
+                series[str(k)] = f
+    elif isinstance(s, list) and s and isinstance(s[0], list):
+        for i, v in enumerate(s):  # rounds x nodes
+            f = floats(v)
+            if f:
+                for j, x in enumerate(f):
+                    series.setdefault(str(j), [math.nan] * len(s))[i] = x
+    for n in nodes:
+        if n["suspicion"] and n["id"] not in series:
+            series[n["id"]] = n["suspicion"]
+    if not series:
+        return None
+    attackers = {n["id"] for n in nodes if n["attacker"]}
+    positions = doc.get("attacker_positions")
+    if not attackers and isinstance(positions, list):  # indices, when roles are not given
+        ids = [n["id"] for n in nodes]
+        attackers = {ids[p] if isinstance(p, int) and 0 <= p < len(ids) else str(p)
+                     for p in positions}
+    return {"series": series, "attackers": sorted(attackers)}
+
+def adapt_collab_simulate(doc: Doc, source: str, label: str) -> Section:
+    cfg = mapping(doc.get("config"))
+    tau = num(cfg.get("tau")) or num(doc.get("tau")) or num(get(doc, "band", "high"))
+    true_dp = num(doc.get("true_dp"))
+    runs = [r for r in doc.get("runs") or [] if isinstance(r, Mapping)]
+    by_method = {str(r.get("method")): r for r in runs}
+    main = next((by_method[m] for m in ("robust", "auditopus") if m in by_method),
+                runs[-1] if runs else {})
+    est = num(main.get("estimate")) if main else num(doc.get("estimate"))
+    verdict = _band_verdict(est, tau)
+    true_verdict = _band_verdict(true_dp, tau)
+    sentence = (
+        f"With {fmt(cfg.get('attackers'))} attacker(s) among {fmt(cfg.get('honest'))} honest "
+        f"auditors ({cfg.get('case', 'population')}), {main.get('method', 'the protocol')} "
+        f"estimates the demographic parity gap at {fmt(est)} (true {fmt(true_dp)}; fair band "
+        f"+/-{fmt(tau, 2)}): {verdict}"
+        + (" - the attackers did not flip the verdict." if verdict == true_verdict
+           else " - the attackers flipped the verdict.")
+    )
+    nodes = _collab_nodes(doc)
+    figures = [FigureSpec(
+        plot="collab_methods",
+        data={"methods": [{"method": str(r.get("method")), "estimate": num(r.get("estimate")),
+                           "fooled": bool(r.get("fooled"))} for r in runs],
+              "true": true_dp, "tau": tau},
+        alt=("Final estimate of each aggregation method: "
+             + ", ".join(f"{r.get('method')} {fmt(r.get('estimate'))}"
+                         f"{' (fooled)' if r.get('fooled') else ''}" for r in runs)
+             + f"; true gap {fmt(true_dp)}, fair band +/-{fmt(tau, 2)}."),
+        caption="Each method's final estimate against the true gap and the fair band (shaded).",
+    )] if runs else []
+    notes = []
+    traj = {str(k): f for k, v in mapping(doc.get("trajectory")).items()
+            if (f := floats(v)) is not None}
+    if traj:
+        figures.append(FigureSpec(
+            plot="collab_trajectory",
+            data={"series": traj, "tau": tau, "true": true_dp},
+            alt=("Median honest auditor's estimate over rounds: "
+                 + ", ".join(f"{k} from {fmt(v[0])} to {fmt(v[-1])}" for k, v in traj.items())
+                 + f"; fair band +/-{fmt(tau, 2)}, true gap {fmt(true_dp)}."),
+            caption="Estimates over rounds against the verdict band (shaded) and the true gap.",
+        ))
+    if nodes and any(n["estimate"] is not None for n in nodes):
+        figures.append(FigureSpec(
+            plot="collab_nodes",
+            data={"nodes": nodes, "tau": tau, "true": true_dp},
+            alt=(f"Estimate and weight of each of {len(nodes)} nodes; "
+                 f"{sum(n['attacker'] for n in nodes)} attackers marked with crosses."),
+            caption="Each node's local estimate and the weight the protocol gives it.",
+        ))
+    else:
+        notes.append("This result carries no per-node estimates and weights (field 'nodes'): "
+                     "no node figure.")
+    susp = _suspicion_over_rounds(doc, nodes)
+    if susp:
+        figures.append(FigureSpec(
+            plot="collab_suspicion",
+            data={**susp, "z_max": num(cfg.get("z_max"))},
+            alt=(f"Suspicion score of {len(susp['series'])} nodes over rounds; attackers "
+                 f"({', '.join(susp['attackers']) or 'none marked'}) drawn in red."),
+            caption="Suspicion scores over rounds (attackers in red, honest nodes in grey).",
+        ))
+    else:
+        notes.append("This result carries no suspicion scores over rounds (field 'suspicion'): "
+                     "no suspicion figure.")
+    cert = mapping(doc.get("certified_k"))
+    facts = [("case", str(cfg.get("case", "n/a"))),
+             ("honest auditors / attackers", f"{fmt(cfg.get('honest'))} / {fmt(cfg.get('attackers'))}"),
+             ("attack", str(cfg.get("attack", "n/a"))),
+             ("rounds", f"{fmt(doc.get('rounds'))} (cap {fmt(cfg.get('max_rounds'))})"),
+             ("queries per auditor and round", fmt(cfg.get("n"))),
+             ("fair band", f"|DP| <= {fmt(tau, 3)}"), ("true DP", fmt(true_dp)),
+             ("seed", fmt(cfg.get("seed")))]
+    for m, k in cert.items():
+        facts.append((f"certified: {m}'s verdict holds against up to", f"{fmt(k)} attackers"))
+    tables = [Table(
+        caption="Final estimate per aggregation method",
+        header=["method", "estimate", "error", "verdict", "fooled", "certified k"],
+        rows=[[str(r.get("method")), fmt(r.get("estimate")), fmt(r.get("error")),
+               _band_verdict(num(r.get("estimate")), tau), "yes" if r.get("fooled") else "no",
+               fmt(r.get("certified_k")) if r.get("certified_k") is not None else "n/a"]
+              for r in runs],
+    )] if runs else []
+    return Section("collab-simulate", "Collaborative audit" + (f": {label}" if label else ""),
+                   source, verdict, sentence, f"{verdict}: estimate {fmt(est)} (true {fmt(true_dp)})",
+                   facts, figures, tables, A.COLLAB + extra_assumptions(doc), notes)
+
+def _band_verdict(x: float | None, tau: float | None) -> str:
+    if x is None or tau is None:
+        return "undetermined"
+    return "fair" if abs(x) <= tau else "unfair"
+
+def adapt_collab_sweep(doc: Doc, source: str, label: str) -> Section:
+    runs = [r for r in doc.get("runs") or [] if isinstance(r, Mapping)]
+    table: dict[tuple[str, str], dict[int, list[bool]]] = {}
+    for r in runs:
+        k = num(r.get("attackers"))
+        if k is None:
+            continue
+        table.setdefault((str(r.get("case")), str(r.get("method"))), {}).setdefault(
+            int(k), []).append(bool(r.get("fooled")))
+    success = {key: {k: sum(v) / len(v) for k, v in sorted(d.items())} for key, d in table.items()}
+    seeds = {num(r.get("seed")) for r in runs}
+    auditopus = [max(d.values()) for (c, m), d in success.items() if m == "auditopus"]
+    worst = max(auditopus) if auditopus else None
+    sentence = (f"Over {len(runs)} runs ({len(seeds)} seeds per configuration), the attackers' "
+                f"highest success rate against Auditopus was {pct(worst)}.")
+    figures = [FigureSpec(
+        plot="collab_sweep",
+        data={"success": {f"{c} / {m}": {str(k): v for k, v in d.items()}
+                          for (c, m), d in success.items()}},
+        alt=("Attack success rate by number of attackers for each case and method: "
+             + "; ".join(f"{c}/{m} max {pct(max(d.values()))}" for (c, m), d in success.items())
+             + "."),
+        caption="Attack success (share of runs whose verdict the attackers flipped) by the "
+                "number of attackers.",
+    )] if success else []
+    ks = sorted({k for d in table.values() for k in d})
+    tables = [Table(
+        caption="Attack success rate per case and method (rows) and number of attackers (columns)",
+        header=["case", "method", *[str(k) for k in ks]],
+        rows=[[c, m, *[pct(success[(c, m)].get(k)) if k in success[(c, m)] else "" for k in ks]]
+              for (c, m) in sorted(success)],
+    )] if success else []
+    facts = [("runs", fmt(len(runs))), ("complete", fmt(doc.get("complete", "n/a")))]
+    cfg = mapping(doc.get("config"))
+    facts += [(k.replace("_", " "), fmt(v)) for k, v in cfg.items() if not isinstance(v, Mapping | list)]
+    verdict = None if worst is None else ("robust" if worst == 0 else "fooled")
+    return Section("collab-sweep", "Collaborative audit sweep" + (f": {label}" if label else ""),
+                   source, verdict, sentence,
+                   f"highest attack success on Auditopus {pct(worst)}", facts, figures,
+                   tables, A.COLLAB + extra_assumptions(doc), [])
+
+def adapt_collab_nodes(doc: Doc, source: str, label: str) -> Section:
+    nodes = _collab_nodes(doc)
+    est = num(doc.get("estimate", get(doc, "result", "estimate")))
+    tau = num(doc.get("tau", get(doc, "config", "tau")))
+    verdict = str(doc.get("verdict") or _band_verdict(est, tau))
+    sentence = (f"{len(nodes)} auditor nodes reached the estimate {fmt(est)} over "
+                f"{fmt(doc.get('rounds'))} rounds (fair band +/-{fmt(tau, 2)}): {verdict}.")
+    figures = []
+    if nodes and any(n["estimate"] is not None for n in nodes):
+        figures.append(FigureSpec(
+            plot="collab_nodes", data={"nodes": nodes, "tau": tau, "true": None},
+            alt=f"Estimate and weight of each of {len(nodes)} nodes.",
+            caption="Each node's local estimate and the weight the protocol gives it.",
+        ))
+    susp = _suspicion_over_rounds(doc, nodes)
+    if susp:
+        figures.append(FigureSpec(
+            plot="collab_suspicion", data={**susp, "z_max": num(get(doc, "config", "z_max"))},
+            alt=f"Suspicion score of {len(susp['series'])} nodes over rounds.",
+            caption="Suspicion scores over rounds.",
+        ))
+    facts = [(k.replace("_", " "), fmt(v) if not isinstance(v, str) else v)
+             for k, v in doc.items()
+             if k not in ("schema", "kind") and not isinstance(v, Mapping | list)]
+    return Section("collab-nodes", "Collaborative audit over the network", source, verdict,
+                   sentence, f"{verdict}: estimate {fmt(est)}", facts, figures, [],
+                   A.COLLAB + extra_assumptions(doc), [])

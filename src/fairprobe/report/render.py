@@ -1,0 +1,105 @@
+"""Render a :class:`~fairprobe.report.document.Report` as one self-contained HTML file or Markdown.
+
+HTML: Jinja2 template ``templates/report.html.j2`` with inline CSS and the figures as inline SVG
+(nothing is fetched at view time). Markdown: ``templates/report.md.j2``, figures written as SVG
+files in a folder next to the Markdown file (``report.md`` -> ``report_figures/``), linked
+relatively, so the pair can be published in a repository.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from fairprobe._extras import import_optional
+from fairprobe.report.document import Report
+
+__all__ = ["render_html", "render_markdown", "write_html", "write_markdown"]
+
+
+def _env(autoescape: bool) -> Any:
+    jinja2 = import_optional("jinja2", feature="fairprobe report")
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("fairprobe.report", "templates"),
+        autoescape=autoescape,
+        trim_blocks=False,
+        lstrip_blocks=False,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["md"] = _md_cell
+    env.filters["alt"] = _md_alt
+    return env, jinja2
+
+
+def _md_cell(value: Any) -> str:
+    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _md_alt(value: Any) -> str:
+    # square brackets would end the image's alt text early: intervals are written (a, b) there
+    return str(value).replace("[", "(").replace("]", ")").replace("\n", " ")
+
+
+def _svgs(report: Report) -> list[list[str]]:
+    from fairprobe.report.figures import render_svg
+
+    return [[render_svg(f, f"{s.anchor}-fig{j + 1}") for j, f in enumerate(s.figures)]
+            for s in report.sections]
+
+
+def render_html(report: Report) -> str:
+    """The report as one HTML document (a string)."""
+    env, jinja2 = _env(autoescape=True)
+    svgs = [[jinja2.utils.markupsafe.Markup(svg) for svg in row] for row in _svgs(report)]
+    return str(env.get_template("report.html.j2").render(report=report, svgs=svgs))
+
+
+def render_markdown(report: Report, figure_dir: str) -> tuple[str, dict[str, str]]:
+    """The report as Markdown and its figures ``{relative path: svg}`` under ``figure_dir``."""
+    env, _ = _env(autoescape=False)
+    files: dict[str, str] = {}
+    paths: list[list[str]] = []
+    for s, row in zip(report.sections, _svgs(report), strict=True):
+        names = []
+        for j, svg in enumerate(row):
+            rel = f"{figure_dir}/{s.anchor}-{j + 1}.svg"
+            files[rel] = svg + "\n"  # matplotlib's SVG root carries its xmlns
+            names.append(rel)
+        paths.append(names)
+    text = env.get_template("report.md.j2").render(report=report, figure_paths=paths)
+    return str(text), files
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is meant to be shared
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_html(report: Report, path: str | os.PathLike[str]) -> Path:
+    """Write the HTML report to ``path`` (atomically)."""
+    target = Path(path)
+    _atomic_write(target, render_html(report))
+    return target
+
+
+def write_markdown(report: Report, path: str | os.PathLike[str]) -> Path:
+    """Write the Markdown report to ``path`` and its SVG figures to ``<stem>_figures/``."""
+    target = Path(path)
+    text, files = render_markdown(report, f"{target.stem}_figures")
+    for rel, svg in files.items():
+        _atomic_write(target.parent / rel, svg)
+    _atomic_write(target, text)
+    return target

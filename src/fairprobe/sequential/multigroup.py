@@ -1,0 +1,306 @@
+"""Sequential audits of more than two groups: every pair (Bonferroni) or one chosen pair.
+
+H0 is ``max_{i<j} |mu_i - mu_j| <= delta`` (every pair compliant), H1 that some pair's gap
+exceeds ``delta``. The groups are queried in rounds (one random, not yet queried member of each
+group per round, without replacement), so the k-th answers of any two groups form their k-th pair
+and each pair runs the default test (:class:`~fairprobe.sequential.mixture.MixtureBettingTest`,
+with the pair's group sizes) on the shared answers:
+
+- **violation** as soon as one pair's ``V`` reaches ``m / alpha`` (``m = K (K - 1) / 2`` pairs):
+  under H0 every pair is null, and by Ville's inequality and the union bound (Bonferroni)
+  ``P(any pair ever) <= m * alpha / m = alpha``;
+- **compliant** once every pair has been declared compliant at ``beta``
+  (intersection-union: if some pair violates, declaring *all* compliant needs that pair's false
+  compliance, probability ``<= beta``; no correction needed);
+- **inconclusive** at the budget or once the smallest group is used up.
+
+A chosen pair (``pair=(g1, g2)``, fixed before the data) is a plain two-group audit at ``alpha``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from fairprobe._validation import check_choice, check_int
+from fairprobe.errors import DataError, EmptyGroupError, InvalidParameterError
+from fairprobe.sequential.base import (
+    COMPLIANT,
+    INCONCLUSIVE,
+    OUTCOMES,
+    VIOLATION,
+    check_budget,
+)
+from fairprobe.sequential.mixture import MixtureBettingTest
+from fairprobe.sequential.pool import METRICS
+
+__all__ = ["MultiGroupAudit", "run_groups"]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class MultiGroupAudit:
+    """All pairs of ``K >= 3`` groups audited together over many query orders."""
+
+    params: dict[str, Any]
+    metric: str
+    groups: tuple[str, ...]
+    sizes: tuple[int, ...]
+    means: tuple[float, ...]
+    budget: int
+    budget_effective: int
+    repeats: int
+    seed: int
+    queries: npt.NDArray[np.int64] = field(repr=False)
+    codes: npt.NDArray[np.int8] = field(repr=False)
+    deciding_pair: list[str | None] = field(repr=False)
+    example: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def mean_queries(self) -> float:
+        return float(self.queries.mean())
+
+    @property
+    def shares(self) -> dict[str, float]:
+        counts = np.bincount(self.codes, minlength=3)
+        return {o: float(counts[i] / self.repeats) for i, o in enumerate(OUTCOMES)}
+
+    def to_dict(self) -> dict[str, Any]:
+        q = self.queries
+        gaps = {
+            f"{a}|{b}": self.means[i] - self.means[j]
+            for (i, a), (j, b) in combinations(enumerate(self.groups), 2)
+        }
+        worst = max(gaps, key=lambda k: abs(gaps[k]))
+        return {
+            "mean_queries": self.mean_queries,
+            "queries": q.tolist(),
+            "outcomes": self.shares,
+            "outcome_counts": {
+                o: int(c)
+                for o, c in zip(OUTCOMES, np.bincount(self.codes, minlength=3), strict=True)
+            },  # fmt: skip
+            "sd_queries": float(q.std(ddof=1)) if len(q) > 1 else 0.0,
+            "median_queries": float(np.median(q)),
+            "q10_queries": float(np.quantile(q, 0.1)),
+            "q90_queries": float(np.quantile(q, 0.9)),
+            "metric": self.metric,
+            **self.params,
+            "budget": self.budget,
+            "budget_effective": self.budget_effective,
+            "repeats": self.repeats,
+            "seed": self.seed,
+            "groups": list(self.groups),
+            "pool": {
+                "sizes": dict(zip(self.groups, self.sizes, strict=True)),
+                "means": dict(zip(self.groups, self.means, strict=True)),
+                "pair_gaps": gaps,
+                "worst_pair": worst,
+                "gap": abs(gaps[worst]),
+            },
+            "wald_lower_bound": None,
+            "ratio_to_wald": None,
+            "deciding_pair": self.deciding_pair,
+            "outcome_per_repeat": [OUTCOMES[c] for c in self.codes.tolist()],
+            "boundaries": {
+                "upper": math.log(1.0 / self.params["alpha_per_pair"]),
+                "lower": math.log(self.params["beta"]),
+            },  # fmt: skip
+            "example_path": self.example,
+        }
+
+
+def _round_orders(
+    members: list[npt.NDArray[np.int64]], budget: int, repeats: int, seed: int
+) -> npt.NDArray[np.int64]:
+    """Round-robin orders: each round one random unqueried member of every group, in turn."""
+    rng = np.random.default_rng(seed)
+    k = len(members)
+    rounds = min(min(len(m) for m in members), budget // k)
+    out = np.empty((repeats, rounds * k), dtype=np.int64)
+    for r in range(repeats):
+        for g, m in enumerate(members):
+            out[r, g::k] = m[rng.permutation(len(m))[:rounds]]
+    return out
+
+
+def run_groups(
+    frame: pd.DataFrame,
+    group_col: str,
+    value_col: str,
+    *,
+    access: str = "decisions",
+    metric: str = "sp",
+    label_col: str | None = None,
+    pair: tuple[str, str] | None = None,
+    tolerance: float = 0.1,
+    budget: int = 4000,
+    repeats: int = 200,
+    seed: int = 0,
+    alpha: float = 0.05,
+    beta: float = 0.2,
+    progress: Callable[[int], None] | None = None,
+    partial: list[MultiGroupAudit] | None = None,
+) -> MultiGroupAudit:
+    """Audit every pair of the groups in ``group_col`` (or the chosen ``pair``) with the default
+    test over ``repeats`` round-robin query orders (see the module docstring)."""
+    owner = "run_groups"
+    budget = check_budget(budget, owner)
+    repeats = check_int(repeats, "repeats", owner, lo=1)
+    seed = check_int(seed, "seed", owner, lo=0)
+    check_choice(metric, "metric", owner, METRICS)
+    for col in (group_col, value_col, label_col):
+        if col is not None and col not in frame.columns:
+            raise DataError(f"Column {col!r} is not in the pool.")
+    df = frame
+    if metric == "eo":
+        if label_col is None:
+            raise InvalidParameterError("metric='eo' needs true labels: pass --label-col.")
+        df = frame[frame[label_col].astype(float) == 1.0]
+    if df[group_col].isna().any():
+        raise DataError(f"Group column {group_col!r} has missing values; drop those rows.")
+    names = np.array([str(v) for v in df[group_col].to_numpy()])
+    groups = sorted(set(names.tolist()))
+    if pair is not None:
+        for g in pair:
+            check_choice(g, "pair", owner, groups)
+        if pair[0] == pair[1]:
+            raise InvalidParameterError(f"{owner}: the pair needs two different groups.")
+        groups = list(pair)
+    if len(groups) < 2:
+        raise EmptyGroupError(f"{owner}: at least two groups are needed; got {groups}.")
+    x = np.asarray(df[value_col].astype(float).to_numpy(), dtype=float)
+    probe = MixtureBettingTest(tolerance, access, alpha, beta)
+    probe.check_values(x)
+    members = [np.flatnonzero(names == g) for g in groups]
+    pairs = list(combinations(range(len(groups)), 2))
+    m = len(pairs)
+    a_pair = alpha / m
+    orders = _round_orders(members, budget, repeats, seed)
+    k = len(groups)
+    rounds = orders.shape[1] // k
+    if rounds < 1:
+        raise InvalidParameterError(
+            f"{owner}: budget {budget} is below one query per group ({k} groups)."
+        )
+    tests = {}
+    for i, j in pairs:
+        sub = np.r_[members[i], members[j]]
+        in_a = np.r_[np.ones(len(members[i]), bool), np.zeros(len(members[j]), bool)]
+        base = MixtureBettingTest(tolerance, access, a_pair, beta)
+        tests[(i, j)] = base.for_pool(in_a, x[sub])
+    queries = np.full(repeats, rounds * k, dtype=np.int64)
+    codes = np.full(repeats, INCONCLUSIVE, dtype=np.int8)
+    deciding: list[str | None] = [None] * repeats
+    la, lb = math.log(1.0 / a_pair), math.log(1.0 / beta)
+    chunk = 250
+    means = tuple(float(x[mm].mean()) for mm in members)
+    params = probe.params()
+    params.pop("population", None)
+    params.update(alpha_per_pair=a_pair, pairs=m, correction="bonferroni" if m > 1 else "none",
+                  sampling="round-robin")  # fmt: skip
+
+    def result(done: int, example: dict[str, Any] | None) -> MultiGroupAudit:
+        return MultiGroupAudit(
+            params=params,
+            metric=metric,
+            groups=tuple(groups),
+            sizes=tuple(len(mm) for mm in members),
+            means=means,
+            budget=budget,
+            budget_effective=rounds * k,
+            repeats=done,
+            seed=seed,
+            queries=queries[:done].copy(),
+            codes=codes[:done].copy(),
+            deciding_pair=deciding[:done],
+            example=example,
+        )
+
+    done_box = [0]
+    done = 0
+    try:
+        done = _run_chunks(orders, x, k, pairs, tests, la, lb, rounds, queries, codes, deciding,
+                           groups, chunk, progress, done_box)  # fmt: skip
+    except KeyboardInterrupt:
+        if partial is not None and done_box[0] > 0:
+            partial.append(result(done_box[0], None))
+        raise
+    # the first order's path for the pair with the largest pool gap (for figures)
+    wi, wj = max(pairs, key=lambda ij: abs(means[ij[0]] - means[ij[1]]))
+    tw = tests[(wi, wj)]
+    xa, xb = x[orders[0, wi::k]], x[orders[0, wj::k]]
+    pr = tw.processes(xa, xb)
+    low, high = tw.confidence_sequence(xa, xb, level=1.0 - alpha / m)
+    example = {
+        "pair": f"{groups[wi]}|{groups[wj]}",
+        "stopped_at_query": int(queries[0]),
+        "query": [float((n + 1) * k) for n in range(len(xa))],
+        "log_e_violation": pr["V"].tolist(),
+        "log_e_below_delta": pr["C+"].tolist(),
+        "log_e_above_minus_delta": pr["C-"].tolist(),
+        "cs_low": low.tolist(),
+        "cs_high": high.tolist(),
+        "cs_level": 1.0 - alpha / m,
+    }
+    return result(done, example)
+
+
+def _run_chunks(
+    orders: npt.NDArray[np.int64],
+    x: FloatArray,
+    k: int,
+    pairs: list[tuple[int, int]],
+    tests: dict[tuple[int, int], MixtureBettingTest],
+    la: float,
+    lb: float,
+    rounds: int,
+    queries: npt.NDArray[np.int64],
+    codes: npt.NDArray[np.int8],
+    deciding: list[str | None],
+    groups: list[str],
+    chunk: int,
+    progress: Callable[[int], None] | None,
+    done_box: list[int],
+) -> int:
+    """Evaluate the orders chunk by chunk; ``done_box[0]`` counts the orders finished."""
+    repeats = orders.shape[0]
+    m = len(pairs)
+    done_box[0] = 0
+    for lo in range(0, repeats, chunk):
+        o = orders[lo : lo + chunk]
+        xs = [x[o[:, g::k]] for g in range(k)]
+        r = o.shape[0]
+        first_v = np.full((m, r), rounds, dtype=np.int64)
+        first_c = np.full((m, r), rounds, dtype=np.int64)
+        for p, (i, j) in enumerate(pairs):
+            pr = tests[(i, j)].processes(xs[i], xs[j])
+            v = pr["V"] >= la
+            c = (np.maximum.accumulate(pr["C+"], 1) >= lb) & (
+                np.maximum.accumulate(pr["C-"], 1) >= lb
+            )
+            first_v[p] = np.where(v.any(1), np.argmax(v, 1), rounds)
+            first_c[p] = np.where(c.any(1), np.argmax(c, 1), rounds)
+        tv = first_v.min(0)
+        tc = first_c.max(0)
+        viol = (tv < rounds) & (tv <= tc)
+        comp = ~viol & (tc < rounds)
+        stop = np.where(viol, tv, np.where(comp, tc, rounds - 1))
+        queries[lo : lo + r] = np.where(viol | comp, (stop + 1) * k, rounds * k)
+        codes[lo : lo + r] = np.where(viol, VIOLATION, np.where(comp, COMPLIANT, INCONCLUSIVE))
+        which = first_v.argmin(0)
+        for q in np.flatnonzero(viol):
+            i, j = pairs[int(which[q])]
+            deciding[lo + q] = f"{groups[i]}|{groups[j]}"
+        done_box[0] = min(lo + chunk, repeats)
+        if progress is not None:
+            progress(done_box[0])
+    return repeats

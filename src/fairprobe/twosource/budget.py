@@ -1,0 +1,224 @@
+"""Budget regimes of Appendix B of ``two-source-audits.md``: which plan a budget ``t`` allows.
+
+Two budgets frame the decision, both for a requested margin of error ``epsilon`` on the
+disparate impact at level ``alpha`` (Section 4.1, :math:`\\epsilon = z_\\alpha\\sigma/\\sqrt{t}`):
+
+* ``t_A = ceil((z_alpha sigma_A / epsilon)^2)``: queries to the audit API A alone;
+* ``t_B = ceil((z_alpha sigma_B / epsilon)^2)``: queries to the user interface B alone, whose
+  answers reach the auditor grouped only through the proxy (see :func:`sigma_b`), so
+  ``t_B >= t_A``.
+
+The regimes (Appendix B, Figure 5):
+
+* ``t < t_A`` (**small**): refused. Even an unmanipulated A cannot reach the requested accuracy;
+  the paper assumes this case cannot happen, so the planner says why and stops
+  (:class:`~fairprobe.errors.BudgetError`).
+* ``t_A <= t <= t_B`` (**pareto**): Section 5.3, the Pareto frontier of
+  :func:`~fairprobe.twosource.theory.pareto_frontier`; the recommended allocation is the one with
+  the largest ``p_manip`` among those whose margin through A is within ``epsilon``.
+* ``t > t_B`` (**large**): mu is estimated from B alone (manipulation-free); A serves only the
+  consistency checks. Each check pairs one A answer with one B answer on the same record, so the
+  B queries of the estimate can be checked by one A query each: with ``n_B`` queries on B and
+  ``t - n_B`` on A there are ``min(n_B, t - n_B)`` checks, maximised under ``n_B >= t_B`` by
+  ``t_fraud = min(t - t_B, floor(t / 2))``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fairprobe._validation import check_int, check_real
+from fairprobe.errors import BudgetError, InvalidParameterError
+from fairprobe.twosource.theory import (
+    MAX_BUDGET,
+    Frontier,
+    detection_test,
+    di_sigma,
+    pareto_frontier,
+    z_quantile,
+)
+
+__all__ = ["REGIMES", "BudgetPlan", "plan_budget", "required_budget", "sigma_b"]
+
+#: The three regimes of Appendix B, by increasing budget.
+REGIMES: tuple[str, ...] = ("small", "pareto", "large")
+
+
+def sigma_b(
+    rate_unprivileged: float, rate_privileged: float, share_unprivileged: float, p_phi: float
+) -> float:
+    r"""Per-query standard deviation of the disparate impact estimated from B alone.
+
+    Model: B answers carry no protected attribute; the auditor groups them with a proxy that is
+    right with probability ``p_phi`` in both groups, and corrects the misclassification by
+    inverting its 2x2 confusion matrix (shares :math:`\pi` known). With positive masses
+    :math:`s_g = \pi_g r_g`, the observed masses by proxy group are
+    :math:`o = M s`, :math:`M = \begin{pmatrix} p & 1-p\\ 1-p & p\end{pmatrix}`, estimated from
+    ``t`` multinomial answers (covariance :math:`(\mathrm{diag}(o) - o o^\top)/t`), and
+    :math:`\mu = (s_u/\pi_u)/(s_p/\pi_p)`. The delta method gives
+
+    .. math:: \sigma_B^2 = g^\top(\mathrm{diag}(o) - o o^\top) g, \qquad
+              g = M^{-\top}\,\mu\,(1/s_u, -1/s_p).
+
+    Infinite at ``p_phi = 1/2`` (a proxy no better than chance tells nothing about the groups).
+    """
+    owner = "sigma_b"
+    ru = check_real(rate_unprivileged, "rate_unprivileged", owner, lo=0.0, hi=1.0, closed="right")
+    rp = check_real(rate_privileged, "rate_privileged", owner, lo=0.0, hi=1.0, closed="right")
+    pu = check_real(share_unprivileged, "share_unprivileged", owner, lo=0.0, hi=1.0,
+                    closed="neither")  # fmt: skip
+    p = check_real(p_phi, "p_phi", owner, lo=0.0, hi=1.0)
+    if abs(2.0 * p - 1.0) < 1e-12:
+        return math.inf
+    s = np.array([pu * ru, (1.0 - pu) * rp])
+    mu = ru / rp
+    m = np.array([[p, 1.0 - p], [1.0 - p, p]])
+    o = m @ s
+    g = np.linalg.solve(m.T, mu * np.array([1.0 / s[0], -1.0 / s[1]]))
+    cov = np.diag(o) - np.outer(o, o)
+    return float(math.sqrt(max(float(g @ cov @ g), 0.0)))
+
+
+def required_budget(sigma: float, epsilon: float, alpha: float = 0.05) -> int:
+    r"""Queries for a margin of error ``epsilon``: :math:`\lceil (z_\alpha\sigma/\epsilon)^2\rceil`."""
+    owner = "required_budget"
+    sg = check_real(sigma, "sigma", owner, lo=0.0)
+    e = check_real(epsilon, "epsilon", owner, lo=0.0, closed="neither")
+    if math.isinf(sg):
+        return MAX_BUDGET + 1
+    n = (z_quantile(alpha) * sg / e) ** 2
+    return int(min(math.ceil(n - 1e-9), MAX_BUDGET + 1))
+
+
+@dataclass(frozen=True)
+class BudgetPlan:
+    """The regime of a budget and the plan it allows (Appendix B).
+
+    Attributes
+    ----------
+    regime : {"pareto", "large"}
+        (``small`` is refused with a :class:`~fairprobe.errors.BudgetError`.)
+    t, epsilon, alpha, p_phi, gamma :
+        The request (``gamma``: share of checked answers flipped, or ``None`` for Theorem 3's
+        cheapest successful fairwashing).
+    t_a, t_b, sigma_a, sigma_b :
+        The two budget thresholds and the per-query standard deviations behind them.
+    frontier :
+        ``pareto`` regime: every allocation and the Pareto frontier.
+    recommended :
+        The allocation to use: ``pareto``: the largest ``p_manip`` with ``epsilon_a <= epsilon``;
+        ``large``: ``n_b`` queries on B (the estimate), ``n_a = t_fraud`` on A (the checks).
+    """
+
+    regime: str
+    t: int
+    epsilon: float
+    alpha: float
+    p_phi: float
+    gamma: float | None
+    t_a: int
+    t_b: int
+    sigma_a: float
+    sigma_b: float
+    recommended: dict[str, Any]
+    frontier: Frontier | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "regime": self.regime,
+            "budget": self.t,
+            "epsilon": self.epsilon,
+            "alpha": self.alpha,
+            "p_phi": self.p_phi,
+            "gamma": self.gamma,
+            "t_a": self.t_a,
+            "t_b": self.t_b if self.t_b <= MAX_BUDGET else None,
+            "sigma_a": self.sigma_a,
+            "sigma_b": self.sigma_b if math.isfinite(self.sigma_b) else None,
+            "recommended": self.recommended,
+        }
+
+
+def plan_budget(
+    t: int,
+    epsilon: float,
+    p_phi: float,
+    rate_unprivileged: float,
+    rate_privileged: float,
+    share_unprivileged: float,
+    *,
+    alpha: float = 0.05,
+    gamma: float | None = 0.1,
+    sigma_a: float | None = None,
+    sigma_b_value: float | None = None,
+    threshold: float = 0.8,
+) -> BudgetPlan:
+    """Classify ``t`` into the regimes of Appendix B and plan it (module docstring).
+
+    Raises
+    ------
+    BudgetError
+        ``t < t_A``: the message says why the budget is refused and what would be enough.
+    InvalidParameterError
+        Out-of-range parameters (before any computation).
+    """
+    owner = "plan_budget"
+    tt = check_int(t, "t", owner, lo=2, hi=MAX_BUDGET)
+    eps = check_real(epsilon, "epsilon", owner, lo=0.0, closed="neither")
+    p = check_real(p_phi, "p_phi", owner, lo=0.0, hi=1.0)
+    a = check_real(alpha, "alpha", owner, lo=0.0, hi=1.0, closed="neither")
+    if gamma is not None:
+        check_real(gamma, "gamma", owner, lo=0.0, hi=1.0)
+    if not math.isfinite(eps):
+        raise InvalidParameterError(f"The 'epsilon' parameter of {owner} must be finite.")
+    sa = (
+        di_sigma(rate_unprivileged, rate_privileged, share_unprivileged)
+        if sigma_a is None
+        else check_real(sigma_a, "sigma_a", owner, lo=0.0)
+    )
+    sb = (
+        sigma_b(rate_unprivileged, rate_privileged, share_unprivileged, p)
+        if sigma_b_value is None
+        else check_real(sigma_b_value, "sigma_b", owner, lo=0.0)
+    )
+    t_a = required_budget(sa, eps, a)
+    t_b = max(required_budget(sb, eps, a), t_a)
+    base = dict(t=tt, epsilon=eps, alpha=a, p_phi=p, gamma=gamma, t_a=t_a, t_b=t_b,
+                sigma_a=sa, sigma_b=sb)  # fmt: skip
+    if tt < t_a:
+        raise BudgetError(
+            f"budget t={tt} is in the small regime (t < t_A = {t_a}): even an unmanipulated audit "
+            f"API A needs {t_a} queries for a margin of error {eps:g} on the disparate impact at "
+            f"alpha {a:g} (sigma_A {sa:.3g}), so no split can both estimate mu and check A "
+            "(Appendix B: this case must not happen). Raise the budget to at least "
+            f"{t_a} or accept a larger --epsilon."
+        )
+    if tt <= t_b:
+        front = pareto_frontier(
+            tt, p, sa, a, gamma, rate_unprivileged=rate_unprivileged,
+            rate_privileged=rate_privileged, share_unprivileged=share_unprivileged,
+            threshold=threshold,
+        )  # fmt: skip
+        rec = front.best_for_epsilon(eps)
+        rec["source_of_estimate"] = "A"
+        return BudgetPlan("pareto", recommended=rec, frontier=front, **base)  # type: ignore[arg-type]
+    t_fraud = min(tt - t_b, tt // 2)
+    n_b = tt - t_fraud
+    g_eval = 0.1 if gamma is None else gamma
+    test = detection_test(t_fraud, p, a, gamma=g_eval)
+    rec = {
+        "source_of_estimate": "B",
+        "n_b": n_b,
+        "n_a": t_fraud,
+        "t_fraud": t_fraud,
+        "epsilon_b": float(z_quantile(a) * sb / math.sqrt(n_b)),
+        "n_max": test.n_max,
+        "size": test.size,
+        "gamma": g_eval,
+        "p_manip": test.p_manip,
+    }
+    return BudgetPlan("large", recommended=rec, **base)  # type: ignore[arg-type]

@@ -1,0 +1,266 @@
+"""Issue 10: audits of a real model that cannot silently go wrong.
+
+Each of the five problems seen is reproduced against real servers on 127.0.0.1 (the platform,
+and a spy endpoint that records every request and every field it receives).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from fairprobe.cli.main import main
+from fairprobe.platform.process import PlatformProcess
+
+HERE = Path(__file__).resolve().parent
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def spy() -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(HERE / "spy_app.py"), str(port)])
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(url + "/spy", timeout=1).raise_for_status()
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.05)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def spied(url: str) -> dict[str, Any]:
+    return httpx.get(url + "/spy", timeout=5).json()
+
+
+@pytest.fixture(scope="module")
+def pool_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from fairprobe.datasets import load_adult
+    from fairprobe.platform.model import AUDIT_FEATURES
+
+    df = load_adult("test", names_seed=None)[[*AUDIT_FEATURES, "income"]].head(800)
+    p = tmp_path_factory.mktemp("pool") / "pool.csv"
+    df.to_csv(p, index=False)
+    return p
+
+
+def run_cli(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return int(exc.value.code or 0), out, err
+
+
+# -- 2. the true label is never sent; the sensitive column only when asked ---------------------
+def test_label_and_group_columns_never_leave(spy, pool_csv, tmp_path, capsys) -> None:
+    httpx.post(spy + "/spy/reset")
+    code, out, err = run_cli(
+        "audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv),
+        "--metric", "dp", "--budget", "300", "--no-progress", "--cache",
+        str(tmp_path / "c.sqlite"), "--json", str(tmp_path / "r.json"), capsys=capsys)
+    assert code == 0, err
+    seen = spied(spy)
+    assert seen["fields"] == sorted(
+        ["age", "education-num", "race", "capital-gain", "capital-loss", "hours-per-week"])
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert seen["instances"] == doc["paid"] <= 300  # identical records are asked once
+    cols = doc["provenance"]["extra"]["columns"]
+    assert cols["withheld"]["income"].startswith("label") and "sex" in cols["withheld"]
+    assert cols["group_sent"] is False
+    assert "withheld: sex (sensitive), income (label)" in " ".join(out.split())
+
+    httpx.post(spy + "/spy/reset")
+    code, _, err = run_cli(
+        "audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv),
+        "--metric", "eo", "--label-col", "income", "--send-group", "--budget", "300",
+        "--no-progress", "--no-cache", capsys=capsys)
+    assert code == 0, err
+    assert "sex" in spied(spy)["fields"] and "income" not in spied(spy)["fields"]
+
+
+def test_label_in_feature_cols_is_refused(spy, pool_csv, capsys) -> None:
+    httpx.post(spy + "/spy/reset")
+    code, _, err = run_cli(
+        "audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv), "--metric",
+        "eo", "--label-col", "income", "--feature-cols", "age,income", "--no-cache", capsys=capsys)
+    assert code == 2 and "includes the label column 'income'" in err
+    code, _, err = run_cli(
+        "audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv),
+        "--feature-cols", "age,sex", "--no-cache", capsys=capsys)
+    assert code == 2 and "--send-group" in err
+    assert spied(spy)["requests"] == 0
+
+
+# -- 3. every flag is validated before the first backend call, and the message names it --------
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--metric", "dp", "--tolerance", "5"], "--tolerance must be in (0, 1), got 5."),
+        (["--confidence-level", "95"], "--confidence-level must be in (0, 1), got 95"),
+        (["--metric", "XYZ"], "--metric must be one of di, dp"),
+        (["--threshold", "0"], "--threshold must be in (0, 1], got 0."),
+        (["--metric", "di", "--tolerance", "0.1"], "--tolerance applies to difference metrics"),
+        (["--budget", "1"], "--budget must be an integer >= 2, got 1"),
+        (["--budget", "5000"], "--budget 5000 is larger than the query pool (800 rows)"),
+        (["--concurrency", "0"], "--concurrency must be an integer >= 1, got 0."),
+        (["--timeout", "0"], "--timeout must be > 0, got 0."),
+        (["--group-col", "race"], "--group-a is required with --group-col race (values: "),
+        (["--group-a", "Femal"], "--group-a 'Femal' is not a value of 'sex'"),
+        (["--group-col", "nope"], "--group-col 'nope' is not a column of the pool"),
+        (["--metric", "eo"], "--metric equal_opportunity_difference needs true labels"),
+        (["--no-cache", "--refresh"], "--no-cache and --refresh exclude each other"),
+        (["--json", "."], "--json '.' is a directory"),
+        (["--cache", "POOL/c.sqlite"], "is a file, not a directory"),
+        (["--json", "POOL/r.json"], "is a file, not a directory"),
+    ],
+)
+def test_invalid_flags_cost_no_backend_call(spy, pool_csv, tmp_path, capsys, args, message):
+    httpx.post(spy + "/spy/reset")
+    base = ["audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv),
+            "--no-progress"]
+    if "--cache" not in args and "--no-cache" not in args:
+        base += ["--cache", str(tmp_path / "c.sqlite")]
+    args = [a.replace("POOL", str(pool_csv)) for a in args]
+    code, _, err = run_cli(*base, *args, capsys=capsys)
+    assert code == 2, err
+    assert message in err and len(err.strip().splitlines()) == 1 and err.startswith("error: ")
+    assert spied(spy)["requests"] == 0  # not even /health
+
+
+def test_metric_names_are_case_insensitive(spy, pool_csv, capsys) -> None:
+    code, out, err = run_cli(
+        "audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv), "--metric", "DP",
+        "--budget", "100", "--no-progress", "--no-cache", capsys=capsys)
+    assert code == 0, err and "demographic_parity_difference" in out
+
+
+# -- 4. group defaults follow --group-col; --group-b can mean every other value ----------------
+def test_group_col_race_with_rest(spy, pool_csv, tmp_path, capsys) -> None:
+    code, out, err = run_cli(
+        "audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv), "--group-col",
+        "race", "--group-a", "Black", "--group-b", "rest", "--budget", "400", "--no-progress",
+        "--no-cache", "--json", str(tmp_path / "r.json"), capsys=capsys)
+    assert code == 0, err
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["metric"]["groups"] == {"a": "Black", "b": "rest"}
+    by_group = doc["provenance"]["answers"]["by_group"]
+    assert set(by_group) >= {"Black", "White"}  # every value of race accounted for
+    assert sum(g["asked"] for g in by_group.values()) == 400
+    assert "race" in doc["provenance"]["extra"]["columns"]["withheld"]
+
+
+# -- 1. another model behind the same URL never gets the old model's answers -------------------
+def test_changed_model_behind_one_url_is_not_served_from_the_cache(tmp_path, capsys) -> None:
+    port = free_port()
+    cache = str(tmp_path / "c.sqlite")
+    args = ["audit", "--budget", "1000", "--no-progress", "--cache", cache]
+    runs = []
+    for seed in (0, 1):  # two platform seeds on one port, fairwashing differently
+        with PlatformProcess(port=port, seed=seed, fairwash="positive", gamma=0.4) as plat:
+            for extra in ([], ["--no-cache"]):
+                out = tmp_path / f"r{seed}{len(extra)}.json"
+                code, _, err = run_cli(*args, "--url", plat.url, "--json", str(out), *extra,
+                                       capsys=capsys)
+                assert code == 0, err
+                runs.append(json.loads(out.read_text()))
+    first, first_fresh, second, second_fresh = runs
+    assert first["metric"]["estimate"] == first_fresh["metric"]["estimate"]
+    # nothing replayed from seed 0: as many paid as without a cache (repeated records of the
+    # draw are asked once and counted as cached in both)
+    assert second["paid"] == second_fresh["paid"] == first["paid"] > 800
+    assert second["metric"]["estimate"] == second_fresh["metric"]["estimate"]
+    assert second["metric"]["estimate"] != first["metric"]["estimate"]
+    b0, b1 = first["provenance"]["backend"], second["provenance"]["backend"]
+    assert b0["identity_source"] == b1["identity_source"] == "reported"
+    assert b0["reported"]["fairwash"]["seed"] == 0 and b1["reported"]["fairwash"]["seed"] == 1
+    assert b0["cache_identity"] != b1["cache_identity"]
+
+
+def test_endpoint_without_identity_is_fingerprinted(tmp_path, capsys) -> None:
+    port = free_port()
+    cache = str(tmp_path / "c.sqlite")
+    results = []
+    for seed in (0, 1):
+        with PlatformProcess(port=port, seed=seed, fairwash="positive", gamma=0.4) as plat:
+            cfg = tmp_path / "backend.toml"
+            cfg.write_text(f'kind = "http-json"\nurl = "{plat.url}"\nidentity_path = ""\n')
+            out = tmp_path / f"r{seed}.json"
+            code, text, err = run_cli(
+                "audit", "--backend-config", str(cfg), "--budget", "1000", "--no-progress",
+                "--cache", cache, "--json", str(out), "--feature-cols",
+                "age,education-num,race,capital-gain,capital-loss,hours-per-week,sex",
+                "--send-group", capsys=capsys)
+            assert code == 0, err
+            results.append((json.loads(out.read_text()), text))
+    (first, _), (second, text) = results
+    fp = second["provenance"]["backend"]
+    assert fp["identity_source"] == "fingerprint" and fp["fingerprint"]["mismatched"] > 0
+    assert fp["invalidated"] == first["paid"]
+    assert "changed since its answers were cached" in " ".join(text.split())
+    # only the 16 re-asked records are reused; everything else is paid again
+    assert second["provenance"]["notes"] and second["paid"] == first["paid"] - 16
+
+
+# -- 5. Ctrl-C: one line, the cache kept, the rerun pays only the rest -------------------------
+def test_ctrl_c_keeps_the_cache_and_says_so(tmp_path) -> None:
+    cache = tmp_path / "c.sqlite"
+    with PlatformProcess(seed=0, delay_ms=40) as plat:
+        cmd = [sys.executable, "-m", "fairprobe", "audit", "--url", plat.url, "--budget", "1200",
+               "--concurrency", "1", "--no-progress", "--cache", str(cache)]
+        proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while _rows(cache) < 128:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130
+        assert err.strip().splitlines() == [err.strip()] and "interrupted" in err
+        assert "cache" in err and "Traceback" not in err
+        kept = _rows(cache)
+        assert 128 <= kept < 1200
+        r = subprocess.run([*cmd, "--json", str(tmp_path / "r.json")], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    # the rerun paid only what was missing: every paid answer is a new cache row
+    assert doc["paid"] > 0 and _rows(cache) == kept + doc["paid"]
+    assert doc["queried"] == 1200 and doc["cached"] >= kept
+
+
+def _rows(cache: Path) -> int:
+    if not cache.exists():
+        return 0
+    con = sqlite3.connect(cache, timeout=30)
+    try:
+        return int(con.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+    finally:
+        con.close()

@@ -1,0 +1,193 @@
+"""The node's verification and state checks in-process (no sockets): challenges answered with
+openings of the committed root, proofs of fraud checked (forged ones refused, false accusations
+not confirmed by the model, proven ones excluding the source), and own entries relayed back that
+the state database does not hold (state lost)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+
+import pytest
+
+from fairprobe.collab.net.config import AuditConfig, NodeConfig, VerifyNodeConfig
+from fairprobe.collab.net.driver import Driver
+from fairprobe.collab.net.keys import Ed25519Signer, generate_keypair, load_private_key
+from fairprobe.collab.net.messages import ChallengeMessage, EntryMessage, ProofMessage, TableMessage
+from fairprobe.collab.net.node import Node, NodeStateLostError
+from fairprobe.collab.net.roster import Member, Roster
+from fairprobe.collab.net.service import Refused
+from fairprobe.collab.verify import (
+    CommittingSigner,
+    FraudProof,
+    Opening,
+    challenge_message,
+    split_signature,
+    verify_opening,
+)
+
+CASE = "civil-near-fair"
+
+
+@pytest.fixture
+def trio(tmp_path):
+    ids = ["a0", "a1", "a2"]
+    kps = {i: generate_keypair(tmp_path / "k" / i) for i in ids}
+    signers = {i: Ed25519Signer(i, load_private_key(kps[i].private_path)) for i in ids}
+    edges = {"a0": ("a1",), "a1": ("a0", "a2"), "a2": ("a1",)}
+    roster = Roster(tuple(
+        Member(i, kps[i].public_key_b64, "127.0.0.1", 9500 + k, edges[i])
+        for k, i in enumerate(ids)
+    ))
+    rp = roster.write(tmp_path / "roster.toml")
+    nodes = {}
+    for k, i in enumerate(ids[:2]):
+        cfg = NodeConfig(
+            id=i, key=kps[i].private_path, roster=rp, state_db=tmp_path / f"{i}.sqlite",
+            audit=AuditConfig(n=50, rounds=5),
+            query_set={"kind": "population", "case": CASE, "honest": 3, "alpha": 1.0,
+                       "seed": 0, "index": k},
+            backend={"kind": "population", "case": CASE,
+                     "cache": str(tmp_path / f"{i}.answers.sqlite")},
+            verify=VerifyNodeConfig(enabled=True),
+        )
+        nodes[i] = Node(cfg, roster, signers[i], Driver(cfg, roster, signers[i],
+                                                        roster.verifier()))
+    yield nodes, signers
+    for n in nodes.values():
+        n.store.close()
+        n.driver.close()
+
+
+def _stamp(node, t):
+    e = node.driver.local_step(t)
+    node.store.save_stamped(t, node._checkpoint_state(), e.counts.as_tuple(), e.sig)
+    return e
+
+
+def _challenge(signers, by, prover, e, count=5):
+    _, root = split_signature(e.sig)
+    sig = signers[by].sign(challenge_message(prover, e.round, root))
+    m = e.counts.A + e.counts.B
+    return ChallengeMessage(challenger=by, prover=prover, round=e.round, m=m, count=count,
+                            root=base64.b64encode(root).decode(),
+                            sig=base64.b64encode(sig).decode()), root
+
+
+def test_a_challenge_is_answered_with_openings_of_the_committed_root(trio):
+    nodes, s = trio
+    a0 = nodes["a0"]
+    e1 = _stamp(a0, 1)
+    a0.driver.end_round()
+    e2 = _stamp(a0, 2)
+    for e in (e1, e2):  # the latest root and an earlier one
+        msg, root = _challenge(s, "a1", "a0", e)
+        ops = [Opening.from_dict(o) for o in a0.answer_challenge(msg)["openings"]]
+        assert len(ops) == 5 and all(op.round == e.round for op in ops)
+        assert all(verify_opening(op, e.counts.as_tuple(), root) for op in ops)
+        assert all(a0.verifier.verify("a0", op.message(), op.sig) for op in ops)
+    msg, _ = _challenge(s, "a2", "a0", e2)  # a2 is not a0's neighbour
+    with pytest.raises(Refused) as exc:
+        a0.answer_challenge(msg)
+    assert exc.value.status == 403
+    msg, _ = _challenge(s, "a1", "a0", e2)
+    with pytest.raises(Refused) as exc:  # the signature does not cover this round
+        a0.answer_challenge(msg.model_copy(update={"round": 1}))
+    assert exc.value.status == 401
+    with pytest.raises(Refused) as exc:  # a root a0 never committed
+        bad_root = base64.b64encode(b"\x01" * 32).decode()
+        sig = s["a1"].sign(challenge_message("a0", 2, b"\x01" * 32))
+        a0.answer_challenge(msg.model_copy(update={"root": bad_root,
+                                                   "sig": base64.b64encode(sig).decode()}))
+    assert exc.value.status == 409
+
+
+def _proof(nodes, s, kind, accuser, *, flip=False, observed=None):
+    a0 = nodes["a0"]
+    e = _stamp(a0, 1)
+    msg, root = _challenge(s, "a1", "a0", e, count=1)
+    op = Opening.from_dict(a0.answer_challenge(msg)["openings"][0])
+    if flip:  # a0 signs an opening of a leaf it does not hold
+        op = Opening(op.auditor, op.round, op.m, op.index, op.record, op.group_a,
+                     1 - op.answer, op.salt, op.path).signed(s["a0"])
+    return FraudProof(kind, accuser, (1, *e.counts.as_tuple()), e.sig, op,
+                      observed).signed(s[accuser]), op
+
+
+def test_forged_proofs_are_refused_and_false_accusations_are_not_confirmed(trio):
+    nodes, s = trio
+    a1 = nodes["a1"]
+    proof, op = _proof(nodes, s, "wrong-answer", "a2", observed=None)
+    false = FraudProof("wrong-answer", "a2", proof.entry, proof.entry_sig, op,
+                       1 - op.answer).signed(s["a2"])
+    forged = FraudProof(false.kind, "a2", false.entry, false.entry_sig, op, false.observed,
+                        s["a1"].sign(false.message()))  # a2's proof under a1's signature
+    with pytest.raises(Refused) as exc:
+        a1.accept_proof(ProofMessage(sender="a2", proof=forged.to_dict()))
+    assert exc.value.status == 422 and a1.store.proofs_pending() == []
+    with pytest.raises(Refused) as exc:  # not a roster member
+        a1.accept_proof(ProofMessage(sender="a9", proof=false.to_dict()))
+    a1.accept_proof(ProofMessage(sender="a2", proof=false.to_dict()))
+    asyncio.run(a1._process_proofs(1))
+    assert a1.driver.excluded == {} and a1.counters["verify:proof-not-confirmed"] == 1
+    assert a1.counters["verify:reasked"] == 1 and a1.store.proofs_pending() == []
+
+
+def test_a_proven_fraud_excludes_the_source_and_all_its_contributions(trio):
+    nodes, s = trio
+    a1 = nodes["a1"]
+    proof, _ = _proof(nodes, s, "bad-opening", "a2", flip=True)
+    _stamp(a1, 1)
+    a1.driver.merge([nodes["a0"].driver.core.own_entry()])
+    a1.driver.end_round()
+    k = a1.driver.core.index["a0"]
+    assert a1.driver.core.W[k].sum() > 0
+    a1.accept_proof(ProofMessage(sender="a2", proof=proof.to_dict()))
+    asyncio.run(a1._process_proofs(1))
+    assert a1.driver.excluded == {"a0": 1}
+    assert a1.driver.core.W[k].sum() == 0 and a1.counters["verify:reasked"] == 0
+    assert [e.auditor for e in a1.driver.table()] == ["a1"]  # no longer relayed
+    st = a1.driver.to_state()
+    fresh = Driver(a1.cfg, a1.roster, s["a1"], a1.roster.verifier())
+    fresh.load_state(st)  # survives a restart
+    assert fresh.excluded == {"a0": 1} and fresh.core.W[k].sum() == 0
+    fresh.close()
+
+
+def _own_table(s, sender, to, r, entries):
+    unsigned = TableMessage.model_construct(sender=sender, receiver=to, round=r, entries=entries,
+                                            sig="")
+    sig = base64.b64encode(s[sender].sign(unsigned.envelope())).decode()
+    m = TableMessage(sender=sender, receiver=to, round=r, entries=entries, sig=sig)
+    return m, m.model_dump_json()
+
+
+def test_own_entries_the_state_does_not_hold_mean_lost_state(trio):
+    nodes, s = trio
+    a0 = nodes["a0"]
+    e1 = _stamp(a0, 1)
+    own = EntryMessage(**e1.to_dict())
+    m, body = _own_table(s, "a1", "a0", 1, [own])
+    a0.accept_table(m, body)  # its own entry, as held: fine
+    assert a0.fatal is None
+    # a forgery of a0's entry of round 5 (signed by a1): not evidence, rejected later
+    cs1 = CommittingSigner(s["a1"])
+    cs1.auditor_id = "a0"
+    forged = EntryMessage(auditor="a0", round=5, a=1, A=2, b=1, B=2,
+                          sig=base64.b64encode(cs1.sign_entry(5, 1, 2, 1, 2)).decode())
+    m, body = _own_table(s, "a1", "a0", 5, [forged])
+    a0.accept_table(m, body)
+    assert a0.fatal is None
+    # a0's genuine signature on round 4, which its database does not hold
+    cs0 = CommittingSigner(s["a0"])
+    genuine = EntryMessage(auditor="a0", round=4, a=1, A=2, b=1, B=2,
+                           sig=base64.b64encode(cs0.sign_entry(4, 1, 2, 1, 2)).decode())
+    m, body = _own_table(s, "a1", "a0", 4, [genuine])
+    with pytest.raises(Refused) as exc:
+        a0.accept_table(m, body)
+    assert exc.value.status == 409
+    assert isinstance(a0.fatal, NodeStateLostError) and "round 4" in str(a0.fatal)
+    cfg, roster = a0.cfg, a0.roster
+    a0.store.close()
+    with pytest.raises(NodeStateLostError, match="state is behind"):
+        Node(cfg, roster, s["a0"], Driver(cfg, roster, s["a0"], roster.verifier()))

@@ -1,0 +1,306 @@
+"""``fairprobe report``: kind inference, tolerant adapters, self-contained accessible HTML, Markdown.
+
+The legacy fixtures under ``data/`` are real outputs of today's commands (``fairprobe demo --json``,
+``collab simulate --json``, ``collab sweep --json``), written before the result-JSON contract.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fairprobe.errors import DataError
+from fairprobe.report.adapters import adapt, infer_kind, split_document
+from fairprobe.report.build import build_report, load_results, overall_verdict
+from fairprobe.report.render import render_html, write_markdown
+
+DATA = Path(__file__).parent / "data"
+NOW = dt.datetime(2026, 1, 2, 3, 4, tzinfo=dt.UTC)
+
+
+def _load(name: str) -> dict[str, Any]:
+    return json.loads((DATA / name).read_text())
+
+
+def test_legacy_kinds_are_inferred() -> None:
+    demo = _load("legacy-demo.json")
+    assert "schema" not in demo
+    assert infer_kind(demo) == "demo"
+    parts = [(k, label) for k, _, label in split_document(demo, "demo.json")]
+    assert parts == [("audit", "disparate impact"), ("audit", "demographic parity"),
+                     ("radius", ""), ("sequential", "decisions access"),
+                     ("sequential", "scores access"), ("sequential", "logits access"),
+                     ("twosource", "")]
+    assert infer_kind(_load("legacy-collab-simulate.json")) == "collab-simulate"
+    assert infer_kind(_load("legacy-collab-sweep.json")) == "collab-sweep"
+    assert infer_kind(demo["audit"]["disparate_impact"]) == "audit"
+    assert infer_kind({"schema": "fairprobe/1", "kind": "radius"}) == "radius"
+    assert infer_kind({"what": 1}) is None
+
+
+def test_demo_report_model() -> None:
+    rep = build_report(load_results([DATA / "legacy-demo.json"]), now=NOW)
+    assert rep.overall == "unfair"
+    assert rep.headline.startswith("The audited model is judged unfair: 6 of 6 fairness findings "
+                                   "say unfair, 0 say fair;")
+    assert "audit API gives auditors manipulated answers" in rep.headline
+    audit = rep.sections[0]
+    assert audit.verdict == "unfair" and "0.252" in audit.sentence
+    # legacy counts: 75/650 Female, 619/1350 Male positives -> Wilson intervals, labelled as such
+    fig = audit.figures[0].data
+    assert [g["group"] for g in fig["groups"]] == ["Female", "Male"]
+    assert fig["groups"][0]["rate"] == pytest.approx(75 / 650)
+    assert fig["groups"][0]["low"] < 75 / 650 < fig["groups"][0]["high"]
+    assert "wilson" in fig["groups"][0]["method"]
+    assert fig["band"] == {"kind": "ratio", "low": 0.8, "high": 1.25}
+    seq = [s for s in rep.sections if s.kind == "sequential"]
+    assert [s.verdict for s in seq] == ["unfair"] * 3
+    assert any("no confidence sequence" in n for n in seq[0].notes)  # said, not invented
+    radius = next(s for s in rep.sections if s.kind == "radius")
+    assert radius.figures[0].plot == "radius_shift"  # no curve in a legacy result
+    assert any("no flip curve" in n for n in radius.notes)
+    ts = next(s for s in rep.sections if s.kind == "twosource")
+    assert ts.verdict == "manipulated" and "conditional fired" in ts.sentence
+    assert rep.provenance[0].items[0][1].startswith("not recorded")
+
+
+def test_overall_verdict() -> None:
+    def sec(v: str | None) -> Any:
+        return adapt("unknown", {"verdict": v} if v else {}, "x.json")
+
+    assert overall_verdict([sec("unfair"), sec("undetermined")]) == "unfair"
+    assert overall_verdict([sec("fair"), sec("unfair")]) == "conflicting"
+    assert overall_verdict([sec("inconclusive")]) == "undetermined"
+    assert overall_verdict([sec("fair"), sec(None)]) == "fair"
+
+
+def test_new_contract_fields_are_used() -> None:
+    """Fields of the result contract (by-group table, confidence sequence, flip curve, nodes,
+    suspicion, provenance) are drawn when present."""
+    audit = {"schema": "fairprobe/1", "kind": "audit",
+             "provenance": {"model": "local:m.skops#ab12", "created": "2026-11-30T12:00:00Z",
+                            "seed": 3, "queries": {"paid": 10, "cached": 2}},
+             "metric": {"metric": "demographic_parity_difference", "kind": "difference",
+                        "estimate": 0.01, "interval": {"low": -0.02, "high": 0.03,
+                                                       "level": 0.95, "method": "newcombe"},
+                        "threshold": 0.05, "verdict": "fair"},
+             "by_group": [{"group": "x", "rate": 0.4, "n": 50,
+                           "interval": {"low": 0.3, "high": 0.5, "level": 0.95,
+                                        "method": "wilson"}},
+                          {"group": "y", "rate": 0.39, "n": 60,
+                           "interval": {"low": 0.3, "high": 0.48}},
+                          {"group": "z", "rate": 0.41, "n": 70}]}
+    s = adapt("audit", audit, "a.json")
+    assert [g["group"] for g in s.figures[0].data["groups"]] == ["x", "y", "z"]
+    assert s.figures[0].data["groups"][2]["low"] is None  # no interval given: none drawn
+    seq = {"kind": "sequential", "outcome": "compliant", "queries": 3, "tolerance": 0.1,
+           "anytime_valid": True, "path": {"query": [1, 2, 3], "statistic": [0, -1, -2]},
+           "confidence_sequence": {"query": [1, 2, 3], "low": [-1, -0.5, -0.05],
+                                   "high": [1, 0.5, 0.05], "estimate": [0, 0, 0]}}
+    s = adapt("sequential", seq, "s.json")
+    assert [f.plot for f in s.figures] == ["sequential_path", "confidence_sequence"]
+    assert s.verdict == "fair" and "Ville" in " ".join(s.assumptions)
+    rad = {"kind": "radius", "radius": 0.1, "phi": 0.2, "tolerance": 0.05, "assessment": "unfair",
+           "curve": [{"kl": 0.0, "phi": 0.2}, {"kl": 0.05, "phi": 0.1}, {"kl": 0.1, "phi": 0.05}]}
+    s = adapt("radius", rad, "r.json")
+    assert s.figures[0].plot == "radius_curve" and not s.notes
+    assert s.figures[0].data["divergence_values"] == [0.0, 0.05, 0.1]
+    collab = {"config": {"case": "c", "attackers": 1, "honest": 2, "tau": 0.05, "z_max": 8},
+              "true_dp": -0.2, "runs": [{"method": "auditopus", "estimate": -0.19}],
+              "nodes": [{"id": "0", "estimate": -0.2, "weight": 1.0},
+                        {"id": "1", "estimate": -0.21, "weight": 0.9},
+                        {"id": "2", "estimate": 0.0, "weight": 0.1, "attacker": True}],
+              "suspicion": {"0": [0, 0.1], "1": [0, 0.2], "2": [3.0, 8.0]}}
+    s = adapt("collab-simulate", collab, "c.json")
+    assert [f.plot for f in s.figures] == ["collab_methods", "collab_nodes", "collab_suspicion"]
+    assert s.figures[2].data["attackers"] == ["2"]
+    rep = build_report([("a.json", audit)], now=NOW)
+    prov = dict(rep.provenance[0].items)
+    assert prov["model"] == "local:m.skops#ab12" and prov["queries.paid"] == "10"
+
+
+def test_tolerant_to_missing_fields() -> None:
+    for kind in ("audit", "sequential", "radius", "twosource", "twosource-plan",
+                 "collab-simulate", "collab-sweep", "collab-nodes", "platform-info"):
+        s = adapt(kind, {"schema": "fairprobe/1", "kind": kind}, "empty.json")
+        assert s.sentence and s.title
+    html = render_html(build_report([("e.json", {"schema": "fairprobe/1", "kind": "sequential"})],
+                                    now=NOW))
+    assert "no statistic path" in html
+
+
+def test_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "odd.json").write_text('{"hello": 1}')
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(DataError, match="expected a JSON object"):
+        load_results([tmp_path / "list.json"])
+    with pytest.raises(DataError, match="not valid JSON"):
+        load_results([tmp_path / "broken.json"])
+    with pytest.raises(DataError, match="Cannot tell which fairprobe command wrote odd.json"):
+        build_report(load_results([tmp_path / "odd.json"]))
+    with pytest.raises(DataError, match="at least one"):
+        load_results([])
+
+
+class _Html(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.ids: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        self.tags.append((tag, a))
+        if a.get("id"):
+            self.ids.append(str(a["id"]))
+
+
+def test_html_is_self_contained_and_accessible() -> None:
+    paths = [DATA / n for n in ("legacy-demo.json", "legacy-collab-simulate.json",
+                                "legacy-collab-sweep.json")]
+    rep = build_report(load_results(paths), now=NOW)
+    html = render_html(rep)
+    p = _Html()
+    p.feed(html)
+    tags = [t for t, _ in p.tags]
+    # nothing fetched at view time: no scripts, stylesheets, images or fonts from anywhere
+    for tag, a in p.tags:
+        assert tag not in ("script", "link", "img", "iframe", "object"), tag
+        for attr in ("src", "href"):
+            v = a.get(attr) or ""
+            assert not v or v.startswith("#"), f"{tag} {attr}={v}"
+    assert "@import" not in html and "url(http" not in html
+    assert len(p.ids) == len(set(p.ids)), "duplicate element ids across figures"
+    # structure: one h1, an h2 per section, captions on every table, lang set
+    assert tags.count("h1") == 1
+    assert ("html", {"lang": "en"}) in p.tags
+    assert tags.count("table") == tags.count("caption")
+    n_fig = sum(len(s.figures) for s in rep.sections)
+    svgs = [a for t, a in p.tags if t == "svg"]
+    assert len(svgs) == n_fig == tags.count("figure") == tags.count("figcaption")
+    for a in svgs:
+        assert a.get("role") == "img"
+        title_id, desc_id = str(a["aria-labelledby"]).split()
+        assert title_id in p.ids and desc_id in p.ids
+    # the verdict comes first: before any section heading
+    assert html.index('id="verdict"') < html.index("<h2")
+    # deterministic for the same inputs and time
+    assert render_html(build_report(load_results(paths), now=NOW)) == html
+
+
+def test_markdown_with_figure_files(tmp_path: Path) -> None:
+    rep = build_report(load_results([DATA / "legacy-demo.json"]), now=NOW)
+    out = write_markdown(rep, tmp_path / "audit.md")
+    text = out.read_text()
+    assert text.startswith("# Fairness audit report\n\n**Verdict: unfair.**")
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert len(links) == sum(len(s.figures) for s in rep.sections) == 7
+    for rel in links:
+        svg = (tmp_path / rel).read_text()
+        assert svg.startswith("<svg") and 'xmlns="http://www.w3.org/2000/svg"' in svg
+    assert ("\n| disparate impact (ratio of positive rates) | 0.252 [0.201, 0.313] (95%, score): "
+            "unfair |\n") in text
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fairprobe", *args], capture_output=True,
+                          text=True, timeout=180)
+
+
+def test_cli_report(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    r = _cli("report", str(DATA / "legacy-demo.json"), str(DATA / "legacy-collab-sweep.json"),
+             "--html", str(out), "--title", "Audit of demo-platform")
+    assert r.returncode == 0, r.stderr
+    assert "verdict unfair" in r.stderr
+    html = out.read_text()
+    assert "<title>Audit of demo-platform</title>" in html and html.count("<svg") == 8
+    r = _cli("report", str(DATA / "legacy-demo.json"))
+    assert r.returncode == 2 and r.stderr.strip() == (
+        "error: Give --html FILE and/or --md FILE: where to write the report.")
+    r = _cli("report", str(tmp_path / "missing.json"), "--html", str(out))
+    assert r.returncode == 2 and r.stderr.startswith("error: File not found")
+
+
+def _fixtures() -> list[Path]:
+    """Every representative result: the commands' own (tests/data/results, committed by each
+    command's owner) and the copies kept here until those are merged."""
+    shared = Path(__file__).parents[1] / "data" / "results"
+    mine = DATA / "results"
+    found = {p.name: p for p in sorted(mine.glob("*.json"))}
+    found.update({p.name: p for p in sorted(shared.glob("*.json"))} if shared.is_dir() else {})
+    return sorted(found.values())
+
+
+@pytest.mark.parametrize("path", _fixtures(), ids=lambda p: p.name)
+def test_every_command_fixture_renders(path: Path) -> None:
+    doc = json.loads(path.read_text())
+    kind = infer_kind(doc)
+    assert kind is not None and kind == doc.get("kind", kind)
+    assert path.name.split(".")[0].split("-")[0] in kind  # <kind>[-variant].json
+    rep = build_report(load_results([path]), now=NOW)
+    assert rep.sections and all(s.sentence for s in rep.sections)
+    if "schema" in doc:
+        assert doc["schema"] == "fairprobe/1"
+        prov = dict(rep.provenance[0].items)
+        assert "fairprobe version" in prov and "created utc" in prov  # the contract's
+    html = render_html(rep)
+    assert html.count("<svg") == sum(len(s.figures) for s in rep.sections)
+
+
+def test_multigroup_audit() -> None:
+    rep = build_report(load_results([DATA / "results" / "audit-groups.json"]), now=NOW)
+    (s,) = rep.sections
+    assert s.verdict == "unfair"
+    assert [f.data["metric"] for f in s.figures] == ["demographic parity difference",
+                                                     "equal opportunity difference"]
+    dp, eo = s.figures
+    assert [g["group"] for g in dp.data["groups"]] == [
+        "Amer-Indian-Eskimo", "Asian-Pac-Islander", "Black", "Other", "White"]
+    assert dp.data["pair"] == "Asian-Pac-Islander vs Amer-Indian-Eskimo"
+    assert eo.data["rate"] == "true positive rate"
+    assert set(eo.data["excluded"]) == {"Other", "Amer-Indian-Eskimo", "Asian-Pac-Islander"}
+    assert s.sentence.startswith("The largest demographic parity difference of "
+                                 "Asian-Pac-Islander vs Amer-Indian-Eskimo is 0.413")
+    assert any("excluded (too small: 15 < min_group_size 20)" in n for n in s.notes)
+
+
+def test_sequential_mixture_and_repeats() -> None:
+    live = json.loads((DATA / "results" / "sequential-live.json").read_text())
+    s = adapt("sequential", live, "live.json")
+    path, cs = s.figures
+    assert path.plot == "sequential_path" and cs.plot == "confidence_sequence"
+    upper, lower = path.data["series"]
+    assert len(upper["x"]) == 108 and len(lower["x"]) == 54  # per pair: the pairs' queries
+    assert lower["x"][:2] == [2.0, 4.0]
+    assert cs.data["query"][-1] == 108 and cs.data["high"][-1] < -0.05
+    assert "Ville" in " ".join(s.assumptions) and s.verdict == "unfair"
+    rep = json.loads((DATA / "results" / "sequential.json").read_text())
+    s = adapt("sequential", rep, "rep.json")
+    assert [f.plot for f in s.figures] == ["sequential_path", "confidence_sequence",
+                                          "sequential_repeats"]
+    assert s.sentence.startswith("Over 100 random query orders")
+    assert "violation 99%, compliant 1%" in s.sentence and s.verdict == "unfair"
+
+
+def test_collab_simulate_sources() -> None:
+    """The simulator's columnar 'sources' block: per-source estimate, weight, role, scores."""
+    doc = json.loads((DATA / "results" / "collab-simulate.json").read_text())
+    s = adapt("collab-simulate", doc, "c.json")
+    assert [f.plot for f in s.figures] == ["collab_methods", "collab_nodes", "collab_suspicion"]
+    nodes = s.figures[1].data["nodes"]
+    assert len(nodes) == 23 and sum(n["attacker"] for n in nodes) == 3
+    attackers = set(s.figures[2].data["attackers"])
+    assert attackers == {n["id"] for n in nodes if n["attacker"]}
+    assert max(n["weight"] for n in nodes if n["attacker"]) < min(
+        n["weight"] for n in nodes if not n["attacker"])  # what the figure shows
+    assert "robust estimates" in s.sentence and s.verdict == "unfair"
