@@ -156,3 +156,19 @@ def test_a_500_never_echoes_the_exception() -> None:
         assert r.status_code == 500
         assert r.json()["error"]["message"] == "Internal server error."
         assert "secret" not in r.text
+
+
+@pytest.mark.parametrize(
+    ("content", "record"),
+    [
+        ('Details {Person: {"age": 3}}', {"age": 3}),  # prose braces around the record
+        ('Use { and } with care. {"age": 4}', {"age": 4}),  # a stray brace before it
+        ("{ " * 10 + '{"age": 5}', {"age": 5}),  # many unclosed braces before it
+        ("{x} " * 250_000 + '{"age": 6}', {"age": 6}),  # a million characters of prose braces
+        ('x {"a": "b}\\"{", "age": 7} y', {"a": 'b}"{', "age": 7}),  # braces inside strings
+    ],
+)
+def test_record_extraction_finds_the_record(content: str, record: dict) -> None:
+    from fairprobe.platform.llm import extract_record
+
+    assert extract_record([{"role": "user", "content": content}]) == record

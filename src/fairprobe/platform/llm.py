@@ -181,8 +181,9 @@ def _object_spans(text: str) -> list[tuple[int, int]]:
     """Every balanced ``{...}`` span of ``text`` (start, end), sorted by start; linear time.
 
     One pass over the braces and quotes (braces inside JSON strings do not count), with a stack of
-    open braces. Bounded for hostile text: at most :data:`_MAX_OPEN` braces open at once (deeper
-    ones are counted, not tracked) and :data:`_MAX_SPANS` spans kept.
+    open braces; only spans that can be a JSON object are kept (``{`` then ``"`` or ``}``).
+    Bounded for hostile text: at most :data:`_MAX_OPEN` braces open at once (deeper ones are
+    counted, not tracked) and :data:`_MAX_SPANS` spans kept.
     """
     stack: list[int] = []
     spans: list[tuple[int, int]] = []
@@ -212,7 +213,9 @@ def _object_spans(text: str) -> list[tuple[int, int]]:
                 untracked -= 1
             elif stack:
                 start = stack.pop()
-                if len(spans) < _MAX_SPANS:
+                # keep only spans that can be a JSON object: '{' then optional space, '"' or '}'
+                j = _WS.match(text, start + 1).end()  # type: ignore[union-attr]
+                if len(spans) < _MAX_SPANS and j < len(text) and text[j] in '"}':
                     spans.append((start, i + 1))
     spans.sort()
     return spans
@@ -222,8 +225,8 @@ def extract_record(messages: Any) -> dict[str, Any]:
     """The record in the last user message: its first ``{...}`` that is a JSON object.
 
     Linear in the message length: the balanced spans come from one pass
-    (:func:`_object_spans`); a span whose first character after ``{`` cannot start a JSON object
-    is skipped without parsing, and the parsing of the others stops once it has read twice the
+    (:func:`_object_spans`, which skips spans whose first character after ``{`` cannot start a
+    JSON object, ``{x`` or ``{'a'``), and the parsing of the others stops once it has read twice the
     message length (plus 64 KiB), so nested or repeated braces cannot make it quadratic. A JSON
     object nested deeper than the decoder allows is skipped.
     """
@@ -246,9 +249,6 @@ def extract_record(messages: Any) -> dict[str, Any]:
         raise ChatError(400, "The last user message has no text content.", "messages")
     budget = 2 * len(content) + 65536
     for a, b in _object_spans(content):
-        j = _WS.match(content, a + 1).end()  # type: ignore[union-attr]
-        if j >= len(content) or content[j] not in '"}':
-            continue  # "{x", "{'a'": prose, not a JSON object
         budget -= b - a
         if budget < 0:
             break
