@@ -192,3 +192,12 @@ def test_default_identity_is_unchanged_so_old_caches_stay_valid() -> None:
     assert backend(prompt_template="{record_json}").identity == backend().identity
     assert backend(max_completion_tokens=64).identity != backend().identity
     assert backend(omit=["seed"]).identity != backend().identity
+
+
+def test_provenance_names_exactly_what_is_sent() -> None:
+    from fairprobe.access.identity import describe_backend
+
+    d = describe_backend(backend(max_completion_tokens=64, omit=["temperature"]))
+    assert d["kind"] == "openai-chat"
+    assert d["llm"]["sent"] == {"seed": 0, "max_completion_tokens": 64}
+    assert d["llm"]["parser"] == "auto" and d["usage"]["requests"] == 0

@@ -289,6 +289,30 @@ class OpenAIChatBackend(HttpBackend):
             "requests": 0, "prompt_tokens": 0, "completion_tokens": 0, "reasoning_tokens": 0,
         }
 
+    def provenance_info(self) -> dict[str, Any]:
+        """The ``llm`` block of the provenance: the prompt, what each request sends (exactly, after
+        ``omit`` and defaults), how answers are read, and the tokens paid so far."""
+        c = self.config
+        llm: dict[str, Any] = {
+            "model": c.model,
+            "prompt_template": c.prompt_template,
+            "system_prompt": c.system_prompt,
+            "labels": list(c.labels),
+            "positive_labels": list(c.positive_labels),
+            "sent": c.sent_params(),
+            "structured_output": c.structured_output,
+            "logprobs": c.logprobs,
+            "parser": c.parser,
+            "scorer": c.scorer if c.logprobs else None,
+            "strip_reasoning": c.strip_reasoning,
+            "extra_body": dict(c.extra_body),
+        }
+        if c.logprobs:
+            llm["top_logprobs"] = c.top_logprobs
+        with self._usage_lock:
+            usage = dict(self.usage)
+        return {"llm": {k: v for k, v in llm.items() if v is not None}, "usage": usage}
+
     def prompt(self, record: Record) -> str:
         """The user message for ``record``."""
         rec_json = json.dumps(dict(record), ensure_ascii=False, separators=(", ", ": "))
