@@ -14,6 +14,8 @@ aggregated by each variant, so the variants differ only in the aggregation:
 * ``screen-raw``: influence screening on raw counts, without the Auditopus weights;
 * ``two-sided``: Auditopus weights + screening of both tails of the influence;
 * ``no-forward``: one-sided screening started from all sources instead of the core (masking);
+* ``two-sided c=2``, ``c=2, away c=3``: lower thresholds, screening (also) the sources pulling
+  away from the band, which offsets the bias of removing only one tail;
 * ``robust c=2/3/4/5``: the recommended method (default c = 4) and its threshold.
 
 Attacks: the self-consistent liars (``consistent``, ``consistent-exact``, ``selective``) with
@@ -83,6 +85,12 @@ VARIANTS: dict[str, Variant] = {
     "screen-raw": lambda W, T, h: robust_estimate(T, T, h).estimate,
     "two-sided": lambda W, T, h: robust_estimate(W, T, h, RobustParams(one_sided=False)).estimate,
     "no-forward": lambda W, T, h: robust_estimate(W, T, h, RobustParams(forward=False)).estimate,
+    "two-sided c=2": lambda W, T, h: robust_estimate(
+        W, T, h, RobustParams(c=2.0, one_sided=False)
+    ).estimate,
+    "c=2, away c=3": lambda W, T, h: robust_estimate(
+        W, T, h, RobustParams(c=2.0, c_away=3.0)
+    ).estimate,
     **{
         f"robust c={c:g}": (
             lambda W, T, h, c=c: robust_estimate(W, T, h, RobustParams(c=c)).estimate

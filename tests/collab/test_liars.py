@@ -96,3 +96,21 @@ def test_consistent_liar_defeats_auditopus_but_not_robust_on_very_unfair() -> No
         fooled_a += r.estimates["auditopus"] > -0.05
         moved_r += r.estimates["robust"] > -0.05
     assert fooled_a == 3 and moved_r == 0
+
+
+def test_attacker_core_persists_its_calibration() -> None:
+    from fairprobe.collab.protocol import AttackerCore, core_from_dict
+    from fairprobe.collab.simulate import attack_strategy
+
+    cfg = SimConfig(case="bios-moderate", attackers=2, seed=1, attack="consistent")
+    strat = attack_strategy(cfg, 20, (3,))
+    roster = [f"a{i}" for i in range(5)]
+    core = AttackerCore("a3", roster, n=300, strategy=strat)
+    core.start_round()
+    e1 = core.fabricate()
+    core.end_round()
+    back = core_from_dict(core.to_dict())
+    assert isinstance(back, AttackerCore) and back.strategy.context == strat.context
+    core.start_round()
+    back.start_round()
+    assert core.fabricate().counts == back.fabricate().counts != e1.counts

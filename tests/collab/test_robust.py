@@ -69,3 +69,16 @@ def test_bad_input() -> None:
         robust_estimate(np.ones((3, 4)), np.ones((3, 3)))
     with pytest.raises(InvalidParameterError):
         RobustParams(c=-1)
+
+
+def test_away_threshold_screens_the_other_tail_too() -> None:
+    rng = np.random.default_rng(2)
+    T = _honest(rng, 20)
+    away = np.array([[0.0, 9000.0, 9000.0, 9000.0]])  # pulls the negative DP much further down
+    T2 = np.vstack([T, away])
+    assert robust_estimate(T2, T2).kept[20]  # one-sided: kept
+    res = robust_estimate(T2, T2, params=RobustParams(c_away=3.0))
+    # removing it would move the estimate towards the band: rule 4 keeps the full estimate
+    assert abs(res.estimate) >= abs(res.auditopus) - 1e-15
+    inf = robust_estimate(T2, T2, params=RobustParams(c_away=float("inf")))
+    assert inf.estimate == pytest.approx(float(robust_estimate(T2, T2).estimate))

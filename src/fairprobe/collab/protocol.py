@@ -728,11 +728,21 @@ class AttackerCore(_Base):
         return Verdict(self.auditor_id, self.role, self.round, 0.0, self.tau)
 
     def _extra_dict(self) -> dict[str, Any]:
-        return {"strategy": self.strategy.name}
+        d: dict[str, Any] = {"strategy": self.strategy.name}
+        ctx = getattr(self.strategy, "context", None)
+        if ctx is not None:  # a calibrated liar: persist the platform's instruction too
+            d["attack_context"] = ctx.to_dict()
+        return d
 
     @classmethod
     def _extra_init(cls, d: Mapping[str, Any]) -> dict[str, Any]:
-        return {"strategy": str(d["strategy"])}
+        name = str(d["strategy"])
+        if d.get("attack_context") is None:
+            return {"strategy": name}
+        from fairprobe.collab.attacker import AttackContext
+
+        ctx = AttackContext.from_dict(dict(d["attack_context"]))
+        return {"strategy": get_attack(name).calibrate(ctx)}
 
 
 def core_from_dict(

@@ -56,6 +56,7 @@ class RobustParams:
     rmin: float = 0.5
     iters: int = 20
     one_sided: bool = True  # ablation: False screens both tails of the influence
+    c_away: float | None = None  # threshold for sources pulling away from the band (None: none)
     forward: bool = True  # ablation: False starts the screening from all sources (masking)
 
     def __post_init__(self) -> None:
@@ -151,7 +152,13 @@ def robust_estimate(
         mad = 1.4826 * _nanmedian(np.abs(infl - med[..., None]), ref)
         lim = np.where(np.isfinite(med), p.c * np.nan_to_num(mad), np.inf)[..., None]
         dev = infl - np.nan_to_num(med)[..., None]
-        inside = dev <= lim if p.one_sided else np.abs(dev) <= lim
+        if p.c_away is not None:
+            lim_away = np.where(np.isfinite(med), p.c_away * np.nan_to_num(mad), np.inf)
+            inside = (dev <= lim) & (-dev <= lim_away[..., None])
+        elif p.one_sided:
+            inside = dev <= lim
+        else:
+            inside = np.abs(dev) <= lim
         new = h & (inside | ~screen[..., None])
         if np.array_equal(new, act):
             break
