@@ -252,7 +252,7 @@ def test_every_command_fixture_renders(path: Path) -> None:
     if "schema" in doc:
         assert doc["schema"] == "fairprobe/1"
         prov = dict(rep.provenance[0].items)
-        assert "fairprobe version" in prov and "created utc" in prov  # the contract's
+        assert "fairprobe version" in prov and "time (UTC)" in prov  # the contract's
     html = render_html(rep)
     assert html.count("<svg") == sum(len(s.figures) for s in rep.sections)
 
@@ -362,3 +362,20 @@ def test_collab_nodes_network_run() -> None:
     assert attacker["weight"] < min(honest_w)  # mean weight the honest nodes give it
     assert s.sentence.startswith("6 auditor nodes (1 attacker) ran the protocol over HTTP")
     assert "not certified" in s.sentence and s.verdict == "unfair"
+
+
+def test_contract_provenance_rows_and_table() -> None:
+    rep = build_report(load_results([DATA / "results" / "audit-groups.json",
+                                     DATA / "legacy-demo.json"]), now=NOW)
+    prov = rep.provenance[0]
+    items = dict(prov.items)
+    assert items["model"].startswith("http-json:POST http://127.0.0.1:18765/audit/predict#")
+    assert items["time (UTC)"] == "2026-11-30T12:05:40Z"
+    assert items["command"].startswith("fairprobe audit --url http://127.0.0.1:18765")
+    assert items["queries"].startswith("2,000 asked: 1,579 paid, 421 from the cache")
+    (table,) = prov.tables
+    assert table.header[:3] == ["group", "asked", "paid"]
+    assert ["White", "1,719", "1,317", "402", "1,719", "0", "0", "0"] in table.rows
+    assert "These results concern 2 different models" in rep.headline
+    html = render_html(rep)
+    assert "<caption>Answers per group: asked, paid, from the cache" in html
