@@ -379,3 +379,19 @@ def test_contract_provenance_rows_and_table() -> None:
     assert "These results concern 2 different models" in rep.headline
     html = render_html(rep)
     assert "<caption>Answers per group: asked, paid, from the cache" in html
+
+
+def test_multigroup_radius_and_sequential() -> None:
+    rad = adapt("radius", _load("results/radius-multigroup.json"), "r.json")
+    assert [f.plot for f in rad.figures] == ["radius_pairs"]
+    rows = rad.figures[0].data["rows"]
+    assert [r["label"] for r in rows] == ["a vs b", "a vs c", "b vs c"]
+    assert rad.figures[0].data["radius"] == pytest.approx(max(r["radius"] for r in rows))
+    seq = adapt("sequential", _load("results/sequential-groups.json"), "s.json")
+    assert [f.plot for f in seq.figures] == ["sequential_path", "confidence_sequence",
+                                            "sequential_repeats"]
+    names = [s["name"] for s in seq.figures[0].data["series"]]
+    assert "log_e_violation" in names
+    facts = dict(seq.facts)
+    assert facts["deciding pair (audits)"].startswith("A|C (95)")
+    assert facts["pool"].startswith("sizes A 1,500, B 1,500, C 1,000;")
