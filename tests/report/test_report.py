@@ -60,7 +60,7 @@ def test_demo_report_model() -> None:
     assert fig["groups"][0]["rate"] == pytest.approx(75 / 650)
     assert fig["groups"][0]["low"] < 75 / 650 < fig["groups"][0]["high"]
     assert "wilson" in fig["groups"][0]["method"]
-    assert fig["band"] == {"kind": "ratio", "low": 0.8, "high": 1.25}
+    assert fig["band"] == {"kind": "ratio", "low": 0.8, "high": None}  # the 80% rule, one-sided
     seq = [s for s in rep.sections if s.kind == "sequential"]
     assert [s.verdict for s in seq] == ["unfair"] * 3
     assert any("no confidence sequence" in n for n in seq[0].notes)  # said, not invented

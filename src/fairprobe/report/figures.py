@@ -400,7 +400,8 @@ def plot_estimates(d: dict[str, Any]) -> Any:
     fig, (ax,) = _figure(7.0, 0.8 + 0.45 * max(len(rows), 2))
     band = d.get("band") or {}
     if band.get("kind") == "ratio":
-        ax.axvspan(band["low"], band.get("high") or 1.25, color=BAND, zorder=0,
+        right = max([1.25] + [(r["interval"] or (0, r["estimate"]))[1] * 1.05 for r in rows])
+        ax.axvspan(band["low"], band.get("high") or right, color=BAND, zorder=0,
                    label=f"fair: ratio >= {band['low']:g}")
     elif band:
         _band(ax, band.get("low"), band.get("high"), horizontal=False,
