@@ -12,15 +12,17 @@ def report(
     results: Annotated[
         list[Path],
         typer.Argument(help="Result JSON files (the --json output of any fairprobe command).",
-                       show_default=False),
+                       show_default=False, metavar="RESULT.json"),
     ],
     html: Annotated[
         Path | None,
-        typer.Option("--html", help="Write a self-contained HTML report here."),
+        typer.Option("--html", help="Write a self-contained HTML report here.",
+                     metavar="FILE"),
     ] = None,
     md: Annotated[
         Path | None,
-        typer.Option("--md", help="Write a Markdown report here (figures in <name>_figures/)."),
+        typer.Option("--md", help="Write a Markdown report here (figures in <name>_figures/).",
+                     metavar="FILE"),
     ] = None,
     title: Annotated[
         str | None, typer.Option("--title", help="Report title.")
