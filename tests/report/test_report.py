@@ -229,6 +229,8 @@ def test_cli_report(tmp_path: Path) -> None:
         "error: Give --html FILE and/or --md FILE: where to write the report.")
     r = _cli("report", str(tmp_path / "missing.json"), "--html", str(out))
     assert r.returncode == 2 and r.stderr.startswith("error: File not found")
+    r = _cli("report", str(DATA / "legacy-demo.json"), "--md", str(tmp_path))
+    assert r.returncode == 2 and "is a directory; give a file name" in r.stderr
 
 
 def _fixtures() -> list[Path]:
