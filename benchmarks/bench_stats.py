@@ -119,6 +119,18 @@ def main() -> None:
         ("gap weighted, int8 groups", lambda: compute_metric(
             "gap", sensitive_features=sex_int, values=correct, sample_weight=weights)),
     ]
+    from fairprobe.stats.frame import AuditFrame
+
+    race_cat = pd.Series(pd.Categorical(race), name="race")
+    sexrace = pd.DataFrame({"sex": sex_cat, "race": race_cat})
+    af = AuditFrame(y_pred=y_pred, y_true=y_true, sensitive_features=race_cat)
+    rows += [
+        ("AuditFrame, 5 groups, all rates", lambda: AuditFrame(
+            y_pred=y_pred, y_true=y_true, sensitive_features=race_cat)),
+        ("AuditFrame, sex x race (10 groups)", lambda: AuditFrame(
+            y_pred=y_pred, y_true=y_true, sensitive_features=sexrace)),
+        ("  summary dp + eodds, exact", lambda: (af.summary("dp"), af.summary("eodds"))),
+    ]
     c = CountsVector(301_234, 500_000, 402_345, 500_000)
     rows += [
         ("DP from counts", lambda: demographic_parity_from_counts(c)),

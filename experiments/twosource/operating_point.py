@@ -1,5 +1,9 @@
 """The later version's operating point: 70% detection power with 127 cross-checks out of 750.
 
+Source caveat: this operating point (94.2% proxy, 127 of 750 checks) is from a later version of
+the two-source paper that is NOT in ../shared/papers/ (two-source-audits.md there reports a 91%
+proxy and t = 100); it is reproduced as stated, not checked against a text.
+
 That version reports a name proxy of 94.2% accuracy. With the bundled name lists the rule is
 right for 77.5% of Adult (see docs/twosource.md), so the query pool here is a seeded subset of the
 Adult test split on which the name rule's accuracy is 94.2%: every record whose first name the rule
@@ -54,6 +58,7 @@ def main() -> None:
     acc = name.accuracy(P, P["sex"].to_numpy(dtype=object))
     g70 = float(optimize.brentq(lambda g: float(p_manip(CHECKS, acc.p_phi, g)) - 0.70, 0, 1))
     g70_paper = float(optimize.brentq(lambda g: float(p_manip(CHECKS, TARGET_ACC, g)) - 0.70, 0, 1))
+    print("source caveat: 94.2% / 127 of 750 are from a later paper version not in ../shared/papers/")
     print(f"pool: {len(P)} records, name-proxy p_phi {acc.p_phi:.4f} (target {TARGET_ACC}), "
           f"p_agree {acc.p_agree:.4f}")  # fmt: skip
     print(f"formula: n_max(127, 0.942) = {n_max(CHECKS, TARGET_ACC)}, 70% power needs "

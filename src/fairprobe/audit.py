@@ -1,4 +1,8 @@
-"""The fixed-budget black-box audit: draw queries, ask the model, compute one metric.
+"""The fixed-budget black-box audit: draw queries, ask the model, compute the metrics.
+
+:func:`run_group_audit` audits every group of one column (or every intersection of several) and
+returns a :class:`GroupAudit`, an :class:`~fairprobe.stats.frame.AuditFrame` of the answers with
+the query accounting; :func:`run_audit` computes one metric between two groups.
 
 This is the first main job of fairprobe (``fairprobe audit``). It draws ``budget`` queries
 uniformly without replacement from a query pool (seeded), asks the model through a
@@ -17,13 +21,23 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from fairprobe._validation import check_choice, check_int
+from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.access import AnswerBatch
+from fairprobe.access.base import OUTCOMES
 from fairprobe.access.blackbox import BlackBox
-from fairprobe.errors import BudgetError, DataError
+from fairprobe.errors import AnswerParseError, BudgetError, DataError
 from fairprobe.stats import METRICS, MetricResult, compute_metric, select_groups
+from fairprobe.stats.frame import AuditFrame, GroupSummary, fairness_metric_name
 
-__all__ = ["AuditResult", "ColumnPlan", "draw_queries", "plan_columns", "run_audit"]
+__all__ = [
+    "AuditResult",
+    "ColumnPlan",
+    "GroupAudit",
+    "draw_queries",
+    "plan_columns",
+    "run_audit",
+    "run_group_audit",
+]
 
 #: Short names accepted by :func:`run_audit` and the CLI.
 METRIC_ALIASES = {
@@ -80,6 +94,7 @@ class AuditResult:
     group_col: str
     values: npt.NDArray[np.float64] = field(repr=False)
     in_group_a: npt.NDArray[np.bool_] = field(repr=False)
+    outcomes_by_group: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
@@ -103,6 +118,8 @@ class AuditResult:
             "backend": self.backend,
             "group_col": self.group_col,
         }
+        if self.outcomes_by_group:
+            out["outcomes_by_group"] = self.outcomes_by_group
         if per_instance:
             groups = self.metric.groups
             out["per_instance"] = [
@@ -286,6 +303,8 @@ def run_audit(
     tolerance: float | None = None,
     threshold: float | None = None,
     confidence_level: float = 0.95,
+    pos_label: Any = None,
+    max_unusable_share: float | None = None,
 ) -> AuditResult:
     """Run a fixed-budget black-box audit of one fairness metric.
 
@@ -310,11 +329,19 @@ def run_audit(
     tolerance, threshold, confidence_level : float
         The fair band half-width of differences, the threshold of the ratio (80% rule), and the
         confidence level of the interval.
+    pos_label : scalar, optional
+        Positive value of ``label_col`` when its labels are not 0/1 (e.g. ``">50K"``).
+    max_unusable_share : float, optional
+        Strict mode: stop with :class:`~fairprobe.errors.AnswerParseError` as soon as a group's
+        share of unusable answers (unparsed, refused or truncated) exceeds this, checked after
+        each tenth of the queries once the group has 20 answers, and on all answers at the end.
+        Answers paid before the stop stay in the cache.
 
     Raises
     ------
     DataError
-        A missing column, NaN in the group or label column, a group absent from the pool.
+        A missing column, NaN in the group or label column, labels that are not 0/1 (without
+        ``pos_label``), a group absent from the pool. Raised before any query is paid.
     BudgetError
         A budget below one query per group.
     """
@@ -335,23 +362,35 @@ def run_audit(
     if budget < 2:
         raise BudgetError(f"A budget of {budget} is below one query per group (at least 2).")
     sample = draw_queries(pool, budget, seed)
+    if label_col is not None and needs_label:
+        _check_labels(sample[label_col], label_col, pos_label)
     groups = sample[group_col]
     if group_a is not None and not (groups == group_a).any():
         raise BudgetError(
             f"The {budget} queries drawn hold no member of group {group_a!r}: raise the budget "
             f"or check that {group_a!r} is a value of {group_col!r}."
         )
+    if max_unusable_share is not None:
+        check_real(max_unusable_share, "max_unusable_share", "run_audit", lo=0.0, hi=1.0,
+                   closed="left")
     before_paid, before_cached = blackbox.spent, blackbox.from_cache
-    answers: AnswerBatch = blackbox.query(sample[feats])
+    answers = _query(blackbox, sample[feats], sample[group_col], max_unusable_share)
     paid = blackbox.spent - before_paid
     cached = blackbox.from_cache - before_cached
     keep = answers.parsed
     if not keep.any():
-        raise DataError("No answer of the model could be parsed: check the backend's parsing.")
+        counts = answers.outcome_counts()
+        what = ", ".join(f"{v} {k}" for k, v in counts.items() if v and k != "ok")
+        hint = {
+            "truncated": "raise the token limit (max_completion_tokens for reasoning models)",
+            "refused": "the model refuses the task: rephrase the prompt",
+        }.get(max(counts, key=lambda k: counts[k]), "check the prompt and the backend's parser")
+        raise DataError(f"No answer of the model could be used ({what}): {hint}.")
     decisions = answers.decisions[keep]
     kept = sample.loc[keep].reset_index(drop=True)
     group_values = kept[group_col].to_numpy()
-    y_true = None if label_col is None else kept[label_col].to_numpy()
+    y_true = None if label_col is None or not needs_label else _check_labels(
+        kept[label_col], label_col, pos_label).astype(float)
     values = decisions
     if name == "performance_gap":
         assert y_true is not None
@@ -369,6 +408,7 @@ def run_audit(
     )
     sel = select_groups(group_values, group_a, group_b)
     used = sel.in_a | sel.in_b
+    all_groups = sample[group_col].to_numpy()
     if name == "equal_opportunity_difference":
         assert y_true is not None
         used &= y_true.astype(float) == 1.0
@@ -384,4 +424,342 @@ def run_audit(
         group_col=group_col,
         values=np.asarray(values, dtype=float)[used],
         in_group_a=sel.in_a[used],
+        outcomes_by_group=outcomes_by_group(answers, all_groups),
+    )
+
+
+def outcomes_by_group(answers: AnswerBatch, groups: npt.ArrayLike) -> dict[str, dict[str, int]]:
+    """Answers per outcome (``ok``, ``unparsed``, ``refused``, ``truncated``) per group value."""
+    g = np.asarray(groups)
+    oc = answers.outcomes
+    assert oc is not None
+    out: dict[str, dict[str, int]] = {}
+    for value in sorted(set(g.tolist()), key=str):
+        m = g == value
+        out[str(value)] = {o: int(np.count_nonzero(oc[m] == o)) for o in OUTCOMES}
+    return out
+
+
+#: Answers a group needs before strict mode may stop the audit early.
+STRICT_MIN_ANSWERS = 20
+
+
+def _strict_check(
+    answers: list[AnswerBatch], groups: pd.Series, limit: float, final: bool
+) -> None:
+    oc = np.concatenate([a.outcomes for a in answers if a.outcomes is not None])
+    g = groups.to_numpy()[: len(oc)]
+    for value in sorted(set(g.tolist()), key=str):
+        m = g == value
+        n = int(m.sum())
+        if n == 0 or (not final and n < STRICT_MIN_ANSWERS):
+            continue
+        counts = {o: int(np.count_nonzero(oc[m] == o)) for o in OUTCOMES}
+        bad = n - counts["ok"]
+        if bad / n > limit:
+            raise AnswerParseError(
+                f"strict mode: {bad} of {n} answers for group {value!r} ({bad / n:.1%}) are not "
+                f"usable (unparsed {counts['unparsed']}, refused {counts['refused']}, truncated "
+                f"{counts['truncated']}), above the limit of {limit:.1%}; the {len(oc)} answers "
+                "so far are cached: fix the prompt, the parser or the token limit and rerun."
+            )
+
+
+def _query(
+    blackbox: BlackBox, records: pd.DataFrame, groups: pd.Series, limit: float | None
+) -> AnswerBatch:
+    """All answers; in strict mode by tenths, stopping when a group's unusable share is too high."""
+    if limit is None:
+        return blackbox.query(records)
+    n = len(records)
+    step = max(STRICT_MIN_ANSWERS, -(-n // 10))
+    parts: list[AnswerBatch] = []
+    for lo in range(0, n, step):
+        parts.append(blackbox.query(records.iloc[lo : lo + step]))
+        _strict_check(parts, groups, limit, final=lo + step >= n)
+    return AnswerBatch(
+        np.concatenate([p.decisions for p in parts]),
+        np.concatenate([p.scores for p in parts]),
+        np.concatenate([p.logits for p in parts]),
+        sum(p.n_paid for p in parts),
+        sum(p.n_cached for p in parts),
+        np.concatenate([p.outcomes for p in parts if p.outcomes is not None]),
+        np.concatenate([p.cached for p in parts if p.cached is not None]),
+    )
+
+
+# --- any number of groups: the by-group audit ----------------------------------------------------
+
+def _check_labels(labels: Any, label_col: str, pos_label: Any) -> npt.NDArray[np.bool_]:
+    """True labels as booleans; NaN, missing or non-0/1 labels (without ``pos_label``) raise."""
+    from fairprobe.stats.frame import _binary_labels
+
+    return _binary_labels(labels, f"The label column {label_col!r}", pos_label)
+
+
+class GroupAudit(AuditFrame):
+    """The outcome of a black-box audit of any number of groups: an :class:`AuditFrame` of the
+    model's answers (by-group table, summaries with simultaneous intervals) plus the query
+    accounting.
+
+    Attributes (besides :class:`~fairprobe.stats.frame.AuditFrame`'s)
+    ----------------------------------------------------------------
+    metrics : tuple of str
+        The fairness metrics asked for (full names).
+    budget, queried, paid, cached, unparsed, seed, backend
+        As in :class:`AuditResult`.
+    group_cols : tuple of str
+        The sensitive columns (several: their intersections).
+    unparsed_by_group : dict
+        Unparsed (dropped) answers per group label.
+    answer_counts : dict
+        Per group label, :class:`fairprobe.provenance.AnswerCounts` (paid / cached / outcome of
+        every answer, kept or dropped), for the result's provenance.
+    per_instance : list of dict
+        ``{value, group, y_true}`` per kept answer (the decision), for ``fairprobe radius``.
+    """
+
+    def __init__(self, *, metrics: Sequence[str], budget: int, queried: int, paid: int,
+                 cached: int, unparsed: int, seed: int, backend: str,
+                 group_cols: Sequence[str], unparsed_by_group: dict[str, int],
+                 answer_counts: dict[str, Any] | None = None, **frame: Any) -> None:
+        super().__init__(**frame)
+        self.metrics = tuple(fairness_metric_name(m, "run_group_audit") for m in metrics)
+        self.budget, self.queried, self.paid, self.cached = budget, queried, paid, cached
+        self.unparsed, self.seed, self.backend = unparsed, seed, backend
+        self.group_cols = tuple(group_cols)
+        self.unparsed_by_group = dict(unparsed_by_group)
+        self.answer_counts = dict(answer_counts or {})
+        self._y_pred = np.asarray(frame["y_pred"], dtype=float)
+        self._y_true = frame.get("y_true")
+
+    def summaries(self) -> dict[str, GroupSummary]:
+        """The summary of every metric asked for that has two groups large enough to compare
+        (the others are in :meth:`not_summarised`)."""
+        out = {}
+        for m in self.metrics:
+            try:
+                out[m] = self.summary(m)
+            except DataError:
+                continue
+        return out
+
+    def not_summarised(self) -> dict[str, str]:
+        """Metrics asked for that could not be summarised, with the reason (e.g. fewer than two
+        groups with enough ``y_true == 1`` answers): reported, never dropped silently."""
+        out = {}
+        for m in self.metrics:
+            try:
+                self.summary(m)
+            except DataError as e:
+                out[m] = str(e)
+        return out
+
+    @property
+    def verdict(self) -> str:
+        """The worst verdict over the metrics: unfair > undetermined > fair; ``undetermined``
+        when a metric could not be summarised."""
+        order = {"unfair": 2, "undetermined": 1, "fair": 0}
+        verdicts = [s.verdict for s in self.summaries().values()]
+        if self.not_summarised():
+            verdicts.append("undetermined")
+        return max(verdicts, key=order.__getitem__)
+
+    def to_dict(self, metrics: Sequence[str] | None = None,  # type: ignore[override]
+                per_instance: bool = True) -> dict[str, Any]:
+        """JSON-ready dict; the keys are documented in ``docs/audit.md``."""
+        out: dict[str, Any] = {
+            "kind": "fairprobe.audit",
+            "group_col": list(self.group_cols),
+            "metrics": list(self.metrics),
+            "verdict": self.verdict,
+            **super().to_dict([m for m in (self.metrics if metrics is None else metrics)
+                               if m not in self.not_summarised()]),
+            "not_summarised": self.not_summarised(),
+            "budget": self.budget,
+            "queried": self.queried,
+            "paid": self.paid,
+            "cached": self.cached,
+            "unparsed": self.unparsed,
+            "unparsed_by_group": self.unparsed_by_group,
+            "seed": self.seed,
+            "backend": self.backend,
+        }
+        if per_instance:
+            labels = np.asarray(self.groups.labels, dtype=object)[self.groups.codes]
+            yt = (None if self._y_true is None
+                  else np.asarray(self._y_true, dtype=float).tolist())
+            out["per_instance"] = [
+                {"value": v, "group": g, **({} if yt is None else {"y_true": yt[i]})}
+                for i, (v, g) in enumerate(zip(self._y_pred.tolist(), labels.tolist(),
+                                               strict=True))
+            ]
+        return out
+
+
+def _group_columns(group_col: str | Sequence[str]) -> list[str]:
+    cols = [c.strip() for c in group_col.split(",")] if isinstance(group_col, str) \
+        else [str(c) for c in group_col]
+    cols = [c for c in cols if c]
+    if not cols or len(set(cols)) != len(cols):
+        raise DataError(f"group_col must name one or more distinct columns; got {group_col!r}.")
+    return cols
+
+
+def check_group_audit(
+    pool: pd.DataFrame,
+    *,
+    group_col: str | Sequence[str],
+    metrics: Sequence[str],
+    label_col: str | None,
+    feature_cols: Sequence[str] | None,
+    budget: int,
+    seed: int,
+    min_group_size: int,
+    confidence_level: float,
+    method: str,
+    tolerance: float | None,
+    threshold: float | None,
+) -> tuple[list[str], list[str], list[str]]:
+    """Validate every parameter of :func:`run_group_audit` before anything is paid.
+
+    Returns the group columns, the full metric names and the feature columns.
+    """
+    from fairprobe._validation import check_real
+    from fairprobe.stats.frame import FAIRNESS_METRICS, RATES
+    from fairprobe.stats.simultaneous import SIMULTANEOUS_METHODS
+
+    owner = "run_group_audit"
+    cols = _group_columns(group_col)
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    names = [fairness_metric_name(m, owner) for m in metrics]
+    if not names:
+        raise DataError("Name at least one metric (e.g. dp, di, eo, fpr, eodds).")
+    check_int(budget, "budget", owner, lo=1)
+    if budget < 2:
+        raise BudgetError(f"A budget of {budget} is below one query per group (at least 2).")
+    check_int(seed, "seed", owner, lo=0)
+    check_int(min_group_size, "min_group_size", owner, lo=1)
+    check_real(confidence_level, "confidence_level", owner, lo=0.0, hi=1.0, closed="neither")
+    check_choice(method, "method", owner, SIMULTANEOUS_METHODS)
+    if tolerance is not None:
+        check_real(tolerance, "tolerance", owner, lo=0.0)
+    if threshold is not None:
+        check_real(threshold, "threshold", owner, lo=0.0, hi=1.0, closed="right")
+    needs_label = [n for n in names if any("y_true" in RATES[r][0]
+                                           for r in FAIRNESS_METRICS[n][0])]
+    if needs_label and label_col is None:
+        raise DataError(f"The metric {needs_label[0]!r} needs true labels: pass label_col.")
+    _check_columns(pool, cols, "group")
+    if label_col is not None:
+        _check_columns(pool, [label_col], "label")
+    feats = list(feature_cols) if feature_cols is not None else plan_columns(
+        pool, group_cols=cols, label_col=label_col
+    ).sent
+    _check_columns(pool, feats, "feature")
+    for c in cols:
+        if pool[c].isna().any():
+            raise DataError(f"The group column {c!r} has missing values; drop those rows.")
+    return cols, names, feats
+
+
+def run_group_audit(
+    blackbox: BlackBox,
+    pool: pd.DataFrame,
+    *,
+    group_col: str | Sequence[str],
+    metrics: Sequence[str] = ("dp",),
+    label_col: str | None = None,
+    pos_label: Any = None,
+    feature_cols: Sequence[str] | None = None,
+    budget: int = 1000,
+    seed: int = 0,
+    min_group_size: int = 20,
+    reference: Any = None,
+    tolerance: float | None = None,
+    threshold: float | None = None,
+    confidence_level: float = 0.95,
+    method: str = "exact",
+    max_unusable_share: float | None = None,
+) -> GroupAudit:
+    """Black-box audit of every group of one column, or of the intersections of several.
+
+    Draws ``budget`` queries (uniformly without replacement, seeded), asks the model through
+    ``blackbox`` (cached, resumable), and returns a :class:`GroupAudit`: the
+    :class:`~fairprobe.stats.frame.AuditFrame` of the answers (each group's count, rates and
+    interval; groups below ``min_group_size`` listed as too small) and, for each metric, the
+    largest gap or smallest ratio with the pair named, each group vs the rest and vs
+    ``reference``, all with simultaneous intervals at ``confidence_level`` (``method``:
+    ``"exact"`` keeps the level at every rate and size, ``"bonferroni"`` is narrower; see
+    :mod:`fairprobe.stats.simultaneous`).
+
+    Parameters
+    ----------
+    group_col : str or sequence of str
+        One sensitive column (``"race"``), or several (``["sex", "race"]`` or ``"sex,race"``).
+    metrics : sequence of str
+        Fairness metrics by name or alias: ``dp``, ``di``, ``eo`` (TPR), ``fpr``, ``eodds``
+        (equalized odds), ``ppv`` (predictive parity), ``accuracy-gap``, ``error-rate``,
+        ``score-gap`` (mean score, when the backend returns scores).
+    max_unusable_share : float, optional
+        Strict mode, as in :func:`run_audit`: stop as soon as a group's share of unusable answers
+        (unparsed, refused, truncated) exceeds this.
+    label_col, pos_label
+        True labels (needed by every metric but ``dp``/``di``/``score-gap``) and their positive
+        value when not 0/1. NaN or non-binary labels raise before any query is paid.
+
+    Every parameter is validated before the first query is paid.
+    """
+    cols, names, feats = check_group_audit(
+        pool, group_col=group_col, metrics=metrics, label_col=label_col,
+        feature_cols=feature_cols, budget=budget, seed=seed, min_group_size=min_group_size,
+        confidence_level=confidence_level, method=method, tolerance=tolerance,
+        threshold=threshold,
+    )
+    if max_unusable_share is not None:
+        check_real(max_unusable_share, "max_unusable_share", "run_group_audit", lo=0.0, hi=1.0,
+                   closed="left")
+    sample = draw_queries(pool, budget, seed)
+    y_true_all = None
+    if label_col is not None:
+        y_true_all = _check_labels(sample[label_col], label_col, pos_label)
+    sens_all = sample[cols]
+    if reference is not None:
+        from fairprobe.stats.groups import group_labels
+
+        group_labels(sens_all).position(reference)  # an unknown reference fails before paying
+    before_paid, before_cached = blackbox.spent, blackbox.from_cache
+    all_labels = sens_all.astype(str).agg(", ".join, axis=1).to_numpy()
+    answers: AnswerBatch = _query(blackbox, sample[feats], pd.Series(all_labels),
+                                  max_unusable_share)
+    paid = blackbox.spent - before_paid
+    cached = blackbox.from_cache - before_cached
+    keep = answers.parsed
+    if not keep.any():
+        raise DataError("No answer of the model could be parsed: check the backend's parsing.")
+    from fairprobe.provenance import answer_counts_by_group
+
+    unparsed_by_group: dict[str, int] = {}
+    if (~keep).any():
+        lost = pd.Series(all_labels[~keep]).value_counts()
+        unparsed_by_group = {str(k): int(v) for k, v in lost.items()}
+    counts_by_group = answer_counts_by_group(all_labels, answers.outcomes, answers.cached)
+    scores = answers.scores[keep]
+    needs_scores = "mean_score_difference" in names
+    if needs_scores and np.isnan(scores).any():
+        raise DataError("score-gap needs scores, and the backend returned none for some "
+                        "answers: use a backend that exposes scores.")
+    return GroupAudit(
+        metrics=names, budget=budget, queried=len(sample), paid=paid, cached=cached,
+        unparsed=int((~keep).sum()), seed=seed, backend=blackbox.identity, group_cols=cols,
+        unparsed_by_group=unparsed_by_group, answer_counts=counts_by_group,
+        y_pred=answers.decisions[keep].astype(np.int64),
+        y_true=None if y_true_all is None else y_true_all[keep].astype(np.int64),
+        sensitive_features=sens_all.loc[keep].reset_index(drop=True),
+        scores=scores if needs_scores or not np.isnan(scores).any() else None,
+        min_group_size=min_group_size, confidence_level=confidence_level, method=method,
+        reference=reference,
+        tolerance=0.05 if tolerance is None else tolerance,
+        threshold=0.8 if threshold is None else threshold,
     )

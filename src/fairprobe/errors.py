@@ -66,3 +66,9 @@ class MissingExtraError(FairprobeError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
 
     exit_code = 4
+
+
+class Interrupted(FairprobeError):
+    """The user pressed Ctrl-C; the message says what was kept (cache, partial results)."""
+
+    exit_code = 130

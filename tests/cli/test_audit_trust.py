@@ -129,7 +129,7 @@ def test_label_in_feature_cols_is_refused(spy, pool_csv, capsys) -> None:
         (["--budget", "5000"], "--budget 5000 is larger than the query pool (800 rows)"),
         (["--concurrency", "0"], "--concurrency must be an integer in [1, 256], got 0."),
         (["--timeout", "0"], "--timeout must be in (0, 86400], got 0."),
-        (["--group-col", "race"], "--group-a is required with --group-col race (values: "),
+        (["--group-col", "race", "--group-a", "Whit"], "--group-a 'Whit' is not a value of 'race'"),
         (["--group-a", "Femal"], "--group-a 'Femal' is not a value of 'sex'"),
         (["--group-col", "nope"], "--group-col 'nope' is not a column of the pool"),
         (["--metric", "eo"], "--metric equal_opportunity_difference needs true labels"),

@@ -176,3 +176,13 @@ def test_public_setup_hooks_match_the_plan() -> None:
     assert np.array_equal(a, b)
     with pytest.raises(InvalidParameterError):
         honest_query_rng(cfg, 6)
+
+
+def test_robust_threshold_is_a_config_field_and_cores_agree() -> None:
+    cfg = SimConfig(case="bios-moderate", honest=6, attackers=2, seed=5, max_rounds=10,
+                    attack="consistent", robust_c=2.0)
+    fast, ref = simulate(cfg), simulate_reference(cfg)
+    assert np.array_equal(fast.per_auditor["robust"], ref.per_auditor["robust"], equal_nan=True)
+    assert cfg.to_dict()["robust_c"] == 2.0
+    with pytest.raises(InvalidParameterError):
+        SimConfig(case="bios-moderate", robust_c=-1.0)

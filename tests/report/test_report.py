@@ -304,3 +304,61 @@ def test_collab_simulate_sources() -> None:
     assert max(n["weight"] for n in nodes if n["attacker"]) < min(
         n["weight"] for n in nodes if not n["attacker"])  # what the figure shows
     assert "robust estimates" in s.sentence and s.verdict == "unfair"
+
+
+def test_radius_curve_twosource_checks_and_plan() -> None:
+    rad = adapt("radius", json.loads((DATA / "results" / "radius.json").read_text()), "r.json")
+    (fig,) = rad.figures
+    assert fig.plot == "radius_curve" and not rad.notes
+    xs, ys = fig.data["divergence_values"], fig.data["metric_values"]
+    assert len(xs) == len(ys) > 10 and min(xs) == 0.0
+    assert ys[xs.index(0.0)] == pytest.approx(fig.data["phi"])  # no shift: the audit's phi
+    ts = adapt("twosource", json.loads((DATA / "results" / "twosource.json").read_text()),
+               "t.json")
+    checks = ts.figures[0].data["checks"]
+    assert checks == {"checks": [25.0], "inconsistent": [8.0], "n_max": [83.0]}
+    plan = adapt("twosource-plan",
+                 json.loads((DATA / "results" / "twosource-plan.json").read_text()), "p.json")
+    (fig,) = plan.figures
+    assert len(fig.data["x"]) == 332 and plan.verdict is None
+
+
+def test_llm_audit_extras_are_reported() -> None:
+    """Shapes of the LLM audit's extras (llm branch): outcomes per group, name swap, prompts."""
+    legacy = _load("legacy-demo.json")["audit"]["disparate_impact"]
+    doc = dict(legacy, schema="fairprobe/1", kind="audit",
+               outcomes_by_group={"Female": {"ok": 640, "unparsed": 3, "refused": 7,
+                                             "truncated": 0},
+                                  "Male": {"ok": 1350, "unparsed": 0, "refused": 0,
+                                           "truncated": 0}},
+               name_swap={"field": "first_name", "n_usable": 400, "n_flips": 36,
+                          "flip_rate": 0.09, "interval": {"low": 0.066, "high": 0.122,
+                                                          "level": 0.95, "method": "wilson"}},
+               prompt_variation={"variants": [
+                   {"name": "plain", "estimate": 0.25, "verdict": "unfair",
+                    "interval": {"low": 0.2, "high": 0.31}, "unparsed": 0},
+                   {"name": "polite", "estimate": 0.7, "verdict": "undetermined",
+                    "interval": {"low": 0.55, "high": 0.9}, "unparsed": 4}],
+                   "spread": 0.45, "verdicts_agree": False})
+    s = adapt("audit", doc, "llm.json")
+    assert [f.plot for f in s.figures] == ["audit", "estimates"]
+    assert "flips 0.090 [0.066, 0.122] of the decisions" in s.sentence
+    assert "verdicts DISAGREE" in s.sentence
+    assert any("depends on the prompt's wording" in n for n in s.notes)
+    captions = [t.caption for t in s.tables]
+    assert any(c.startswith("Answer outcomes per group") for c in captions)
+    html = render_html(build_report([("llm.json", doc)], now=NOW))
+    assert html.count("<svg") == 2 and "<td>refused</td>" not in html
+
+
+def test_collab_nodes_network_run() -> None:
+    doc = json.loads((DATA / "results" / "collab-nodes.json").read_text())
+    s = adapt("collab-nodes", doc, "n.json")
+    assert [f.plot for f in s.figures] == ["collab_nodes", "collab_trajectory"]
+    nodes = s.figures[0].data["nodes"]
+    assert [n["attacker"] for n in nodes].count(True) == 1
+    attacker = next(n for n in nodes if n["attacker"])
+    honest_w = [n["weight"] for n in nodes if not n["attacker"]]
+    assert attacker["weight"] < min(honest_w)  # mean weight the honest nodes give it
+    assert s.sentence.startswith("6 auditor nodes (1 attacker) ran the protocol over HTTP")
+    assert "not certified" in s.sentence and s.verdict == "unfair"

@@ -127,8 +127,13 @@ def test_compute_metric_aliases_and_errors() -> None:
         compute_metric("accuracy", sensitive_features=g, y_pred=p)
     with pytest.raises(DataError, match="needs y_true"):
         compute_metric("eo", sensitive_features=g, y_pred=p)
-    with pytest.raises(DataError, match="method applies to disparate_impact_ratio only"):
+    with pytest.raises(InvalidParameterError, match="'method' parameter"):
         compute_metric("dp", sensitive_features=g, y_pred=p, method="katz")
+    with pytest.raises(DataError, match="not performance_gap"):
+        compute_metric("gap", sensitive_features=g, values=np.asarray(p, float), method="exact")
+    ex = compute_metric("dp", sensitive_features=g, y_pred=p, method="exact")
+    assert ex.method == "exact-difference" and ex.interval.width > compute_metric(
+        "dp", sensitive_features=g, y_pred=p).interval.width
     with pytest.raises(DataError, match="sample_weight is supported by performance_gap only"):
         compute_metric("dp", sensitive_features=g, y_pred=p, sample_weight=np.ones(20))
 

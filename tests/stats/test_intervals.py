@@ -221,7 +221,7 @@ def test_score_ratio_coverage_by_simulation() -> None:
 
 
 def test_katz_matches_scipy_relative_risk_without_zeros() -> None:
-    for counts in [(36, 40, 16, 80), (3, 17, 9, 12), (12, 12, 5, 9)]:
+    for counts in [(36, 40, 16, 80), (3, 17, 9, 12), (11, 12, 5, 9)]:
         lo, hi = katz_ratio_interval(*counts, confidence_level=0.9)
         ref = relative_risk(*counts).confidence_interval(confidence_level=0.9)
         assert _f(lo) == pytest.approx(ref.low, rel=1e-12)
@@ -237,6 +237,30 @@ def test_katz_continuity_correction_at_zero() -> None:
     assert _f(lo) == pytest.approx(np.exp(log_t - z * se), rel=1e-12)
     assert _f(hi) == pytest.approx(np.exp(log_t + z * se), rel=1e-12)
     assert 0 < _f(lo) < _f(hi) < np.inf
+
+
+@pytest.mark.parametrize("counts", [(10, 10, 10, 10), (10, 10, 190, 200), (3, 10, 20, 20)])
+def test_katz_correction_for_any_empty_cell(counts) -> None:
+    # issue 16 item 7: an all-positive group used to skip the correction; (10,10,10,10) gave
+    # the point interval [1, 1] (zero variance), called "fair" at any sample size.
+    a, A, b, B = counts
+    lo, hi = katz_ratio_interval(*counts)
+    c = 0.5
+    log_t = np.log((a + c) / (A + 2 * c)) - np.log((b + c) / (B + 2 * c))
+    se = np.sqrt(1 / (a + c) - 1 / (A + 2 * c) + 1 / (b + c) - 1 / (B + 2 * c))
+    z = normal_quantile(0.95)
+    assert _f(lo) == pytest.approx(np.exp(log_t - z * se), rel=1e-12)
+    assert _f(hi) == pytest.approx(np.exp(log_t + z * se), rel=1e-12)
+    assert _f(hi) - _f(lo) > 0.1
+
+
+def test_katz_exact_coverage_with_all_positive_groups() -> None:
+    # exact coverage at rates (.99, .995), sizes 10/200: 0.096 before the fix (issue 16 item 7)
+    from fairprobe.stats.coverage import exact_coverage_two
+
+    cov, _ = exact_coverage_two(katz_ratio_interval, 10, 200, np.array([0.99]),
+                                np.array([0.995]), kind="ratio")
+    assert cov[0] >= 0.95, cov
 
 
 # --- Welch -------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""``fairprobe audit``: a fixed-budget black-box audit of one fairness metric.
+"""``fairprobe audit``: a fixed-budget black-box audit of every group (or intersection) with
+several metrics, or of one metric between two groups.
 
 Every flag is checked before the first backend call (:func:`check_audit_flags` and
 :func:`plan_audit`), so a typo never costs a paid query; the messages name the flag. The result
@@ -7,6 +8,7 @@ JSON carries the provenance block (:mod:`fairprobe.provenance`).
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -52,6 +54,13 @@ MAX_RETRIES = 100
 MAX_TIMEOUT = 86_400.0
 #: ``--group-b`` values meaning "every other value".
 REST_WORDS = ("*", "rest")
+
+
+class Simultaneous(StrEnum):
+    """Constructions of the simultaneous intervals (``fairprobe.stats.simultaneous``)."""
+
+    exact = "exact"
+    bonferroni = "bonferroni"
 
 
 def check_audit_flags(
@@ -173,13 +182,14 @@ def audit(
     backend_config: Annotated[str | None, typer.Option(help="Backend config file (TOML/JSON).")] = None,
     path: Annotated[str, typer.Option(help="Endpoint path used with --url.")] = "/audit/predict",
     queries: Annotated[str | None, typer.Option(help="Query pool (CSV/Parquet); default: bundled Adult test split.")] = None,
-    group_col: Annotated[str, typer.Option(help="Sensitive attribute column.")] = "sex",
-    group_a: Annotated[str | None, typer.Option(help="Group A value (the numerator of DI); default Female for --group-col sex, else required.")] = None,
-    group_b: Annotated[str | None, typer.Option(help="Group B value; 'rest' (or omit with --group-a) for every other value.")] = None,
+    group_col: Annotated[str, typer.Option(help="Sensitive column, or several comma-separated (sex,race: their intersections). Any column but sex, several columns or several metrics: every group is audited (by-group table, worst pair with simultaneous intervals).")] = "sex",
+    group_a: Annotated[str | None, typer.Option(help="Two-group audit: group A value (the numerator of DI); default Female for --group-col sex.")] = None,
+    group_b: Annotated[str | None, typer.Option(help="Two-group audit: group B value; 'rest' (or omit with --group-a) for every other value.")] = None,
+    all_groups: Annotated[bool, typer.Option(help="Audit every group of --group-col even for sex (default there: Female vs Male).")] = False,
     label_col: Annotated[str | None, typer.Option(help="True-label column (never sent; needed by eo, accuracy-gap).")] = None,
     feature_cols: Annotated[str | None, typer.Option(help="Comma-separated columns sent to the model (default: all but the label and the sensitive column).")] = None,
     send_group: Annotated[bool, typer.Option(help="Also send the sensitive column to the model.")] = False,
-    metric: Annotated[str, typer.Option(help="di | dp | eo | accuracy-gap (case-insensitive).")] = "di",
+    metric: Annotated[str, typer.Option(help="Comma-separated, case-insensitive, any of: di, dp, eo (TPR), fpr, eodds (equalized odds), ppv (predictive parity), accuracy-gap, error-rate, score-gap. Two-group audits: one of di, dp, eo, accuracy-gap.")] = "di",
     budget: Annotated[int | None, typer.Option(help="Queries drawn from the pool [default: 2000, or the whole pool if smaller].")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the query draw.")] = 0,
     tolerance: Annotated[float | None, typer.Option(help="Fair band half-width of differences, in (0, 1).")] = None,
@@ -193,19 +203,67 @@ def audit(
     timeout: Annotated[float | None, typer.Option(help="Per-request timeout (s).")] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
+    min_group_size: Annotated[int, typer.Option(help="Every-group audit: groups (or a rate's denominator, e.g. y_true=1 answers for TPR) below this are listed and left out of the summaries.")] = 20,
+    reference: Annotated[str | None, typer.Option(help="Every-group audit: also compare every group with this one (intersections: 'Male, White').")] = None,
+    pos_label: Annotated[str | None, typer.Option(help="Positive value of --label-col when its labels are not 0/1.")] = None,
+    simultaneous: Annotated[Simultaneous, typer.Option(case_sensitive=False, help="Every-group audit: simultaneous intervals, exact (level kept at every rate and size) or bonferroni (narrower).")] = Simultaneous.exact,
+    strict: Annotated[bool, typer.Option(help="Stop when a group's share of unusable answers (unparsed, refused, truncated) exceeds --max-unusable.")] = False,
+    max_unusable: Annotated[float, typer.Option(help="Threshold of --strict (share in [0, 1)).")] = 0.05,
+    prompt_variants: Annotated[Path | None, typer.Option(help="TOML [templates] name = \"template\": rerun the audit per prompt (openai-chat backends) and report the verdict's sensitivity.")] = None,
+    name_swap: Annotated[str | None, typer.Option(help="Field holding a first name: also ask each record with the name swapped to the other sex and report the flip rate.")] = None,
 ) -> None:
-    """Audit a black-box model with a fixed budget: metric, confidence interval, verdict."""
+    """Audit a black-box model with a fixed budget: metrics, confidence intervals, verdict.
+
+    Every group of --group-col (or every intersection of several columns) with a by-group table
+    and, per metric, the worst pair with simultaneous intervals; or one metric between two
+    groups (--group-a/--group-b, and the default Female vs Male for --group-col sex).
+    """
+    if _wants_group_audit(group_col, group_a, group_b, metric, all_groups):
+        _group_audit(
+            url=url, backend_config=backend_config, path=path, queries=queries,
+            group_col=group_col, label_col=label_col, feature_cols=feature_cols,
+            send_group=send_group, metric=metric, budget=budget, seed=seed,
+            tolerance=tolerance, threshold=threshold, confidence_level=confidence_level,
+            cache=cache, no_cache=no_cache, refresh=refresh, concurrency=concurrency,
+            retries=retries, timeout=timeout, progress=progress, json_path=json_path,
+            min_group_size=min_group_size, reference=reference, pos_label=pos_label,
+            method=simultaneous.value, strict=strict, max_unusable=max_unusable,
+            prompt_variants=prompt_variants, name_swap=name_swap,
+        )
+        return
+    if pos_label is not None:
+        from fairprobe.errors import InvalidParameterError
+
+        raise InvalidParameterError(
+            "--pos-label works with every-group audits (no --group-a/--group-b); for a two-group "
+            "audit give a 0/1 --label-col.")
     name = check_audit_flags(
         metric=metric, budget=budget, seed=seed, tolerance=tolerance, threshold=threshold,
         confidence_level=confidence_level, concurrency=concurrency, retries=retries,
         timeout=timeout, no_cache=no_cache, refresh=refresh, json_path=json_path, cache=cache,
     )
+    limit = None
+    if strict:
+        limit = check_flag_real(max_unusable, "--max-unusable", lo=0.0, hi=1.0, closed="left")
+    templates = None
+    if prompt_variants is not None:
+        from fairprobe.access.variation import read_templates
+
+        templates = read_templates(str(prompt_variants))
     plan = plan_audit(
         url=url, path=path, queries=queries, group_col=group_col, group_a=group_a,
         group_b=group_b, label_col=label_col, feature_cols=feature_cols, send_group=send_group,
-        metric=name, budget=budget, seed=seed,
+        metric=name, budget=budget, seed=seed, name_swap=name_swap,
     )
     backend = build_backend(url, backend_config, path)  # no network yet
+    if templates is not None:
+        from fairprobe.access.openai_chat import OpenAIChatBackend
+        from fairprobe.errors import ConfigError
+
+        if not isinstance(backend, OpenAIChatBackend):
+            raise ConfigError("--prompt-variants needs an openai-chat backend config.")
+        for t in templates.values():  # every template is checked before anything is paid
+            OpenAIChatBackend(backend.config, prompt_template=t)
     if no_cache:
         from fairprobe.cli import main as cli_main
 
@@ -214,22 +272,75 @@ def audit(
     from fairprobe.report import write_result
     from fairprobe.report.text import print_audit
 
-    with open_blackbox(
-        backend, cache=cache, no_cache=no_cache, refresh=refresh, budget=plan["budget"],
-        retries=retries, timeout=timeout, concurrency=concurrency, progress=progress, seed=seed,
-    ) as bb:
-        result = run_audit(
-            bb, plan["pool"], group_col=group_col, metric=name, group_a=plan["group_a"],
-            group_b=plan["group_b"], label_col=plan["label"], feature_cols=plan["columns"].sent,
-            budget=plan["budget"], seed=seed, tolerance=tolerance, threshold=threshold,
-            confidence_level=confidence_level,
-        )
-        prov = audit_provenance(bb, plan, seed=seed, cache=cache, no_cache=no_cache,
-                                refresh=refresh)
+    extra: dict[str, Any] = {}
+
+    def one(be: Any, swap: bool = False) -> tuple[Any, Any]:
+        n_budget = plan["budget"] * (2 if swap and name_swap is not None else 1)
+        with open_blackbox(
+            be, cache=cache, no_cache=no_cache, refresh=refresh, budget=n_budget,
+            retries=retries, timeout=timeout, concurrency=concurrency, progress=progress,
+            seed=seed,
+        ) as bb:
+            res = run_audit(
+                bb, plan["pool"], group_col=group_col, metric=name, group_a=plan["group_a"],
+                group_b=plan["group_b"], label_col=plan["label"],
+                feature_cols=plan["columns"].sent, budget=plan["budget"], seed=seed,
+                tolerance=tolerance, threshold=threshold, confidence_level=confidence_level,
+                max_unusable_share=limit,
+            )
+            prov = audit_provenance(bb, plan, seed=seed, cache=cache, no_cache=no_cache,
+                                    refresh=refresh)
+            if swap and name_swap is not None:
+                from fairprobe.access.variation import name_swap_audit
+                from fairprobe.audit import draw_queries
+
+                sample = draw_queries(plan["pool"], plan["budget"], seed)[plan["columns"].sent]
+                extra["name_swap"] = name_swap_audit(
+                    bb, sample, name_swap, seed=seed, confidence_level=confidence_level
+                ).to_dict()
+        usage = getattr(be, "usage", None)
+        if isinstance(usage, dict):  # tokens the server reported, summed over every run
+            total = extra.setdefault("usage", dict.fromkeys(usage, 0))
+            for k, v in usage.items():
+                total[k] = total.get(k, 0) + v
+        return res, prov
+
+    result, prov = one(backend, swap=True)
+    if templates is not None:
+        from fairprobe.access.openai_chat import OpenAIChatBackend
+        from fairprobe.access.variation import prompt_sensitivity
+
+        def run_variant(_name: str, template: str) -> Any:
+            assert isinstance(backend, OpenAIChatBackend)
+            return one(OpenAIChatBackend(backend.config, prompt_template=template))[0]
+
+        extra["prompt_variation"] = prompt_sensitivity(templates, run_variant).to_dict()
     print_audit(result, console)
     print_trust_summary(prov, plan, console)
+    print_llm_dimensions(extra, console)
     if json_path is not None:
-        write_result(json_path, "audit", result, prov)
+        body = result.to_dict()
+        body.update(extra)
+        write_result(json_path, "audit", body, prov)
+
+
+def print_llm_dimensions(extra: dict[str, Any], out: Any) -> None:
+    """The name-swap flip rate and the prompt sensitivity, when they were asked for."""
+    ns = extra.get("name_swap")
+    if ns is not None:
+        out.print(
+            f"name swap ({ns['field']}): {ns['n_flips']} of {ns['n_usable']} usable pairs flip, "
+            f"rate {ns['flip_rate']:.4f} [{ns['interval']['low']:.4f}, "
+            f"{ns['interval']['high']:.4f}]"
+        )
+    pv = extra.get("prompt_variation")
+    if pv is not None:
+        for v in pv["variants"]:
+            out.print(f"prompt {v['name']}: estimate {v['estimate']:.4f}, {v['verdict']}")
+        out.print(
+            f"prompt sensitivity: spread {pv['spread']:.4f}, verdicts "
+            f"{'agree' if pv['verdicts_agree'] else 'DISAGREE'}"
+        )
 
 
 def plan_audit(
@@ -246,6 +357,7 @@ def plan_audit(
     metric: str,
     budget: int | None,
     seed: int,
+    name_swap: str | None = None,
 ) -> dict[str, Any]:
     """Read the pool and check everything that depends on it, before any backend call.
 
@@ -258,8 +370,15 @@ def plan_audit(
         from fairprobe.datasets import load_adult
         from fairprobe.platform.model import AUDIT_FEATURES
 
-        pool = load_adult("test", names_seed=None)[[*AUDIT_FEATURES, "income"]]
-        source = "bundled Adult test split"
+        if name_swap is None:
+            pool = load_adult("test", names_seed=None)[[*AUDIT_FEATURES, "income"]]
+            source = "bundled Adult test split"
+        else:  # records with first names, for the name swap (the sex column is not sent)
+            from fairprobe.platform.core import USER_FEATURES
+
+            cols = list(dict.fromkeys([*USER_FEATURES, group_col, "income"]))
+            pool = load_adult("test", names_seed=seed)[cols]
+            source = f"bundled Adult test split with first names (names seed {seed})"
         label = label_col or ("income" if metric in _NEEDS_LABEL else None)
     else:
         pool = read_table(queries)
@@ -279,6 +398,11 @@ def plan_audit(
         label = None  # a column withheld as label-like is not needed by DP/DI
     if label is not None and metric in _NEEDS_LABEL:
         _check_binary_labels(pool[label], label)
+    if name_swap is not None and name_swap not in columns.sent:
+        raise DataError(
+            f"--name-swap {name_swap!r} is not a column sent to the model (sent: "
+            f"{', '.join(columns.sent)})."
+        )
     a, b = resolve_groups(pool, group_col, group_a, group_b)
     n = len(pool)
     if budget is None:
@@ -371,6 +495,157 @@ def print_trust_summary(prov: Any, plan: dict[str, Any], out: Any) -> None:
     out.print(f"columns {plan['columns'].summary()}")
     for note in prov.notes:
         out.print(f"[bold yellow]note:[/] {note}")
+
+
+# --- every group (issue 11): kept apart from the two-group path above ------------------------
+
+def _wants_group_audit(group_col: str, group_a: str | None, group_b: str | None, metric: str,
+                       all_groups: bool) -> bool:
+    """Whether the command audits every group (else the two-group audit)."""
+    from fairprobe.errors import InvalidParameterError
+
+    several = "," in group_col or "," in metric
+    if group_a is not None or group_b is not None:
+        if all_groups:
+            raise InvalidParameterError(
+                "--all-groups audits every group; drop --group-a/--group-b (or --all-groups).")
+        if several:
+            raise InvalidParameterError(
+                "A two-group audit (--group-a/--group-b) takes one metric and one --group-col; "
+                "drop --group-a/--group-b to audit every group.")
+        return False
+    if all_groups or several or group_col.strip() not in DEFAULT_GROUPS:
+        return True
+    from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS
+
+    key = metric.strip().lower()
+    # a metric only the every-group audit knows (fpr, eodds, ...); unknown names go to the
+    # two-group path, whose message lists its choices
+    return key not in METRIC_CHOICES and (key in FAIRNESS_ALIASES or key in FAIRNESS_METRICS)
+
+
+def _label_value(pos_label: str | None) -> object:
+    """``--pos-label`` as given, or as a number when it reads as one (labels stored as ints)."""
+    if pos_label is None:
+        return None
+    try:
+        f = float(pos_label)
+    except ValueError:
+        return pos_label
+    return int(f) if f.is_integer() else f
+
+
+def _group_audit(
+    *, url: str | None, backend_config: str | None, path: str, queries: str | None,
+    group_col: str, label_col: str | None, feature_cols: str | None, send_group: bool,
+    metric: str, budget: int | None, seed: int, tolerance: float | None,
+    threshold: float | None, confidence_level: float, cache: Path, no_cache: bool,
+    refresh: bool, concurrency: int, retries: int, timeout: float | None, progress: bool,
+    json_path: Path | None, min_group_size: int, reference: str | None,
+    pos_label: str | None, method: str, strict: bool = False, max_unusable: float = 0.05,
+    prompt_variants: Path | None = None, name_swap: str | None = None,
+) -> None:
+    """The every-group audit: flags, then the pool and columns, then the paid queries."""
+    from fairprobe.errors import DataError, InvalidParameterError
+
+    for flag, given in (("--prompt-variants", prompt_variants), ("--name-swap", name_swap)):
+        if given is not None:
+            raise InvalidParameterError(
+                f"{flag} works with two-group audits (--group-a/--group-b, or --group-col sex); "
+                "drop it or audit two groups.")
+    limit = (check_flag_real(max_unusable, "--max-unusable", lo=0.0, hi=1.0, closed="left")
+             if strict else None)
+    from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS, RATES
+
+    choices = {"di": "disparate_impact_ratio", "dp": "demographic_parity_difference",
+               **FAIRNESS_ALIASES, **{m: m for m in FAIRNESS_METRICS}}
+    names = list(dict.fromkeys(check_flag_choice(m, "--metric", choices)
+                               for m in (split_list(metric) or [])))
+    if not names:
+        raise InvalidParameterError("--metric names no metric; give e.g. --metric dp,eo.")
+    cols = split_list(group_col) or []
+    if not cols or len(set(cols)) != len(cols):
+        raise InvalidParameterError(f"--group-col must name distinct columns; got {group_col!r}.")
+    if budget is not None:
+        check_flag_int(budget, "--budget", lo=2, hint=" (at least one query per group)")
+    check_flag_int(seed, "--seed", lo=0)
+    check_flag_int(min_group_size, "--min-group-size", lo=1)
+    if tolerance is not None:
+        check_flag_real(tolerance, "--tolerance", lo=0.0, hi=1.0)
+    if threshold is not None:
+        check_flag_real(threshold, "--threshold", lo=0.0, hi=1.0, closed="right")
+    hint = f" (a share: {confidence_level / 100:g} for {confidence_level:g}%)" if (
+        1.0 < confidence_level < 100.0) else ""
+    check_flag_real(confidence_level, "--confidence-level", lo=0.0, hi=1.0, hint=hint)
+    check_flag_int(concurrency, "--concurrency", lo=1)
+    check_flag_int(retries, "--retries", lo=0)
+    if timeout is not None:
+        check_flag_real(timeout, "--timeout", lo=0.0)
+    if no_cache and refresh:
+        raise InvalidParameterError("--no-cache and --refresh exclude each other; give one.")
+    check_output_path(json_path, "--json")
+    if not no_cache:
+        check_output_path(cache, "--cache")
+    needs_label = any("y_true" in RATES[r][0] for n in names for r in FAIRNESS_METRICS[n][0])
+
+    from fairprobe.audit import check_group_audit, draw_queries, plan_columns
+
+    if queries is None:
+        from fairprobe.datasets import load_adult
+        from fairprobe.platform.model import AUDIT_FEATURES
+
+        pool = load_adult("test", names_seed=None)[[*AUDIT_FEATURES, "income"]]
+        source = "bundled Adult test split"
+        label = label_col or ("income" if needs_label else None)
+    else:
+        pool = read_table(queries)
+        source = queries
+        label = label_col
+    for c in cols:
+        if c not in pool.columns:
+            have = ", ".join(map(str, pool.columns[:12]))
+            raise DataError(f"--group-col {c!r} is not a column of the pool (columns: {have}).")
+    if needs_label and label is None:
+        raise DataError(f"--metric {names[0]} needs true labels: give --label-col.")
+    columns = plan_columns(pool, group_cols=cols, label_col=label,
+                           feature_cols=split_list(feature_cols), send_group=send_group,
+                           required=_platform_fields(url, path))
+    if not needs_label and label_col is None:
+        label = None
+    n = len(pool)
+    if budget is None:
+        budget = min(2000, n)
+    elif budget > n:
+        raise DataError(f"--budget {budget} is larger than the query pool ({n} rows); lower it "
+                        "or give a larger --queries file.")
+    kwargs: dict[str, Any] = dict(
+        group_col=cols, metrics=names, label_col=label, feature_cols=columns.sent,
+        budget=budget, seed=seed, min_group_size=min_group_size,
+        confidence_level=confidence_level, method=method, tolerance=tolerance,
+        threshold=threshold)
+    check_group_audit(pool, **kwargs)
+    sample = draw_queries(pool, budget, seed)
+    plan = {"pool": pool, "source": source, "columns": columns, "label": label,
+            "budget": budget, "group_col": ", ".join(cols),
+            "sample_groups": sample[cols].astype(str).agg(", ".join, axis=1).to_numpy()}
+    backend = build_backend(url, backend_config, path)  # no network yet
+    from fairprobe.audit import run_group_audit
+    from fairprobe.report import write_result
+    from fairprobe.report.groups import print_group_audit
+
+    with open_blackbox(
+        backend, cache=cache, no_cache=no_cache, refresh=refresh, budget=budget,
+        retries=retries, timeout=timeout, concurrency=concurrency, progress=progress, seed=seed,
+    ) as bb:
+        result = run_group_audit(bb, pool, reference=reference,
+                                 pos_label=_label_value(pos_label), max_unusable_share=limit,
+                                 **kwargs)
+        prov = audit_provenance(bb, plan, seed=seed, cache=cache, no_cache=no_cache,
+                                refresh=refresh)
+    print_group_audit(result, console)
+    print_trust_summary(prov, plan, console)
+    if json_path is not None:
+        write_result(json_path, "audit", result, prov)
 
 
 def register(app: typer.Typer) -> None:

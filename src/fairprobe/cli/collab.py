@@ -39,6 +39,14 @@ Attack = Annotated[
         help="Attack strategy: " + ", ".join(ATTACK_NAMES) + " (or a registered one).",
     ),
 ]
+RobustC = Annotated[
+    float,
+    typer.Option(
+        "--robust-c",
+        help="Screening threshold of 'robust' in MADs (4: recommended; 2: harder on "
+        "self-consistent liars, less accurate).",
+    ),
+]
 Betas = Annotated[
     str | None, typer.Option("--betas", help="Extra trimming fractions, e.g. 0.1,0.3")
 ]
@@ -65,6 +73,7 @@ def _config(
     degree: float,
     attack: str,
     betas: str | None,
+    robust_c: float = 4.0,
 ) -> object:
     from fairprobe.collab.simulate import SimConfig
     from fairprobe.errors import InvalidParameterError
@@ -92,6 +101,7 @@ def _config(
         degree=degree,
         attack=attack.lower(),
         extra_betas=extra,
+        robust_c=robust_c,
     )
 
 
@@ -111,6 +121,7 @@ def simulate_cmd(
     degree: Degree = 4.0,
     attack: Attack = "adaptive",
     betas: Betas = None,
+    robust_c: RobustC = 4.0,
     json_path: Path | None = typer.Option(None, "--json", help="Write the result here (JSON)."),
 ) -> None:
     """Simulate one audit; print every method's estimate and verdict."""
@@ -124,6 +135,7 @@ def simulate_cmd(
     cfg = _config(
         case, attackers, seed, honest=honest, alpha=alpha, n=n, rounds=rounds, tau=tau,
         z_max=z_max, beta=beta, replacement=replacement, degree=degree, attack=attack, betas=betas,
+        robust_c=robust_c,
     )
     assert isinstance(cfg, SimConfig)
     res = simulate(cfg)
@@ -174,6 +186,7 @@ def sweep_cmd(
     degree: Degree = 4.0,
     attack: Attack = "adaptive",
     betas: Betas = None,
+    robust_c: RobustC = 4.0,
 ) -> None:
     """Run cases x attackers x seeds on Dask; resumable (rerun to finish an interrupted sweep)."""
     from rich.console import Console
@@ -199,6 +212,7 @@ def sweep_cmd(
     cfg = _config(
         case_list[0], 0, 0, honest=honest, alpha=alpha, n=n, rounds=rounds, tau=tau,
         z_max=z_max, beta=beta, replacement=replacement, degree=degree, attack=attack, betas=betas,
+        robust_c=robust_c,
     )
     assert isinstance(cfg, SimConfig)
     import os

@@ -93,11 +93,13 @@ def _is_click_exception(exc: BaseException) -> bool:
     return any(c.__name__ == "ClickException" for c in type(exc).__mro__) and hasattr(exc, "show")
 
 
-#: The line printed on Ctrl-C; a command may replace it (e.g. when nothing is cached).
-INTERRUPT_MESSAGE = (
+_DEFAULT_INTERRUPT_MESSAGE = (
     "interrupted; the answers paid for so far are in the cache: rerun the same command to "
     "resume without paying for them again."
 )
+#: The line printed on Ctrl-C; a command may replace it for its own run (e.g. when nothing is
+#: cached). :func:`main` resets it at every call.
+INTERRUPT_MESSAGE = _DEFAULT_INTERRUPT_MESSAGE
 
 
 class _Interrupted(BaseException):
@@ -114,6 +116,8 @@ def main(argv: list[str] | None = None) -> None:
     import signal
     import threading
 
+    global INTERRUPT_MESSAGE
+    INTERRUPT_MESSAGE = _DEFAULT_INTERRUPT_MESSAGE
     debug = os.environ.get("FAIRPROBE_DEBUG") == "1"
     from fairprobe.provenance import set_command_line
 

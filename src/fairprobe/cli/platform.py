@@ -32,6 +32,13 @@ def serve_cmd(
     fail_rate: float = typer.Option(0.0, help="Seeded share of requests answered 429/503."),
     delay_ms: float = typer.Option(0.0, help="Delay added to every predict request (ms)."),
     llm_garble_rate: float = typer.Option(0.0, help="Seeded share of unparseable LLM replies."),
+    llm_refuse_rate: float = typer.Option(0.0, help="Seeded share of refused LLM replies."),
+    llm_reasoning: str = typer.Option(
+        "none", help="Answer like a reasoning model: none | think (<think> in the content) | "
+        "field (reasoning_content)."
+    ),
+    header_timeout: float = typer.Option(10.0, help="Seconds to receive a request's headers."),
+    body_timeout: float = typer.Option(30.0, help="Seconds between chunks of a request body."),
     max_body_bytes: int = typer.Option(8 * 1024 * 1024, help="Largest request body accepted."),
     max_instances: int = typer.Option(10_000, help="Most instances per request."),
     allow_external: bool = typer.Option(False, help="Allow a non-loopback bind address."),
@@ -53,6 +60,10 @@ def serve_cmd(
         fail_rate=fail_rate,
         delay_ms=delay_ms,
         llm_garble_rate=llm_garble_rate,
+        llm_refuse_rate=llm_refuse_rate,
+        llm_reasoning=llm_reasoning.lower(),
+        header_timeout=header_timeout,
+        body_timeout=body_timeout,
         max_body_bytes=max_body_bytes,
         max_instances=max_instances,
         allow_external=allow_external,

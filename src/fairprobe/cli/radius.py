@@ -31,7 +31,7 @@ def radius(
     from fairprobe.errors import InvalidParameterError
     from fairprobe.radius import consistency_radius
     from fairprobe.radius.io import read_audit_input
-    from fairprobe.report import write_json
+    from fairprobe.report import write_result
 
     check_int(curve_points, "curve_points", "radius", lo=0, hi=10_000)
     chosen = None
@@ -54,7 +54,10 @@ def radius(
     if res.infinite:
         typer.echo(f"radius: infinite — {res.message}")
     if json_path is not None:
-        write_json(json_path, res.to_dict())
+        from fairprobe.provenance import Provenance
+
+        write_result(json_path, "radius", res.to_dict(),
+                     Provenance.capture(extra={"input": str(input)}))
 
 
 def register(app: typer.Typer) -> None:

@@ -13,7 +13,6 @@ Two modes, one command:
 
 from __future__ import annotations
 
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -131,7 +130,7 @@ def sequential(
     metric: Annotated[MetricChoice, typer.Option(case_sensitive=False, help="Statistical parity or equal opportunity.")] = MetricChoice.sp,
     tolerance: Annotated[float, typer.Option(help="delta in (0, 1): H0 |g| <= delta is compliance.")] = 0.1,
     access: Annotated[AccessChoice, typer.Option(case_sensitive=False, help="What the model reveals.")] = AccessChoice.decisions,
-    test: Annotated[TestChoice | None, typer.Option(case_sensitive=False, help="Default mixture: anytime-valid (type-I <= alpha, type-II <= beta at any stop). glr-wald: the paper's GLR, fast but measured type-I 0.18 at gap = delta for alpha = 0.05 (docs/sequential.md).")] = None,
+    test: Annotated[TestChoice | None, typer.Option(case_sensitive=False, help="Default mixture: anytime-valid (type-I <= alpha, type-II <= beta at any stop). glr-wald: the paper's GLR, fast but measured type-I 0.19 at gap = delta for alpha = 0.05 (docs/sequential.md).")] = None,
     logit_bound: Annotated[float | None, typer.Option(help="Default test with logits: range [-b, b] of the logits (live mode default 10; pool mode: the pool's range).")] = None,
     alpha: Annotated[float, typer.Option(help="Nominal type-I error (false violation).")] = 0.05,
     beta: Annotated[float, typer.Option(help="Nominal type-II error (false compliance).")] = 0.2,
@@ -179,20 +178,22 @@ def sequential(
                 input_path, group_col, group_a, decision_col, score_col, logit_col, label_col,
                 repeats, progress, common, partial, pair,
             )  # fmt: skip
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, _interrupt_type()):
+            from fairprobe.errors import Interrupted
+
             done = partial[0] if partial else None
+            n_done = 0 if done is None else done.repeats
             if json_path is not None and done is not None:
                 body = done.to_dict()
                 body["interrupted"] = True
                 write_json(json_path, body)
-                sys.stderr.write(
-                    f"interrupted: {done.repeats} of {repeats} repeats done, "
-                    f"partial result written to {json_path}\n"
-                )
-            else:
-                sys.stderr.write(f"interrupted: no result written ({0 if done is None else done.repeats} "
-                                 f"of {repeats} repeats done)\n")  # fmt: skip
-            raise typer.Exit(130) from None
+                raise Interrupted(
+                    f"interrupted: {n_done} of {repeats} repeats done, "
+                    f"partial result written to {json_path}"
+                ) from None
+            raise Interrupted(
+                f"interrupted: no result written ({n_done} of {repeats} repeats done)"
+            ) from None
         _print_repeated(result)
     else:
         result = _live_mode(
@@ -361,3 +362,10 @@ def _live_mode(
 
 def register(app: typer.Typer) -> None:
     app.command("sequential")(sequential)
+
+
+def _interrupt_type() -> type[BaseException]:
+    """The exception the CLI's SIGINT handler raises (click would swallow a KeyboardInterrupt)."""
+    from fairprobe.cli.main import _Interrupted
+
+    return _Interrupted

@@ -115,7 +115,7 @@ def twosource(
         return
     from fairprobe.access.blackbox import BlackBox
     from fairprobe.errors import InvalidParameterError
-    from fairprobe.report import write_json
+    from fairprobe.report import write_result
     from fairprobe.twosource import LearnedProxy, proxy_from_spec, run_two_source_audit
     from fairprobe.twosource.detectors import DETECTORS
 
@@ -159,7 +159,16 @@ def twosource(
         )  # fmt: skip
     console.print(str(result), markup=False)
     if json_path is not None:
-        write_json(json_path, result)
+        from fairprobe.access.identity import describe_backend
+        from fairprobe.provenance import Provenance, pool_digest
+
+        prov = Provenance.capture(
+            seed=seed,
+            query_pool=pool_digest(pool, "adult:test" if queries is None else str(queries)),
+            backend=describe_backend(a_backend),
+            extra={"backend_b": describe_backend(b_backend), "cache": str(cache)},
+        )
+        write_result(json_path, "twosource", result, prov)
 
 
 @twosource_app.command("plan")
@@ -219,7 +228,7 @@ def plan(
     """
     from fairprobe._validation import check_int, check_real
     from fairprobe.errors import InvalidParameterError
-    from fairprobe.report import write_json
+    from fairprobe.report import write_result
     from fairprobe.twosource.budget import plan_budget
     from fairprobe.twosource.theory import MAX_BUDGET, detection_test, di_sigma, pareto_frontier
 
@@ -301,7 +310,7 @@ def plan(
         if front is not None:
             _print_frontier(front, out, theorem3, gamma)
     if json_path is not None:
-        write_json(json_path, out)
+        write_result(json_path, "twosource-plan", out)
 
 
 def _print_frontier(front: Any, out: dict[str, Any], theorem3: bool, gamma: float) -> None:

@@ -119,6 +119,26 @@ class Certificate:
         }
 
 
+def _top_k_sums(
+    gain: FloatArray, x: FloatArray, y: FloatArray, k: int
+) -> tuple[FloatArray, FloatArray]:
+    """Sums of ``x`` and ``y`` over the (at most ``k``) sources with the largest positive gain,
+    per grid point (``gain``: (..., G, V); ``x``, ``y``: (..., V))."""
+    V = gain.shape[-1]
+    if k >= V:
+        take = gain > 0
+    else:
+        kth = -np.partition(-gain, k - 1, axis=-1)[..., k - 1 : k]  # k-th largest gain
+        greater = (gain > 0) & (gain > kth)
+        tied = (gain > 0) & (gain == kth)
+        # all gains above the k-th value, then as many tied ones as fit (equal gains: any will do)
+        need = k - greater.sum(axis=-1, keepdims=True)
+        take = greater | (tied & (np.cumsum(tied, axis=-1) <= need))
+    xs = np.where(take, x[..., None, :], 0.0).sum(axis=-1)
+    ys = np.where(take, y[..., None, :], 0.0).sum(axis=-1)
+    return xs, ys
+
+
 def _ratio_max(a: FloatArray, A: FloatArray, X: FloatArray, k: int) -> FloatArray:
     """``max_{|S| <= k} (sum a - a_S + X) / (sum A - A_S + X)`` per grid point (Dinkelbach).
 
@@ -133,14 +153,7 @@ def _ratio_max(a: FloatArray, A: FloatArray, X: FloatArray, k: int) -> FloatArra
         return np.where(sA + X > 0, rho, -np.inf)
     for _ in range(a.shape[-1] + 2):
         gain = rho[..., :, None] * A[..., None, :] - a[..., None, :]  # (..., G, V)
-        top = -np.sort(-gain, axis=-1)[..., :k]
-        take = top > 0
-        # the chosen S: the k largest positive gains; recompute the ratio of the remainder
-        order = np.argsort(-gain, axis=-1)[..., :k]
-        a_s = np.where(take, np.take_along_axis(np.broadcast_to(a[..., None, :], gain.shape),
-                                                order, axis=-1), 0.0).sum(axis=-1)
-        A_s = np.where(take, np.take_along_axis(np.broadcast_to(A[..., None, :], gain.shape),
-                                                order, axis=-1), 0.0).sum(axis=-1)
+        a_s, A_s = _top_k_sums(gain, a, A, k)  # the chosen S: the k largest positive gains
         den = sA - A_s + X
         with np.errstate(all="ignore"):
             new = np.where(den > 0, (sa - a_s + X) / den, rho)
@@ -162,13 +175,7 @@ def _ratio_min(b: FloatArray, B: FloatArray, Y: FloatArray, k: int) -> FloatArra
         return rho
     for _ in range(b.shape[-1] + 2):
         gain = b[..., None, :] - rho[..., :, None] * B[..., None, :]  # removing j lowers ratio
-        order = np.argsort(-gain, axis=-1)[..., :k]
-        top = np.take_along_axis(gain, order, axis=-1)
-        take = top > 0
-        b_s = np.where(take, np.take_along_axis(np.broadcast_to(b[..., None, :], gain.shape),
-                                                order, axis=-1), 0.0).sum(axis=-1)
-        B_s = np.where(take, np.take_along_axis(np.broadcast_to(B[..., None, :], gain.shape),
-                                                order, axis=-1), 0.0).sum(axis=-1)
+        b_s, B_s = _top_k_sums(gain, b, B, k)
         den = sB - B_s + Y
         with np.errstate(all="ignore"):
             new = np.where(den > 0, (sb - b_s) / den, rho)

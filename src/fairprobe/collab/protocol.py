@@ -587,13 +587,14 @@ class AuditorCore(_Base):
         """Step 6: ``DP(sum_j W_j)`` (NaN while a group has no data)."""
         return dp_of(self.weighted_total())
 
-    def robust_estimate(self) -> float:
+    def robust_estimate(self, params: Any = None) -> float:
         """The recommended ``robust`` estimate (:mod:`fairprobe.collab.robust`): the Auditopus
-        weights plus one-sided influence screening, on this auditor's table."""
+        weights plus one-sided influence screening, on this auditor's table (``params``: a
+        :class:`~fairprobe.collab.robust.RobustParams`, default the recommended ones)."""
         from fairprobe.collab.robust import robust_estimate
 
         held = np.array([self.held[a].round >= 1 for a in self.roster])
-        return float(robust_estimate(self.W, self.table_counts(), held).estimate)
+        return float(robust_estimate(self.W, self.table_counts(), held, params).estimate)
 
     def estimate_of(self, method: str = "auditopus") -> float:
         """This auditor's estimate by ``method``: ``auditopus`` (Step 6), ``robust``, or any

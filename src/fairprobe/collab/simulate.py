@@ -53,7 +53,7 @@ from fairprobe.collab.protocol import (
     dp_of,
     query_order,
 )
-from fairprobe.collab.robust import robust_estimate
+from fairprobe.collab.robust import RobustParams, robust_estimate
 from fairprobe.collab.score import Z_MAX, suspicion_scores
 from fairprobe.datasets.populations import POPULATIONS, get_population
 from fairprobe.stats.counts import CountsVector
@@ -86,6 +86,9 @@ BASE_METHODS = (
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
+#: Largest audit (N + K) whose runs carry certificates.
+CERTIFY_MAX_AUDITORS = 100
+
 
 @dataclass(frozen=True)
 class SimConfig:
@@ -107,6 +110,7 @@ class SimConfig:
     attack: str = "adaptive"
     extra_betas: tuple[float, ...] = field(default_factory=tuple)
     max_redraws: int = 1000
+    robust_c: float = 4.0
 
     def __post_init__(self) -> None:
         o = "SimConfig"
@@ -126,6 +130,7 @@ class SimConfig:
         for b in self.extra_betas:
             check_real(b, "extra_betas", o, lo=0.0, hi=0.5, closed="left")
         check_int(self.max_redraws, "max_redraws", o, lo=1)
+        check_real(self.robust_c, "robust_c", o, lo=0.0)
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -398,14 +403,14 @@ def simulate(
         per["auditopus"] = np.array([dp_of(r) for r in tot])
     tables = H[s_idx, cols]
     held = s_idx >= 1
-    per["robust"] = robust_estimate(weighted, tables, held).estimate
+    per["robust"] = robust_estimate(weighted, tables, held, RobustParams(c=cfg.robust_c)).estimate
     for m in BASE_METHODS[:-2]:
         per[m] = get_aggregator(m, cfg.beta)(tables, held)
     for b in cfg.extra_betas:
         per[f"trimmed-mean@{b:g}"] = get_aggregator("trimmed-mean", b)(tables, held)
     estimates = {m: _global(per[m], K) for m in cfg.methods}
     node_k, glob_k = _certificates(cfg, R, per, weighted, tables, held)
-    rob0 = robust_estimate(weighted[:1], tables[:1], held[:1])
+    rob0 = robust_estimate(weighted[:1], tables[:1], held[:1], RobustParams(c=cfg.robust_c))
     empty = (delta[..., 1] + delta[..., 3]) == 0  # (R, V)
     raw_mass = (H[R, :, 1] + H[R, :, 3]).astype(np.float64)
     w_mass = CW[R, :, 1] + CW[R, :, 3]
@@ -473,7 +478,13 @@ def _certificates(
     tables: IntArray,
     held: npt.NDArray[np.bool_],
 ) -> tuple[dict[str, npt.NDArray[np.int64]], dict[str, int]]:
-    """Per-auditor and global ``certified_k`` of the pooled methods (none, auditopus, robust)."""
+    """Per-auditor and global ``certified_k`` of the pooled methods (none, auditopus, robust).
+
+    Computed for audits of at most :data:`CERTIFY_MAX_AUDITORS` auditors (the bound costs
+    ``O(N V^2)`` per ``k``); larger audits report no certificate (``certified_k`` None).
+    """
+    if tables.shape[1] > CERTIFY_MAX_AUDITORS:
+        return {}, {}
     budget = cfg.n * rounds
     node = {
         "none": certify_many(tables, budget, cfg.tau, held),
@@ -537,7 +548,9 @@ def simulate_reference(cfg: SimConfig, *, setup: HonestSetup | None = None) -> R
     per["auditopus"] = np.array([c.estimate() for c in honest_cores])
     tables_arr = np.stack([c.table_counts() for c in honest_cores])
     held = np.stack([np.array([c.held[a].round >= 1 for a in roster]) for c in honest_cores])
-    per["robust"] = np.array([c.robust_estimate() for c in honest_cores])
+    per["robust"] = np.array(
+        [c.robust_estimate(RobustParams(c=cfg.robust_c)) for c in honest_cores]
+    )
     for m in BASE_METHODS[:-2]:
         per[m] = get_aggregator(m, cfg.beta)(tables_arr, held)
     for b in cfg.extra_betas:

@@ -56,7 +56,7 @@ def infer_kind(doc: Doc) -> str | None:
         return "sequential"
     if "detectors" in doc and ("di_a" in doc or "verdict" in doc):
         return "twosource"
-    if "n_max" in doc and ("p_manip" in doc or "frontier" in doc):
+    if "pareto" in doc or ("n_max" in doc and ("p_manip" in doc or "frontier" in doc)):
         return "twosource-plan"
     if "runs" in doc and "config" in doc:
         runs = doc.get("runs")

@@ -40,7 +40,7 @@ def load_results(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[str, Map
 
 def overall_verdict(sections: Sequence[Section]) -> str:
     """``fair``, ``unfair``, ``conflicting`` or ``undetermined`` over the sections' verdicts."""
-    signs = {polarity(s.verdict) for s in sections} - {None, 0}
+    signs = {polarity(s.verdict) for s in sections if s.counts} - {None, 0}
     if signs == {-1}:
         return "unfair"
     if signs == {1}:
@@ -65,7 +65,7 @@ def _count(n: int, word: str) -> str:
 
 def _headline(sections: Sequence[Section], overall: str) -> str:
     """One sentence: the overall verdict, how many findings back it, and any manipulation."""
-    pol = [p for p in (polarity(s.verdict) for s in sections) if p is not None]
+    pol = [p for p in (polarity(s.verdict) for s in sections if s.counts) if p is not None]
     unfair, fair, open_ = pol.count(-1), pol.count(1), pol.count(0)
     tally = (f"{unfair} of {_count(len(pol), 'fairness finding')} say unfair, {fair} say fair"
              + (f", {open_} {'is' if open_ == 1 else 'are'} undetermined" if open_ else ""))
@@ -78,6 +78,10 @@ def _headline(sections: Sequence[Section], overall: str) -> str:
     manip = [s for s in sections if s.kind == "twosource" and s.verdict == "manipulated"]
     if manip:
         lead += "; the two-source audit finds that its audit API gives auditors manipulated answers"
+    sims = sum(1 for s in sections if not s.counts)
+    if sims:
+        lead += (f" ({_count(sims, 'simulation')} with a known truth not counted: "
+                 f"{'it evaluates' if sims == 1 else 'they evaluate'} the method, not this model)")
     return lead + "."
 
 

@@ -18,7 +18,6 @@ __all__ = ["FigureSpec", "Provenance", "Report", "Section", "Table", "polarity"]
 _POLARITY = {
     "unfair": -1,
     "violation": -1,
-    "fooled": -1,
     "fair": 1,
     "compliant": 1,
     "compliance": 1,
@@ -74,6 +73,9 @@ class Section:
     assumptions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     anchor: str = ""
+    #: False for simulations with a known truth (method evaluations): shown, but not counted in
+    #: the overall verdict on the audited model
+    counts: bool = True
 
 
 @dataclass

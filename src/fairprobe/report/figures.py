@@ -34,6 +34,10 @@ def _figure(width: float, height: float, ncols: int = 1) -> tuple[Any, list[Any]
     return fig, axes
 
 
+def _ticker() -> Any:
+    return import_optional("matplotlib.ticker", feature="the report's figures")
+
+
 def _band(ax: Any, low: float | None, high: float | None, horizontal: bool = True,
           label: str = "fair band") -> None:
     if low is None or high is None:
@@ -187,7 +191,11 @@ def plot_radius_curve(d: dict[str, Any]) -> Any:
     if d.get("metric_low") and d.get("metric_high"):
         ax.fill_between(xs, d["metric_low"], d["metric_high"], color=BLUE, alpha=0.2,
                         label="reachable metric")
-    ax.plot(xs, ys, color=BLUE, lw=1.8, marker="o", ms=3, label="metric closest to the band")
+    ax.plot(xs, ys, color=BLUE, lw=1.8, marker="o", ms=3,
+            label="least shift that moves the metric to phi")
+    if d.get("phi") is not None:
+        ax.plot([0], [d["phi"]], marker="D", color="black", ms=6, ls="none",
+                label=f"audit data: phi {d['phi']:.3f}")
     r = d.get("radius")
     if r is not None:
         ax.axvline(r, color=RED, ls="--", lw=1.2, label=f"radius {r:.4f}")
@@ -241,7 +249,7 @@ def plot_twosource(d: dict[str, Any]) -> Any:
             if x.get("alpha"):
                 ax2.plot([-math.log10(x["alpha"])] * 2, [i - 0.4, i + 0.4], color="black", lw=2)
         for b, x, p in zip(bars, dets, ps, strict=False):
-            ax2.annotate(f"p={'<1e-16' if x['p'] < floor else f'{p:.3g}'}"
+            ax2.annotate(f"p{'<1e-16' if x['p'] < floor else f'={p:.3g}'}"
                          f"{' FIRED' if x['detected'] else ''}",
                          (b.get_width(), b.get_y() + b.get_height() / 2), xytext=(3, 0),
                          textcoords="offset points", va="center", fontsize=7)
@@ -253,12 +261,15 @@ def plot_twosource(d: dict[str, Any]) -> Any:
         ax2.set_axis_off()
     checks = d.get("checks")
     if checks:
-        ax3.step(checks["checks"], checks["inconsistent"], where="post", color=BLUE,
-                 label="inconsistent answers")
+        ax3.plot(checks["checks"], checks["inconsistent"], color=BLUE, marker="o",
+                 drawstyle="steps-post", label="inconsistent answers")
         if checks.get("n_max"):
-            ax3.plot(checks["checks"], checks["n_max"], color=RED, ls="--", label="n_max")
+            ax3.plot(checks["checks"], checks["n_max"], color=RED, ls="--", marker="_", ms=14,
+                     drawstyle="steps-post", label="n_max (at each look)")
         elif d.get("n_max") is not None:
             ax3.axhline(d["n_max"], color=RED, ls="--", label=f"n_max {d['n_max']:g}")
+        ax3.set_ylim(bottom=0)
+        ax3.set_xlim(0, max(checks["checks"]) * 1.15 + 1)
         ax3.set_xlabel("checks")
         ax3.legend(fontsize=7)
     elif d.get("n_inconsistent") is not None and d.get("n_max") is not None:
@@ -301,6 +312,7 @@ def plot_collab_trajectory(d: dict[str, Any]) -> Any:
     if d.get("true") is not None:
         ax.axhline(d["true"], color="black", ls="--", lw=1, label=f"true DP {d['true']:.3f}")
     ax.set_xlabel("round")
+    ax.xaxis.set_major_locator(_ticker().MaxNLocator(integer=True))
     ax.set_ylabel("estimated DP gap")
     ax.legend(fontsize=8, loc="best")
     return fig
@@ -340,6 +352,7 @@ def plot_collab_suspicion(d: dict[str, Any]) -> Any:
     if d.get("z_max") is not None:
         ax.axhline(d["z_max"], color="black", ls=":", lw=1, label=f"cap z_max {d['z_max']:g}")
     ax.set_xlabel("round")
+    ax.xaxis.set_major_locator(_ticker().MaxNLocator(integer=True))
     ax.set_ylabel("suspicion score")
     ax.legend(fontsize=8, loc="best")
     return fig
@@ -360,9 +373,33 @@ def plot_collab_sweep(d: dict[str, Any]) -> Any:
     return fig
 
 
+def plot_estimates(d: dict[str, Any]) -> Any:
+    rows = [r for r in d["rows"] if r.get("estimate") is not None]
+    fig, (ax,) = _figure(7.0, 0.8 + 0.45 * max(len(rows), 2))
+    band = d.get("band") or {}
+    if band.get("kind") == "ratio":
+        ax.axvspan(band["low"], band.get("high") or 1.25, color=BAND, zorder=0,
+                   label=f"fair: ratio >= {band['low']:g}")
+    elif band:
+        _band(ax, band.get("low"), band.get("high"), horizontal=False,
+              label=f"fair: |gap| <= {band.get('high'):g}")
+    for i, r in enumerate(rows):
+        iv = r.get("interval")
+        xerr = [[r["estimate"] - iv[0]], [iv[1] - r["estimate"]]] if iv else None
+        colour = RED if r.get("verdict") == "unfair" else GREEN if r.get("verdict") == "fair" \
+            else ORANGE
+        ax.errorbar([r["estimate"]], [i], xerr=xerr, fmt="o", color=colour, capsize=5)
+    ax.set_yticks(range(len(rows)), [f"{r['label']} ({r.get('verdict')})" for r in rows],
+                  fontsize=8)
+    ax.set_xlabel(d.get("xlabel", "estimate"))
+    if band:
+        ax.legend(fontsize=8, loc="best")
+    return fig
+
+
 def plot_xy(d: dict[str, Any]) -> Any:
     fig, (ax,) = _figure(6.0, 3.0)
-    ax.plot(d["x"], d["y"], marker="o", color=BLUE)
+    ax.plot(d["x"], d["y"], marker="o", ms=2.5 if len(d["x"]) > 40 else 5, lw=1.2, color=BLUE)
     ax.set_xlabel(d.get("xlabel", "x"))
     ax.set_ylabel(d.get("ylabel", "y"))
     return fig
@@ -382,6 +419,7 @@ _PLOTS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "collab_suspicion": plot_collab_suspicion,
     "collab_sweep": plot_collab_sweep,
     "xy": plot_xy,
+    "estimates": plot_estimates,
 }
 
 _ID = re.compile(r'\bid="([^"]+)"')

@@ -30,11 +30,13 @@ process     payoff ``y_k``                 mean ``<= 0`` (super-martingale) when
 ``s_k = sign`` of the running gap estimate (predictable): one gambler bets on the side the data
 point to, so no ``log 2`` is lost splitting between ``g > delta`` and ``g < -delta``.
 
-**Mixture of bets.** Each process is the average of ``J`` wealths whose bets target the design
-excesses ``e_j = delta * (0.5, 0.87, 1.5)`` (Kelly's ``lambda = e / (Var z + e^2)`` with the
-running variance), capped so that ``1 + lambda y > 0`` for every possible ``y``. An average of
-test super-martingales is one; the mixture adapts to the true excess at the price of at most
-``log J`` (measured: far less).
+**Mixture of bets.** Each process is a weighted average of wealths: three whose bets target the
+design excesses ``e_j = delta * (0.5, 0.87, 1.5)`` (Kelly's ``lambda = e / (Var z + e^2)`` with
+the running variance; weight 0.3 each) and one adaptive bettor (weight 0.1) betting Kelly's
+``lambda`` for the running mean payoff (plug-in, predictable), all capped so that
+``1 + lambda y > 0`` for every possible ``y``. An average of test super-martingales is one; the
+mixture adapts to the true excess at the price of at most ``log(1 / 0.3)`` against its best
+design bettor (measured: far less).
 
 **Decisions.** *violation* once ``V >= 1 / alpha`` (Ville: ``P_H0(ever) <= alpha``); *compliant*
 once ``C+`` and ``C-`` have *each* reached ``1 / beta`` (intersection-union: under ``g > delta``

@@ -8,7 +8,10 @@ Three layers, one result type (:class:`MetricResult`):
 * from raw columns, fairlearn style: :func:`demographic_parity_difference`,
   :func:`equal_opportunity_difference`, :func:`disparate_impact_ratio`,
   :func:`performance_gap`, all thin wrappers over the engine :func:`compute_metric`;
-* the vectorised intervals of :mod:`fairprobe.stats.intervals`.
+* the vectorised intervals of :mod:`fairprobe.stats.intervals` and the exact ones of
+  :mod:`fairprobe.stats.exact`;
+* any number of groups: :class:`AuditFrame` (by-group table, summaries with simultaneous
+  intervals, :mod:`fairprobe.stats.simultaneous`) on :func:`group_labels`.
 
 See ``docs/stats.md``.
 """
@@ -28,7 +31,19 @@ if TYPE_CHECKING:
         performance_gap,
     )
     from fairprobe.stats.counts import CountsVector, counts_from_decisions
-    from fairprobe.stats.groups import REST, GroupSelection, select_groups
+    from fairprobe.stats.exact import (
+        clopper_pearson_interval,
+        exact_difference_interval,
+        exact_ratio_interval,
+    )
+    from fairprobe.stats.frame import AuditFrame, GroupSummary
+    from fairprobe.stats.groups import (
+        REST,
+        GroupLabels,
+        GroupSelection,
+        group_labels,
+        select_groups,
+    )
     from fairprobe.stats.intervals import (
         katz_ratio_interval,
         newcombe_interval,
@@ -48,11 +63,20 @@ if TYPE_CHECKING:
         performance_gap_from_stats,
     )
     from fairprobe.stats.result import ConfidenceInterval, MeanStats, MetricResult, Verdict
+    from fairprobe.stats.simultaneous import family_intervals
 
 # Everything but the counts vector loads on first use (PEP 562): importing fairprobe.stats.counts
 # (auditor nodes, the collaborative simulator) must not pay for scipy.stats.
 _LAZY = {
+    "AuditFrame": "fairprobe.stats.frame",
     "ConfidenceInterval": "fairprobe.stats.result",
+    "GroupLabels": "fairprobe.stats.groups",
+    "GroupSummary": "fairprobe.stats.frame",
+    "clopper_pearson_interval": "fairprobe.stats.exact",
+    "exact_difference_interval": "fairprobe.stats.exact",
+    "exact_ratio_interval": "fairprobe.stats.exact",
+    "family_intervals": "fairprobe.stats.simultaneous",
+    "group_labels": "fairprobe.stats.groups",
     "DEFAULT_CONFIDENCE_LEVEL": "fairprobe.stats.metrics",
     "DEFAULT_DI_THRESHOLD": "fairprobe.stats.metrics",
     "DEFAULT_TOLERANCE": "fairprobe.stats.metrics",
@@ -96,6 +120,14 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "DEFAULT_CONFIDENCE_LEVEL",
+    "AuditFrame",
+    "GroupLabels",
+    "GroupSummary",
+    "clopper_pearson_interval",
+    "exact_difference_interval",
+    "exact_ratio_interval",
+    "family_intervals",
+    "group_labels",
     "DEFAULT_DI_THRESHOLD",
     "DEFAULT_TOLERANCE",
     "METRICS",

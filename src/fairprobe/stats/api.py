@@ -245,7 +245,9 @@ def compute_metric(
         (defaults 0.05 and 0.8).
     confidence_level : float in (0, 1)
     method : str, optional
-        Interval method of disparate impact (``"score"`` or ``"katz"``).
+        Interval method: ``"newcombe"`` (default) or ``"exact"`` for demographic parity and
+        equal opportunity; ``"score"`` (default), ``"katz"`` or ``"exact"`` for disparate
+        impact. ``"exact"`` keeps coverage >= the level at every rate (``docs/stats.md``).
     """
     name = ALIASES.get(metric, metric) if isinstance(metric, str) else metric
     check_choice(name, "metric", "compute_metric", tuple(METRICS) + tuple(ALIASES))
@@ -283,8 +285,9 @@ def compute_metric(
         "groups": sel.labels,
     }
     if method is not None:
-        if name != "disparate_impact_ratio":
-            raise DataError(f"method applies to disparate_impact_ratio only, not {name}.")
+        if name == "performance_gap":
+            raise DataError("method applies to the proportion metrics (dp, eo, di), not "
+                            "performance_gap (Welch's interval).")
         kwargs["method"] = method
     return crit.finish(evidence, **kwargs)
 

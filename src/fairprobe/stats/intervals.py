@@ -58,8 +58,11 @@ def wilson_interval(
     .. math::
         \frac{k + z^2/2}{n + z^2} \pm \frac{z}{n + z^2}\sqrt{\frac{k(n-k)}{n} + \frac{z^2}{4}}
 
-    It inverts the score test, never leaves ``[0, 1]`` and keeps close to nominal coverage at
-    small ``n``; at ``k = 0`` the lower bound is exactly 0 and at ``k = n`` the upper is 1.
+    It inverts the score test and never leaves ``[0, 1]``; at ``k = 0`` the lower bound is
+    exactly 0 and at ``k = n`` the upper is 1. Its coverage is close to nominal for rates away
+    from 0 and 1, but its exact coverage dips to 0.84-0.86 for rates within ~0.02 of 0 or 1 at
+    n = 10-100 (measured in ``docs/stats.md``); :func:`fairprobe.stats.exact.clopper_pearson_interval`
+    keeps the level everywhere.
     """
     kf = np.asarray(k, dtype=np.float64)
     nf = np.asarray(n, dtype=np.float64)
@@ -242,12 +245,16 @@ def katz_ratio_interval(
     .. math::
         \exp\Bigl(\log\hat\theta \pm z\sqrt{1/a - 1/A + 1/b - 1/B}\Bigr)
 
-    The variance is infinite when ``a = 0`` or ``b = 0``. In that case, and only then,
-    ``correction`` (default 0.5, the Haldane-Anscombe choice) is added to every cell of the
-    2x2 table of both groups: ``a -> a + c``, ``A -> A + 2c``, ``b -> b + c``, ``B -> B + 2c``,
-    for both the centre and the variance of the interval. The point estimate reported by the
-    metrics stays the uncorrected ratio. Prefer :func:`score_ratio_interval`, which needs no
-    correction and keeps its coverage at small counts.
+    When any cell of the 2x2 table is empty (``a = 0``, ``b = 0``, ``a = A`` or ``b = B``) the
+    variance is infinite or degenerates to zero (an all-positive group gives ``1/a - 1/A = 0``
+    and, with both groups all-positive, the point interval ``[1, 1]``). In that case, and only
+    then, ``correction`` (default 0.5, the Haldane-Anscombe choice) is added to every cell of
+    the 2x2 table of both groups: ``a -> a + c``, ``A -> A + 2c``, ``b -> b + c``,
+    ``B -> B + 2c``, for both the centre and the variance of the interval. The point estimate
+    reported by the metrics stays the uncorrected ratio. Prefer :func:`score_ratio_interval`
+    (no correction needed) or, where coverage must hold at every rate,
+    :func:`fairprobe.stats.exact.exact_ratio_interval`: Katz's exact coverage falls to 0 when a
+    true rate is near 0 in a small group (``docs/stats.md``).
     """
     af, Af, bf, Bf = np.broadcast_arrays(
         np.asarray(a, dtype=np.float64),
@@ -255,7 +262,7 @@ def katz_ratio_interval(
         np.asarray(b, dtype=np.float64),
         np.asarray(B, dtype=np.float64),
     )
-    zero = (af == 0) | (bf == 0)
+    zero = (af == 0) | (bf == 0) | (af == Af) | (bf == Bf)
     c = np.where(zero, correction, 0.0)
     a2, A2, b2, B2 = af + c, Af + 2 * c, bf + c, Bf + 2 * c
     z = normal_quantile(confidence_level)

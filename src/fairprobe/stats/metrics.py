@@ -36,7 +36,13 @@ DEFAULT_TOLERANCE = 0.05
 DEFAULT_DI_THRESHOLD = 0.8
 DEFAULT_CONFIDENCE_LEVEL = 0.95
 
-RATIO_METHODS = ("score", "katz")
+RATIO_METHODS = ("score", "katz", "exact")
+DIFFERENCE_METHODS = ("newcombe", "exact")
+
+
+def _difference_method(method: str, owner: str) -> str:
+    m = check_choice(method, "method", owner, DIFFERENCE_METHODS)
+    return "exact-difference" if m == "exact" else m
 
 
 def check_confidence_level(value: Any, owner: str) -> float:
@@ -68,14 +74,16 @@ def demographic_parity_from_counts(
     tolerance: float = DEFAULT_TOLERANCE,
     confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
     groups: tuple[str, str] | None = None,
+    method: str = "newcombe",
 ) -> MetricResult:
     r"""Demographic parity difference :math:`\mathrm{DP} = a/A - b/B` with Newcombe's interval.
 
     .. math:: \mathrm{DP}(f) = P(f(X)=1 \mid X \in \mathsf A) - P(f(X)=1 \mid X \in \mathsf B)
 
     (collaborative-auditing paper, Section II-A, Equation 3 on a counts vector). The interval is
-    Newcombe's hybrid score interval (method 10), valid at small counts including 0 and ``n``
-    positives; the verdict compares it with the fair band ``[-tolerance, tolerance]``.
+    Newcombe's hybrid score interval (method 10), defined at small counts including 0 and ``n``
+    positives (its coverage dips below nominal at rates near 0 or 1: see ``method``); the
+    verdict compares it with the fair band ``[-tolerance, tolerance]``.
 
     Parameters
     ----------
@@ -86,14 +94,19 @@ def demographic_parity_from_counts(
     confidence_level : float in (0, 1)
     groups : (str, str), optional
         Labels of group A and group B, for reports.
+    method : {"newcombe", "exact"}
+        ``"newcombe"`` (default): Newcombe's hybrid score interval; its exact coverage dips
+        below nominal at rates near 0 or 1 in small groups (measured minima in
+        ``docs/stats.md``). ``"exact"``: Clopper-Pearson intervals of both groups at level
+        ``sqrt(confidence_level)`` combined (coverage >= nominal at every rate, wider; see
+        :func:`fairprobe.stats.exact.exact_difference_interval`).
     """
     owner = "demographic_parity_from_counts"
     c = _check_counts(counts, owner)
     tol = check_real(tolerance, "tolerance", owner, lo=0.0, hi=1.0)
     level = check_confidence_level(confidence_level, owner)
-    return MetricResult(
-        "demographic_parity_difference", c.dp(), c, tol, level, "newcombe", _groups(groups)
-    )
+    m = _difference_method(method, owner)
+    return MetricResult("demographic_parity_difference", c.dp(), c, tol, level, m, _groups(groups))
 
 
 def equal_opportunity_from_counts(
@@ -102,6 +115,7 @@ def equal_opportunity_from_counts(
     tolerance: float = DEFAULT_TOLERANCE,
     confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
     groups: tuple[str, str] | None = None,
+    method: str = "newcombe",
 ) -> MetricResult:
     r"""Equal-opportunity difference from counts taken on the ``y_true == 1`` sub-population.
 
@@ -110,15 +124,14 @@ def equal_opportunity_from_counts(
     (sequential-auditing summary, "Uguaglianza di Opportunità"): demographic parity of the
     true-positive sub-population, so ``counts`` must count only instances with ``y_true == 1``
     (``a`` true positives among ``A`` positives of group A, ...). Same interval and verdict
-    as :func:`demographic_parity_from_counts`.
+    as :func:`demographic_parity_from_counts` (``method`` likewise).
     """
     owner = "equal_opportunity_from_counts"
     c = _check_counts(counts, owner)
     tol = check_real(tolerance, "tolerance", owner, lo=0.0, hi=1.0)
     level = check_confidence_level(confidence_level, owner)
-    return MetricResult(
-        "equal_opportunity_difference", c.dp(), c, tol, level, "newcombe", _groups(groups)
-    )
+    m = _difference_method(method, owner)
+    return MetricResult("equal_opportunity_difference", c.dp(), c, tol, level, m, _groups(groups))
 
 
 def _ratio(a: int, A: int, b: int, B: int) -> float:
@@ -151,8 +164,11 @@ def disparate_impact_from_counts(
         Minimum acceptable ratio (0.8 for the 80% rule).
     method : {"score", "katz"}
         ``"score"`` (default): Koopman's score interval, no correction needed at zero counts.
-        ``"katz"``: log-scale Katz interval, with 0.5 added to every cell when ``a`` or ``b``
-        is 0 (see :func:`fairprobe.stats.intervals.katz_ratio_interval`).
+        ``"katz"``: log-scale Katz interval, with 0.5 added to every cell when any cell of the
+        2x2 table is empty (see :func:`fairprobe.stats.intervals.katz_ratio_interval`).
+        ``"exact"``: Clopper-Pearson intervals of both groups at level ``sqrt(level)``
+        combined; coverage >= nominal at every rate (see
+        :func:`fairprobe.stats.exact.exact_ratio_interval`).
 
     Notes
     -----
@@ -165,6 +181,7 @@ def disparate_impact_from_counts(
     th = check_real(threshold, "threshold", owner, lo=0.0, hi=1.0, closed="right")
     level = check_confidence_level(confidence_level, owner)
     m = check_choice(method, "method", owner, RATIO_METHODS)
+    m = "exact-ratio" if m == "exact" else m
     return MetricResult(
         "disparate_impact_ratio", _ratio(c.a, c.A, c.b, c.B), c, th, level, m, _groups(groups)
     )

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from fairprobe._validation import check_real
 from fairprobe.errors import InvalidParameterError
 from fairprobe.stats.counts import CountsVector
+from fairprobe.stats.exact import exact_difference_interval, exact_ratio_interval
 from fairprobe.stats.intervals import (
     katz_ratio_interval,
     newcombe_interval,
@@ -134,6 +135,8 @@ INTERVAL_METHODS: dict[str, Callable[[CountsVector | MeanStats, float], tuple[fl
     "newcombe": _counts_interval(newcombe_interval),
     "score": _counts_interval(score_ratio_interval),
     "katz": _counts_interval(katz_ratio_interval),
+    "exact-difference": _counts_interval(exact_difference_interval),
+    "exact-ratio": _counts_interval(exact_ratio_interval),
     "welch": _welch,
 }
 

@@ -36,6 +36,15 @@ def test_keygen(tmp_path, capsys):
         (["collab", "demo", "--honest", "0"], "'honest' parameter"),
         (["collab", "demo", "--honest", "3", "--attackers", "-1"], "'attackers' parameter"),
         (["collab", "demo", "--honest", "3", "--case", "nope"], "'case' parameter"),
+        (["collab", "demo", "--honest", "3", "--attack", "nope"], "'attack' parameter"),
+        (["collab", "demo", "--honest", "3", "--method", "nope"], "'method' parameter"),
+        (["collab", "demo", "--honest", "3", "--verify-rate", "2"], "'verify_rate' parameter"),
+        (["collab", "demo", "--honest", "3", "--verify", "--verify-records", "some"],
+         "'verify_records' parameter"),
+        (["collab", "demo", "--honest", "3", "--verify", "--platform", "http://127.0.0.1:9"],
+         "drop --platform or --verify"),
+        (["collab", "demo", "--honest", "3", "--attack", "consistent", "--platform",
+          "http://127.0.0.1:9"], "use --attack adaptive"),
     ],
 )
 def test_bad_input_is_one_error_line(argv, needle, capsys):

@@ -62,7 +62,7 @@ def lone(tmp_path_factory):
 
 
 def test_fuzz_the_node_from_its_openapi_schema(lone):
-    """Every operation of the served schema, ~60 generated requests each (bounded: ~30 s)."""
+    """Every operation of the served schema, up to 40 generated requests each (bounded: 20 s)."""
     schemathesis = pytest.importorskip("schemathesis")
     from hypothesis import HealthCheck, given, settings
 
@@ -72,9 +72,9 @@ def test_fuzz_the_node_from_its_openapi_schema(lone):
     labels = sorted(op.label for op in ops)
     assert labels == ["GET /v1/status", "POST /v1/challenge", "POST /v1/proof", "POST /v1/table"]
     seen: dict[str, set[int]] = {}
-    deadline = time.monotonic() + 40
+    deadline = time.monotonic() + 20
     def fuzz(op):
-        @settings(max_examples=60, deadline=None, database=None,
+        @settings(max_examples=40, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
         @given(case=op.as_strategy())
         def run(case):
@@ -144,7 +144,7 @@ def test_sigterm_ends_node_run_with_one_line(lone):
 
 # -- state lost or rolled back -------------------------------------------------------------------
 def _network(tmp_path: Path, **kw) -> LocalNetwork:
-    spec = DemoSpec(honest=4, attackers=1, seed=2, case=CASE, n=300, round_timeout=60, **kw)
+    spec = DemoSpec(honest=3, attackers=0, seed=2, case=CASE, n=300, round_timeout=60, **kw)
     return LocalNetwork(spec, tmp_path / "net")
 
 
@@ -170,10 +170,7 @@ def test_a_node_whose_state_database_was_deleted_refuses_a_verdict(tmp_path):
         assert lines[-1].startswith("error: node ") and "state is behind" in lines[-1]
         assert "gives no verdict" in lines[-1]
         assert not net.procs[v].result.exists()
-        # a second start refuses at once, also without any neighbour talking to it
-        net.start([v])
-        assert _exit_code(net, v, timeout=60) == 4
-        assert "state is behind" in _log_lines(net, v)[-1]
+        # (a second start refuses at once: tests/collab/net/test_verify_unit.py)
 
 
 def test_a_node_whose_wal_is_corrupted_recovers_exactly_or_refuses(tmp_path):
@@ -194,11 +191,11 @@ def test_a_node_whose_wal_is_corrupted_recovers_exactly_or_refuses(tmp_path):
         if code == 0:  # it went on: then its estimate is exactly the fault-free one
             res = json.loads(net.procs[v].result.read_text())
             assert res["missing_tables"] == 0 and res["timeouts"] == 0
-            cfg = sim_config(case=CASE, honest=4, attackers=1, seed=2, n=300, alpha=1.0,
+            cfg = sim_config(case=CASE, honest=3, attackers=0, seed=2, n=300, alpha=1.0,
                              max_rounds=150)
             ref = sim.simulate(cfg)
             i = [k for k, p in net.procs.items() if p.role == "honest"].index(v)
-            assert res["estimate"] == ref.per_auditor["auditopus"][i]
+            assert res["estimate"] == ref.per_auditor["robust"][i]
         else:
             assert code == 4, lines[-5:]
             assert "state is behind" in lines[-1] and "gives no verdict" in lines[-1]

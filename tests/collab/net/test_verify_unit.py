@@ -191,3 +191,51 @@ def test_own_entries_the_state_does_not_hold_mean_lost_state(trio):
     a0.store.close()
     with pytest.raises(NodeStateLostError, match="state is behind"):
         Node(cfg, roster, s["a0"], Driver(cfg, roster, s["a0"], roster.verifier()))
+
+
+def test_a_restart_recommits_the_same_records_root(trio):
+    """Killed before its entry of round 2 was committed, a node redoes the round from its state of
+    round 1 and signs the very same entry (same records, answers from the cache, same salts)."""
+    nodes, s = trio
+    a0 = nodes["a0"]
+    _stamp(a0, 1)
+    a0.driver.end_round()
+    state = a0.driver.to_state()
+    e2 = a0.driver.local_step(2)
+    again = Driver(a0.cfg, a0.roster, s["a0"], a0.roster.verifier())
+    again.load_state(state)
+    assert again.log.root() == split_signature(
+        a0.store.own_entry(1)[1])[1]  # the root of round 1, rebuilt from the persisted leaves
+    e2b = again.local_step(2)
+    assert e2b == e2 and split_signature(e2b.sig)[1] is not None
+    again.close()
+
+
+def test_an_attacker_node_backs_its_counts_with_leaves_and_restarts_the_same(tmp_path):
+    from fairprobe.collab.verify import verify_opening as vo
+
+    kp = generate_keypair(tmp_path / "k")
+    signer = Ed25519Signer("x0", load_private_key(kp.private_path))
+    kp2 = generate_keypair(tmp_path / "k2")
+    roster = Roster((Member("x0", kp.public_key_b64, "127.0.0.1", 9601, ("x1",)),
+                     Member("x1", kp2.public_key_b64, "127.0.0.1", 9602, ("x0",))))
+    rp = roster.write(tmp_path / "roster.toml")
+    cfg = NodeConfig(id="x0", key=kp.private_path, roster=rp, state_db=tmp_path / "x0.sqlite",
+                     role="attacker", audit=AuditConfig(n=40, rounds=5),
+                     query_set={"kind": "population-pool", "case": CASE, "seed": 3},
+                     verify=VerifyNodeConfig(enabled=True))
+    d = Driver(cfg, roster, signer, roster.verifier())
+    e1 = d.local_step(1)
+    d.end_round()
+    state = d.to_state()
+    e2 = d.local_step(2)
+    assert d.log.tree.total() == e2.counts.as_tuple()  # the leaves add up to the counts
+    # its leaves open consistently (and carry falsified answers where its counts needed them)
+    ops = d.open_leaves(2, e2.counts.A + e2.counts.B, list(range(10)))
+    root = split_signature(e2.sig)[1]
+    assert all(vo(op, e2.counts.as_tuple(), root) for op in ops)
+    again = Driver(cfg, roster, signer, roster.verifier())
+    again.load_state(state)
+    assert again.local_step(2) == e2 and e1.round == 1
+    again.close()
+    d.close()

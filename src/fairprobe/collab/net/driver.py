@@ -250,20 +250,25 @@ class Driver:
             raise ConfigError(f"Node state is at round {r - 1}, asked to run round {t}.")
         self.issued_last = 0
         if isinstance(self.core, AttackerCore):
-            return self.core.fabricate()
+            with self.lock:  # its leaves are built while the entry is signed
+                return self.core.fabricate()
         assert self.sampler is not None
         if self.sampler.remaining == 0:
-            return self.core.record_answers(CountsVector.zero())
+            with self.lock:
+                return self.core.record_answers(CountsVector.zero())
         idx = self.sampler.draw(self.core.n)
         if idx.size == 0:
-            return self.core.record_answers(CountsVector.zero())
+            with self.lock:
+                return self.core.record_answers(CountsVector.zero())
+        # the model is asked without the lock: challenges are answered meanwhile
         batch = self.bb.query([self.records[i] for i in idx.tolist()])
         ok = batch.parsed
         inc = counts_from_decisions(batch.decisions[ok], self.in_a[idx][ok])
         self.issued_last = int(idx.size)
-        if self.log is not None:
-            self.log.add(idx[ok], self.in_a[idx][ok], batch.decisions[ok])
-        return self.core.record_answers(inc)
+        with self.lock:
+            if self.log is not None:
+                self.log.add(idx[ok], self.in_a[idx][ok], batch.decisions[ok])
+            return self.core.record_answers(inc)
 
     def merge(self, entries: list[Entry]) -> list[tuple[str, str]]:
         """Step 4 (the core's merge); returns the rejected ``(auditor, reason)`` pairs."""
@@ -288,8 +293,10 @@ class Driver:
         out = {}
         for k, a in enumerate(core.roster):
             m = float(raw[k, 1] + raw[k, 3])
-            if m > 0:
-                out[a] = 0.0 if a in self.excluded else float(core.W[k, 1] + core.W[k, 3]) / m
+            if a in self.excluded:
+                out[a] = 0.0
+            elif m > 0:
+                out[a] = float(core.W[k, 1] + core.W[k, 3]) / m
         return out
 
     def held_round(self, auditor: str) -> int:

@@ -155,14 +155,17 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
         raise ConfigError(f"Cannot write {path}: {exc.strerror}.") from None
 
 
-def generate_keypair(out_dir: str | os.PathLike[str], *, force: bool = False) -> KeyPair:
+def generate_keypair(
+    out_dir: str | os.PathLike[str], *, force: bool = False, secret: bytes | None = None
+) -> KeyPair:
     """Write a new Ed25519 key pair to ``out_dir``: ``node.key`` (PKCS#8 PEM) and ``node.pub``
     (the base64 raw public key, one line).
 
     Modes are explicit, whatever the umask: the directory ``0700`` (when created here; an
     existing one must not be writable by group or others), ``node.key`` ``0600``, ``node.pub``
     ``0644``. Symbolic links are refused for the directory and both files. Refuses to overwrite
-    an existing private key unless ``force``.
+    an existing private key unless ``force``. ``secret`` (32 bytes) derives the key instead of
+    drawing it: only for demo and test networks that must be reproducible from a seed.
     """
     out = Path(out_dir)
     _refuse_symlink(out, "Key directory")
@@ -186,7 +189,12 @@ def generate_keypair(out_dir: str | os.PathLike[str], *, force: bool = False) ->
         _refuse_symlink(p, what)
     if priv_path.exists() and not force:
         raise ConfigError(f"{priv_path} already exists; pass --force to replace it.")
-    key = Ed25519PrivateKey.generate()
+    if secret is None:
+        key = Ed25519PrivateKey.generate()
+    else:
+        if len(secret) != 32:
+            raise ConfigError("A key secret is 32 bytes.")
+        key = Ed25519PrivateKey.from_private_bytes(secret)
     pem = key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,

@@ -13,6 +13,7 @@ Every process started is terminated on exit, also when the caller fails (context
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -176,7 +177,10 @@ class LocalNetwork:
         self.plan = plan
         members = []
         for i, nid in enumerate(plan.ids):
-            kp = generate_keypair(self.workdir / "keys" / nid, force=True)
+            # demo keys derive from the seed, so that a demo (its challenges included) is
+            # reproducible; a real deployment draws its keys (`fairprobe node keygen`)
+            secret = hashlib.sha256(f"fairprobe-demo-key/{s.seed}/{s.case}/{nid}".encode()).digest()
+            kp = generate_keypair(self.workdir / "keys" / nid, force=True, secret=secret)
             port = free_loopback_port()
             nb = tuple(plan.ids[j] for j in plan.neighbours[i])
             members.append(Member(nid, kp.public_key_b64, "127.0.0.1", port, nb))

@@ -394,6 +394,8 @@ class Node:
         r = await self._post_json(u, "/v1/challenge", body)
         if r is None or r.status_code != 200:
             self.counters["verify:challenges-unanswered"] += 1
+            why = "no-answer" if r is None else str(r.status_code)
+            log.warning("%s: challenge of %s round %d unanswered (%s)", self.id, u, h.round, why)
             return []
         self.counters["verify:opening-bytes-received"] += len(r.content)
         want = challenge_indices(csig, m, msg.count)
@@ -557,11 +559,7 @@ class Node:
         return r, phase
 
     async def _local_step(self, t: int) -> None:
-        def step() -> Entry:
-            with self.driver.lock:
-                return self.driver.local_step(t)
-
-        entry = await asyncio.to_thread(step)
+        entry = await asyncio.to_thread(self.driver.local_step, t)
         self.store.save_stamped(t, self._checkpoint_state(), entry.counts.as_tuple(), entry.sig)
 
     async def _rounds(self) -> NodeResult:
@@ -665,10 +663,25 @@ class Node:
         log.warning("%s: the collector did not take the result", self.id)
 
     async def _drain(self) -> None:
-        """Keep delivering the last table until every neighbour has it (bounded)."""
+        """Keep delivering the last table until every neighbour has it (bounded); with
+        verification on, keep serving until every neighbour is done too (its last challenges
+        are for this node's last root)."""
         deadline = time.monotonic() + self.cfg.timeouts.finish
         while time.monotonic() < deadline and any(self._queues.values()):
             await asyncio.sleep(0.02)
+        if not self.driver.verifying or self._client is None:
+            return
+        pending = set(self.neighbours)
+        while pending and time.monotonic() < deadline:
+            for u in list(pending):
+                try:
+                    r = await self._client.get(self.roster.member(u).url + "/v1/status")
+                    if r.json().get("done"):
+                        pending.discard(u)
+                except (httpx.HTTPError, ValueError, AttributeError):
+                    pending.discard(u)  # gone: nothing more to answer
+            if pending:
+                await asyncio.sleep(0.1)
 
     async def run(self) -> NodeResult:
         """Serve, run every remaining round, report; return the result."""

@@ -97,7 +97,6 @@ def honest_share(
                      replacement=replacement)
     pop = get_population(case)
     cells = sim.prepare_honest(cfg).cells
-    _, _, query_ss = sim._streams(seed)
     in_a, dec = pop.answers()
     cell_rows = [
         np.flatnonzero(in_a & (dec == 1)),
@@ -109,8 +108,7 @@ def honest_share(
     rows = np.concatenate(
         [cell_rows[c][start[index, c] : start[index + 1, c]] for c in range(4)]
     ).astype(np.int64)
-    child = query_ss.spawn(honest)[index]
-    sampler = QuerySampler(rows.size, np.random.default_rng(child), replacement=replacement)
+    sampler = QuerySampler(rows.size, sim.honest_query_rng(cfg, index), replacement=replacement)
     return rows, in_a[rows], sampler
 
 
@@ -182,7 +180,7 @@ def plan_platform_network(
 
     cfg = sim_config(case="bios-moderate", honest=honest, attackers=attackers, seed=seed, n=n,
                      alpha=alpha, max_rounds=max_rounds, min_per_group=min_per_group)
-    adj, att = sim._graph(cfg)  # depends on seed, N, K and the degree only, not on the case
+    adj, att = sim.graph_of(cfg)  # depends on seed, N, K and the degree only, not on the case
     v = honest + attackers
     is_att = np.zeros(v, dtype=bool)
     is_att[att] = True

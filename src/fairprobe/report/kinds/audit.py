@@ -249,6 +249,63 @@ def adapt_audit(doc: Doc, source: str, label: str) -> Section:
         if doc.get(key) is not None:
             facts.append((key.replace("_", " "), fmt(doc[key]) if not isinstance(doc[key], str)
                           else doc[key]))
+    sentence += _llm_extras(doc, views, figures, tables, facts, notes)
     title = "Fixed-budget audit" + (f": {label}" if label else "")
     return Section("audit", title, source, verdict, sentence, short, facts, figures, tables,
                    A.AUDIT + extra_assumptions(doc), notes)
+
+
+def _llm_extras(doc: Doc, views: list[dict[str, Any]], figures: list[FigureSpec],
+                tables: list[Table], facts: list[tuple[str, str]], notes: list[str]) -> str:
+    """Answer outcomes per group, prompt sensitivity and the name-swap test (LLM audits)."""
+    extra = ""
+    outcomes = mapping(doc.get("outcomes_by_group"))
+    if outcomes:
+        kinds = ["ok", "unparsed", "refused", "truncated"]
+        tables.append(Table(
+            caption="Answer outcomes per group (unparsed, refused and truncated answers are "
+                    "not counted in the metric)",
+            header=["group", *kinds],
+            rows=[[str(g), *[fmt(get(v, k, default=0)) for k in kinds]]
+                  for g, v in outcomes.items()],
+        ))
+    ns = mapping(doc.get("name_swap"))
+    if ns:
+        iv = interval(ns.get("interval"))
+        facts.append((f"name swap ({ns.get('field', 'name')})",
+                      f"{fmt(ns.get('n_flips'))} of {fmt(ns.get('n_usable'))} usable pairs flip: "
+                      f"rate {fmt(ns.get('flip_rate'))} {fmt_interval(iv)}"))
+        extra += (f" Swapping the first name to the other sex flips {fmt(ns.get('flip_rate'))} "
+                  f"{fmt_interval(iv)} of the decisions.")
+    pv = mapping(doc.get("prompt_variation"))
+    variants = [v for v in pv.get("variants") or [] if isinstance(v, Mapping)]
+    if variants:
+        agree = bool(pv.get("verdicts_agree"))
+        extra += (f" Across {len(variants)} prompt wordings the verdicts "
+                  f"{'agree' if agree else 'DISAGREE'} (spread of the estimate "
+                  f"{fmt(pv.get('spread'))}).")
+        if not agree:
+            notes.append("The verdict depends on the prompt's wording: see the prompt "
+                         "sensitivity table.")
+        band = _band(views[0]) if views else {}
+        figures.append(FigureSpec(
+            plot="estimates",
+            data={"rows": [{"label": str(v.get("name")), "estimate": num(v.get("estimate")),
+                            "interval": interval(v.get("interval")),
+                            "verdict": str(v.get("verdict"))} for v in variants],
+                  "band": band, "xlabel": metric_label(views[0]["name"]) if views else "metric"},
+            alt=("Estimate per prompt wording: " + ", ".join(
+                f"{v.get('name')} {fmt(v.get('estimate'))} "
+                f"{fmt_interval(interval(v.get('interval')))} ({v.get('verdict')})"
+                for v in variants) + "."),
+            caption="The estimate and its interval for each prompt wording, against the fair "
+                    "band: does the verdict survive a rewording?",
+        ))
+        tables.append(Table(
+            caption="Prompt sensitivity: the audit rerun with each prompt wording",
+            header=["prompt", "estimate", "interval", "verdict", "unparsed"],
+            rows=[[str(v.get("name")), fmt(v.get("estimate")),
+                   fmt_interval(interval(v.get("interval"))), str(v.get("verdict")),
+                   fmt(v.get("unparsed", 0))] for v in variants],
+        ))
+    return extra

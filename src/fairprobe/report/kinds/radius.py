@@ -43,12 +43,13 @@ def adapt_radius(doc: Doc, source: str, label: str) -> Section:
         figures.append(FigureSpec(
             plot="radius_curve",
             data={**curve, "radius": r, "tolerance": tol, "phi": phi, "divergence": div},
-            alt=(f"Metric reachable under a shift of at most a given {div} (x axis) for "
+            alt=(f"Least {div} shift (x axis) that moves the metric to each value (y axis), for "
                  f"{len(curve['divergence_values'])} values up to "
                  f"{fmt(max(curve['divergence_values']), 3)}; it meets the tolerance "
                  f"{fmt(tol, 3)} at the radius {fmt(r, 4)}."),
-            caption=(f"Flip curve: the metric reachable within a {div} budget, with the fair "
-                     f"band (shaded) and the consistency radius (dashed)."),
+            caption=(f"Flip curve: the least {div} shift of the audit distribution that moves "
+                     f"the metric to each value, with the fair band (shaded) and the "
+                     f"consistency radius (dashed), where the curve first reaches the band."),
         ))
     else:
         rw = mapping(doc.get("reweighting"))

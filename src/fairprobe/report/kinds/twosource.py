@@ -92,7 +92,8 @@ def _checks_path(doc: Doc) -> dict[str, list[float]] | None:
     path = doc.get("checks_path") or doc.get("path")
     if isinstance(path, Mapping):
         x = floats(path.get("checks") or path.get("n_checked"))
-        y = floats(path.get("inconsistent") or path.get("n_inconsistent"))
+        y = floats(path.get("inconsistencies") or path.get("inconsistent")
+                   or path.get("n_inconsistent"))
         if x and y and len(x) == len(y):
             out = {"checks": x, "inconsistent": y}
             nmax = floats(path.get("n_max"))
@@ -103,26 +104,40 @@ def _checks_path(doc: Doc) -> dict[str, list[float]] | None:
 
 def adapt_twosource_plan(doc: Doc, source: str, label: str) -> Section:
     n_max, p_manip = doc.get("n_max"), doc.get("p_manip")
-    sentence = (f"Plan: with these parameters Lemma 2 allows at most n_max = {fmt(n_max)} "
-                f"inconsistent answers among the checks; a manipulation is caught with "
-                f"probability p_manip = {fmt(p_manip)} per check.")
-    frontier = doc.get("frontier")
+    rows = [r for r in (doc.get("pareto") or doc.get("frontier") or [])
+            if isinstance(r, Mapping)]
+    parts = []
+    if n_max is not None:
+        parts.append(f"with {fmt(doc.get('t_fraud', doc.get('checks')))} checks Lemma 2 allows at "
+                     f"most n_max = {fmt(n_max)} inconsistent answers and catches a manipulation "
+                     f"with probability p_manip = {fmt(p_manip)}")
+    if rows:
+        parts.append(f"the budget {fmt(doc.get('budget'))} can be split {len(rows)} Pareto-optimal "
+                     f"ways between the DI estimate (margin epsilon_A) and the checks (p_manip)")
+    sentence = ("Plan: " + "; ".join(parts) + ".") if parts else \
+        "Plan of a two-source audit (no n_max and no frontier in this result)."
     figures: list[FigureSpec] = []
-    if isinstance(frontier, list) and frontier and isinstance(frontier[0], Mapping):
-        keys = list(frontier[0].keys())
-        nums = [k for k in keys if num(frontier[0].get(k)) is not None]
-        if len(nums) >= 2:
-            xk, yk = nums[0], nums[1]
-            figures.append(FigureSpec(
-                plot="xy",
-                data={"x": [num(r.get(xk)) for r in frontier], "y": [num(r.get(yk)) for r in frontier],
-                      "xlabel": xk, "ylabel": yk},
-                alt=f"Pareto frontier of {yk} against {xk} over {len(frontier)} allocations.",
-                caption=f"Pareto frontier: {yk} against {xk}.",
-            ))
+    xs = [x for r in rows if (x := num(r.get("p_manip"))) is not None]
+    ys = [y for r in rows if (y := num(r.get("epsilon_a"))) is not None]
+    if rows and len(xs) == len(ys) == len(rows):
+        best = max(rows, key=lambda r: num(r.get("p_manip")) or 0.0)
+        figures.append(FigureSpec(
+            plot="xy",
+            data={"x": xs, "y": ys, "xlabel": "p_manip (probability to catch a manipulation)",
+                  "ylabel": "epsilon_A (margin of error of DI via A)"},
+            alt=(f"Pareto frontier of {len(rows)} budget splits: the margin of error of DI "
+                 f"through A from {fmt(min(ys))} to {fmt(max(ys))} against the probability "
+                 f"of catching a manipulation from {fmt(min(xs))} to {fmt(max(xs))} (reached "
+                 f"with {fmt(best.get('t_fraud'))} checks)."),
+            caption=("Pareto frontier of the budget split (Figure 4 of the two-source paper): "
+                     "margin of error of the DI estimate against the chance of catching a "
+                     "manipulation."),
+        ))
     facts = [(k.replace("_", " "), fmt(v) if not isinstance(v, str) else v)
              for k, v in doc.items()
-             if k not in ("schema", "kind", "provenance", "frontier") and not isinstance(v, Mapping | list)]
+             if k not in ("schema", "kind", "provenance") and not isinstance(v, Mapping | list)]
+    short = (f"n_max {fmt(n_max)}, p_manip {fmt(p_manip)}" if n_max is not None
+             else f"{len(rows)} Pareto-optimal budget splits")
     return Section("twosource-plan", "Two-source audit plan" + (f": {label}" if label else ""),
-                   source, None, sentence, f"n_max {fmt(n_max)}, p_manip {fmt(p_manip)}", facts, figures,
-                   [], A.TWOSOURCE + extra_assumptions(doc), [])
+                   source, None, sentence, short, facts, figures, [],
+                   A.TWOSOURCE + extra_assumptions(doc), [])

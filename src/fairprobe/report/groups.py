@@ -1,0 +1,90 @@
+"""Terminal rendering of a by-group audit (:class:`fairprobe.audit.GroupAudit`): the by-group
+table with each group's count, rates and intervals, then one line per metric with the worst pair
+and its simultaneous interval."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table
+
+from fairprobe.report.text import verdict_markup
+
+if TYPE_CHECKING:
+    from fairprobe.audit import GroupAudit
+
+__all__ = ["print_group_audit"]
+
+_SHORT = {
+    "selection_rate": "sel. rate",
+    "true_positive_rate": "TPR",
+    "false_positive_rate": "FPR",
+    "positive_predictive_value": "PPV",
+    "accuracy": "accuracy",
+    "error_rate": "error",
+    "mean_score": "mean score",
+}
+
+
+def _f(x: float) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+
+
+def print_group_audit(result: GroupAudit, console: Console) -> None:
+    """Print the by-group table, the metric summaries and the query accounting."""
+    from fairprobe.stats.frame import FAIRNESS_METRICS
+
+    rates: list[str] = []
+    for m in result.metrics:
+        for r in FAIRNESS_METRICS[m][0]:
+            if r not in rates:
+                rates.append(r)
+    frame = result.to_frame()
+    pct = f"{result.confidence_level:.0%}"
+    # two rates per table, so each table fits 80 columns
+    for c in range(0, len(rates), 2):
+        chunk = rates[c:c + 2]
+        title = (f"by group ({', '.join(result.group_cols)}): rates with {pct} intervals "
+                 f"({result.group_interval})") if c == 0 else None
+        table = Table(title=title, title_justify="left", box=None, pad_edge=False)
+        table.add_column("group", overflow="fold")
+        table.add_column("n", justify="right")
+        for r in chunk:
+            table.add_column(_SHORT.get(r, r), justify="right")
+            if r not in ("selection_rate", "mean_score"):
+                table.add_column("of", justify="right")
+            table.add_column(f"{pct} CI", justify="left", no_wrap=True)
+        for i, label in enumerate(result.groups.labels):
+            row = frame.iloc[i]
+            cells: list[str] = []
+            for r in chunk:
+                cells.append(_f(row[r]))
+                if r not in ("selection_rate", "mean_score"):
+                    cells.append(str(int(row[r + "_n"])))
+                cells.append(f"[{_f(row[r + '_low'])}, {_f(row[r + '_high'])}]")
+            small = " *" if bool(row["too_small"]) else ""
+            table.add_row(f"{label}{small}", str(int(row["n"])), *cells)
+        console.print(table)
+    if result.groups.too_small.any():
+        console.print(f"* too small (< {result.groups.min_group_size} answers): listed, left out "
+                      "of the summaries", soft_wrap=True)
+    console.print(f"worst pair per metric, {pct} simultaneous intervals ({result.method}):")
+    for m, s in result.summaries().items():
+        rule = f">= {s.threshold:g}" if s.kind == "ratio" else f"<= {s.threshold:g}"
+        what = "smallest ratio" if s.kind == "ratio" else "largest gap"
+        rate = f" of {_SHORT.get(s.rate, s.rate)}" if m == "equalized_odds_difference" else ""
+        console.print(
+            f"  {m}: {what}{rate} {s.estimate:.4f} ({s.pair[0]} vs {s.pair[1]})  "
+            f"[{_f(s.low)}, {_f(s.high)}]  rule {rule}: {verdict_markup(s.verdict)}",
+            soft_wrap=True)
+    for m, why_not in result.not_summarised().items():
+        console.print(f"  {m}: not summarised: {why_not}", soft_wrap=True)
+    for m, s in result.summaries().items():
+        for g, why in s.excluded.items():
+            if not why.startswith("too small"):
+                console.print(f"  left out of {m}: {g} ({why})", soft_wrap=True)
+    console.print(
+        f"queries: {result.queried} drawn (seed {result.seed}): {result.paid} paid, "
+        f"{result.cached} from the cache, {result.unparsed} unparsed (dropped)", soft_wrap=True)

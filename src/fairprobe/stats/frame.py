@@ -1,0 +1,638 @@
+"""``AuditFrame``: per-group rates of any number of groups, and the fairness summaries over them.
+
+fairlearn's ``MetricFrame`` shape (``by_group``, ``difference()``, ``ratio()``, ``group_max()``,
+``group_min()``) with what an auditor also needs: each group's count and interval, groups too small
+to judge listed rather than dropped, and the summaries (largest gap and smallest ratio with the
+pair named, each group vs the rest, vs a reference group) with *simultaneous* intervals
+(:mod:`fairprobe.stats.simultaneous`) and a verdict. The same object is what the black-box audit
+returns (``fairprobe.audit.run_group_audit``). See ``docs/stats.md``.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from fairprobe._validation import check_choice, check_real
+from fairprobe.errors import DataError
+from fairprobe.stats.exact import clopper_pearson_interval
+from fairprobe.stats.groups import DEFAULT_MIN_GROUP_SIZE, GroupLabels, as_1d, group_labels
+from fairprobe.stats.intervals import wilson_interval
+from fairprobe.stats.simultaneous import (
+    SIMULTANEOUS_METHODS,
+    FamilyIntervals,
+    family_intervals,
+    mean_family_intervals,
+    worst_pair,
+)
+
+__all__ = [
+    "FAIRNESS_METRICS",
+    "FAIRNESS_ALIASES",
+    "RATES",
+    "AuditFrame",
+    "GroupSummary",
+    "fairness_metric_name",
+]
+
+#: Per-group rates: name -> (what it needs, description).
+RATES: dict[str, tuple[tuple[str, ...], str]] = {
+    "selection_rate": (("y_pred",), "P(pred=1)"),
+    "true_positive_rate": (("y_pred", "y_true"), "P(pred=1 | true=1)"),
+    "false_positive_rate": (("y_pred", "y_true"), "P(pred=1 | true=0)"),
+    "positive_predictive_value": (("y_pred", "y_true"), "P(true=1 | pred=1)"),
+    "accuracy": (("y_pred", "y_true"), "P(pred=true)"),
+    "error_rate": (("y_pred", "y_true"), "P(pred!=true)"),
+    "mean_score": (("scores",), "E[score]"),
+}
+
+#: Fairness metrics: name -> (per-group rate(s), difference or ratio).
+FAIRNESS_METRICS: dict[str, tuple[tuple[str, ...], Literal["difference", "ratio"]]] = {
+    "demographic_parity_difference": (("selection_rate",), "difference"),
+    "disparate_impact_ratio": (("selection_rate",), "ratio"),
+    "equal_opportunity_difference": (("true_positive_rate",), "difference"),
+    "false_positive_rate_difference": (("false_positive_rate",), "difference"),
+    "equalized_odds_difference": (("true_positive_rate", "false_positive_rate"), "difference"),
+    "predictive_parity_difference": (("positive_predictive_value",), "difference"),
+    "accuracy_difference": (("accuracy",), "difference"),
+    "error_rate_difference": (("error_rate",), "difference"),
+    "mean_score_difference": (("mean_score",), "difference"),
+}
+
+#: Short names (CLI ``--metric``); matched case-insensitively.
+FAIRNESS_ALIASES: dict[str, str] = {
+    "dp": "demographic_parity_difference",
+    "sp": "demographic_parity_difference",
+    "di": "disparate_impact_ratio",
+    "eo": "equal_opportunity_difference",
+    "tpr": "equal_opportunity_difference",
+    "fpr": "false_positive_rate_difference",
+    "eodds": "equalized_odds_difference",
+    "equalized-odds": "equalized_odds_difference",
+    "ppv": "predictive_parity_difference",
+    "pp": "predictive_parity_difference",
+    "accuracy-gap": "accuracy_difference",
+    "acc": "accuracy_difference",
+    "error-rate": "error_rate_difference",
+    "score-gap": "mean_score_difference",
+}
+
+GROUP_INTERVALS = ("wilson", "exact")
+
+#: What the denominator of a conditional rate counts (for the reasons a group is left out).
+_DENOMINATOR = {
+    "true_positive_rate": "with y_true = 1",
+    "false_positive_rate": "with y_true = 0",
+    "positive_predictive_value": "with y_pred = 1",
+}
+
+
+def fairness_metric_name(metric: str, owner: str = "AuditFrame") -> str:
+    """Full name of a fairness metric from its name or alias (case-insensitive)."""
+    key = metric.strip().lower() if isinstance(metric, str) else metric
+    name = FAIRNESS_ALIASES.get(key, key)
+    check_choice(name, "metric", owner, tuple(FAIRNESS_METRICS) + tuple(FAIRNESS_ALIASES))
+    return str(name)
+
+
+def _binary_labels(values: Any, name: str, pos_label: Any) -> npt.NDArray[np.bool_]:
+    """``values == pos_label`` after checking the column holds exactly two kinds of label."""
+    arr = as_1d(values, name)
+    null = np.asarray(pd.isna(arr), dtype=bool)
+    if null.any():
+        raise DataError(
+            f"{name} contains {int(null.sum())} missing value(s) (NaN/None): drop or repair "
+            "those rows (e.g. unparsed answers) first."
+        )
+    if pos_label is not None and not isinstance(pos_label, int | float | np.number) and (
+            arr.dtype == bool or arr.dtype.kind in "iuf"):
+        pos_label = None  # a 0/1 column next to string labels: 1 is its positive value
+    if pos_label is None:
+        if arr.dtype == bool:
+            return arr
+        if arr.dtype.kind in "iuf":
+            bad = (arr != 0) & (arr != 1)
+            if bad.any():
+                shown = ", ".join(repr(v) for v in np.unique(arr[bad])[:5].tolist())
+                raise DataError(f"{name} must hold 0/1 labels; found {shown}: map them to 0/1 "
+                                "or pass pos_label.")
+            return np.asarray(arr == 1, dtype=bool)
+        shown = ", ".join(repr(v) for v in pd.unique(arr)[:5])
+        raise DataError(
+            f"{name} holds non-numeric labels ({shown}): pass pos_label (e.g. pos_label='>50K')."
+        )
+    uniq = pd.unique(arr)
+    if len(uniq) > 2:
+        shown = ", ".join(repr(v) for v in uniq[:5])
+        raise DataError(f"{name} holds more than two labels ({shown}): binary labels only.")
+    try:
+        return np.asarray(arr == pos_label, dtype=bool)
+    except (TypeError, ValueError):
+        raise DataError(f"{name} cannot be compared with pos_label={pos_label!r}.") from None
+
+
+def _json(x: float) -> float | None:
+    return float(x) if x is not None and math.isfinite(float(x)) else None
+
+
+def _interval(lo: float, hi: float, level: float, method: str) -> dict[str, Any]:
+    return {"low": _json(lo), "high": _json(hi), "level": level, "method": method}
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """One fairness metric summarised over all groups large enough to judge.
+
+    Attributes
+    ----------
+    metric : str
+        Full metric name (``demographic_parity_difference``, ...).
+    kind : {"difference", "ratio"}
+    estimate : float
+        Largest pairwise gap (differences; for equalized odds the larger of the TPR and FPR
+        gaps) or smallest pairwise ratio.
+    pair : (str, str)
+        The groups attaining it (higher rate first for gaps; lower rate first for ratios).
+    low, high : float
+        Simultaneous interval of the estimate's true value.
+    rate : str
+        The per-group rate behind the attained pair.
+    vs_rest : list of dict
+        Each compared group vs every other instance: estimate and simultaneous interval.
+    vs_reference : list of dict
+        Each group vs the reference group (when one is chosen).
+    pairs : list of dict
+        Every pair of compared groups (each orientation once): estimate and simultaneous
+        interval, per rate.
+    threshold : float
+        Tolerance (differences: fair when the gap is at most it) or floor (ratios).
+    confidence_level : float
+        Family-wise level of all intervals of this summary.
+    method : str
+        ``bonferroni`` or ``exact`` (see :mod:`fairprobe.stats.simultaneous`).
+    family_size : int
+        Intervals in the family the level holds over.
+    compared, excluded : tuple of str
+        Groups in the summary; groups left out (too small, or no instance the rate is defined on)
+        with the reason.
+    """
+
+    metric: str
+    kind: Literal["difference", "ratio"]
+    estimate: float
+    pair: tuple[str, str]
+    low: float
+    high: float
+    rate: str
+    vs_rest: list[dict[str, Any]]
+    vs_reference: list[dict[str, Any]]
+    threshold: float
+    confidence_level: float
+    method: str
+    family_size: int
+    compared: tuple[str, ...]
+    excluded: dict[str, str] = field(default_factory=dict)
+    pairs: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        """``fair`` / ``unfair`` / ``undetermined`` from the simultaneous interval.
+
+        Gap: fair if ``high <= threshold``, unfair if ``low > threshold``. Ratio: fair if
+        ``low >= threshold``, unfair if ``high < threshold``.
+        """
+        lo, hi, th = self.low, self.high, self.threshold
+        if math.isnan(lo) or math.isnan(hi):
+            return "undetermined"
+        if self.kind == "difference":
+            return "fair" if hi <= th else ("unfair" if lo > th else "undetermined")
+        return "fair" if lo >= th else ("unfair" if hi < th else "undetermined")
+
+    def confidence_interval(self) -> tuple[float, float]:
+        return (self.low, self.high)
+
+    def to_dict(self) -> dict[str, Any]:
+        method = f"{self.method}-simultaneous"
+        return {
+            "metric": self.metric,
+            "kind": self.kind,
+            "rate": self.rate,
+            "estimate": _json(self.estimate),
+            "pair": list(self.pair),
+            "interval": _interval(self.low, self.high, self.confidence_level, method),
+            "threshold": self.threshold,
+            "verdict": self.verdict,
+            "family_size": self.family_size,
+            "compared": list(self.compared),
+            "excluded": dict(self.excluded),
+            "vs_rest": self.vs_rest,
+            "vs_reference": self.vs_reference,
+            "pairs": self.pairs,
+        }
+
+
+class AuditFrame:
+    """Per-group rates of any number of groups (or intersections) and their fairness summaries.
+
+    Parameters
+    ----------
+    y_pred : array-like
+        Decisions, 0/1 (or labels with ``pos_label``).
+    y_true : array-like, optional
+        True labels; needed by TPR, FPR, PPV, accuracy and error rate.
+    sensitive_features : Series, DataFrame, dict or array
+        One group column, or several (each combination that occurs is a group); see
+        :func:`fairprobe.stats.groups.group_labels`.
+    scores : array-like of float, optional
+        Model scores; enable ``mean_score``.
+    pos_label : scalar, optional
+        The positive label of ``y_true`` and ``y_pred`` when they are not 0/1 (a column that is
+        0/1 or boolean keeps 1 as positive, so 0/1 decisions go with string labels).
+    min_group_size : int
+        Groups below this size are reported and left out of the summaries; so are, for one
+        metric, groups with fewer instances on which its rate is defined (e.g. fewer
+        ``y_true == 1`` instances than this, for TPR).
+    confidence_level : float in (0, 1)
+        Level of the per-group intervals and family-wise level of the summaries.
+    group_interval : {"wilson", "exact"}
+        Per-group interval: Wilson score or Clopper-Pearson.
+    method : {"exact", "bonferroni"}
+        Simultaneous construction of the summaries (:mod:`fairprobe.stats.simultaneous`):
+        ``"exact"`` (default) keeps the family-wise level at every rate and size, by
+        construction; ``"bonferroni"`` (Newcombe/Koopman at level ``1 - alpha/m``) is narrower
+        and under-covers with small groups at rates near 0 (measured in ``docs/stats.md``).
+    reference : group, optional
+        Reference group of the ``vs_reference`` comparisons (label, value or tuple of values).
+    tolerance, threshold : float
+        Fair band of differences (default 0.05) and floor of ratios (default 0.8).
+
+    Notes
+    -----
+    Point estimates equal fairlearn's ``MetricFrame`` with ``selection_rate``,
+    ``true_positive_rate``, ``false_positive_rate``, ``precision_score``, ``accuracy_score``
+    (tested to 1e-12 on Adult).
+    """
+
+    def __init__(
+        self,
+        *,
+        y_pred: Any,
+        sensitive_features: Any,
+        y_true: Any = None,
+        scores: Any = None,
+        pos_label: Any = None,
+        min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
+        confidence_level: float = 0.95,
+        group_interval: str = "wilson",
+        method: str = "exact",
+        reference: Any = None,
+        tolerance: float = 0.05,
+        threshold: float = 0.8,
+    ) -> None:
+        owner = "AuditFrame"
+        self.confidence_level = check_real(confidence_level, "confidence_level", owner,
+                                           lo=0.0, hi=1.0, closed="neither")
+        self.group_interval = check_choice(group_interval, "group_interval", owner,
+                                           GROUP_INTERVALS)
+        self.method = check_choice(method, "method", owner, SIMULTANEOUS_METHODS)
+        self.tolerance = check_real(tolerance, "tolerance", owner, lo=0.0)
+        self.threshold = check_real(threshold, "threshold", owner, lo=0.0, hi=1.0,
+                                    closed="right")
+        self.groups: GroupLabels = group_labels(sensitive_features, min_group_size=min_group_size)
+        n = self.groups.codes.shape[0]
+        pred = _binary_labels(y_pred, "y_pred", pos_label)
+        true = None if y_true is None else _binary_labels(y_true, "y_true", pos_label)
+        sc = None
+        if scores is not None:
+            sc = np.asarray(as_1d(scores, "scores"), dtype=np.float64)
+            if not np.isfinite(sc).all():
+                raise DataError("scores contain NaN or infinite values: drop or repair them.")
+        for name, col in (("y_pred", pred), ("y_true", true), ("scores", sc)):
+            if col is not None and col.shape[0] != n:
+                raise DataError(f"{name} has {col.shape[0]} entries but sensitive_features has "
+                                f"{n}: pass one entry per instance.")
+        self.reference = None if reference is None else self.groups.position(reference)
+        self._n_rows = n
+        self._counts: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
+        self._means: tuple[npt.NDArray[np.float64], ...] | None = None
+        self._rest_means: tuple[npt.NDArray[np.float64], ...] | None = None
+        g, codes = self.groups.n_groups, self.groups.codes
+
+        def count(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+            return np.bincount(codes, weights=mask.astype(np.float64), minlength=g).astype(
+                np.int64)
+
+        size = self.groups.sizes
+        npos = count(pred)
+        self._counts["selection_rate"] = (npos, size)
+        if true is not None:
+            tp = count(pred & true)
+            ntrue = count(true)
+            fp = npos - tp
+            correct = count(pred == true)
+            self._counts["true_positive_rate"] = (tp, ntrue)
+            self._counts["false_positive_rate"] = (fp, size - ntrue)
+            self._counts["positive_predictive_value"] = (tp, npos)
+            self._counts["accuracy"] = (correct, size)
+            self._counts["error_rate"] = (size - correct, size)
+        if sc is not None:
+            s1 = np.bincount(codes, weights=sc, minlength=g)
+            s2 = np.bincount(codes, weights=sc * sc, minlength=g)
+            nf = size.astype(np.float64)
+            mean = s1 / nf
+            with np.errstate(divide="ignore", invalid="ignore"):
+                var = np.maximum(s2 - nf * mean * mean, 0.0) / (nf - 1.0)
+            tot1, tot2 = float(sc.sum()), float((sc * sc).sum())
+            rn = n - nf
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rmean = (tot1 - s1) / rn
+                rvar = np.maximum((tot2 - s2) - rn * rmean * rmean, 0.0) / (rn - 1.0)
+            self._means = (mean, var, nf)
+            self._rest_means = (rmean, rvar, rn)
+            self._scores_total = (tot1 / n,)
+
+    # --- the by-group table ------------------------------------------------------------------
+
+    @property
+    def rates(self) -> tuple[str, ...]:
+        """The per-group rates available from the columns given."""
+        out = tuple(self._counts)
+        return out + (("mean_score",) if self._means is not None else ())
+
+    def _rate_values(self, rate: str) -> npt.NDArray[np.float64]:
+        if rate == "mean_score":
+            assert self._means is not None
+            return self._means[0]
+        k, n = self._counts[rate]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(n > 0, k / np.maximum(n, 1), np.nan)
+
+    def _rate_interval(self, rate: str) -> tuple[npt.NDArray[np.float64], ...]:
+        if rate == "mean_score":
+            from scipy import stats as sps
+
+            assert self._means is not None
+            mean, var, nf = self._means
+            with np.errstate(divide="ignore", invalid="ignore"):
+                half = sps.t.ppf(0.5 + self.confidence_level / 2, nf - 1) * np.sqrt(var / nf)
+            return mean - half, mean + half
+        k, n = self._counts[rate]
+        nn = np.maximum(n, 1)
+        fn = wilson_interval if self.group_interval == "wilson" else clopper_pearson_interval
+        lo, hi = fn(k, nn, self.confidence_level)
+        return np.where(n > 0, lo, np.nan), np.where(n > 0, hi, np.nan)
+
+    def _check_rate(self, rate: str) -> str:
+        if rate not in RATES:
+            check_choice(rate, "rate", "AuditFrame", tuple(RATES))
+        if rate not in self.rates:
+            needs = " and ".join(RATES[rate][0])
+            raise DataError(f"The rate {rate!r} needs {needs}; pass them to AuditFrame.")
+        return rate
+
+    @property
+    def by_group(self) -> pd.DataFrame:
+        """Each group's rates (rows: groups, columns: rates), fairlearn's ``by_group`` shape."""
+        return pd.DataFrame({r: self._rate_values(r) for r in self.rates},
+                            index=self.groups.index())
+
+    def to_frame(self) -> pd.DataFrame:
+        """The full by-group table: size, ``too_small``, and per rate its value, denominator and
+        interval (``<rate>``, ``<rate>_n``, ``<rate>_low``, ``<rate>_high``)."""
+        cols: dict[str, Any] = {"n": self.groups.sizes, "too_small": self.groups.too_small}
+        for r in self.rates:
+            lo, hi = self._rate_interval(r)
+            cols[r] = self._rate_values(r)
+            cols[f"{r}_n"] = (self._counts[r][1] if r != "mean_score"
+                              else self.groups.sizes)
+            cols[f"{r}_low"] = lo
+            cols[f"{r}_high"] = hi
+        return pd.DataFrame(cols, index=self.groups.index())
+
+    def overall(self) -> pd.Series:
+        """Each rate over all instances (fairlearn's ``overall``)."""
+        out = {}
+        for r in self.rates:
+            if r == "mean_score":
+                out[r] = self._scores_total[0]
+            else:
+                k, n = self._counts[r]
+                out[r] = float(k.sum() / n.sum()) if n.sum() > 0 else float("nan")
+        return pd.Series(out)
+
+    # --- fairlearn-style aggregates (point estimates) ----------------------------------------
+
+    def _eligible_values(self) -> pd.DataFrame:
+        bg = self.by_group
+        return bg[self.groups.eligible]
+
+    def group_max(self) -> pd.Series:
+        """Largest rate over the groups large enough to judge."""
+        return self._eligible_values().max()
+
+    def group_min(self) -> pd.Series:
+        """Smallest rate over the groups large enough to judge."""
+        return self._eligible_values().min()
+
+    def difference(self, method: str = "between_groups") -> pd.Series:
+        """``between_groups``: max - min per rate; ``to_overall``: largest ``|rate - overall|``."""
+        check_choice(method, "method", "AuditFrame.difference", ("between_groups", "to_overall"))
+        if method == "between_groups":
+            return self.group_max() - self.group_min()
+        return (self._eligible_values() - self.overall()).abs().max()
+
+    def ratio(self, method: str = "between_groups") -> pd.Series:
+        """``between_groups``: min / max per rate; ``to_overall``: smallest of rate/overall and
+        overall/rate."""
+        check_choice(method, "method", "AuditFrame.ratio", ("between_groups", "to_overall"))
+        if method == "between_groups":
+            return self.group_min() / self.group_max()
+        v, o = self._eligible_values(), self.overall()
+        return pd.concat([v / o, o / v]).min()
+
+    # --- summaries with simultaneous intervals -----------------------------------------------
+
+    def _family(self, rate: str, kind: Literal["difference", "ratio"], share: float,
+                idx: npt.NDArray[np.int64]) -> FamilyIntervals:
+        level = self.confidence_level
+        if rate == "mean_score":
+            assert self._means is not None and self._rest_means is not None
+            m, v, nf = self._means
+            rm, rv, rn = self._rest_means
+            return mean_family_intervals(m[idx], v[idx], nf[idx], rm[idx], rv[idx], rn[idx],
+                                         confidence_level=level, share=share)
+        k, n = self._counts[rate]
+        rk, rn_ = k.sum() - k, n.sum() - n
+        return family_intervals(k[idx], n[idx], rk[idx], rn_[idx], kind=kind,
+                                confidence_level=level, method=self.method, share=share)
+
+    def _compared(self, rates: Sequence[str]) -> tuple[npt.NDArray[np.int64], dict[str, str]]:
+        labels = self.groups.labels
+        excluded: dict[str, str] = {}
+        ok = self.groups.eligible.copy()
+        for i in np.flatnonzero(~ok):
+            excluded[labels[i]] = (f"too small: {int(self.groups.sizes[i])} < "
+                                   f"min_group_size {self.groups.min_group_size}")
+        for r in rates:
+            if r == "mean_score":
+                assert self._means is not None
+                bad = self._means[2] < max(2, self.groups.min_group_size)
+                why = "fewer than 2 scores"
+            else:
+                denom = self._counts[r][1]
+                bad = denom < self.groups.min_group_size
+            for i in np.flatnonzero(ok & bad):
+                if r != "mean_score":
+                    why = (f"only {int(denom[i])} instance(s) {_DENOMINATOR.get(r, '')} for "
+                           f"{r} (< min_group_size {self.groups.min_group_size})")
+                excluded[labels[i]] = why
+            ok &= ~bad
+        return np.flatnonzero(ok), excluded
+
+    def summary(self, metric: str, *, threshold: float | None = None) -> GroupSummary:
+        """The summary of one fairness metric (name or alias, e.g. ``"dp"``, ``"eodds"``).
+
+        ``threshold`` overrides the frame's tolerance (differences) or floor (ratios).
+        """
+        name = fairness_metric_name(metric, "AuditFrame.summary")
+        rates, kind = FAIRNESS_METRICS[name]
+        for r in rates:
+            self._check_rate(r)
+        th = (self.threshold if kind == "ratio" else self.tolerance) if threshold is None \
+            else check_real(threshold, "threshold", "AuditFrame.summary", lo=0.0)
+        idx, excluded = self._compared(rates)
+        labels = self.groups.labels
+        if idx.size < 2:
+            raise DataError(
+                f"{name} needs two groups large enough to compare; only "
+                f"{[labels[i] for i in idx]} qualify (excluded: {excluded}). Lower "
+                "min_group_size or raise the budget."
+            )
+        share = 1.0 / len(rates)
+        fams = {r: self._family(r, kind, share, idx) for r in rates}
+        worst = {r: worst_pair(f) for r, f in fams.items()}
+        top = max(rates, key=lambda r: worst[r]["estimate"]) if kind == "difference" else rates[0]
+        w = worst[top]
+        if kind == "difference":
+            low = max(worst[r]["low"] for r in rates)
+            high = max(worst[r]["high"] for r in rates)
+        else:
+            low, high = w["low"], w["high"]
+        pair = (labels[idx[w["pair"][0]]], labels[idx[w["pair"][1]]])
+        smethod = f"{fams[top].method}-simultaneous"
+        vs_rest: list[dict[str, Any]] = []
+        vs_ref: list[dict[str, Any]] = []
+        all_pairs: list[dict[str, Any]] = []
+        for r, f in fams.items():
+            for j, (p1, p2) in enumerate(f.pairs):
+                all_pairs.append({"groups": [labels[idx[p1]], labels[idx[p2]]], "rate": r,
+                                  "estimate": _json(f.est[j]),
+                                  "interval": _interval(f.low[j], f.high[j],
+                                                        self.confidence_level, smethod)})
+            for j, gi in enumerate(idx):
+                vs_rest.append({"group": labels[gi], "rate": r,
+                                "estimate": _json(f.rest_est[j]),
+                                "interval": _interval(f.rest_low[j], f.rest_high[j],
+                                                      self.confidence_level, smethod)})
+            if self.reference is not None and self.reference in idx:
+                ref = int(np.flatnonzero(idx == self.reference)[0])
+                opairs, est, lo, hi = f.ordered()
+                for j, (p1, p2) in enumerate(opairs):
+                    if p2 == ref:
+                        vs_ref.append({"group": labels[idx[p1]], "reference": labels[idx[ref]],
+                                       "rate": r, "estimate": _json(est[j]),
+                                       "interval": _interval(lo[j], hi[j],
+                                                             self.confidence_level, smethod)})
+        return GroupSummary(
+            metric=name, kind=kind, estimate=float(w["estimate"]) if kind == "ratio"
+            else max(worst[r]["estimate"] for r in rates),
+            pair=pair, low=float(low), high=float(high), rate=top, vs_rest=vs_rest,
+            vs_reference=vs_ref, threshold=th, confidence_level=self.confidence_level,
+            method=self.method, family_size=sum(f.family_size for f in fams.values()),
+            compared=tuple(labels[i] for i in idx), excluded=excluded, pairs=all_pairs,
+        )
+
+    # --- output ------------------------------------------------------------------------------
+
+    def by_group_records(self) -> list[dict[str, Any]]:
+        """The by-group table as JSON-ready records (intervals in the shared shape)."""
+        frame = self.to_frame()
+        method = self.group_interval
+        out = []
+        for i, lab in enumerate(self.groups.labels):
+            row: dict[str, Any] = {
+                "group": lab,
+                "values": dict(zip(self.groups.names, map(_plain, self.groups.keys[i]),
+                                   strict=True)),
+                "n": int(self.groups.sizes[i]),
+                "too_small": bool(self.groups.too_small[i]),
+                "rates": {},
+            }
+            for r in self.rates:
+                row["rates"][r] = {
+                    "value": _json(frame[r].iloc[i]),
+                    "n": int(frame[f"{r}_n"].iloc[i]),
+                    "interval": _interval(frame[f"{r}_low"].iloc[i], frame[f"{r}_high"].iloc[i],
+                                          self.confidence_level,
+                                          "t" if r == "mean_score" else method),
+                }
+            out.append(row)
+        return out
+
+    def to_dict(self, metrics: Sequence[str] | None = None) -> dict[str, Any]:
+        """JSON-ready: columns, groups with counts/rates/intervals, summaries of ``metrics``
+        (default: every fairness metric the columns allow)."""
+        names = self._metrics(metrics)
+        return {
+            "sensitive_features": list(self.groups.names),
+            "min_group_size": self.groups.min_group_size,
+            "confidence_level": self.confidence_level,
+            "group_interval": self.group_interval,
+            "simultaneous_method": self.method,
+            "reference": None if self.reference is None else self.groups.labels[self.reference],
+            "by_group": self.by_group_records(),
+            "summaries": {m: self.summary(m).to_dict() for m in names},
+        }
+
+    def _metrics(self, metrics: Sequence[str] | None) -> list[str]:
+        if metrics is not None:
+            return [fairness_metric_name(m) for m in metrics]
+        return [m for m, (rates, _) in FAIRNESS_METRICS.items()
+                if all(r in self.rates for r in rates)]
+
+    def __repr__(self) -> str:
+        return (f"AuditFrame({self.groups.n_groups} groups of {list(self.groups.names)}, "
+                f"rates {list(self.rates)})\n{self.to_frame()!r}")
+
+    def _repr_html_(self) -> str:
+        table = self.to_frame().to_html(float_format=lambda x: f"{x:.4f}")
+        rows = []
+        for m in self._metrics(None):
+            try:
+                s = self.summary(m)
+            except DataError as e:
+                rows.append(f"<tr><td>{html.escape(m)}</td><td colspan=4>"
+                            f"{html.escape(str(e))}</td></tr>")
+                continue
+            rows.append(
+                f"<tr><td>{html.escape(m)}</td><td>{s.estimate:.4f}</td>"
+                f"<td>[{s.low:.4f}, {s.high:.4f}]</td>"
+                f"<td>{html.escape(' vs '.join(s.pair))}</td><td>{s.verdict}</td></tr>")
+        pct = f"{self.confidence_level:.0%}"
+        return (f"<div><b>AuditFrame</b>: {self.groups.n_groups} groups of "
+                f"{html.escape(', '.join(self.groups.names))}{table}"
+                f"<table><tr><th>metric</th><th>worst</th><th>{pct} simultaneous "
+                f"({self.method})</th><th>pair</th><th>verdict</th></tr>{''.join(rows)}"
+                "</table></div>")
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v
+
