@@ -41,7 +41,7 @@ def _model_file(path: Path) -> Path:
 @pytest.fixture(scope="module")
 def llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlatformProcess]:
     path = _model_file(tmp_path_factory.mktemp("model") / "m.joblib")
-    with PlatformProcess(model_file=path, llm_garble_rate=0.25, seed=3) as p:
+    with PlatformProcess(model_file=path, allow_pickle=True, llm_garble_rate=0.25, seed=3) as p:
         yield p
 
 
