@@ -141,6 +141,11 @@ def test_label_in_feature_cols_is_refused(spy, pool_csv, capsys) -> None:
         (["--concurrency", "1000000000"], "--concurrency must be an integer in [1, 256]"),
         (["--retries", "1000000000000"], "--retries must be an integer in [0, 100]"),
         (["--feature-cols", ","], "--feature-cols names no column"),
+        # the every-group form validates the same way
+        (["--group-col", "race", "--concurrency", "0"], "--concurrency must be an integer in"),
+        (["--metric", "dp,fpr", "--tolerance", "5"], "--tolerance must be in (0, 1), got 5."),
+        (["--group-col", "sex,race", "--timeout", "1e308"], "--timeout must be in (0, 86400]"),
+        (["--group-col", "race", "--metric", "fpr"], "--metric false_positive_rate_difference"),
         (["--json", "POOL/r.json"], "is a file, not a directory"),
     ],
 )

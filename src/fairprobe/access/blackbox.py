@@ -320,6 +320,19 @@ class BlackBox:
 
         if self.refresh:
             return IdentityCheck(ident, ident, None, "refreshed")
+        temperature = getattr(getattr(self.backend, "config", None), "temperature", None)
+        if isinstance(temperature, int | float) and temperature > 0:
+            # sampled answers differ from run to run: re-asking cannot tell a new model apart
+            if self.cache.count(ident) == 0:
+                return IdentityCheck(ident, ident, None, "unverified")
+            return IdentityCheck(
+                ident, ident, None, "unverified",
+                note=(
+                    f"The answers are sampled (temperature {temperature:g}) and the endpoint "
+                    "reports no model identity: cached answers were used without checking that "
+                    "the model behind it is unchanged (use --refresh or --no-cache to be sure)."
+                ),
+            )
         sample = self.cache.sample_records(ident, self.fingerprint_size)
         if not sample:
             return IdentityCheck(ident, ident, None, "unverified")

@@ -85,7 +85,6 @@ def check_audit_flags(
     name = check_flag_choice(metric, "--metric", METRIC_CHOICES)
     if budget is not None:
         check_flag_int(budget, "--budget", lo=2, hint=" (at least one query per group)")
-    check_flag_int(seed, "--seed", lo=0, hi=2**63 - 1)
     if name == "disparate_impact_ratio":
         if tolerance is not None:
             raise InvalidParameterError(
@@ -102,6 +101,29 @@ def check_audit_flags(
             )
         if tolerance is not None:
             check_flag_real(tolerance, "--tolerance", lo=0.0, hi=1.0)
+    check_access_flags(
+        seed=seed, confidence_level=confidence_level, concurrency=concurrency, retries=retries,
+        timeout=timeout, no_cache=no_cache, refresh=refresh, json_path=json_path, cache=cache,
+    )
+    return name
+
+
+def check_access_flags(
+    *,
+    seed: int,
+    confidence_level: float,
+    concurrency: int,
+    retries: int,
+    timeout: float | None,
+    no_cache: bool,
+    refresh: bool,
+    json_path: Path | None,
+    cache: Path,
+) -> None:
+    """The flags every audit form shares: seed, level, access, cache and output paths."""
+    from fairprobe.errors import InvalidParameterError
+
+    check_flag_int(seed, "--seed", lo=0, hi=2**63 - 1)
     hint = f" (a share: {confidence_level / 100:g} for {confidence_level:g}%)" if (
         1.0 < confidence_level < 100.0) else ""
     check_flag_real(confidence_level, "--confidence-level", lo=0.0, hi=1.0, hint=hint)
@@ -114,7 +136,6 @@ def check_audit_flags(
     check_output_path(json_path, "--json")
     if not no_cache:
         check_output_path(cache, "--cache")
-    return name
 
 
 def _group_value(pool: pd.DataFrame, col: str, value: str, flag: str) -> Any:
@@ -568,24 +589,15 @@ def _group_audit(
         raise InvalidParameterError(f"--group-col must name distinct columns; got {group_col!r}.")
     if budget is not None:
         check_flag_int(budget, "--budget", lo=2, hint=" (at least one query per group)")
-    check_flag_int(seed, "--seed", lo=0)
     check_flag_int(min_group_size, "--min-group-size", lo=1)
     if tolerance is not None:
         check_flag_real(tolerance, "--tolerance", lo=0.0, hi=1.0)
     if threshold is not None:
         check_flag_real(threshold, "--threshold", lo=0.0, hi=1.0, closed="right")
-    hint = f" (a share: {confidence_level / 100:g} for {confidence_level:g}%)" if (
-        1.0 < confidence_level < 100.0) else ""
-    check_flag_real(confidence_level, "--confidence-level", lo=0.0, hi=1.0, hint=hint)
-    check_flag_int(concurrency, "--concurrency", lo=1)
-    check_flag_int(retries, "--retries", lo=0)
-    if timeout is not None:
-        check_flag_real(timeout, "--timeout", lo=0.0)
-    if no_cache and refresh:
-        raise InvalidParameterError("--no-cache and --refresh exclude each other; give one.")
-    check_output_path(json_path, "--json")
-    if not no_cache:
-        check_output_path(cache, "--cache")
+    check_access_flags(
+        seed=seed, confidence_level=confidence_level, concurrency=concurrency, retries=retries,
+        timeout=timeout, no_cache=no_cache, refresh=refresh, json_path=json_path, cache=cache,
+    )
     needs_label = any("y_true" in RATES[r][0] for n in names for r in FAIRNESS_METRICS[n][0])
 
     from fairprobe.audit import check_group_audit, draw_queries, plan_columns
