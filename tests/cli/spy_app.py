@@ -1,7 +1,8 @@
 """A spy model endpoint for the audit CLI tests: records every request and every field it gets.
 
 Run as ``python spy_app.py PORT``. ``POST /predict`` (``{"instances": [...]}``) answers
-decision = ``age >= 40`` (score 0.9 / 0.1); ``GET /health`` reports ``{"model": "spy-v1"}``.
+decision = ``age >= 40`` (score 0.9 / 0.1); ``POST /biased`` the same but a malformed decision
+for half of the records with ``race == "Black"`` (odd ages); ``GET /health`` reports ``{"model": "spy-v1"}``.
 ``GET /spy`` returns ``{"requests": n, "fields": [...sorted field names seen...],
 "instances": n}`` (the ``/spy`` requests are not counted); ``POST /spy/reset`` clears it.
 """
@@ -30,6 +31,7 @@ async def health() -> dict[str, str]:
     return {"status": "ok", "model": "spy-v1"}
 
 
+@app.post("/biased")
 @app.post("/predict")
 async def predict(request: Request) -> dict[str, Any]:
     body = await request.json()
@@ -38,6 +40,9 @@ async def predict(request: Request) -> dict[str, Any]:
         STATE["fields"].update(inst)
         STATE["instances"] += 1
         d = int(float(inst.get("age", 0)) >= 40)
+        if request.url.path == "/biased" and inst.get("race") == "Black" and inst["age"] % 2:
+            out.append({"decision": "cannot say"})  # garbles half of one group's answers
+            continue
         out.append({"decision": d, "score": 0.9 if d else 0.1})
     return {"predictions": out}
 

@@ -294,3 +294,23 @@ def test_url_credentials_never_written(spy, pool_csv, tmp_path, capsys) -> None:
         "audit", "--url", f"http://alice:{secret}@127.0.0.1:{free_port()}", "--retries", "0",
         "--no-progress", "--no-cache", capsys=capsys)
     assert code == 3 and "unreachable" in err and secret not in err and "alice:***@" in err
+
+
+# -- an endpoint that garbles one group's answers more often: shown, and the verdict says so ---
+def test_unequal_unparsed_shares_qualify_the_verdict(spy, pool_csv, tmp_path, capsys) -> None:
+    cfg = tmp_path / "biased.toml"
+    cfg.write_text(f'kind = "http-json"\nurl = "{spy}"\npath = "/biased"\n'
+                   'on_malformed = "drop"\n')
+    out = tmp_path / "r.json"
+    code, text, err = run_cli(
+        "audit", "--backend-config", str(cfg), "--queries", str(pool_csv), "--group-col",
+        "race", "--group-a", "Black", "--metric", "dp", "--budget", "800", "--no-progress",
+        "--send-group", "--no-cache", "--json", str(out), capsys=capsys)
+    assert code == 0, err
+    prov = json.loads(out.read_text())["provenance"]
+    black, white = prov["answers"]["by_group"]["Black"], prov["answers"]["by_group"]["White"]
+    assert black["unparsed"] > 0 and white["unparsed"] == 0
+    assert black["unparsed"] + black["ok"] == black["asked"]
+    assert prov["answers"]["outcome_disparity_p_value"] < 0.05
+    assert prov["notes"] and "differs significantly between groups" in prov["notes"][0]
+    assert "differs significantly between groups" in " ".join(text.split())
