@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "fairprobe", *args], capture_output=True,
@@ -46,3 +48,23 @@ def test_runtime_warnings_stay_off_stderr() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env={**env, "FAIRPROBE_DEBUG": "1"}, timeout=60)
     assert "RuntimeWarning" in r.stderr  # still visible when debugging
+
+
+@pytest.mark.parametrize("command", [["sequential"], ["twosource"], ["radius"], ["audit"],
+                                     ["collab", "simulate"]])
+def test_output_paths_are_checked_before_any_work(command, tmp_path, capsys) -> None:
+    """Issue 16: a directory or unwritable --json/--cache gave 'error: unexpected ...' after the
+    queries were paid; now every command refuses it first, in one line."""
+    from fairprobe.cli.main import main
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    for args, needle in (
+        (["--json", str(tmp_path)], "is a directory; give a file path"),
+        ([f"--json={blocker}/r.json"], "is a file, not a directory"),
+        (["--cache", str(tmp_path)], "is a directory; give a file path"),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            main([*command, *args])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and needle in err and len(err.strip().splitlines()) == 1

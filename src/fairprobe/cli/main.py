@@ -139,8 +139,33 @@ def main(argv: list[str] | None = None) -> None:
             signal.signal(signal.SIGINT, previous)
 
 
+#: Options that name a file a command writes (checked before any command starts its work).
+OUTPUT_OPTIONS = ("--json", "--cache")
+
+
+def _check_output_options(argv: list[str]) -> None:
+    """A directory or unwritable ``--json``/``--cache`` fails before any query is paid."""
+    if "--help" in argv:
+        return
+    from pathlib import Path
+
+    from fairprobe.cli._common import check_output_path
+
+    for i, arg in enumerate(argv):
+        flag, eq, value = arg.partition("=")
+        if flag not in OUTPUT_OPTIONS:
+            continue
+        if not eq:
+            if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
+                continue
+            value = argv[i + 1]
+        if value:
+            check_output_path(Path(value), flag)
+
+
 def _run(argv: list[str] | None, debug: bool) -> None:
     try:
+        _check_output_options(list(sys.argv[1:] if argv is None else argv))
         rv = app(args=argv, standalone_mode=False)
     except _Interrupted:
         _fail(INTERRUPT_MESSAGE, 130)
