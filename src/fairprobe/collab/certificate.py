@@ -288,6 +288,8 @@ def certify(
     V = v.shape[0]
     kmax = V if max_k is None else check_int(max_k, "max_k", "certify", lo=0)
     tot = v.sum(axis=0)
+    if not np.isfinite(tot).all() or not np.isfinite(float(budget) * V):
+        raise DataError("The counts are too large to add up in floating point; rescale them.")
     if tot[1] <= 0 or tot[3] <= 0:
         raise DataError("No statistics of one group: there is no verdict to certify.")
     est = float(tot[0] / tot[1] - tot[2] / tot[3])
