@@ -36,9 +36,10 @@ with open("local.toml", "w") as fh:
     fh.write("trusted = [" + ", ".join(f'"{t}"' for t in trusted) + "]\n")
     fh.write(f"feature_columns = [{cols}]\n")
 PY
+# the platform model uses sex itself, so the group column is sent (--send-group)
 "$work/venv/bin/fairprobe" audit --backend-config local.toml --budget 1000 --seed 0 \
-  --no-progress --cache cache.sqlite --json audit.json
-"$py" -c "import json; d = json.load(open('audit.json')); print('audit verdict:', d.get('metric', d).get('verdict'))"
+  --send-group --no-progress --cache cache.sqlite --json audit.json
+"$py" -c "import json; d = json.load(open('audit.json')); assert d['schema'] == 'fairprobe/1' and d['kind'] == 'audit', d.get('kind'); print('audit verdict:', d['verdict'])"
 
 # an extra that is not installed: one line naming it, no traceback, non-zero exit
 set +e

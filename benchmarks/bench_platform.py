@@ -14,7 +14,6 @@ The machine may be shared: the script prints the load average; compare runs on o
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
@@ -24,7 +23,7 @@ import httpx
 
 from fairprobe.datasets.adult import load_adult
 from fairprobe.platform import AUDIT_FEATURES, USER_FEATURES, Platform, PlatformModel
-from fairprobe.platform.llm import PROMPT_TEMPLATE
+from fairprobe.platform.llm import fill_prompt
 from fairprobe.platform.process import PlatformProcess
 
 
@@ -84,11 +83,16 @@ def main() -> None:
         _show("HTTP /user/predict, batch 1000",
               _median(_rate(1000, lambda: c.post(p.url + "/user/predict", json=body), 5),
                       args.repeats), "records/s")  # fmt: skip
-        chat = {"messages": [{"role": "user",
-                              "content": PROMPT_TEMPLATE.format(record=json.dumps(audit[0]))}]}
+        model_id = c.get(p.url + "/v1/models").json()["data"][0]["id"]
+        chat = {"model": model_id,
+                "messages": [{"role": "user", "content": fill_prompt(audit[0])}]}
+
+        def ask_chat() -> None:
+            r = c.post(p.url + "/v1/chat/completions", json=chat)
+            r.raise_for_status()
+
         _show("HTTP /v1/chat/completions (one record per request)",
-              _median(_rate(1, lambda: c.post(p.url + "/v1/chat/completions", json=chat), 50),
-                      args.repeats), "requests/s")  # fmt: skip
+              _median(_rate(1, ask_chat, 50), args.repeats), "requests/s")  # fmt: skip
     with PlatformProcess(fairwash="positive", gamma=0.3) as p, httpx.Client(timeout=60) as c:
         body = {"instances": audit[:1000]}
         _show("HTTP /audit/predict, batch 1000, fairwash positive 0.3",

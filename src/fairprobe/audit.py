@@ -21,10 +21,11 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from fairprobe._validation import check_choice, check_int
+from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.access import AnswerBatch
+from fairprobe.access.base import OUTCOMES
 from fairprobe.access.blackbox import BlackBox
-from fairprobe.errors import BudgetError, DataError
+from fairprobe.errors import AnswerParseError, BudgetError, DataError
 from fairprobe.stats import METRICS, MetricResult, compute_metric, select_groups
 from fairprobe.stats.frame import AuditFrame, GroupSummary, fairness_metric_name
 
@@ -93,6 +94,7 @@ class AuditResult:
     group_col: str
     values: npt.NDArray[np.float64] = field(repr=False)
     in_group_a: npt.NDArray[np.bool_] = field(repr=False)
+    outcomes_by_group: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
@@ -116,6 +118,8 @@ class AuditResult:
             "backend": self.backend,
             "group_col": self.group_col,
         }
+        if self.outcomes_by_group:
+            out["outcomes_by_group"] = self.outcomes_by_group
         if per_instance:
             groups = self.metric.groups
             out["per_instance"] = [
@@ -261,6 +265,8 @@ def plan_columns(
         if send_group:
             sent += [g for g in groups if g not in sent]
     if not sent:
+        if feature_cols is not None:
+            raise DataError("--feature-cols names no column; list the columns to send.")
         raise DataError("No column is left to send to the model; give --feature-cols.")
     for c in map(str, pool.columns):
         if c in sent:
@@ -298,6 +304,7 @@ def run_audit(
     threshold: float | None = None,
     confidence_level: float = 0.95,
     pos_label: Any = None,
+    max_unusable_share: float | None = None,
 ) -> AuditResult:
     """Run a fixed-budget black-box audit of one fairness metric.
 
@@ -324,6 +331,11 @@ def run_audit(
         confidence level of the interval.
     pos_label : scalar, optional
         Positive value of ``label_col`` when its labels are not 0/1 (e.g. ``">50K"``).
+    max_unusable_share : float, optional
+        Strict mode: stop with :class:`~fairprobe.errors.AnswerParseError` as soon as a group's
+        share of unusable answers (unparsed, refused or truncated) exceeds this, checked after
+        each tenth of the queries once the group has 20 answers, and on all answers at the end.
+        Answers paid before the stop stay in the cache.
 
     Raises
     ------
@@ -358,13 +370,22 @@ def run_audit(
             f"The {budget} queries drawn hold no member of group {group_a!r}: raise the budget "
             f"or check that {group_a!r} is a value of {group_col!r}."
         )
+    if max_unusable_share is not None:
+        check_real(max_unusable_share, "max_unusable_share", "run_audit", lo=0.0, hi=1.0,
+                   closed="left")
     before_paid, before_cached = blackbox.spent, blackbox.from_cache
-    answers: AnswerBatch = blackbox.query(sample[feats])
+    answers = _query(blackbox, sample[feats], sample[group_col], max_unusable_share)
     paid = blackbox.spent - before_paid
     cached = blackbox.from_cache - before_cached
     keep = answers.parsed
     if not keep.any():
-        raise DataError("No answer of the model could be parsed: check the backend's parsing.")
+        counts = answers.outcome_counts()
+        what = ", ".join(f"{v} {k}" for k, v in counts.items() if v and k != "ok")
+        hint = {
+            "truncated": "raise the token limit (max_completion_tokens for reasoning models)",
+            "refused": "the model refuses the task: rephrase the prompt",
+        }.get(max(counts, key=lambda k: counts[k]), "check the prompt and the backend's parser")
+        raise DataError(f"No answer of the model could be used ({what}): {hint}.")
     decisions = answers.decisions[keep]
     kept = sample.loc[keep].reset_index(drop=True)
     group_values = kept[group_col].to_numpy()
@@ -387,6 +408,7 @@ def run_audit(
     )
     sel = select_groups(group_values, group_a, group_b)
     used = sel.in_a | sel.in_b
+    all_groups = sample[group_col].to_numpy()
     if name == "equal_opportunity_difference":
         assert y_true is not None
         used &= y_true.astype(float) == 1.0
@@ -402,6 +424,67 @@ def run_audit(
         group_col=group_col,
         values=np.asarray(values, dtype=float)[used],
         in_group_a=sel.in_a[used],
+        outcomes_by_group=outcomes_by_group(answers, all_groups),
+    )
+
+
+def outcomes_by_group(answers: AnswerBatch, groups: npt.ArrayLike) -> dict[str, dict[str, int]]:
+    """Answers per outcome (``ok``, ``unparsed``, ``refused``, ``truncated``) per group value."""
+    g = np.asarray(groups)
+    oc = answers.outcomes
+    assert oc is not None
+    out: dict[str, dict[str, int]] = {}
+    for value in sorted(set(g.tolist()), key=str):
+        m = g == value
+        out[str(value)] = {o: int(np.count_nonzero(oc[m] == o)) for o in OUTCOMES}
+    return out
+
+
+#: Answers a group needs before strict mode may stop the audit early.
+STRICT_MIN_ANSWERS = 20
+
+
+def _strict_check(
+    answers: list[AnswerBatch], groups: pd.Series, limit: float, final: bool
+) -> None:
+    oc = np.concatenate([a.outcomes for a in answers if a.outcomes is not None])
+    g = groups.to_numpy()[: len(oc)]
+    for value in sorted(set(g.tolist()), key=str):
+        m = g == value
+        n = int(m.sum())
+        if n == 0 or (not final and n < STRICT_MIN_ANSWERS):
+            continue
+        counts = {o: int(np.count_nonzero(oc[m] == o)) for o in OUTCOMES}
+        bad = n - counts["ok"]
+        if bad / n > limit:
+            raise AnswerParseError(
+                f"strict mode: {bad} of {n} answers for group {value!r} ({bad / n:.1%}) are not "
+                f"usable (unparsed {counts['unparsed']}, refused {counts['refused']}, truncated "
+                f"{counts['truncated']}), above the limit of {limit:.1%}; the {len(oc)} answers "
+                "so far are cached: fix the prompt, the parser or the token limit and rerun."
+            )
+
+
+def _query(
+    blackbox: BlackBox, records: pd.DataFrame, groups: pd.Series, limit: float | None
+) -> AnswerBatch:
+    """All answers; in strict mode by tenths, stopping when a group's unusable share is too high."""
+    if limit is None:
+        return blackbox.query(records)
+    n = len(records)
+    step = max(STRICT_MIN_ANSWERS, -(-n // 10))
+    parts: list[AnswerBatch] = []
+    for lo in range(0, n, step):
+        parts.append(blackbox.query(records.iloc[lo : lo + step]))
+        _strict_check(parts, groups, limit, final=lo + step >= n)
+    return AnswerBatch(
+        np.concatenate([p.decisions for p in parts]),
+        np.concatenate([p.scores for p in parts]),
+        np.concatenate([p.logits for p in parts]),
+        sum(p.n_paid for p in parts),
+        sum(p.n_cached for p in parts),
+        np.concatenate([p.outcomes for p in parts if p.outcomes is not None]),
+        np.concatenate([p.cached for p in parts if p.cached is not None]),
     )
 
 
@@ -598,6 +681,7 @@ def run_group_audit(
     threshold: float | None = None,
     confidence_level: float = 0.95,
     method: str = "exact",
+    max_unusable_share: float | None = None,
 ) -> GroupAudit:
     """Black-box audit of every group of one column, or of the intersections of several.
 
@@ -618,6 +702,9 @@ def run_group_audit(
         Fairness metrics by name or alias: ``dp``, ``di``, ``eo`` (TPR), ``fpr``, ``eodds``
         (equalized odds), ``ppv`` (predictive parity), ``accuracy-gap``, ``error-rate``,
         ``score-gap`` (mean score, when the backend returns scores).
+    max_unusable_share : float, optional
+        Strict mode, as in :func:`run_audit`: stop as soon as a group's share of unusable answers
+        (unparsed, refused, truncated) exceeds this.
     label_col, pos_label
         True labels (needed by every metric but ``dp``/``di``/``score-gap``) and their positive
         value when not 0/1. NaN or non-binary labels raise before any query is paid.
@@ -630,6 +717,9 @@ def run_group_audit(
         confidence_level=confidence_level, method=method, tolerance=tolerance,
         threshold=threshold,
     )
+    if max_unusable_share is not None:
+        check_real(max_unusable_share, "max_unusable_share", "run_group_audit", lo=0.0, hi=1.0,
+                   closed="left")
     sample = draw_queries(pool, budget, seed)
     y_true_all = None
     if label_col is not None:
@@ -640,7 +730,9 @@ def run_group_audit(
 
         group_labels(sens_all).position(reference)  # an unknown reference fails before paying
     before_paid, before_cached = blackbox.spent, blackbox.from_cache
-    answers: AnswerBatch = blackbox.query(sample[feats])
+    all_labels = sens_all.astype(str).agg(", ".join, axis=1).to_numpy()
+    answers: AnswerBatch = _query(blackbox, sample[feats], pd.Series(all_labels),
+                                  max_unusable_share)
     paid = blackbox.spent - before_paid
     cached = blackbox.from_cache - before_cached
     keep = answers.parsed
@@ -648,7 +740,6 @@ def run_group_audit(
         raise DataError("No answer of the model could be parsed: check the backend's parsing.")
     from fairprobe.provenance import answer_counts_by_group
 
-    all_labels = sens_all.astype(str).agg(", ".join, axis=1).to_numpy()
     unparsed_by_group: dict[str, int] = {}
     if (~keep).any():
         lost = pd.Series(all_labels[~keep]).value_counts()

@@ -115,3 +115,19 @@ def test_concurrent_processes_sharing_a_cache_pay_each_record_once(
     outs = [json.loads((tmp_path / f"out{i}.json").read_text()) for i in range(3)]
     assert sum(o["spent"] for o in outs) == n  # no record paid twice
     assert outs[0]["decisions"] == outs[1]["decisions"] == outs[2]["decisions"]
+
+
+def test_sampled_answers_are_not_fingerprinted(tmp_path: Path) -> None:
+    """Re-asking a model that samples (temperature > 0) would drop the cache on every run."""
+    from types import SimpleNamespace
+
+    be = Threshold(0.0)
+    be.config = SimpleNamespace(temperature=0.7)  # type: ignore[attr-defined]
+    cache = tmp_path / "c.sqlite"
+    with BlackBox(be, cache=cache) as bb:
+        bb.query(recs(10))
+    with BlackBox(be, cache=cache) as bb:
+        assert bb.query(recs(10)).n_cached == 10 and bb.fingerprint_paid == 0
+        check = bb.identity_check
+        assert check is not None and check.source == "unverified"
+        assert check.note is not None and "temperature 0.7" in check.note

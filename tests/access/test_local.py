@@ -154,7 +154,7 @@ def test_bad_model_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="must end in .skops, .joblib or .pkl"):
         LocalModelBackend.from_file(tmp_path / "m.txt")
     (tmp_path / "broken.skops").write_bytes(b"not a zip")
-    with pytest.raises(ConfigError, match="cannot read skops file"):
+    with pytest.raises(ConfigError, match="Cannot load model file"):
         LocalModelBackend.from_file(tmp_path / "broken.skops")
 
 
@@ -222,3 +222,34 @@ def test_from_config(tmp_path: Path, pipe: Any, data: Any) -> None:
         load_backend({"kind": "local"})
     with pytest.raises(ConfigError, match="cannot import 'numpy:nope'"):
         load_backend({"kind": "local", "callable": "numpy:nope"})
+
+
+class _Evil:
+    """A pickle that runs code when loaded (creates a marker file)."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (open, (self.marker, "w"))
+
+
+def test_pickles_never_load_without_opt_in_anywhere(tmp_path: Path, capsys) -> None:
+    """Issue 16: ``platform --model-file`` loaded pickles with no opt-in; now one rule for both."""
+    import pickle
+
+    from fairprobe.cli.main import main
+    from fairprobe.platform.model import PlatformModel
+
+    marker = tmp_path / "pwned"
+    evil = tmp_path / "evil.pkl"
+    evil.write_bytes(pickle.dumps(_Evil(str(marker))))
+    with pytest.raises(ConfigError, match="is a pickle"):
+        LocalModelBackend.from_file(evil)
+    with pytest.raises(ConfigError, match="--allow-pickle"):
+        PlatformModel.from_file(evil)
+    for cmd in (["platform", "info"], ["platform", "serve", "--port", "0"]):
+        with pytest.raises(SystemExit) as exc:
+            main([*cmd, "--model-file", str(evil)])
+        assert exc.value.code == 2 and "is a pickle" in capsys.readouterr().err
+    assert not marker.exists()  # the payload never ran

@@ -145,3 +145,59 @@ def test_template_with_format_spec_and_a_record_json_field() -> None:
     assert backend().prompt({"record_json": 1}) == '{"record_json": 1}'
     with pytest.raises(DataError, match="cannot fill the prompt template"):
         backend(prompt_template="{age:d}").prompt({"age": "x"})
+
+
+def test_config_checks_token_limits_parsers_and_urls() -> None:
+    from fairprobe.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="one of max_tokens and max_completion_tokens"):
+        backend(max_tokens=8, max_completion_tokens=64)
+    assert "max_tokens" not in backend(max_completion_tokens=64).request_body({"a": 1})
+    body = backend(max_tokens=8, max_completion_tokens=64, omit=["max_tokens"]).request_body({})
+    assert body["max_completion_tokens"] == 64 and "max_tokens" not in body
+    with pytest.raises(ConfigError, match="omit"):
+        backend(omit=["model"])
+    with pytest.raises(ConfigError, match="unknown parser 'regex'"):
+        backend(parser="regex")
+    with pytest.raises(ConfigError, match="unknown scorer"):
+        backend(scorer="mean")
+    with pytest.raises(ConfigError, match="not a regular expression"):
+        backend(refusal_patterns=["(unclosed"])
+    with pytest.raises(ConfigError, match="without /chat/completions"):
+        backend(base_url="http://127.0.0.1:1/v1/chat/completions")
+    with pytest.raises(ConfigError, match="extra_body must not set"):
+        backend(extra_body={"messages": []})
+
+
+def test_placeholders_record_and_labels() -> None:
+    be = backend(prompt_template="{record} -> {labels}? age={age}")
+    assert be.prompt({"age": 7}) == '{"age": 7} -> ">50K" or "<=50K"? age=7'
+    assert backend(prompt_template="{record_json}").prompt({"a": 1}) == '{"a": 1}'
+    with pytest.raises(DataError, match="placeholders \\['labels', 'record', 'record_json'\\]"):
+        be.prompt({"x": 1})
+
+
+def test_default_identity_is_unchanged_so_old_caches_stay_valid() -> None:
+    # the identity of a config written before the new options existed, computed the old way
+    import hashlib
+    import json
+
+    old = {"kind": "openai-chat", "base_url": "http://127.0.0.1:1/v1", "model": "m",
+           "labels": INCOME, "positive_labels": [">50K"], "prompt_template": "{record_json}",
+           "system_prompt": None, "temperature": 0.0, "seed": 0, "max_tokens": 16,
+           "top_p": None, "structured_output": False, "logprobs": False, "top_logprobs": 5,
+           "extra_body": {}, "cache_name": None}
+    digest = hashlib.sha256(json.dumps(old, sort_keys=True).encode()).hexdigest()[:12]
+    assert backend().identity == f"openai-chat:http://127.0.0.1:1/v1 model=m#{digest}"
+    assert backend(prompt_template="{record_json}").identity == backend().identity
+    assert backend(max_completion_tokens=64).identity != backend().identity
+    assert backend(omit=["seed"]).identity != backend().identity
+
+
+def test_provenance_names_exactly_what_is_sent() -> None:
+    from fairprobe.access.identity import describe_backend
+
+    d = describe_backend(backend(max_completion_tokens=64, omit=["temperature"]))
+    assert d["kind"] == "openai-chat"
+    assert d["llm"]["sent"] == {"seed": 0, "max_completion_tokens": 64}
+    assert d["llm"]["parser"] == "auto" and d["usage"]["requests"] == 0

@@ -127,8 +127,8 @@ def test_label_in_feature_cols_is_refused(spy, pool_csv, capsys) -> None:
         (["--metric", "di", "--tolerance", "0.1"], "--tolerance applies to difference metrics"),
         (["--budget", "1"], "--budget must be an integer >= 2, got 1"),
         (["--budget", "5000"], "--budget 5000 is larger than the query pool (800 rows)"),
-        (["--concurrency", "0"], "--concurrency must be an integer >= 1, got 0."),
-        (["--timeout", "0"], "--timeout must be > 0, got 0."),
+        (["--concurrency", "0"], "--concurrency must be an integer in [1, 256], got 0."),
+        (["--timeout", "0"], "--timeout must be in (0, 86400], got 0."),
         (["--group-col", "race", "--group-a", "Whit"], "--group-a 'Whit' is not a value of 'race'"),
         (["--group-a", "Femal"], "--group-a 'Femal' is not a value of 'sex'"),
         (["--group-col", "nope"], "--group-col 'nope' is not a column of the pool"),
@@ -136,6 +136,16 @@ def test_label_in_feature_cols_is_refused(spy, pool_csv, capsys) -> None:
         (["--no-cache", "--refresh"], "--no-cache and --refresh exclude each other"),
         (["--json", "."], "--json '.' is a directory"),
         (["--cache", "POOL/c.sqlite"], "is a file, not a directory"),
+        (["--cache", "POOL"], "is not a readable SQLite file (file is not a database); delete it"),
+        (["--timeout", "1e308"], "--timeout must be in (0, 86400], got 1e+308."),
+        (["--concurrency", "1000000000"], "--concurrency must be an integer in [1, 256]"),
+        (["--retries", "1000000000000"], "--retries must be an integer in [0, 100]"),
+        (["--feature-cols", ","], "--feature-cols names no column"),
+        # the every-group form validates the same way
+        (["--group-col", "race", "--concurrency", "0"], "--concurrency must be an integer in"),
+        (["--metric", "dp,fpr", "--tolerance", "5"], "--tolerance must be in (0, 1), got 5."),
+        (["--group-col", "sex,race", "--timeout", "1e308"], "--timeout must be in (0, 86400]"),
+        (["--group-col", "race", "--metric", "fpr"], "--metric false_positive_rate_difference"),
         (["--json", "POOL/r.json"], "is a file, not a directory"),
     ],
 )
@@ -176,19 +186,32 @@ def test_group_col_race_with_rest(spy, pool_csv, tmp_path, capsys) -> None:
 
 # -- 1. another model behind the same URL never gets the old model's answers -------------------
 def test_changed_model_behind_one_url_is_not_served_from_the_cache(tmp_path, capsys) -> None:
+    """Two platform seeds (fairwashing differently) served one after the other on one port.
+
+    Through ``--url`` the platform reports its identity (``/health``); through a backend config
+    with ``identity_path = ""`` it reports none and is fingerprinted."""
     port = free_port()
-    cache = str(tmp_path / "c.sqlite")
-    args = ["audit", "--budget", "1000", "--no-progress", "--cache", cache]
-    runs = []
-    for seed in (0, 1):  # two platform seeds on one port, fairwashing differently
+    common = ["audit", "--budget", "1000", "--no-progress"]
+    feats = ["--feature-cols",
+             "age,education-num,race,capital-gain,capital-loss,hours-per-week,sex", "--send-group"]
+    runs: dict[str, list[dict[str, Any]]] = {"reported": [], "fresh": [], "fingerprint": []}
+    texts = []
+    for seed in (0, 1):
         with PlatformProcess(port=port, seed=seed, fairwash="positive", gamma=0.4) as plat:
-            for extra in ([], ["--no-cache"]):
-                out = tmp_path / f"r{seed}{len(extra)}.json"
-                code, _, err = run_cli(*args, "--url", plat.url, "--json", str(out), *extra,
-                                       capsys=capsys)
+            cfg = tmp_path / "backend.toml"
+            cfg.write_text(f'kind = "http-json"\nurl = "{plat.url}"\nidentity_path = ""\n')
+            for kind, extra in (
+                ("reported", ["--url", plat.url, "--cache", str(tmp_path / "a.sqlite")]),
+                ("fresh", ["--url", plat.url, "--no-cache"]),
+                ("fingerprint", ["--backend-config", str(cfg), "--cache",
+                                 str(tmp_path / "b.sqlite"), *feats]),
+            ):
+                out = tmp_path / f"{kind}{seed}.json"
+                code, text, err = run_cli(*common, *extra, "--json", str(out), capsys=capsys)
                 assert code == 0, err
-                runs.append(json.loads(out.read_text()))
-    first, first_fresh, second, second_fresh = runs
+                runs[kind].append(json.loads(out.read_text()))
+                texts.append(" ".join(text.split()))
+    (first, second), (first_fresh, second_fresh) = runs["reported"], runs["fresh"]
     assert first["metric"]["estimate"] == first_fresh["metric"]["estimate"]
     # nothing replayed from seed 0: as many paid as without a cache (repeated records of the
     # draw are asked once and counted as cached in both)
@@ -199,41 +222,27 @@ def test_changed_model_behind_one_url_is_not_served_from_the_cache(tmp_path, cap
     assert b0["identity_source"] == b1["identity_source"] == "reported"
     assert b0["reported"]["fairwash"]["seed"] == 0 and b1["reported"]["fairwash"]["seed"] == 1
     assert b0["cache_identity"] != b1["cache_identity"]
+    assert "from the cache, of model adult-logreg-v1 (identity reported)" in texts[3]
 
-
-def test_endpoint_without_identity_is_fingerprinted(tmp_path, capsys) -> None:
-    port = free_port()
-    cache = str(tmp_path / "c.sqlite")
-    results = []
-    for seed in (0, 1):
-        with PlatformProcess(port=port, seed=seed, fairwash="positive", gamma=0.4) as plat:
-            cfg = tmp_path / "backend.toml"
-            cfg.write_text(f'kind = "http-json"\nurl = "{plat.url}"\nidentity_path = ""\n')
-            out = tmp_path / f"r{seed}.json"
-            code, text, err = run_cli(
-                "audit", "--backend-config", str(cfg), "--budget", "1000", "--no-progress",
-                "--cache", cache, "--json", str(out), "--feature-cols",
-                "age,education-num,race,capital-gain,capital-loss,hours-per-week,sex",
-                "--send-group", capsys=capsys)
-            assert code == 0, err
-            results.append((json.loads(out.read_text()), text))
-    (first, _), (second, text) = results
-    fp = second["provenance"]["backend"]
+    fp0, fp1 = runs["fingerprint"]
+    assert fp0["provenance"]["backend"]["identity_source"] == "unverified"  # empty cache
+    fp = fp1["provenance"]["backend"]
     assert fp["identity_source"] == "fingerprint" and fp["fingerprint"]["mismatched"] > 0
-    assert fp["invalidated"] == first["paid"]
-    assert "changed since its answers were cached" in " ".join(text.split())
+    assert fp["invalidated"] == fp0["paid"]
+    assert "changed since its answers were cached" in texts[5]
     # only the 16 re-asked records are reused; everything else is paid again
-    assert second["provenance"]["notes"] and second["paid"] == first["paid"] - 16
+    assert fp1["provenance"]["notes"] and fp1["paid"] == fp0["paid"] - 16
+    assert fp1["metric"]["estimate"] == second_fresh["metric"]["estimate"]
 
 
 # -- 5. Ctrl-C: one line, the cache kept, the rerun pays only the rest -------------------------
-def test_ctrl_c_keeps_the_cache_and_says_so(tmp_path) -> None:
+def test_ctrl_c_keeps_the_cache_and_says_so(tmp_path, capsys) -> None:
     cache = tmp_path / "c.sqlite"
     with PlatformProcess(seed=0, delay_ms=40) as plat:
         cmd = [sys.executable, "-m", "fairprobe", "audit", "--url", plat.url, "--budget", "1200",
-               "--concurrency", "1", "--no-progress", "--cache", str(cache)]
-        proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+               "--no-progress", "--cache", str(cache)]
+        proc = subprocess.Popen([*cmd, "--concurrency", "1"], cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
         while _rows(cache) < 128:
             assert proc.poll() is None and time.monotonic() < deadline
@@ -245,9 +254,8 @@ def test_ctrl_c_keeps_the_cache_and_says_so(tmp_path) -> None:
         assert "cache" in err and "Traceback" not in err
         kept = _rows(cache)
         assert 128 <= kept < 1200
-        r = subprocess.run([*cmd, "--json", str(tmp_path / "r.json")], cwd=tmp_path,
-                           capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr
+        code, _, err = run_cli(*cmd[3:], "--json", str(tmp_path / "r.json"), capsys=capsys)
+        assert code == 0, err
     doc = json.loads((tmp_path / "r.json").read_text())
     # the rerun paid only what was missing: every paid answer is a new cache row
     assert doc["paid"] > 0 and _rows(cache) == kept + doc["paid"]
@@ -264,3 +272,25 @@ def _rows(cache: Path) -> int:
         return 0
     finally:
         con.close()
+
+
+# -- issue 16: credentials in a URL are redacted everywhere ----------------------------------
+def test_url_credentials_never_written(spy, pool_csv, tmp_path, capsys) -> None:
+    secret = "s3cr3t-pw"
+    url = spy.replace("http://", f"http://alice:{secret}@")
+    cache, out = tmp_path / "c.sqlite", tmp_path / "r.json"
+    code, text, err = run_cli(
+        "audit", "--url", url, "--path", "/predict", "--queries", str(pool_csv), "--metric",
+        "dp", "--budget", "100", "--no-progress", "--cache", str(cache), "--json", str(out),
+        capsys=capsys)
+    assert code == 0, err
+    doc = out.read_text()
+    assert secret not in doc and secret not in text and secret not in err
+    assert "alice:***@" in json.loads(doc)["provenance"]["backend"]["url"]
+    assert secret not in " ".join(json.loads(doc)["provenance"]["command"])
+    raw = b"".join(p.read_bytes() for p in tmp_path.glob("c.sqlite*"))
+    assert secret.encode() not in raw and b"alice:***@" in raw
+    code, _, err = run_cli(
+        "audit", "--url", f"http://alice:{secret}@127.0.0.1:{free_port()}", "--retries", "0",
+        "--no-progress", "--no-cache", capsys=capsys)
+    assert code == 3 and "unreachable" in err and secret not in err and "alice:***@" in err

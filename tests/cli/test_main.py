@@ -23,3 +23,26 @@ def test_unknown_option_is_a_usage_error() -> None:
     r = _run("audit", "--no-such-option")
     assert r.returncode == 2
     assert "Traceback" not in r.stderr
+
+
+def test_runtime_warnings_stay_off_stderr() -> None:
+    """Issue 16: numpy RuntimeWarnings reached the user's terminal (pytest would capture them,
+    so the command runs in a fresh process)."""
+    import os
+
+    code = (
+        "import numpy as np\n"
+        "from fairprobe.cli import main as m\n"
+        "@m.app.command('warn-now', hidden=True)\n"
+        "def _w() -> None:\n"
+        "    print(np.float64(0.0) / np.float64(0.0), np.log(np.zeros(1)))\n"
+        "m.main(['warn-now'])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "FAIRPROBE_DEBUG"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert r.returncode == 0 and "nan [-inf]" in r.stdout
+    assert r.stderr == ""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**env, "FAIRPROBE_DEBUG": "1"}, timeout=60)
+    assert "RuntimeWarning" in r.stderr  # still visible when debugging

@@ -57,6 +57,8 @@ def test_model_without_predict_proba(tmp_path: Path, capsys: pytest.CaptureFixtu
     path = tmp_path / "bad.joblib"
     joblib.dump({"not": "a model"}, path)
     code, _, err = _run(["platform", "info", "--model-file", str(path)], capsys)
+    assert code == 2 and "is a pickle" in err and "--allow-pickle" in err  # no opt-in: not loaded
+    code, _, err = _run(["platform", "info", "--model-file", str(path), "--allow-pickle"], capsys)
     assert code == 2 and "without predict_proba()" in err
     garbage = tmp_path / "garbage.skops"
     garbage.write_bytes(b"nope")
@@ -94,7 +96,8 @@ def test_serve_rejects_a_model_that_fails_on_the_schema(
     model = LogisticRegression().fit([[0.0], [1.0]] * 2, [0, 1] * 2)  # wants 1 numeric column
     path = tmp_path / "dummy.joblib"
     joblib.dump(model, path)
-    argv = ["platform", "serve", "--model-file", str(path), "--port", str(free_port())]
+    argv = ["platform", "serve", "--model-file", str(path), "--allow-pickle", "--port",
+            str(free_port())]
     code, _, err = _run(argv, capsys)
     assert code == 2
     assert err.startswith("error: The model file:dummy.joblib:"), err

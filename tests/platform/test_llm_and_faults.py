@@ -14,7 +14,7 @@ import pytest
 
 from fairprobe.datasets.adult import load_adult
 from fairprobe.platform.core import EXAMPLE_AUDIT_RECORD, EXAMPLE_USER_RECORD
-from fairprobe.platform.llm import GARBLED_REPLY, LABELS, PROMPT_TEMPLATE
+from fairprobe.platform.llm import GARBLED_REPLY, LABELS, fill_prompt
 from fairprobe.platform.model import AUDIT_FEATURES
 from fairprobe.platform.process import PlatformProcess
 
@@ -41,16 +41,20 @@ def _model_file(path: Path) -> Path:
 @pytest.fixture(scope="module")
 def llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlatformProcess]:
     path = _model_file(tmp_path_factory.mktemp("model") / "m.joblib")
-    with PlatformProcess(model_file=path, llm_garble_rate=0.25, seed=3) as p:
+    with PlatformProcess(model_file=path, allow_pickle=True, llm_garble_rate=0.25, seed=3) as p:
         yield p
+
+
+def _model_id(url: str) -> str:
+    return str(_CLIENT.get(url + "/v1/models").json()["data"][0]["id"])
 
 
 def _chat(url: str, record: dict, **extra: object) -> dict:
     body = {
-        "model": "any",
+        "model": _model_id(url),
         "messages": [
             {"role": "system", "content": "You classify census records. {not json"},
-            {"role": "user", "content": PROMPT_TEMPLATE.format(record=json.dumps(record))},
+            {"role": "user", "content": fill_prompt(record)},
         ],
         "temperature": 0,
     } | extra
@@ -132,12 +136,19 @@ def test_user_records_go_through_the_user_interface(llm: PlatformProcess) -> Non
           "temperature": 5}, "temperature"),
         ({"messages": [{"role": "user", "content": json.dumps(EXAMPLE_AUDIT_RECORD)}],
           "response_format": {"type": "xml"}}, "response_format"),
+        ({"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]},
+         "string 'text'"),
+        ({"messages": [{"role": "user", "content": json.dumps(EXAMPLE_AUDIT_RECORD)}],
+          "top_logprobs": 2}, "requires 'logprobs'"),
+        ({"messages": [{"role": "user", "content": json.dumps(EXAMPLE_AUDIT_RECORD)}],
+          "n": 0}, "'n' must be"),
     ],
 )  # fmt: skip
 def test_bad_chat_bodies(llm: PlatformProcess, body: dict, match: str) -> None:
-    r = httpx.post(llm.url + "/v1/chat/completions", json=body)
-    assert r.status_code == 422
-    assert match in r.json()["detail"]
+    r = httpx.post(llm.url + "/v1/chat/completions", json={"model": _model_id(llm.url)} | body)
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert match in err["message"] and err["type"] == "invalid_request_error"
 
 
 def test_fault_injection() -> None:

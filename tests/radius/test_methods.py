@@ -76,3 +76,13 @@ def test_worst_group_uses_given_subgroups():
     sub = (np.arange(m.size) % 3).astype(int)
     r = consistency_radius(m, g, 0.05, method="worst-group", subgroups=sub)
     assert r.reweighting.get("subgroup") in (0, 1, 2) or r.infinite
+
+
+def test_huge_weights_are_not_reported_as_zero_total_weight() -> None:
+    """Weights near the float maximum sum to inf; the radius must equal the unit-weight one."""
+    from fairprobe.radius import consistency_radius
+
+    values, groups = [0.85, 0.17, 0.33, 0.92, 0.4, 0.6], [0, 0, 0, 1, 1, 1]
+    unit = consistency_radius(values, groups, 0.05)
+    huge = consistency_radius(values, groups, 0.05, weights=[1e308] * 6)
+    assert huge.radius == pytest.approx(unit.radius, rel=1e-12)

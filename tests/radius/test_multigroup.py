@@ -134,6 +134,7 @@ def test_worst_pair_unfair_audit_brackets_the_joint_optimum(seed):
     assert kl.value(p, r.h) == pytest.approx(r.radius, rel=1e-9)
     mm = _means(p * r.h, v, g, 4)
     assert mm.max() - mm.min() <= eps + 1e-9
+    assert r.radius - r.lower_bound <= 1e-8 * (1 + r.radius)  # the window search is certified
 
 
 def test_pair_of_a_binary_audit_is_the_binary_radius_and_other_methods_refuse():

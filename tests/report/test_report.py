@@ -60,7 +60,7 @@ def test_demo_report_model() -> None:
     assert fig["groups"][0]["rate"] == pytest.approx(75 / 650)
     assert fig["groups"][0]["low"] < 75 / 650 < fig["groups"][0]["high"]
     assert "wilson" in fig["groups"][0]["method"]
-    assert fig["band"] == {"kind": "ratio", "low": 0.8, "high": 1.25}
+    assert fig["band"] == {"kind": "ratio", "low": 0.8, "high": None}  # the 80% rule, one-sided
     seq = [s for s in rep.sections if s.kind == "sequential"]
     assert [s.verdict for s in seq] == ["unfair"] * 3
     assert any("no confidence sequence" in n for n in seq[0].notes)  # said, not invented
@@ -229,6 +229,8 @@ def test_cli_report(tmp_path: Path) -> None:
         "error: Give --html FILE and/or --md FILE: where to write the report.")
     r = _cli("report", str(tmp_path / "missing.json"), "--html", str(out))
     assert r.returncode == 2 and r.stderr.startswith("error: File not found")
+    r = _cli("report", str(DATA / "legacy-demo.json"), "--md", str(tmp_path))
+    assert r.returncode == 2 and "is a directory; give a file name" in r.stderr
 
 
 def _fixtures() -> list[Path]:
@@ -252,7 +254,7 @@ def test_every_command_fixture_renders(path: Path) -> None:
     if "schema" in doc:
         assert doc["schema"] == "fairprobe/1"
         prov = dict(rep.provenance[0].items)
-        assert "fairprobe version" in prov and "created utc" in prov  # the contract's
+        assert "fairprobe version" in prov and "time (UTC)" in prov  # the contract's
     html = render_html(rep)
     assert html.count("<svg") == sum(len(s.figures) for s in rep.sections)
 
@@ -362,3 +364,36 @@ def test_collab_nodes_network_run() -> None:
     assert attacker["weight"] < min(honest_w)  # mean weight the honest nodes give it
     assert s.sentence.startswith("6 auditor nodes (1 attacker) ran the protocol over HTTP")
     assert "not certified" in s.sentence and s.verdict == "unfair"
+
+
+def test_contract_provenance_rows_and_table() -> None:
+    rep = build_report(load_results([DATA / "results" / "audit-groups.json",
+                                     DATA / "legacy-demo.json"]), now=NOW)
+    prov = rep.provenance[0]
+    items = dict(prov.items)
+    assert items["model"].startswith("http-json:POST http://127.0.0.1:18765/audit/predict#")
+    assert items["time (UTC)"] == "2026-11-30T12:05:40Z"
+    assert items["command"].startswith("fairprobe audit --url http://127.0.0.1:18765")
+    assert items["queries"].startswith("2,000 asked: 1,579 paid, 421 from the cache")
+    (table,) = prov.tables
+    assert table.header[:3] == ["group", "asked", "paid"]
+    assert ["White", "1,719", "1,317", "402", "1,719", "0", "0", "0"] in table.rows
+    assert "These results concern 2 different models" in rep.headline
+    html = render_html(rep)
+    assert "<caption>Answers per group: asked, paid, from the cache" in html
+
+
+def test_multigroup_radius_and_sequential() -> None:
+    rad = adapt("radius", _load("results/radius-multigroup.json"), "r.json")
+    assert [f.plot for f in rad.figures] == ["radius_pairs"]
+    rows = rad.figures[0].data["rows"]
+    assert [r["label"] for r in rows] == ["a vs b", "a vs c", "b vs c"]
+    assert rad.figures[0].data["radius"] == pytest.approx(max(r["radius"] for r in rows))
+    seq = adapt("sequential", _load("results/sequential-groups.json"), "s.json")
+    assert [f.plot for f in seq.figures] == ["sequential_path", "confidence_sequence",
+                                            "sequential_repeats"]
+    names = [s["name"] for s in seq.figures[0].data["series"]]
+    assert "log_e_violation" in names
+    facts = dict(seq.facts)
+    assert facts["deciding pair (audits)"].startswith("A|C (95)")
+    assert facts["pool"].startswith("sizes A 1,500, B 1,500, C 1,000;")

@@ -53,7 +53,7 @@ def test_sequential_audit_of_platform_serving_the_model(built: tuple[Path, dict]
 
     out, models = built
     te = load_adult("test", names_seed=None)[[*AUDIT_FEATURES, "income"]]
-    with PlatformProcess(model_file=out / "mlp.joblib") as proc:
+    with PlatformProcess(model_file=out / "mlp.joblib", allow_pickle=True) as proc:
         with BlackBox(HttpJsonBackend(url=proc.url)) as bb:
             res = audit_live(bb, te, group_col="sex", label_col="income", metric="sp",
                              access="logits", budget=120, seed=0, batch_size=20,

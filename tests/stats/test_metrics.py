@@ -108,7 +108,8 @@ def test_di_zero_counts() -> None:
     assert r0.verdict == "undetermined"
     assert r0.point_verdict == "unfair"
     d = r0.to_dict()
-    assert d["estimate"] is None and d["interval"] == {"low": 0.0, "high": None}
+    assert d["estimate"] is None
+    assert d["interval"] == {"low": 0.0, "high": None, "level": 0.95, "method": r0.method}
     json.dumps(d, allow_nan=False)
     rz = disparate_impact_from_counts(CountsVector(0, 10, 5, 10))
     assert rz.estimate == 0.0 and rz.interval.low == 0.0 and rz.verdict == "unfair"

@@ -232,6 +232,7 @@ class BlackBox:
         self.verify_identity = bool(verify_identity)
         self.fingerprint_size = check_int(fingerprint_size, "fingerprint_size", "BlackBox", lo=1)
         self._check: IdentityCheck | None = None
+        self._identity_lock = threading.Lock()
         self._fresh: set[str] = set()  # keys answered by the model in this run (--refresh)
         self._fingerprint_paid = 0
         self._taken_over = 0
@@ -242,7 +243,7 @@ class BlackBox:
     @property
     def identity(self) -> str:
         """The backend's identity."""
-        return self.backend.identity
+        return redact_text(self.backend.identity)
 
     @property
     def cache_identity(self) -> str:
@@ -294,28 +295,44 @@ class BlackBox:
         """
         if self._check is not None:
             return self._check
-        backend = self.backend
-        ident = backend.identity
-        if not self.verify_identity:
-            self._check = IdentityCheck(ident, ident, None, "off")
+        with self._identity_lock:  # once, even when several threads query at the same time
+            if self._check is None:
+                self._check = self._resolve_identity()
             return self._check
+
+    def _resolve_identity(self) -> IdentityCheck:
+        backend = self.backend
+        ident = redact_text(backend.identity)  # never a credential in the cache
+        if not self.verify_identity:
+            return IdentityCheck(ident, ident, None, "off")
         mi = self._with_retries(backend.model_identity, None)
         if isinstance(mi, ModelIdentity):
             if mi.source == "reported":
                 cache_ident = f"{ident} model={mi.model_id or '?'}#{mi.digest[:12]}"
             else:
                 cache_ident = ident
-            self._check = IdentityCheck(ident, cache_ident, mi.model_id, mi.source,
-                                        detail=dict(mi.detail))
-            return self._check
-        self._check = self._fingerprint(ident)
-        return self._check
+            return IdentityCheck(ident, cache_ident, mi.model_id, mi.source,
+                                 detail=dict(mi.detail))
+        return self._fingerprint(ident)
 
     def _fingerprint(self, ident: str) -> IdentityCheck:
         import json
 
         if self.refresh:
             return IdentityCheck(ident, ident, None, "refreshed")
+        temperature = getattr(getattr(self.backend, "config", None), "temperature", None)
+        if isinstance(temperature, int | float) and temperature > 0:
+            # sampled answers differ from run to run: re-asking cannot tell a new model apart
+            if self.cache.count(ident) == 0:
+                return IdentityCheck(ident, ident, None, "unverified")
+            return IdentityCheck(
+                ident, ident, None, "unverified",
+                note=(
+                    f"The answers are sampled (temperature {temperature:g}) and the endpoint "
+                    "reports no model identity: cached answers were used without checking that "
+                    "the model behind it is unchanged (use --refresh or --no-cache to be sure)."
+                ),
+            )
         sample = self.cache.sample_records(ident, self.fingerprint_size)
         if not sample:
             return IdentityCheck(ident, ident, None, "unverified")
@@ -628,7 +645,9 @@ class BlackBox:
         def call() -> Any:
             try:
                 return backend.ask(batch)
-            except FairprobeError:
+            except FairprobeError as exc:
+                if exc.args and isinstance(exc.args[0], str):  # no credentials in messages
+                    exc.args = (redact_text(exc.args[0]), *exc.args[1:])
                 raise
             except Exception as exc:
                 raise AccessError(

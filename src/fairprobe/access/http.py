@@ -15,7 +15,9 @@ import hashlib
 import json
 import math
 import os
+import re
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
@@ -27,8 +29,16 @@ from fairprobe.access.base import Answer, Backend, Record, TransientAccessError
 from fairprobe.access.config import BackendConfig, register_backend
 from fairprobe.access.retry import RateLimitedError
 from fairprobe.errors import AccessError, AnswerParseError, ConfigError
+from fairprobe.provenance import redact_url
 
-__all__ = ["HttpJsonBackend", "HttpJsonConfig", "HttpTransport", "dotted_get"]
+__all__ = [
+    "HttpJsonBackend",
+    "HttpJsonConfig",
+    "HttpStatusError",
+    "HttpTransport",
+    "dotted_get",
+    "parse_duration",
+]
 
 _RETRY_STATUS = {408, 425, 429, 500, 502, 503, 504}
 
@@ -55,10 +65,74 @@ def dotted_get(obj: Any, path: str) -> Any:
     return cur
 
 
+class HttpStatusError(AccessError):
+    """A permanent HTTP error status (4xx other than 408/425/429); ``status`` holds it."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def parse_duration(v: str) -> float | None:
+    """Seconds in a rate-limit reset value: ``"1s"``, ``"6m0s"``, ``"20ms"``, ``"1h2m3.5s"``,
+    or a bare number of seconds; ``None`` when unreadable.
+
+    >>> parse_duration("6m0s"), parse_duration("20ms"), parse_duration("2.5")
+    (360.0, 0.02, 2.5)
+    """
+    v = v.strip()[:64]
+    try:
+        x = float(v)
+        return x if math.isfinite(x) and x >= 0 else None
+    except ValueError:
+        pass
+    total, pos = 0.0, 0
+    for m in _DURATION.finditer(v):
+        if m.start() != pos:
+            return None
+        pos = m.end()
+        total += float(m.group(1)) * {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[m.group(2)]
+    return total if pos == len(v) and pos > 0 else None
+
+
+def rate_limit_wait(headers: Mapping[str, str]) -> float | None:
+    """Seconds until a rate-limit window the server reports as exhausted resets.
+
+    Reads ``x-ratelimit-remaining-{requests,tokens}`` and ``x-ratelimit-reset-{requests,tokens}``
+    (OpenAI, Azure, vLLM gateways, OpenRouter): the longest reset among the windows with nothing
+    remaining; ``None`` when no window is exhausted or the headers are absent.
+    """
+    wait = None
+    for kind in ("requests", "tokens"):
+        remaining = headers.get(f"x-ratelimit-remaining-{kind}")
+        reset = headers.get(f"x-ratelimit-reset-{kind}")
+        if remaining is None or reset is None:
+            continue
+        try:
+            left = float(remaining)
+        except ValueError:
+            continue
+        secs = parse_duration(reset)
+        if left <= 0 and secs is not None:
+            wait = secs if wait is None else max(wait, secs)
+    return wait
+
+
 def _retry_after(resp: httpx.Response) -> float | None:
+    ms = resp.headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            x = float(ms) / 1000.0
+            if math.isfinite(x) and x >= 0:
+                return x
+        except ValueError:
+            pass
     v = resp.headers.get("retry-after")
     if v is None:
-        return None
+        return rate_limit_wait(resp.headers)
     try:
         return max(0.0, float(v))
     except ValueError:
@@ -73,8 +147,25 @@ def _retry_after(resp: httpx.Response) -> float | None:
 
 
 def _short(text: str, n: int = 160) -> str:
-    one = " ".join(text.split())
+    one = " ".join(text[: 4 * n].split())
     return one if len(one) <= n else one[: n - 3] + "..."
+
+
+def _error_text(resp: httpx.Response, n: int = 160) -> str:
+    """The message of an error body (OpenAI ``{"error": {"message"}}``, FastAPI ``{"detail"}``)."""
+    try:
+        data = resp.json()
+    except (ValueError, UnicodeDecodeError):
+        return _short(resp.text, n)
+    if isinstance(data, Mapping):
+        err = data.get("error", data.get("detail"))
+        if isinstance(err, Mapping) and isinstance(err.get("message"), str):
+            return _short(err["message"], n)
+        if isinstance(err, str):
+            return _short(err, n)
+        if isinstance(data.get("message"), str):  # {"object": "error", "message": ...} (vLLM)
+            return _short(data["message"], n)
+    return _short(resp.text, n)
 
 
 class HttpTransport:
@@ -90,6 +181,23 @@ class HttpTransport:
         self._headers = dict(headers)
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
+        self._not_before = 0.0  # monotonic time before which no request is sent
+        #: Seconds spent waiting for exhausted rate-limit windows to reset.
+        self.throttled_s = 0.0
+
+    def _throttle(self) -> None:
+        with self._lock:
+            wait = self._not_before - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+            with self._lock:
+                self.throttled_s += wait
+
+    def _note_limits(self, resp: httpx.Response) -> None:
+        wait = rate_limit_wait(resp.headers)
+        if wait is not None and wait > 0:
+            with self._lock:
+                self._not_before = max(self._not_before, time.monotonic() + min(wait, 300.0))
 
     def client(self) -> httpx.Client:
         with self._lock:
@@ -101,6 +209,7 @@ class HttpTransport:
             return self._client
 
     def request_json(self, method: str, url: str, body: Any) -> Any:
+        self._throttle()
         try:
             resp = self.client().request(method, url, json=body, timeout=self.timeout)
         except httpx.TimeoutException as exc:
@@ -112,14 +221,16 @@ class HttpTransport:
             if isinstance(exc, httpx.ConnectError) and "refused" in reason.lower():
                 reason = "connection refused"
             raise TransientAccessError(f"{method} {url}: {_short(reason)}") from None
+        self._note_limits(resp)
         if resp.status_code in _RETRY_STATUS:
             raise RateLimitedError(
-                f"{method} {url} answered HTTP {resp.status_code}: {_short(resp.text, 80)}",
+                f"{method} {url} answered HTTP {resp.status_code}: {_error_text(resp, 80)}",
                 retry_after=_retry_after(resp),
             )
         if resp.status_code >= 400:
-            raise AccessError(
-                f"{method} {url} answered HTTP {resp.status_code}: {_short(resp.text)}"
+            raise HttpStatusError(
+                f"{method} {url} answered HTTP {resp.status_code}: {_error_text(resp)}",
+                resp.status_code,
             )
         try:
             return resp.json()
@@ -246,7 +357,8 @@ class HttpBackend(Backend):
 
     @property
     def endpoint(self) -> str:
-        return self.url
+        """The URL, credentials redacted (for messages and provenance)."""
+        return redact_url(self.url)
 
     @property
     def timeout(self) -> float:
@@ -300,7 +412,7 @@ class HttpJsonBackend(HttpBackend):
         if c.cache_name is not None:
             transport |= {"url"}
         ident = json.dumps(c.model_dump(exclude=transport), sort_keys=True, default=str)
-        where = self.url if c.cache_name is None else c.cache_name
+        where = redact_url(self.url) if c.cache_name is None else c.cache_name
         self._identity = (
             f"http-json:{c.method} {where}"
             + (f" model={c.model}" if c.model else "")

@@ -149,7 +149,8 @@ class IdentityCheck:
 LLM_SETTINGS = (
     "model", "prompt_template", "system_prompt", "labels", "positive_labels", "temperature",
     "top_p", "max_tokens", "max_completion_tokens", "seed", "structured_output", "logprobs",
-    "top_logprobs", "reasoning_effort", "stop", "n", "extra_body", "response_format",
+    "top_logprobs", "reasoning_effort", "stop", "n", "extra_body", "response_format", "omit",
+    "parser", "scorer", "strip_reasoning", "refusal_patterns",
 )
 
 
@@ -161,8 +162,10 @@ def describe_backend(backend: Any, check: IdentityCheck | None = None) -> dict[s
 
     out: dict[str, Any] = {"kind": getattr(backend, "kind", type(backend).__name__)}
     url = getattr(backend, "url", None) or getattr(backend, "endpoint", None)
-    if isinstance(url, str):
-        out["url"] = redact_url(url) if "://" in url else redact_text(url)
+    if isinstance(url, str) and "://" in url:
+        out["url"] = redact_url(url)
+    elif isinstance(url, str):
+        out["endpoint"] = redact_text(url)
     if check is not None:
         out.update(check.to_dict())
     else:

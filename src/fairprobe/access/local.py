@@ -15,7 +15,67 @@ import pandas as pd
 from fairprobe.access.base import Answer, Backend, Record
 from fairprobe.errors import AccessError, ConfigError, DataError
 
-__all__ = ["LocalModelBackend", "file_sha256"]
+__all__ = ["PICKLE_SUFFIXES", "LocalModelBackend", "file_sha256", "load_estimator"]
+
+#: Model files that are pickles (they can run code when loaded: opt-in only).
+PICKLE_SUFFIXES = (".joblib", ".pkl", ".pickle")
+
+
+def load_estimator(
+    path: str | os.PathLike[str],
+    *,
+    trusted: Sequence[str] = (),
+    allow_pickle: bool = False,
+    pickle_hint: str = "set allow_pickle = true",
+) -> Any:
+    """Load a model file with the one rule fairprobe applies everywhere.
+
+    skops files (``.skops``) load safely: every type they hold must be trusted by skops or listed
+    in ``trusted``. joblib/pickle files (``.joblib``, ``.pkl``, ``.pickle``) can run arbitrary
+    code when loaded, so they load only with ``allow_pickle=True`` (files you made or trust);
+    ``pickle_hint`` says how to opt in (``--allow-pickle`` on the command line).
+
+    Raises
+    ------
+    ConfigError
+        A missing, unreadable or untrusted file, a pickle without opt-in, another suffix.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"model file {str(p)!r} does not exist.")
+    suffix = p.suffix.lower()
+    if suffix == ".skops":
+        import skops.io as sio
+
+        try:
+            untrusted = sio.get_untrusted_types(file=p)
+        except Exception as exc:  # noqa: BLE001
+            raise ConfigError(f"Cannot load model file {str(p)!r}: {exc}") from None
+        refused = [t for t in untrusted if t not in set(trusted)]
+        if refused:
+            raise ConfigError(
+                f"{p.name} holds types skops does not trust: {', '.join(refused)}; list them "
+                "as trusted if you trust this file."
+            )
+        try:
+            return sio.load(p, trusted=list(untrusted))
+        except Exception as exc:  # noqa: BLE001
+            raise ConfigError(f"Cannot load model file {str(p)!r}: {exc}") from None
+    if suffix in PICKLE_SUFFIXES:
+        if not allow_pickle:
+            raise ConfigError(
+                f"{p.name} is a pickle, which can run arbitrary code when loaded; {pickle_hint} "
+                "if you trust it, or save the model with skops (.skops)."
+            )
+        import joblib
+
+        try:
+            return joblib.load(p)
+        except Exception as exc:  # noqa: BLE001
+            raise ConfigError(f"Cannot load model file {str(p)!r}: {exc}") from None
+    raise ConfigError(
+        f"model file {p.name} must end in .skops, .joblib or .pkl; got {suffix or 'none'}."
+    )
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -180,43 +240,8 @@ class LocalModelBackend(Backend):
         with ``allow_pickle=True`` (for files you made or trust).
         """
         p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"model file {str(p)!r} does not exist.")
-        suffix = p.suffix.lower()
+        model = load_estimator(p, trusted=trusted, allow_pickle=allow_pickle)
         digest = file_sha256(p)[:16]
-        if suffix == ".skops":
-            import skops.io as sio
-
-            try:
-                untrusted = sio.get_untrusted_types(file=p)
-            except Exception as exc:  # noqa: BLE001
-                raise ConfigError(f"cannot read skops file {str(p)!r}: {exc}") from None
-            refused = [t for t in untrusted if t not in set(trusted)]
-            if refused:
-                raise ConfigError(
-                    f"{p.name} holds types skops does not trust: {', '.join(refused)}; list them "
-                    "in 'trusted' if you trust this file."
-                )
-            try:
-                model = sio.load(p, trusted=list(untrusted))
-            except Exception as exc:  # noqa: BLE001
-                raise ConfigError(f"cannot load skops file {str(p)!r}: {exc}") from None
-        elif suffix in (".joblib", ".pkl", ".pickle"):
-            if not allow_pickle:
-                raise ConfigError(
-                    f"{p.name} is a pickle, which can run arbitrary code when loaded; set "
-                    "allow_pickle = true if you trust it, or save the model with skops."
-                )
-            import joblib
-
-            try:
-                model = joblib.load(p)
-            except Exception as exc:  # noqa: BLE001
-                raise ConfigError(f"cannot load model file {str(p)!r}: {exc}") from None
-        else:
-            raise ConfigError(
-                f"model file {p.name} must end in .skops, .joblib or .pkl; got {suffix or 'none'}."
-            )
         kwargs.setdefault("_fingerprint", f"{p.name}#{digest}")
         return cls(model, **kwargs)
 

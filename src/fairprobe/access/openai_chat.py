@@ -1,30 +1,36 @@
 """An OpenAI-compatible chat-completions endpoint used as a zero-shot classifier.
 
-Works with vLLM, hosted APIs and the fairprobe platform server. Each input becomes one request::
+Works with OpenAI, vLLM, Ollama's OpenAI-compatible mode and the fairprobe platform server. Each
+input becomes one request::
 
     POST {base_url}/chat/completions
     {"model": ..., "messages": [{"role": "system", ...}?, {"role": "user",
-     "content": prompt_template.format(**record, record_json=<record as JSON>)}],
-     "temperature": 0, "seed": 0, "max_tokens": 16,
-     "response_format": {"type": "json_schema", ...}?   # structured_output = true
-     "logprobs": true, "top_logprobs": k?}               # logprobs = true
+     "content": prompt_template filled from the record}],
+     "temperature": 0, "seed": 0, "max_tokens": 16,        # the defaults; see `omit`
+     "max_completion_tokens": n?,                         # instead of max_tokens when set
+     "response_format": {"type": "json_schema", ...}?     # structured_output = true
+     "logprobs": true, "top_logprobs": k?}                # logprobs = true
 
-Decoding is deterministic by default (temperature 0, fixed seed), as in the collaborative-auditing
-paper (Appendix C: greedy decoding, fixed seed, at most 16 new tokens, structured outputs restricting
-the answer to the label set). The answer text is parsed into one of ``labels`` by
-:func:`parse_label`; the decision is 1 when that label is one of ``positive_labels``. An answer that
-cannot be parsed has decision ``None``: BlackBox drops and counts it (the paper dropped 4 of
-182,176 Civil Comments answers).
+Only the parameters the config names are sent: the three defaults (``temperature = 0``, ``seed =
+0``, ``max_tokens = 16``: greedy, seeded, at most 16 new tokens, as in the collaborative-auditing
+paper, Appendix C) can each be removed with ``omit``, and ``max_completion_tokens`` (what reasoning
+models take) replaces ``max_tokens``. Prompt placeholders (:data:`PLACEHOLDERS`): every record
+field by name, ``{record}`` (the record as JSON; ``{record_json}`` is the same), and ``{labels}``.
+
+The answer is classified by :func:`fairprobe.access.parsing.classify_answer` into an outcome
+(``ok``, ``unparsed``, ``refused``, ``truncated``); the decision is 1 when the label found is one
+of ``positive_labels``. Answers that are not ``ok`` have decision ``None``: BlackBox drops them and
+counts them per outcome.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import re
 import string
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -32,174 +38,34 @@ from pydantic import Field, field_validator, model_validator
 
 from fairprobe.access.base import Answer, Backend, Record
 from fairprobe.access.config import BackendConfig, register_backend
-from fairprobe.access.http import HttpBackend, HttpTransport
+from fairprobe.access.http import HttpBackend, HttpStatusError, HttpTransport
+from fairprobe.access.parsing import (
+    PARSERS,
+    REFUSAL_PATTERNS,
+    SCORERS,
+    classify_answer,
+    label_score,
+    parse_label,
+)
 from fairprobe.errors import AccessError, AnswerParseError, ConfigError, DataError
 
 __all__ = [
+    "PLACEHOLDERS",
     "OpenAIChatBackend",
     "OpenAIChatConfig",
     "label_score",
     "parse_label",
 ]
 
-_STRIP = " \t\r\n\"'`.,;:!*"
-_FENCE = re.compile(r"^```[a-zA-Z]*\s*(.*?)\s*```$", re.DOTALL)
-_OBJECT = re.compile(r"\{[^{}]*\}", re.DOTALL)
+#: The placeholders a prompt template may use besides the record's own fields.
+PLACEHOLDERS: dict[str, str] = {
+    "record": "the record as one JSON object",
+    "record_json": "the same as {record} (older name)",
+    "labels": 'the labels, quoted and joined by "or": ">50K" or "<=50K"',
+}
 
-
-def _match_label(value: str, labels: Sequence[str]) -> str | None:
-    v = value.strip(_STRIP).casefold()
-    v = " ".join(v.split())
-    for lab in labels:
-        if " ".join(lab.casefold().split()) == v:
-            return lab
-    return None
-
-
-def _from_json(obj: Any, labels: Sequence[str]) -> str | None:
-    if isinstance(obj, str):
-        return _match_label(obj, labels)
-    if isinstance(obj, Mapping):
-        if "label" in obj and isinstance(obj["label"], str):
-            return _match_label(obj["label"], labels)
-        if len(obj) == 1:
-            (only,) = obj.values()
-            if isinstance(only, str):
-                return _match_label(only, labels)
-    return None
-
-
-def _occurrences(text: str, labels: Sequence[str]) -> list[tuple[int, int, str]]:
-    low = text.casefold()
-    spans: list[tuple[int, int, str]] = []
-    for lab in labels:
-        needle = lab.casefold()
-        start = low.find(needle)
-        while start >= 0:
-            end = start + len(needle)
-            left_ok = not (needle[0].isalnum() and start > 0 and low[start - 1].isalnum())
-            right_ok = not (needle[-1].isalnum() and end < len(low) and low[end].isalnum())
-            if left_ok and right_ok:
-                spans.append((start, end, lab))
-            start = low.find(needle, start + 1)
-    # an occurrence inside the occurrence of a longer label is part of that label (">50K" in
-    # "<=50K")
-    return [
-        s
-        for s in spans
-        if not any(
-            o != s and o[0] <= s[0] and s[1] <= o[1] and o[1] - o[0] > s[1] - s[0] for o in spans
-        )
-    ]
-
-
-def parse_label(text: str | None, labels: Sequence[str]) -> str | None:
-    """The label an answer text names, or ``None`` when it names none or several.
-
-    Tried in order: (1) the whole text is a label, ignoring case, surrounding whitespace, quotes
-    and punctuation; (2) the text (or a ``{...}`` object inside it, or a fenced code block) is
-    JSON: a string label, ``{"label": ...}`` or a one-key object; (3) exactly one label occurs in
-    the text as a whole word (occurrences inside a longer label's occurrence do not count).
-
-    Examples
-    --------
-    >>> labs = [">50K", "<=50K"]
-    >>> parse_label(" <=50k. ", labs), parse_label('{"label": ">50K"}', labs)
-    ('<=50K', '>50K')
-    >>> parse_label("The income is <=50K.", labs), parse_label(">50K or <=50K", labs)
-    ('<=50K', None)
-    """
-    if text is None:
-        return None
-    lab = _match_label(text, labels)
-    if lab is not None:
-        return lab
-    body = text.strip()
-    m = _FENCE.match(body)
-    if m:
-        body = m.group(1)
-    candidates = [body, *(mo.group(0) for mo in _OBJECT.finditer(body))]
-    for cand in candidates:
-        try:
-            obj = json.loads(cand)
-        except (json.JSONDecodeError, ValueError):
-            continue
-        lab = _from_json(obj, labels)
-        if lab is not None:
-            return lab
-    found = {s[2] for s in _occurrences(text, labels)}
-    if len(found) == 1:
-        return found.pop()
-    return None
-
-
-def label_score(
-    content: str,
-    label: str,
-    token_logprobs: Sequence[Mapping[str, Any]],
-    labels: Sequence[str],
-    positive: Sequence[str],
-) -> tuple[float | None, float | None]:
-    """Score and logit of the positive labels from the logprobs of the label's first token.
-
-    At the token where the chosen label starts, every alternative among ``top_logprobs`` that is
-    consistent with positive labels only adds its probability to :math:`P_+`, one consistent with
-    negative labels only to :math:`P_-` (alternatives consistent with both, or none, are
-    ignored). Then ``score`` :math:`= P_+/(P_+ + P_-)` and ``logit`` :math:`= \\log P_+ - \\log
-    P_-` (``None`` when one side is 0). This is the usual next-token approximation: it ignores
-    labels that only diverge after their first token and alternatives outside the top ``k``.
-    """
-    if not token_logprobs:
-        return None, None
-    toks = [str(t.get("token", "")) for t in token_logprobs]
-    text = "".join(toks)
-    if text != content:
-        content = text  # the tokens are the ground truth for offsets
-    low = content.casefold()
-    spans = [s for s in _occurrences(content, labels) if s[2] == label]
-    start = spans[-1][0] if spans else low.rfind(label.casefold())
-    if start < 0:
-        return None, None
-    pos = 0
-    idx = None
-    for i, t in enumerate(toks):
-        if pos <= start < pos + len(t):
-            idx = i
-            break
-        pos += len(t)
-    if idx is None:
-        return None, None
-    pre = content[pos:start].casefold()
-    pos_set = {p.casefold() for p in positive}
-    p_pos = p_neg = 0.0
-    alts = token_logprobs[idx].get("top_logprobs") or [
-        {"token": toks[idx], "logprob": token_logprobs[idx].get("logprob", 0.0)}
-    ]
-    for alt in alts:
-        tok = str(alt.get("token", "")).casefold()
-        lp = alt.get("logprob")
-        if not isinstance(lp, int | float) or not tok.startswith(pre):
-            continue
-        rest = tok[len(pre) :]
-        if not rest:
-            continue
-        consistent = {
-            lab.casefold()
-            for lab in labels
-            if lab.casefold().startswith(rest) or rest.startswith(lab.casefold())
-        }
-        if not consistent:
-            continue
-        if consistent <= pos_set:
-            p_pos += math.exp(lp)
-        elif not consistent & pos_set:
-            p_neg += math.exp(lp)
-    if p_pos + p_neg == 0.0:
-        return None, None
-    score = p_pos / (p_pos + p_neg)
-    logit = math.log(p_pos) - math.log(p_neg) if p_pos > 0 and p_neg > 0 else None
-    return score, logit
-
+#: Request parameters sent by default (removable with ``omit``).
+DEFAULT_PARAMS: tuple[str, ...] = ("temperature", "seed", "max_tokens")
 
 class OpenAIChatConfig(BackendConfig):
     """Config of :class:`OpenAIChatBackend`.
@@ -214,19 +80,41 @@ class OpenAIChatConfig(BackendConfig):
     positive_labels : list of str
         The labels counted as a positive decision (a non-empty proper subset of ``labels``).
     prompt_template : str
-        ``str.format`` template of the user message over the record's fields, plus
-        ``{record_json}`` (the record as JSON). Default: the record as JSON.
+        ``str.format`` template of the user message over the record's fields and the placeholders
+        ``{record}`` (the record as JSON; ``{record_json}`` is the same) and ``{labels}``.
+        Default: the record as JSON.
     system_prompt : str, optional
     api_key_env : str, optional
         Name of the environment variable holding the API key (sent as a Bearer token; the key
         itself is never stored, logged or part of the cache identity).
-    temperature, seed, max_tokens, top_p
-        Decoding; deterministic by default (temperature 0, seed 0, 16 tokens).
+    temperature, seed, max_tokens
+        Sent by default (0, 0, 16: deterministic decoding); list a name in ``omit`` to not send it.
+    max_completion_tokens : int, optional
+        The token limit reasoning models take (it counts reasoning tokens too); when set,
+        ``max_tokens`` is not sent unless the config names it as well.
+    top_p : float, optional
+        Sent when set.
+    omit : list of str
+        Default parameters not to send (``"temperature"``, ``"seed"``, ``"max_tokens"``), for
+        APIs that reject them (reasoning models reject ``temperature`` other than 1).
     structured_output : bool
         Ask for ``{"label": <one of labels>}`` with ``response_format`` ``json_schema`` (vLLM,
         OpenAI and the platform server support it).
     logprobs : bool
-        Ask for ``top_logprobs`` and derive a score for the positive labels (:func:`label_score`).
+        Ask for ``top_logprobs`` and derive a score for the positive labels (``scorer``).
+    parser : str
+        Label parser (:data:`fairprobe.access.parsing.PARSERS`): ``auto`` (default), ``exact``,
+        ``json``, ``search`` or a registered plug-in.
+    scorer : str
+        Logprob scorer (:data:`fairprobe.access.parsing.SCORERS`): ``sequence`` (default; follows
+        multi-token labels) or ``first-token``.
+    strip_reasoning : bool
+        Look for the label after a ``<think>...</think>`` block (default true).
+    refusal_patterns : list of str, optional
+        Regular expressions marking an unlabelled answer as a refusal (default
+        :data:`fairprobe.access.parsing.REFUSAL_PATTERNS`; ``[]`` for none).
+    extra_body : dict
+        Further request fields, sent as they are (part of the cache identity).
     cache_name : str, optional
         Names the endpoint in the cache identity instead of ``base_url`` (the model, prompt,
         labels and decoding stay in it), so that cached answers survive a move of the server.
@@ -234,19 +122,25 @@ class OpenAIChatConfig(BackendConfig):
 
     kind: Literal["openai-chat"] = "openai-chat"
     base_url: str
-    model: str
+    model: str = Field(min_length=1)
     labels: list[str] = Field(min_length=2)
     positive_labels: list[str] = Field(min_length=1)
-    prompt_template: str = "{record_json}"
+    prompt_template: str = "{record}"
     system_prompt: str | None = None
     api_key_env: str | None = None
-    temperature: float = Field(default=0.0, ge=0.0)
-    seed: int | None = 0
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    seed: int = 0
     max_tokens: int = Field(default=16, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    omit: list[Literal["temperature", "seed", "max_tokens"]] = []
     structured_output: bool = False
     logprobs: bool = False
     top_logprobs: int = Field(default=5, ge=1, le=20)
+    parser: str = "auto"
+    scorer: str = "sequence"
+    strip_reasoning: bool = True
+    refusal_patterns: list[str] | None = None
     extra_body: dict[str, Any] = {}
     headers: dict[str, str] = {}
     cache_name: str | None = None
@@ -258,12 +152,43 @@ class OpenAIChatConfig(BackendConfig):
     def _check_url(cls, v: str) -> str:
         if not v.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
-        return v.rstrip("/")
+        v = v.rstrip("/")
+        if v.endswith("/chat/completions"):
+            raise ValueError(
+                f"give the base URL without /chat/completions: {v[: -len('/chat/completions')]!r}"
+            )
+        return v
+
+    @field_validator("parser")
+    @classmethod
+    def _check_parser(cls, v: str) -> str:
+        if v not in PARSERS:
+            raise ValueError(f"unknown parser {v!r}; choose one of {sorted(PARSERS)}")
+        return v
+
+    @field_validator("scorer")
+    @classmethod
+    def _check_scorer(cls, v: str) -> str:
+        if v not in SCORERS:
+            raise ValueError(f"unknown scorer {v!r}; choose one of {sorted(SCORERS)}")
+        return v
+
+    @field_validator("refusal_patterns")
+    @classmethod
+    def _check_patterns(cls, v: list[str] | None) -> list[str] | None:
+        for pat in v or []:
+            try:
+                re.compile(pat)
+            except re.error as exc:
+                raise ValueError(f"refusal pattern {pat!r} is not a regular expression: {exc}") from None
+        return v
 
     @model_validator(mode="after")
     def _check_labels(self) -> OpenAIChatConfig:
         if len(set(self.labels)) != len(self.labels):
             raise ValueError("labels must be distinct")
+        if any(not lab.strip() for lab in self.labels):
+            raise ValueError("labels must not be empty")
         extra = [p for p in self.positive_labels if p not in self.labels]
         if extra:
             raise ValueError(f"positive label(s) {extra} are not in labels {self.labels}")
@@ -273,7 +198,32 @@ class OpenAIChatConfig(BackendConfig):
             list(string.Formatter().parse(self.prompt_template))
         except ValueError as exc:
             raise ValueError(f"prompt_template is not a valid format string: {exc}") from None
+        clash = sorted(set(self.extra_body) & {"model", "messages"})
+        if clash:
+            raise ValueError(f"extra_body must not set {clash}; they come from the config")
+        if self.max_completion_tokens is not None and "max_tokens" in self.model_fields_set:
+            if "max_tokens" not in self.omit:
+                raise ValueError("set one of max_tokens and max_completion_tokens, not both")
         return self
+
+    def sent_params(self) -> dict[str, Any]:
+        """The decoding parameters a request carries (after ``omit`` and defaults)."""
+        out: dict[str, Any] = {}
+        use_max_tokens = self.max_completion_tokens is None or "max_tokens" in self.model_fields_set
+        for name in DEFAULT_PARAMS:
+            if name in self.omit or (name == "max_tokens" and not use_max_tokens):
+                continue
+            out[name] = getattr(self, name)
+        if self.max_completion_tokens is not None:
+            out["max_completion_tokens"] = self.max_completion_tokens
+        if self.top_p is not None:
+            out["top_p"] = self.top_p
+        return out
+
+
+def _labels_text(labels: Sequence[str]) -> str:
+    quoted = [json.dumps(lab, ensure_ascii=False) for lab in labels]
+    return ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
 class OpenAIChatBackend(HttpBackend):
@@ -284,6 +234,9 @@ class OpenAIChatBackend(HttpBackend):
 
         OpenAIChatBackend(base_url="http://127.0.0.1:8765/v1", model="platform-logreg",
                           labels=[">50K", "<=50K"], positive_labels=[">50K"])
+
+    :attr:`usage` adds up the ``usage`` token counts the server reported for the requests this
+    object paid (cached answers cost nothing).
     """
 
     kind = "openai-chat"
@@ -294,7 +247,8 @@ class OpenAIChatBackend(HttpBackend):
 
             config = parse_config({"kind": self.kind, **kwargs})  # type: ignore[assignment]
         elif kwargs:
-            config = OpenAIChatConfig.model_validate({**config.model_dump(), **kwargs})
+            data = config.model_dump(exclude_unset=True)
+            config = OpenAIChatConfig.model_validate({**data, **kwargs})
         assert isinstance(config, OpenAIChatConfig)
         c = config
         self.config = c
@@ -307,33 +261,75 @@ class OpenAIChatBackend(HttpBackend):
                 raise ConfigError(f"environment variable {c.api_key_env} (the API key) is not set.")
             headers["Authorization"] = f"Bearer {key}"
         self._transport = HttpTransport(headers, c.timeout)
-        self._fields = [f for _, f, _, _ in string.Formatter().parse(c.prompt_template) if f]
         transport = {"api_key_env", "headers", "timeout", "max_batch"}
         if c.cache_name is not None:
             transport |= {"base_url"}
-        ident = json.dumps(c.model_dump(exclude=transport), sort_keys=True, default=str)
+        ident_d = c.model_dump(exclude=transport)
+        # options added after the first release stay out of the identity at their defaults, so
+        # that answers cached by earlier versions remain valid for the same requests
+        for name, default in (("max_completion_tokens", None), ("omit", []), ("parser", "auto"),
+                              ("scorer", "sequence"), ("strip_reasoning", True),
+                              ("refusal_patterns", None)):
+            if ident_d[name] == default:
+                ident_d.pop(name)
+        if ident_d["prompt_template"] == "{record}":  # the same prompt as "{record_json}"
+            ident_d["prompt_template"] = "{record_json}"
+        ident = json.dumps(ident_d, sort_keys=True, default=str)
         where = c.base_url if c.cache_name is None else c.cache_name
         self._identity = (
             f"openai-chat:{where} model={c.model}"
             f"#{hashlib.sha256(ident.encode()).hexdigest()[:12]}"
         )
         self._positive = set(c.positive_labels)
+        self._patterns = tuple(REFUSAL_PATTERNS if c.refusal_patterns is None
+                               else c.refusal_patterns)
+        self._labels_text = _labels_text(c.labels)
+        self._usage_lock = threading.Lock()
+        self.usage: dict[str, int] = {
+            "requests": 0, "prompt_tokens": 0, "completion_tokens": 0, "reasoning_tokens": 0,
+        }
+
+    def provenance_info(self) -> dict[str, Any]:
+        """The ``llm`` block of the provenance: the prompt, what each request sends (exactly, after
+        ``omit`` and defaults), how answers are read, and the tokens paid so far."""
+        c = self.config
+        llm: dict[str, Any] = {
+            "model": c.model,
+            "prompt_template": c.prompt_template,
+            "system_prompt": c.system_prompt,
+            "labels": list(c.labels),
+            "positive_labels": list(c.positive_labels),
+            "sent": c.sent_params(),
+            "structured_output": c.structured_output,
+            "logprobs": c.logprobs,
+            "parser": c.parser,
+            "scorer": c.scorer if c.logprobs else None,
+            "strip_reasoning": c.strip_reasoning,
+            "extra_body": dict(c.extra_body),
+        }
+        if c.logprobs:
+            llm["top_logprobs"] = c.top_logprobs
+        with self._usage_lock:
+            usage = dict(self.usage)
+        return {"llm": {k: v for k, v in llm.items() if v is not None}, "usage": usage}
 
     def prompt(self, record: Record) -> str:
         """The user message for ``record``."""
         rec_json = json.dumps(dict(record), ensure_ascii=False, separators=(", ", ": "))
+        values = {**record, "record": rec_json, "record_json": rec_json,
+                  "labels": self._labels_text}
         try:
-            return self.config.prompt_template.format_map({**record, "record_json": rec_json})
+            return self.config.prompt_template.format_map(values)
         except KeyError as exc:
             raise DataError(
                 f"the prompt template names field {exc.args[0]!r}, which a record lacks; records "
-                f"have {sorted(record)}."
+                f"have {sorted(record)} (and the placeholders {sorted(PLACEHOLDERS)})."
             ) from None
         except (IndexError, ValueError, TypeError, AttributeError) as exc:
             raise DataError(f"cannot fill the prompt template: {exc}") from None
 
     def request_body(self, record: Record) -> dict[str, Any]:
-        """The chat-completions request for one record."""
+        """The chat-completions request for one record: exactly what is sent."""
         c = self.config
         messages = []
         if c.system_prompt is not None:
@@ -343,13 +339,8 @@ class OpenAIChatBackend(HttpBackend):
             **c.extra_body,
             "model": c.model,
             "messages": messages,
-            "temperature": c.temperature,
-            "max_tokens": c.max_tokens,
+            **c.sent_params(),
         }
-        if c.seed is not None:
-            body["seed"] = c.seed
-        if c.top_p is not None:
-            body["top_p"] = c.top_p
         if c.structured_output:
             body["response_format"] = {
                 "type": "json_schema",
@@ -373,11 +364,35 @@ class OpenAIChatBackend(HttpBackend):
         return [self._ask_one(r) for r in records]
 
     def _ask_one(self, record: Record) -> Answer:
-        data = self._transport.request_json("POST", self.url, self.request_body(record))
+        try:
+            data = self._transport.request_json("POST", self.url, self.request_body(record))
+        except HttpStatusError as exc:
+            if exc.status == 404 and not self.config.base_url.endswith("/v1"):
+                raise AccessError(
+                    f"{exc} -- OpenAI-compatible servers (OpenAI, vLLM, Ollama) serve "
+                    f"/v1/chat/completions: try base_url = \"{self.config.base_url}/v1\"."
+                ) from None
+            raise
         return self.parse_response(data)
 
+    def _count_usage(self, data: Mapping[str, Any]) -> None:
+        u = data.get("usage")
+        if not isinstance(u, Mapping):
+            with self._usage_lock:
+                self.usage["requests"] += 1
+            return
+        det = u.get("completion_tokens_details")
+        reasoning = det.get("reasoning_tokens") if isinstance(det, Mapping) else None
+        with self._usage_lock:
+            self.usage["requests"] += 1
+            for name, v in (("prompt_tokens", u.get("prompt_tokens")),
+                            ("completion_tokens", u.get("completion_tokens")),
+                            ("reasoning_tokens", reasoning)):
+                if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+                    self.usage[name] += v
+
     def parse_response(self, data: Any) -> Answer:
-        """One :class:`Answer` from a chat-completions response body."""
+        """One :class:`Answer` (with its outcome) from a chat-completions response body."""
         where = f"POST {self.url}"
         if isinstance(data, Mapping) and "error" in data and "choices" not in data:
             err = data["error"]
@@ -390,24 +405,42 @@ class OpenAIChatBackend(HttpBackend):
             raise AnswerParseError(
                 f"{where} answered without choices[0].message; is it a chat-completions API?"
             ) from None
-        content = message.get("content") if isinstance(message, Mapping) else None
+        if not isinstance(message, Mapping):
+            raise AnswerParseError(f"{where}: choices[0].message is not an object.")
+        self._count_usage(data)
+        content = message.get("content")
         if content is not None and not isinstance(content, str):
             raise AnswerParseError(
                 f"{where}: message content is a {type(content).__name__}, not text."
             )
-        label = parse_label(content, self.config.labels)
-        if label is None:
-            return Answer(None, raw=content)
+        refusal = message.get("refusal")
+        finish = choice.get("finish_reason") if isinstance(choice, Mapping) else None
+        c = self.config
+        parsed = classify_answer(
+            content,
+            c.labels,
+            parser=c.parser,
+            finish_reason=finish if isinstance(finish, str) else None,
+            refusal=refusal if isinstance(refusal, str) else None,
+            refusal_patterns=self._patterns,
+            strip_reasoning=c.strip_reasoning,
+        )
+        raw = content if content is not None else (refusal if isinstance(refusal, str) else None)
+        if parsed.label is None:
+            return Answer(None, raw=raw, outcome=parsed.outcome)
+        label = parsed.label
         score = logit = None
-        if self.config.logprobs:
-            lp = choice.get("logprobs") if isinstance(choice, Mapping) else None
+        if c.logprobs:
+            lp = choice.get("logprobs")
             toks = lp.get("content") if isinstance(lp, Mapping) else None
             if isinstance(toks, list) and toks and isinstance(content, str):
-                score, logit = label_score(
-                    content, label, toks, self.config.labels, self.config.positive_labels
-                )
-        return Answer(int(label in self._positive), score, logit, raw=content)
-
+                try:
+                    score, logit = SCORERS.create(
+                        c.scorer, content, label, toks, c.labels, c.positive_labels
+                    )
+                except (TypeError, AttributeError, ValueError, OverflowError):
+                    raise AnswerParseError(f"{where}: malformed logprobs.") from None
+        return Answer(int(label in self._positive), score, logit, raw=raw, outcome="ok")
 
 
 def _build(cfg: BackendConfig) -> Backend:

@@ -46,7 +46,12 @@ def split_list(value: str | None) -> list[str] | None:
 # -- flag validation: messages name the CLI flag, checked before anything is paid --------------
 def flag_error(flag: str, expected: str, got: Any, hint: str = "") -> InvalidParameterError:
     """``--tolerance must be in (0, 1), got 5`` (plus an optional hint)."""
-    return InvalidParameterError(f"{flag} must be {expected}, got {got!r}{hint}.")
+    shown = repr(got)
+    if isinstance(got, float) and abs(got) >= 1e15:
+        shown = f"{got:g}"
+    elif len(shown) > 40:
+        shown = shown[:18] + "..." + shown[-8:]
+    return InvalidParameterError(f"{flag} must be {expected}, got {shown}{hint}.")
 
 
 def _fmt(x: float) -> str:
@@ -85,7 +90,7 @@ def check_flag_real(
     if ok and hi is not None:
         ok = x <= hi if right == "]" else x < hi
     if not ok:
-        if isinstance(value, float) and value.is_integer():
+        if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
             value = int(value)
         raise flag_error(flag, expected, value, hint)
     return x

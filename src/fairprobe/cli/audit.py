@@ -48,6 +48,10 @@ METRIC_CHOICES = {
 _NEEDS_LABEL = ("equal_opportunity_difference", "performance_gap")
 #: Group defaults that follow ``--group-col`` (only for a column of that name).
 DEFAULT_GROUPS = {"sex": ("Female", "Male")}
+#: Upper bounds of the access flags (what one machine and a sane retry policy can do).
+MAX_CONCURRENCY = 256
+MAX_RETRIES = 100
+MAX_TIMEOUT = 86_400.0
 #: ``--group-b`` values meaning "every other value".
 REST_WORDS = ("*", "rest")
 
@@ -81,7 +85,6 @@ def check_audit_flags(
     name = check_flag_choice(metric, "--metric", METRIC_CHOICES)
     if budget is not None:
         check_flag_int(budget, "--budget", lo=2, hint=" (at least one query per group)")
-    check_flag_int(seed, "--seed", lo=0)
     if name == "disparate_impact_ratio":
         if tolerance is not None:
             raise InvalidParameterError(
@@ -98,19 +101,41 @@ def check_audit_flags(
             )
         if tolerance is not None:
             check_flag_real(tolerance, "--tolerance", lo=0.0, hi=1.0)
+    check_access_flags(
+        seed=seed, confidence_level=confidence_level, concurrency=concurrency, retries=retries,
+        timeout=timeout, no_cache=no_cache, refresh=refresh, json_path=json_path, cache=cache,
+    )
+    return name
+
+
+def check_access_flags(
+    *,
+    seed: int,
+    confidence_level: float,
+    concurrency: int,
+    retries: int,
+    timeout: float | None,
+    no_cache: bool,
+    refresh: bool,
+    json_path: Path | None,
+    cache: Path,
+) -> None:
+    """The flags every audit form shares: seed, level, access, cache and output paths."""
+    from fairprobe.errors import InvalidParameterError
+
+    check_flag_int(seed, "--seed", lo=0, hi=2**63 - 1)
     hint = f" (a share: {confidence_level / 100:g} for {confidence_level:g}%)" if (
         1.0 < confidence_level < 100.0) else ""
     check_flag_real(confidence_level, "--confidence-level", lo=0.0, hi=1.0, hint=hint)
-    check_flag_int(concurrency, "--concurrency", lo=1)
-    check_flag_int(retries, "--retries", lo=0)
+    check_flag_int(concurrency, "--concurrency", lo=1, hi=MAX_CONCURRENCY)
+    check_flag_int(retries, "--retries", lo=0, hi=MAX_RETRIES)
     if timeout is not None:
-        check_flag_real(timeout, "--timeout", lo=0.0)
+        check_flag_real(timeout, "--timeout", lo=0.0, hi=MAX_TIMEOUT, closed="right")
     if no_cache and refresh:
         raise InvalidParameterError("--no-cache and --refresh exclude each other; give one.")
     check_output_path(json_path, "--json")
     if not no_cache:
         check_output_path(cache, "--cache")
-    return name
 
 
 def _group_value(pool: pd.DataFrame, col: str, value: str, flag: str) -> Any:
@@ -203,6 +228,10 @@ def audit(
     reference: Annotated[str | None, typer.Option(help="Every-group audit: also compare every group with this one (intersections: 'Male, White').")] = None,
     pos_label: Annotated[str | None, typer.Option(help="Positive value of --label-col when its labels are not 0/1.")] = None,
     simultaneous: Annotated[Simultaneous, typer.Option(case_sensitive=False, help="Every-group audit: simultaneous intervals, exact (level kept at every rate and size) or bonferroni (narrower).")] = Simultaneous.exact,
+    strict: Annotated[bool, typer.Option(help="Stop when a group's share of unusable answers (unparsed, refused, truncated) exceeds --max-unusable.")] = False,
+    max_unusable: Annotated[float, typer.Option(help="Threshold of --strict (share in [0, 1)).")] = 0.05,
+    prompt_variants: Annotated[Path | None, typer.Option(help="TOML [templates] name = \"template\": rerun the audit per prompt (openai-chat backends) and report the verdict's sensitivity.")] = None,
+    name_swap: Annotated[str | None, typer.Option(help="Field holding a first name: also ask each record with the name swapped to the other sex and report the flip rate.")] = None,
 ) -> None:
     """Audit a black-box model with a fixed budget: metrics, confidence intervals, verdict.
 
@@ -219,7 +248,8 @@ def audit(
             cache=cache, no_cache=no_cache, refresh=refresh, concurrency=concurrency,
             retries=retries, timeout=timeout, progress=progress, json_path=json_path,
             min_group_size=min_group_size, reference=reference, pos_label=pos_label,
-            method=simultaneous.value,
+            method=simultaneous.value, strict=strict, max_unusable=max_unusable,
+            prompt_variants=prompt_variants, name_swap=name_swap,
         )
         return
     if pos_label is not None:
@@ -233,12 +263,28 @@ def audit(
         confidence_level=confidence_level, concurrency=concurrency, retries=retries,
         timeout=timeout, no_cache=no_cache, refresh=refresh, json_path=json_path, cache=cache,
     )
+    limit = None
+    if strict:
+        limit = check_flag_real(max_unusable, "--max-unusable", lo=0.0, hi=1.0, closed="left")
+    templates = None
+    if prompt_variants is not None:
+        from fairprobe.access.variation import read_templates
+
+        templates = read_templates(str(prompt_variants))
     plan = plan_audit(
         url=url, path=path, queries=queries, group_col=group_col, group_a=group_a,
         group_b=group_b, label_col=label_col, feature_cols=feature_cols, send_group=send_group,
-        metric=name, budget=budget, seed=seed,
+        metric=name, budget=budget, seed=seed, name_swap=name_swap,
     )
     backend = build_backend(url, backend_config, path)  # no network yet
+    if templates is not None:
+        from fairprobe.access.openai_chat import OpenAIChatBackend
+        from fairprobe.errors import ConfigError
+
+        if not isinstance(backend, OpenAIChatBackend):
+            raise ConfigError("--prompt-variants needs an openai-chat backend config.")
+        for t in templates.values():  # every template is checked before anything is paid
+            OpenAIChatBackend(backend.config, prompt_template=t)
     if no_cache:
         from fairprobe.cli import main as cli_main
 
@@ -247,22 +293,75 @@ def audit(
     from fairprobe.report import write_result
     from fairprobe.report.text import print_audit
 
-    with open_blackbox(
-        backend, cache=cache, no_cache=no_cache, refresh=refresh, budget=plan["budget"],
-        retries=retries, timeout=timeout, concurrency=concurrency, progress=progress, seed=seed,
-    ) as bb:
-        result = run_audit(
-            bb, plan["pool"], group_col=group_col, metric=name, group_a=plan["group_a"],
-            group_b=plan["group_b"], label_col=plan["label"], feature_cols=plan["columns"].sent,
-            budget=plan["budget"], seed=seed, tolerance=tolerance, threshold=threshold,
-            confidence_level=confidence_level,
-        )
-        prov = audit_provenance(bb, plan, seed=seed, cache=cache, no_cache=no_cache,
-                                refresh=refresh)
+    extra: dict[str, Any] = {}
+
+    def one(be: Any, swap: bool = False) -> tuple[Any, Any]:
+        n_budget = plan["budget"] * (2 if swap and name_swap is not None else 1)
+        with open_blackbox(
+            be, cache=cache, no_cache=no_cache, refresh=refresh, budget=n_budget,
+            retries=retries, timeout=timeout, concurrency=concurrency, progress=progress,
+            seed=seed,
+        ) as bb:
+            res = run_audit(
+                bb, plan["pool"], group_col=group_col, metric=name, group_a=plan["group_a"],
+                group_b=plan["group_b"], label_col=plan["label"],
+                feature_cols=plan["columns"].sent, budget=plan["budget"], seed=seed,
+                tolerance=tolerance, threshold=threshold, confidence_level=confidence_level,
+                max_unusable_share=limit,
+            )
+            prov = audit_provenance(bb, plan, seed=seed, cache=cache, no_cache=no_cache,
+                                    refresh=refresh)
+            if swap and name_swap is not None:
+                from fairprobe.access.variation import name_swap_audit
+                from fairprobe.audit import draw_queries
+
+                sample = draw_queries(plan["pool"], plan["budget"], seed)[plan["columns"].sent]
+                extra["name_swap"] = name_swap_audit(
+                    bb, sample, name_swap, seed=seed, confidence_level=confidence_level
+                ).to_dict()
+        usage = getattr(be, "usage", None)
+        if isinstance(usage, dict):  # tokens the server reported, summed over every run
+            total = extra.setdefault("usage", dict.fromkeys(usage, 0))
+            for k, v in usage.items():
+                total[k] = total.get(k, 0) + v
+        return res, prov
+
+    result, prov = one(backend, swap=True)
+    if templates is not None:
+        from fairprobe.access.openai_chat import OpenAIChatBackend
+        from fairprobe.access.variation import prompt_sensitivity
+
+        def run_variant(_name: str, template: str) -> Any:
+            assert isinstance(backend, OpenAIChatBackend)
+            return one(OpenAIChatBackend(backend.config, prompt_template=template))[0]
+
+        extra["prompt_variation"] = prompt_sensitivity(templates, run_variant).to_dict()
     print_audit(result, console)
     print_trust_summary(prov, plan, console)
+    print_llm_dimensions(extra, console)
     if json_path is not None:
-        write_result(json_path, "audit", result, prov)
+        body = result.to_dict()
+        body.update(extra)
+        write_result(json_path, "audit", body, prov)
+
+
+def print_llm_dimensions(extra: dict[str, Any], out: Any) -> None:
+    """The name-swap flip rate and the prompt sensitivity, when they were asked for."""
+    ns = extra.get("name_swap")
+    if ns is not None:
+        out.print(
+            f"name swap ({ns['field']}): {ns['n_flips']} of {ns['n_usable']} usable pairs flip, "
+            f"rate {ns['flip_rate']:.4f} [{ns['interval']['low']:.4f}, "
+            f"{ns['interval']['high']:.4f}]"
+        )
+    pv = extra.get("prompt_variation")
+    if pv is not None:
+        for v in pv["variants"]:
+            out.print(f"prompt {v['name']}: estimate {v['estimate']:.4f}, {v['verdict']}")
+        out.print(
+            f"prompt sensitivity: spread {pv['spread']:.4f}, verdicts "
+            f"{'agree' if pv['verdicts_agree'] else 'DISAGREE'}"
+        )
 
 
 def plan_audit(
@@ -279,6 +378,7 @@ def plan_audit(
     metric: str,
     budget: int | None,
     seed: int,
+    name_swap: str | None = None,
 ) -> dict[str, Any]:
     """Read the pool and check everything that depends on it, before any backend call.
 
@@ -291,8 +391,15 @@ def plan_audit(
         from fairprobe.datasets import load_adult
         from fairprobe.platform.model import AUDIT_FEATURES
 
-        pool = load_adult("test", names_seed=None)[[*AUDIT_FEATURES, "income"]]
-        source = "bundled Adult test split"
+        if name_swap is None:
+            pool = load_adult("test", names_seed=None)[[*AUDIT_FEATURES, "income"]]
+            source = "bundled Adult test split"
+        else:  # records with first names, for the name swap (the sex column is not sent)
+            from fairprobe.platform.core import USER_FEATURES
+
+            cols = list(dict.fromkeys([*USER_FEATURES, group_col, "income"]))
+            pool = load_adult("test", names_seed=seed)[cols]
+            source = f"bundled Adult test split with first names (names seed {seed})"
         label = label_col or ("income" if metric in _NEEDS_LABEL else None)
     else:
         pool = read_table(queries)
@@ -312,6 +419,11 @@ def plan_audit(
         label = None  # a column withheld as label-like is not needed by DP/DI
     if label is not None and metric in _NEEDS_LABEL:
         _check_binary_labels(pool[label], label)
+    if name_swap is not None and name_swap not in columns.sent:
+        raise DataError(
+            f"--name-swap {name_swap!r} is not a column sent to the model (sent: "
+            f"{', '.join(columns.sent)})."
+        )
     a, b = resolve_groups(pool, group_col, group_a, group_b)
     n = len(pool)
     if budget is None:
@@ -451,10 +563,19 @@ def _group_audit(
     threshold: float | None, confidence_level: float, cache: Path, no_cache: bool,
     refresh: bool, concurrency: int, retries: int, timeout: float | None, progress: bool,
     json_path: Path | None, min_group_size: int, reference: str | None,
-    pos_label: str | None, method: str,
+    pos_label: str | None, method: str, strict: bool = False, max_unusable: float = 0.05,
+    prompt_variants: Path | None = None, name_swap: str | None = None,
 ) -> None:
     """The every-group audit: flags, then the pool and columns, then the paid queries."""
     from fairprobe.errors import DataError, InvalidParameterError
+
+    for flag, given in (("--prompt-variants", prompt_variants), ("--name-swap", name_swap)):
+        if given is not None:
+            raise InvalidParameterError(
+                f"{flag} works with two-group audits (--group-a/--group-b, or --group-col sex); "
+                "drop it or audit two groups.")
+    limit = (check_flag_real(max_unusable, "--max-unusable", lo=0.0, hi=1.0, closed="left")
+             if strict else None)
     from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS, RATES
 
     choices = {"di": "disparate_impact_ratio", "dp": "demographic_parity_difference",
@@ -468,24 +589,15 @@ def _group_audit(
         raise InvalidParameterError(f"--group-col must name distinct columns; got {group_col!r}.")
     if budget is not None:
         check_flag_int(budget, "--budget", lo=2, hint=" (at least one query per group)")
-    check_flag_int(seed, "--seed", lo=0)
     check_flag_int(min_group_size, "--min-group-size", lo=1)
     if tolerance is not None:
         check_flag_real(tolerance, "--tolerance", lo=0.0, hi=1.0)
     if threshold is not None:
         check_flag_real(threshold, "--threshold", lo=0.0, hi=1.0, closed="right")
-    hint = f" (a share: {confidence_level / 100:g} for {confidence_level:g}%)" if (
-        1.0 < confidence_level < 100.0) else ""
-    check_flag_real(confidence_level, "--confidence-level", lo=0.0, hi=1.0, hint=hint)
-    check_flag_int(concurrency, "--concurrency", lo=1)
-    check_flag_int(retries, "--retries", lo=0)
-    if timeout is not None:
-        check_flag_real(timeout, "--timeout", lo=0.0)
-    if no_cache and refresh:
-        raise InvalidParameterError("--no-cache and --refresh exclude each other; give one.")
-    check_output_path(json_path, "--json")
-    if not no_cache:
-        check_output_path(cache, "--cache")
+    check_access_flags(
+        seed=seed, confidence_level=confidence_level, concurrency=concurrency, retries=retries,
+        timeout=timeout, no_cache=no_cache, refresh=refresh, json_path=json_path, cache=cache,
+    )
     needs_label = any("y_true" in RATES[r][0] for n in names for r in FAIRNESS_METRICS[n][0])
 
     from fairprobe.audit import check_group_audit, draw_queries, plan_columns
@@ -538,7 +650,8 @@ def _group_audit(
         retries=retries, timeout=timeout, concurrency=concurrency, progress=progress, seed=seed,
     ) as bb:
         result = run_group_audit(bb, pool, reference=reference,
-                                 pos_label=_label_value(pos_label), **kwargs)
+                                 pos_label=_label_value(pos_label), max_unusable_share=limit,
+                                 **kwargs)
         prov = audit_provenance(bb, plan, seed=seed, cache=cache, no_cache=no_cache,
                                 refresh=refresh)
     print_group_audit(result, console)

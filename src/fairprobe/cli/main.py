@@ -122,6 +122,12 @@ def main(argv: list[str] | None = None) -> None:
     from fairprobe.provenance import set_command_line
 
     set_command_line(sys.argv[1:] if argv is None else argv)
+    if not debug:
+        # numeric edge cases (0/0 rates, log(0)) are handled and reported by the code; numpy's
+        # RuntimeWarnings about them are noise on a user's terminal (FAIRPROBE_DEBUG=1 shows them)
+        import warnings
+
+        warnings.filterwarnings("ignore", category=RuntimeWarning)
     previous = None
     if threading.current_thread() is threading.main_thread():
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:

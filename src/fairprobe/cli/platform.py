@@ -27,10 +27,18 @@ def serve_cmd(
         "random", help="Which answers to flip: random (per-input hash) | margin (reject option)."
     ),
     seed: int = typer.Option(0, help="Seed of every server-side random choice."),
-    model_file: Path | None = typer.Option(None, help="skops/joblib model with predict_proba."),
+    model_file: Path | None = typer.Option(None, help="skops (or, with --allow-pickle, joblib) model with predict_proba."),
+    allow_pickle: bool = typer.Option(False, help="Allow a pickle (.joblib/.pkl) --model-file: it can run code when loaded."),
     fail_rate: float = typer.Option(0.0, help="Seeded share of requests answered 429/503."),
     delay_ms: float = typer.Option(0.0, help="Delay added to every predict request (ms)."),
     llm_garble_rate: float = typer.Option(0.0, help="Seeded share of unparseable LLM replies."),
+    llm_refuse_rate: float = typer.Option(0.0, help="Seeded share of refused LLM replies."),
+    llm_reasoning: str = typer.Option(
+        "none", help="Answer like a reasoning model: none | think (<think> in the content) | "
+        "field (reasoning_content)."
+    ),
+    header_timeout: float = typer.Option(10.0, help="Seconds to receive a request's headers."),
+    body_timeout: float = typer.Option(30.0, help="Seconds between chunks of a request body."),
     max_body_bytes: int = typer.Option(8 * 1024 * 1024, help="Largest request body accepted."),
     max_instances: int = typer.Option(10_000, help="Most instances per request."),
     allow_external: bool = typer.Option(False, help="Allow a non-loopback bind address."),
@@ -48,9 +56,14 @@ def serve_cmd(
         ),
         seed=seed,
         model_file=str(model_file) if model_file is not None else None,
+        allow_pickle=allow_pickle,
         fail_rate=fail_rate,
         delay_ms=delay_ms,
         llm_garble_rate=llm_garble_rate,
+        llm_refuse_rate=llm_refuse_rate,
+        llm_reasoning=llm_reasoning.lower(),
+        header_timeout=header_timeout,
+        body_timeout=body_timeout,
         max_body_bytes=max_body_bytes,
         max_instances=max_instances,
         allow_external=allow_external,
@@ -62,13 +75,18 @@ def serve_cmd(
 @platform_app.command("info")
 def info_cmd(
     model_file: Path | None = typer.Option(None, help="Evaluate this model instead."),
+    allow_pickle: bool = typer.Option(False, help="Allow a pickle (.joblib/.pkl) --model-file."),
     split: str = typer.Option("test", help="Adult split: train | test | all."),
     json_path: Path | None = typer.Option(None, "--json", help="Write the figures as JSON."),
 ) -> None:
     """Print the platform model's accuracy and disparate impact by sex on an Adult split."""
     from fairprobe.platform.model import PlatformModel, evaluate_model
 
-    model = PlatformModel.from_file(model_file) if model_file else PlatformModel.default()
+    model = (
+        PlatformModel.from_file(model_file, allow_pickle=allow_pickle)
+        if model_file
+        else PlatformModel.default()
+    )
     ev = evaluate_model(model, split)
     d = ev.to_dict()
     sys.stdout.write(

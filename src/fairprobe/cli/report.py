@@ -12,15 +12,17 @@ def report(
     results: Annotated[
         list[Path],
         typer.Argument(help="Result JSON files (the --json output of any fairprobe command).",
-                       show_default=False),
+                       show_default=False, metavar="RESULT.json"),
     ],
     html: Annotated[
         Path | None,
-        typer.Option("--html", help="Write a self-contained HTML report here."),
+        typer.Option("--html", help="Write a self-contained HTML report here.",
+                     metavar="FILE"),
     ] = None,
     md: Annotated[
         Path | None,
-        typer.Option("--md", help="Write a Markdown report here (figures in <name>_figures/)."),
+        typer.Option("--md", help="Write a Markdown report here (figures in <name>_figures/).",
+                     metavar="FILE"),
     ] = None,
     title: Annotated[
         str | None, typer.Option("--title", help="Report title.")
@@ -32,8 +34,12 @@ def report(
     if html is None and md is None:
         raise InvalidParameterError("Give --html FILE and/or --md FILE: where to write the report.")
     for out in (html, md):
-        if out is not None and out.resolve() in {p.resolve() for p in results}:
+        if out is None:
+            continue
+        if out.resolve() in {p.resolve() for p in results}:
             raise InvalidParameterError(f"The report {out} would overwrite one of its inputs.")
+        if out.is_dir():
+            raise InvalidParameterError(f"The report path {out} is a directory; give a file name.")
 
     from fairprobe._extras import import_optional
     from fairprobe.report.build import build_report, load_results

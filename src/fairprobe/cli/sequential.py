@@ -146,7 +146,8 @@ def sequential(
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
 ) -> None:
     """Sequential audit of SP or EO: stop at violation, compliance, or the budget."""
-    from fairprobe.report import write_json
+    from fairprobe.provenance import Provenance
+    from fairprobe.report import write_result
     from fairprobe.sequential.base import ALIASES, DEFAULT_TEST
 
     name = ALIASES.get(test.value, test.value) if test is not None else DEFAULT_TEST
@@ -186,7 +187,7 @@ def sequential(
             if json_path is not None and done is not None:
                 body = done.to_dict()
                 body["interrupted"] = True
-                write_json(json_path, body)
+                write_result(json_path, "sequential", body, Provenance.capture(seed=seed))
                 raise Interrupted(
                     f"interrupted: {n_done} of {repeats} repeats done, "
                     f"partial result written to {json_path}"
@@ -202,7 +203,7 @@ def sequential(
         )  # fmt: skip
         _print_single(result)
     if json_path is not None:
-        write_json(json_path, result)
+        write_result(json_path, "sequential", result, Provenance.capture(seed=seed))
 
 
 def _pool_mode(

@@ -307,6 +307,11 @@ def plan(
             )  # fmt: skip
             out["budget"] = budget
             out["regime"] = None
+            console.print(
+                "regime: not classified; give --epsilon (the DI margin of error you need) to get "
+                "t_A, t_B and the regime of this budget (Appendix B).",
+                markup=False,
+            )
         if front is not None:
             _print_frontier(front, out, theorem3, gamma)
     if json_path is not None:

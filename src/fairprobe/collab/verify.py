@@ -468,25 +468,33 @@ class Opening:
         return dict(json.loads(self.record.decode("utf-8")))
 
     def to_dict(self) -> dict[str, Any]:
+        """Wire form: bytes in base64 (the signed :meth:`message` does not depend on it)."""
+
+        def b64(x: bytes) -> str:
+            return base64.b64encode(x).decode("ascii")
+
         return {
             "auditor": self.auditor, "round": self.round, "m": self.m, "index": self.index,
-            "record": base64.b64encode(self.record).decode("ascii"),
-            "group_a": self.group_a, "answer": self.answer, "salt": self.salt.hex(),
-            "path": [[h.hex(), list(c)] for h, c in self.path],
-            "sig": base64.b64encode(self.sig).decode("ascii"),
+            "record": b64(self.record), "group_a": self.group_a, "answer": self.answer,
+            "salt": b64(self.salt), "path": [[b64(h), *c] for h, c in self.path],
+            "sig": b64(self.sig),
         }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Opening:
         try:
-            path = [(bytes.fromhex(h), tuple(int(x) for x in c)) for h, c in d["path"]]
-            if any(len(h) != 32 or len(c) != 4 for h, c in path):
-                raise ValueError("path element")
+            path = []
+            for el in d["path"]:
+                h = base64.b64decode(el[0], validate=True)
+                c = tuple(int(x) for x in el[1:])
+                if len(h) != 32 or len(c) != 4:
+                    raise ValueError("path element")
+                path.append((h, c))
             return cls(
                 auditor=str(d["auditor"]), round=int(d["round"]), m=int(d["m"]),
                 index=int(d["index"]), record=base64.b64decode(d["record"], validate=True),
                 group_a=bool(d["group_a"]), answer=int(d["answer"]),
-                salt=bytes.fromhex(d["salt"]), path=path,  # type: ignore[arg-type]
+                salt=base64.b64decode(d["salt"], validate=True), path=path,  # type: ignore[arg-type]
                 sig=base64.b64decode(d["sig"], validate=True),
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -701,15 +709,17 @@ def challenge_allocation(budget: int, neighbours: Sequence[str], round_: int) ->
     return out
 
 
-#: Wire sizes used by the simulator's byte estimate (measured on the node's JSON, see docs).
-OPENING_FIXED_BYTES = 330  # ids, ints, salt, signature, JSON keys
-PATH_LEVEL_BYTES = 110  # one sibling: 64 hex chars + four counts + JSON punctuation
-CHALLENGE_BYTES = 260
+#: Wire sizes used by the simulator's byte estimate, measured on the node's JSON
+#: (``Opening.to_dict``, ``ChallengeMessage``): an opening is ~255 bytes plus its record in
+#: base64 plus ~66 bytes per tree level (a base64 hash and four counts); a challenge ~215 bytes.
+OPENING_FIXED_BYTES = 255
+PATH_LEVEL_BYTES = 66
+CHALLENGE_BYTES = 215
 INF_ROUND = np.iinfo(np.int64).max // 4
 
 
 def simulate_verification(
-    cfg: Any, vcfg: VerifyConfig | None = None, *, record_bytes: int = 16,
+    cfg: Any, vcfg: VerifyConfig | None = None, *, record_bytes: int = 24,
 ) -> dict[str, Any]:
     """Run the verification layer on one simulated audit.
 

@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -227,27 +227,22 @@ def model_cache_path(seed: int = DEFAULT_MODEL_SEED) -> Path:
     return root / f"platform-{DEFAULT_MODEL_ID}-{key}.json"
 
 
-def load_model_file(path: str | Path) -> Any:
-    """Load a model saved with skops (``.skops``) or joblib (anything else).
+def load_model_file(
+    path: str | Path, *, allow_pickle: bool = False, trusted: Sequence[str] = ()
+) -> Any:
+    """Load a model saved with skops (``.skops``, the default) or joblib (``.joblib``/``.pkl``).
 
-    skops files are loaded trusting the types they contain (the operator chose the file); joblib
-    files are pickles — load only files you trust. The object must have ``predict_proba``.
+    The same rule as the local backend (:func:`fairprobe.access.local.load_estimator`): skops
+    files load when every type they hold is trusted by skops or listed in ``trusted``; pickles
+    can run arbitrary code when loaded, so they load only with ``allow_pickle``
+    (``--allow-pickle``). The object must have ``predict_proba``.
     """
+    from fairprobe.access.local import load_estimator
+
+    model = load_estimator(
+        path, trusted=trusted, allow_pickle=allow_pickle, pickle_hint="pass --allow-pickle"
+    )
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"Model file {str(p)!r} does not exist.")
-    try:
-        if p.suffix == ".skops":
-            import skops.io as sio
-
-            untrusted = sio.get_untrusted_types(file=p)
-            model = sio.load(p, trusted=untrusted)
-        else:
-            import joblib
-
-            model = joblib.load(p)
-    except Exception as exc:  # any unreadable file is a config problem
-        raise ConfigError(f"Cannot load model file {str(p)!r}: {exc}") from exc
     if not callable(getattr(model, "predict_proba", None)):
         raise ConfigError(
             f"Model file {str(p)!r} holds a {type(model).__name__} without predict_proba()."
@@ -291,9 +286,9 @@ class PlatformModel:
         return cls(DEFAULT_MODEL_ID, linear)
 
     @classmethod
-    def from_file(cls, path: str | Path) -> PlatformModel:
+    def from_file(cls, path: str | Path, *, allow_pickle: bool = False) -> PlatformModel:
         p = Path(path)
-        est = load_model_file(p)
+        est = load_model_file(p, allow_pickle=allow_pickle)
         digest = hashlib.sha256(p.read_bytes()).hexdigest()[:12]
         return cls(f"file:{p.name}:{digest}", est)
 

@@ -54,7 +54,9 @@ class PlatformProcess:
     port : int or None
         ``None`` picks a free port (retrying on a lost race). A port already in use raises
         :class:`~fairprobe.errors.PortInUseError`.
-    fairwash, gamma, mix, seed, model_file, fail_rate, delay_ms, llm_garble_rate :
+    fairwash, gamma, mix, seed, model_file, allow_pickle, fail_rate, delay_ms, llm_garble_rate, llm_refuse_rate :
+        Passed to ``fairprobe platform serve`` (see ``docs/platform.md``).
+    llm_reasoning : {"none", "think", "field"}
         Passed to ``fairprobe platform serve`` (see ``docs/platform.md``).
     extra_args : list of str
         Further command-line options.
@@ -74,9 +76,12 @@ class PlatformProcess:
         seed: int = 0,
         fairwash_select: str = "random",
         model_file: str | os.PathLike[str] | None = None,
+        allow_pickle: bool = False,
         fail_rate: float = 0.0,
         delay_ms: float = 0.0,
         llm_garble_rate: float = 0.0,
+        llm_refuse_rate: float = 0.0,
+        llm_reasoning: str = "none",
         extra_args: list[str] | None = None,
         startup_timeout: float = 60.0,
         stop_timeout: float = 10.0,
@@ -98,9 +103,13 @@ class PlatformProcess:
             "--fail-rate", repr(float(fail_rate)),
             "--delay-ms", repr(float(delay_ms)),
             "--llm-garble-rate", repr(float(llm_garble_rate)),
+            "--llm-refuse-rate", repr(float(llm_refuse_rate)),
+            "--llm-reasoning", llm_reasoning,
         ]  # fmt: skip
         if model_file is not None:
             self.options += ["--model-file", os.fspath(model_file)]
+            if allow_pickle:
+                self.options.append("--allow-pickle")
         self.options += list(extra_args or [])
         self.token = secrets.token_hex(8)
         self.proc: subprocess.Popen[bytes] | None = None

@@ -5,13 +5,18 @@ fairwashed), ``POST /user/predict`` (user interface, truthful, sex inferred from
 ``GET /v1/models`` and ``POST /v1/chat/completions`` (OpenAI-compatible shape).
 
 Bad bodies get HTTP 400 (not JSON) or 422 (JSON of the wrong shape) with ``{"detail": "<one
-line>"}``; bodies above ``max_body_bytes`` get 413; never a crash.
+line>"}`` (the ``/v1`` endpoints answer in OpenAI's ``{"error": {...}}`` shape instead); bodies
+above ``max_body_bytes`` get 413, declared or streamed; a request whose headers or body do not
+arrive within ``header_timeout`` / ``body_timeout`` seconds is dropped (408 for a slow body).
+A 500 never echoes exception text. Parsing and model calls run in worker threads, so that no
+request holds the event loop (``/health`` answers while a large body is processed).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -19,9 +24,11 @@ from typing import Any
 
 import numpy as np
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from fairprobe._validation import check_int, check_real
+from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.errors import ConfigError, DataError
 from fairprobe.platform.core import (
     EXAMPLE_AUDIT_RECORD,
@@ -35,8 +42,13 @@ from fairprobe.platform.llm import (
     LABELS,
     POSITIVE_LABEL,
     PROMPT_TEMPLATE,
+    ChatError,
+    LlmBehaviour,
+    chat_chunks,
     chat_completion,
+    fill_prompt,
     models_list,
+    openai_error,
 )
 from fairprobe.platform.model import AUDIT_FEATURES, CATEGORIES, NUMERIC_FEATURES, PlatformModel
 from fairprobe.platform.netutil import bind_socket, check_host
@@ -44,6 +56,9 @@ from fairprobe.platform.netutil import bind_socket, check_host
 __all__ = ["ServerConfig", "bind_socket", "check_host", "create_app", "serve"]
 
 DEFAULT_PORT = 8765
+REASONING_STYLES = ("none", "think", "field")
+
+log = logging.getLogger("fairprobe.platform")
 
 
 @dataclass(frozen=True)
@@ -55,9 +70,14 @@ class ServerConfig:
     fairwash: FairwashConfig = field(default_factory=FairwashConfig)
     seed: int = 0
     model_file: str | None = None
+    allow_pickle: bool = False
     fail_rate: float = 0.0
     delay_ms: float = 0.0
     llm_garble_rate: float = 0.0
+    llm_refuse_rate: float = 0.0
+    llm_reasoning: str = "none"
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
     max_body_bytes: int = 8 * 1024 * 1024
     max_instances: int = 10_000
     allow_external: bool = False
@@ -70,22 +90,40 @@ class ServerConfig:
         check_real(self.fail_rate, "fail_rate", owner, lo=0, hi=1, closed="left")
         check_real(self.delay_ms, "delay_ms", owner, lo=0)
         check_real(self.llm_garble_rate, "llm_garble_rate", owner, lo=0, hi=1)
+        check_real(self.llm_refuse_rate, "llm_refuse_rate", owner, lo=0, hi=1)
+        check_choice(self.llm_reasoning, "llm_reasoning", owner, list(REASONING_STYLES))
+        check_real(self.header_timeout, "header_timeout", owner, lo=0, closed="neither")
+        check_real(self.body_timeout, "body_timeout", owner, lo=0, closed="neither")
         check_int(self.max_body_bytes, "max_body_bytes", owner, lo=1024)
         check_int(self.max_instances, "max_instances", owner, lo=1)
         check_host(self.host, self.allow_external)
 
 
-class _BodyLimit:
-    """ASGI middleware: 413 for bodies larger than ``limit`` bytes (declared or streamed)."""
+def _error_body(path: str, status: int, message: str) -> bytes:
+    if path.startswith("/v1/"):
+        return json.dumps(openai_error(status, message)).encode()
+    return json.dumps({"detail": message}).encode()
 
-    def __init__(self, app: Any, limit: int) -> None:
+
+class _Guard:
+    """ASGI middleware bounding the request body in size and time.
+
+    A body above ``limit`` bytes (declared in ``Content-Length`` or streamed in chunks) gets 413,
+    a body that stalls for ``timeout`` seconds between chunks 408; the middleware answers itself
+    and tells the application the client left, so the application's own reply (if any) is
+    dropped instead of turning into a 500.
+    """
+
+    def __init__(self, app: Any, limit: int, timeout: float) -> None:
         self.app = app
         self.limit = limit
+        self.timeout = timeout
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        path = str(scope.get("path", ""))
         for name, value in scope.get("headers", []):
             if name == b"content-length":
                 try:
@@ -93,39 +131,94 @@ class _BodyLimit:
                 except ValueError:
                     declared = -1
                 if declared > self.limit:
-                    await _raw_error(send, 413, f"Request body above {self.limit} bytes.")
+                    await _raw_error(
+                        send, 413, _error_body(path, 413, f"Request body above {self.limit} bytes.")
+                    )
                     return
         seen = 0
+        answered = False
 
-        async def limited_receive() -> Any:
-            nonlocal seen
-            message = await receive()
+        async def guarded_receive() -> Any:
+            nonlocal seen, answered
+            if answered:
+                return {"type": "http.disconnect"}
+            try:
+                message = await asyncio.wait_for(receive(), self.timeout)
+            except TimeoutError:
+                answered = True
+                await _raw_error(send, 408, _error_body(
+                    path, 408, f"Request body not received within {self.timeout:g} s."))
+                return {"type": "http.disconnect"}
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
-                    raise _TooLarge()
+                    answered = True
+                    await _raw_error(send, 413, _error_body(
+                        path, 413, f"Request body above {self.limit} bytes."))
+                    return {"type": "http.disconnect"}
             return message
 
-        try:
-            await self.app(scope, limited_receive, send)
-        except _TooLarge:
-            await _raw_error(send, 413, f"Request body above {self.limit} bytes.")
+        async def guarded_send(message: Any) -> None:
+            if not answered:
+                await send(message)
+
+        await self.app(scope, guarded_receive, guarded_send)
 
 
-class _TooLarge(Exception):
-    pass
-
-
-async def _raw_error(send: Any, status: int, detail: str) -> None:
-    body = json.dumps({"detail": detail}).encode()
+async def _raw_error(send: Any, status: int, body: bytes) -> None:
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json")],
+            "headers": [(b"content-type", b"application/json"), (b"connection", b"close")],
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+def _timeout_protocol(header_timeout: float) -> Any:
+    """uvicorn's h11 protocol with a deadline for a request's headers.
+
+    The timer starts at the first byte of a request (or at the connection) and stops once the
+    headers are complete; a client that trickles headers slower than that is disconnected.
+    (uvicorn itself only times out idle keep-alive connections.)
+    """
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderTimeoutH11(H11Protocol):  # type: ignore[misc]
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def _arm(self) -> None:
+            if self._header_timer is None:
+                self._header_timer = self.loop.call_later(header_timeout, self._expire)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _expire(self) -> None:
+            self._header_timer = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self._arm()
+            else:
+                self._disarm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return HeaderTimeoutH11
 
 
 def _schema(cfg: ServerConfig, model_id: str) -> dict[str, Any]:
@@ -155,11 +248,75 @@ def _schema(cfg: ServerConfig, model_id: str) -> dict[str, Any]:
             "labels": list(LABELS),
             "positive_label": POSITIVE_LABEL,
             "prompt_template": PROMPT_TEMPLATE,
+            "placeholders": {
+                "record": "the record as one JSON object",
+                "labels": 'the labels, quoted and joined by "or"',
+            },
+            "reasoning": cfg.llm_reasoning,
+            "token_limit": "max_completion_tokens" if cfg.llm_reasoning != "none"
+            else "max_tokens or max_completion_tokens",
             "json_schema": LABEL_JSON_SCHEMA,
-            "example": PROMPT_TEMPLATE.format(record=json.dumps(EXAMPLE_AUDIT_RECORD)),
+            "example": fill_prompt(EXAMPLE_AUDIT_RECORD),
         },
         "response": {"predictions": [{"decision": "0|1", "score": "[0,1]", "logit": "float"}]},
     }
+
+
+def _record_schema(features: tuple[str, ...]) -> dict[str, Any]:
+    props: dict[str, Any] = {}
+    for f in features:
+        if f in NUMERIC_FEATURES:
+            props[f] = {"type": "number"}
+        elif f in CATEGORIES:
+            props[f] = {"type": "string", "enum": list(CATEGORIES[f])}
+        else:
+            props[f] = {"type": "string"}
+    return {"type": "object", "required": list(features), "properties": props}
+
+
+def _json_body(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+def _instances_body(features: tuple[str, ...]) -> dict[str, Any]:
+    return _json_body({
+        "type": "object",
+        "required": ["instances"],
+        "properties": {"instances": {"type": "array", "items": _record_schema(features)}},
+    })
+
+
+def _chat_body(model_id: str) -> dict[str, Any]:
+    message = {
+        "type": "object",
+        "required": ["role", "content"],
+        "properties": {
+            "role": {"type": "string", "enum": ["system", "user", "assistant"]},
+            "content": {"anyOf": [
+                {"type": "string"},
+                {"type": "array", "items": {"type": "object", "properties": {
+                    "type": {"type": "string"}, "text": {"type": "string"}}}},
+            ]},
+        },
+    }
+    return _json_body({
+        "type": "object",
+        "required": ["model", "messages"],
+        "properties": {
+            "model": {"type": "string", "enum": [model_id]},
+            "messages": {"type": "array", "items": message},
+            "temperature": {"type": "number"},
+            "top_p": {"type": "number"},
+            "seed": {"type": "integer"},
+            "n": {"type": "integer"},
+            "max_tokens": {"type": "integer"},
+            "max_completion_tokens": {"type": "integer"},
+            "logprobs": {"type": "boolean"},
+            "top_logprobs": {"type": "integer"},
+            "stream": {"type": "boolean"},
+            "response_format": {"type": "object"},
+        },
+    })
 
 
 def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
@@ -167,12 +324,20 @@ def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
     platform = Platform(model=model, fairwash=cfg.fairwash, seed=cfg.seed)
     fail_rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 0xFA11]))
     fail_lock = threading.Lock()
+    behaviour = LlmBehaviour(cfg.llm_garble_rate, cfg.llm_refuse_rate, cfg.llm_reasoning)
     app = FastAPI(title="fairprobe platform", docs_url=None, redoc_url=None)
 
     def error(status: int, detail: str) -> JSONResponse:
         return JSONResponse({"detail": detail}, status_code=status)
 
-    async def prelude(request: Request) -> tuple[Any, JSONResponse | None]:
+    def oai_error(status: int, message: str, param: str | None = None,
+                  code: str | None = None) -> JSONResponse:
+        return JSONResponse(openai_error(status, message, param, code), status_code=status)
+
+    async def prelude(request: Request, openai: bool = False) -> tuple[Any, JSONResponse | None]:
+        def fail(status: int, msg: str, code: str | None = None) -> JSONResponse:
+            return oai_error(status, msg, None, code) if openai else error(status, msg)
+
         if cfg.delay_ms > 0:
             await asyncio.sleep(cfg.delay_ms / 1000.0)
         if cfg.fail_rate > 0:
@@ -180,15 +345,17 @@ def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
                 u, which = fail_rng.random(), fail_rng.random()
             if u < cfg.fail_rate:
                 if which < 0.5:
-                    resp = error(429, "Too many requests (injected); retry later.")
+                    resp = fail(429, "Too many requests (injected); retry later.",
+                                "rate_limit_exceeded")
                     resp.headers["Retry-After"] = "0"
                     return None, resp
-                return None, error(503, "Service unavailable (injected); retry later.")
+                return None, fail(503, "Service unavailable (injected); retry later.")
         raw = await request.body()
         try:
-            body = json.loads(raw)
+            # large bodies are decoded off the event loop
+            body = json.loads(raw) if len(raw) < 65536 else await run_in_threadpool(json.loads, raw)
         except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError included
-            return None, error(400, "The request body is not valid JSON (or nested too deeply).")
+            return None, fail(400, "The request body is not valid JSON (or nested too deeply).")
         return body, None
 
     def instances_of(body: Any) -> Any:
@@ -216,52 +383,94 @@ def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
     async def schema() -> dict[str, Any]:
         return _schema(cfg, model.model_id)
 
-    @app.post("/audit/predict")
+    def predict(body: Any, user: bool) -> Any:
+        inst = instances_of(body)
+        pred = platform.user_predict(inst) if user else platform.audit_predict(inst)
+        return {"predictions": pred.to_json()}
+
+    @app.post("/audit/predict",
+              openapi_extra={"requestBody": _instances_body(tuple(AUDIT_FEATURES))})
     async def audit_predict(request: Request) -> Any:
         body, err = await prelude(request)
         if err is not None:
             return err
         try:
-            pred = platform.audit_predict(instances_of(body))
+            return await run_in_threadpool(predict, body, False)
         except DataError as exc:
             return error(422, str(exc))
-        return {"predictions": pred.to_json()}
 
-    @app.post("/user/predict")
+    @app.post("/user/predict", openapi_extra={"requestBody": _instances_body(USER_FEATURES)})
     async def user_predict(request: Request) -> Any:
         body, err = await prelude(request)
         if err is not None:
             return err
         try:
-            pred = platform.user_predict(instances_of(body))
+            return await run_in_threadpool(predict, body, True)
         except DataError as exc:
             return error(422, str(exc))
-        return {"predictions": pred.to_json()}
 
     @app.get("/v1/models")
     async def v1_models() -> dict[str, Any]:
         return models_list(model.model_id)
 
-    @app.post("/v1/chat/completions")
+    @app.get("/v1/models/{model_name:path}")
+    async def v1_model(model_name: str) -> Any:
+        if model_name != model.model_id:
+            return oai_error(404, f"The model '{model_name[:80]}' does not exist.", "model",
+                             "model_not_found")
+        return models_list(model.model_id)["data"][0]
+
+    @app.post("/v1/chat/completions",
+              openapi_extra={"requestBody": _chat_body(model.model_id)})
     async def v1_chat(request: Request) -> Any:
-        body, err = await prelude(request)
+        body, err = await prelude(request, openai=True)
         if err is not None:
             return err
         try:
-            return chat_completion(platform, body, model.model_id, cfg.llm_garble_rate, cfg.seed)
-        except DataError as exc:
-            return error(422, str(exc))
+            out = await run_in_threadpool(
+                chat_completion, platform, body, model.model_id, behaviour, cfg.seed
+            )
+        except ChatError as exc:
+            return oai_error(exc.status, exc.message, exc.param, exc.code)
+        if body.get("stream"):
+            opts = body.get("stream_options") or {}
+            return StreamingResponse(
+                chat_chunks(out, bool(opts.get("include_usage"))),
+                media_type="text/event-stream",
+                headers={"cache-control": "no-cache"},
+            )
+        return out
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # routing errors (unknown path, wrong method) in the shape of the API they hit
+        msg = str(exc.detail)[:200]
+        if request.url.path.startswith("/v1/"):
+            resp = oai_error(exc.status_code, msg)
+        else:
+            resp = error(exc.status_code, msg)
+        for k, v in (exc.headers or {}).items():
+            resp.headers[k] = v
+        return resp
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        return error(500, f"Internal error: {type(exc).__name__}: {exc}")
+        # the exception text stays in the server log: it may echo request content
+        log.error("internal error on %s %s", request.method, request.url.path, exc_info=exc)
+        if request.url.path.startswith("/v1/"):
+            return oai_error(500, "Internal server error.")
+        return error(500, "Internal server error.")
 
-    return _BodyLimit(app, cfg.max_body_bytes)
+    return _Guard(app, cfg.max_body_bytes, cfg.body_timeout)
 
 
 def load_platform_model(cfg: ServerConfig) -> PlatformModel:
     """The model ``cfg`` asks for: a model file, or the default logistic regression."""
-    model = PlatformModel.from_file(cfg.model_file) if cfg.model_file else PlatformModel.default()
+    model = (
+        PlatformModel.from_file(cfg.model_file, allow_pickle=cfg.allow_pickle)
+        if cfg.model_file
+        else PlatformModel.default()
+    )
     # warm-up: imports what the first request needs, and checks a model file fits the schema
     try:
         Platform(model).audit_predict([EXAMPLE_AUDIT_RECORD])
@@ -279,7 +488,11 @@ def serve(cfg: ServerConfig, *, log_level: str = "warning") -> None:
         model = load_platform_model(cfg)
         app = create_app(cfg, model)
         config = uvicorn.Config(
-            app, log_level=log_level, access_log=False, timeout_graceful_shutdown=2
+            app,
+            log_level=log_level,
+            access_log=False,
+            timeout_graceful_shutdown=2,
+            http=_timeout_protocol(cfg.header_timeout),
         )
         server = uvicorn.Server(config)
         host, port = sock.getsockname()[:2]

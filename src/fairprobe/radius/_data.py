@@ -153,10 +153,11 @@ def prepare(
             raise DataError(
                 f"weights must be non-negative; row {i} has weight {w[i]:g}."
             )
-        total = float(w.sum())
-        if total <= 0:
+        top = float(w.max()) if w.size else 0.0
+        if top <= 0:
             raise DataError("weights sum to zero; at least one point needs a positive weight.")
-        w = w / total
+        w = w / top  # scale first: weights near 1e308 would overflow the sum to inf
+        w = w / float(w.sum())
     for k in (0, 1):
         if float(w[g == k].sum()) <= 0:
             raise EmptyGroupError(

@@ -78,9 +78,6 @@ def consistency_radius(
         assessment; ``result.message`` then says why.
     """
     owner = "consistency_radius"
-    import fairprobe.radius.baselines  # noqa: F401  (registers greedy, worst-group)
-    import fairprobe.radius.core  # noqa: F401  (registers core)
-    import fairprobe.radius.exact_method  # noqa: F401  (registers exact)
 
     eps = check_tolerance(tolerance, owner)
     check_choice(method, "method", owner, tuple(METHODS))
@@ -117,3 +114,10 @@ def _curve(data: AuditData, divergence: str, points: int, outside: float = 0.0) 
     from fairprobe.radius.exact import flip_curve
 
     return {**flip_curve(data, divergence, points, rtol=1e-6, outside=outside), "method": "exact"}
+
+
+# The built-in methods register themselves on import (they import ``register_method`` from this
+# module, which is defined above): ``list(METHODS)`` is complete as soon as this module is loaded.
+import fairprobe.radius.baselines  # noqa: E402, F401  (registers greedy, worst-group)
+import fairprobe.radius.core  # noqa: E402, F401  (registers core; cvxpy is imported lazily)
+import fairprobe.radius.exact_method  # noqa: E402, F401  (registers exact)

@@ -89,6 +89,11 @@ class GroupCurve(ABC):
         a, c, _ = self.eval(np.atleast_1d(np.asarray(params, dtype=float)))
         return a, c
 
+    def eval_with_tangents(self, params: FloatArray) -> tuple[FloatArray, ...]:
+        """``eval_full`` plus ``(anchor, intercept)`` of each tangent (the point itself)."""
+        a, c, s = self.eval_full(params)
+        return a, c, s, a.copy(), c.copy()
+
     def solve(self, targets: FloatArray, tol: float = 1e-14,
               guess: FloatArray | None = None) -> FloatArray:
         """Parameters whose curve point has mean ``targets`` (vectorised safeguarded secant).
@@ -219,14 +224,38 @@ class KLCurve(GroupCurve):
         return z, s1, s2, ref, sr
 
     def _block(self, lam: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        a, c, s, _, _ = self._block_full(lam)
+        return a, c, s
+
+    def _block_full(self, lam: FloatArray) -> tuple[FloatArray, ...]:
         z, s1, _, ref, sr = self._sums(lam)
         d_mean = s1 / z  # tilted mean minus the group mean (accurate near the mean)
         d_ref = sr / z  # tilted mean minus the support end (accurate near the end)
         a = np.where(np.abs(d_ref) < np.abs(d_mean), ref + d_ref, self.mean + d_mean)
         # c = lam a - Lambda(lam) = lam (a - ref) - log z, with a - ref taken from d_ref: never
         # a rounded a minus ref times a huge lam (issue 16, item 6)
-        c = lam * d_ref - np.log(z)
-        return np.clip(a, self.lo, self.hi), np.maximum(c, 0.0), lam.copy()
+        logz = np.log(z)
+        c = lam * d_ref - logz
+        return np.clip(a, self.lo, self.hi), np.maximum(c, 0.0), lam.copy(), ref, -logz
+
+    def eval_with_tangents(self, params: FloatArray) -> tuple[FloatArray, ...]:
+        """``eval_full`` plus the conjugate-form tangents (:meth:`tangents`) in one pass."""
+        params = np.asarray(params, dtype=float)
+        a, c, s = (np.empty_like(params) for _ in range(3))
+        r, i = np.empty_like(params), np.empty_like(params)
+        fin = np.isfinite(params)
+        lam = params[fin]
+        rows = max(1, _CHUNK // max(self.v.size, 1))
+        parts = [self._block_full(lam[k: k + rows]) for k in range(0, lam.size, rows)]
+        if parts:
+            for arr, q in zip((a, c, s, r, i), zip(*parts, strict=True), strict=True):
+                arr[fin] = np.concatenate(q)
+        for end, upper in ((params == np.inf, True), (params == -np.inf, False)):
+            a[end] = self.hi if upper else self.lo
+            c[end] = self.end_cost(upper)
+            s[end] = np.inf if upper else -np.inf
+            r[end], i[end] = a[end], c[end]
+        return a, c, s, r, i
 
     def tangents(self, params: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Tangent of ``c`` at each tilt in conjugate form: ``c(y) >= lam (y - ref) - log z``.

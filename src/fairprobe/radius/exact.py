@@ -73,12 +73,8 @@ class _Knots:
 
     def _eval(self, params: FloatArray) -> tuple[FloatArray, ...]:
         cv = self.curve
-        a, c, s = cv.eval_full(params)
-        r = a.copy()
-        i = c.copy()
+        a, c, s, r, i = cv.eval_with_tangents(params)
         fin = np.isfinite(params)
-        if fin.any():
-            r[fin], i[fin] = cv.tangents(params[fin])
         res = 256 * np.spacing(max(abs(cv.lo), abs(cv.hi), 1e-300))
         ok = ~fin | ((a - cv.lo > res) & (cv.hi - a > res)) | (params == 0)
         if not isinstance(cv, KLCurve):  # only KL tilts reach the ends with unbounded slope

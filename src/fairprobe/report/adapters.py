@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from fairprobe.report._read import Doc, extra_assumptions, fmt, get
-from fairprobe.report.document import Provenance, Section
+from fairprobe.report._read import Doc, extra_assumptions, fmt, get, mapping
+from fairprobe.report.document import Provenance, Section, Table
 from fairprobe.report.kinds.audit import adapt_audit
 from fairprobe.report.kinds.collab import (
     adapt_collab_nodes,
@@ -144,15 +144,15 @@ def provenance_of(doc: Doc, source: str, kind: str) -> Provenance:
     """Provenance rows: the document's ``provenance`` (whatever keys it has), else legacy fields."""
     prov = doc.get("provenance")
     items: list[tuple[str, str]] = []
+    tables: list[Table] = []
     if isinstance(prov, Mapping) and prov:
-        keys = sorted(prov, key=lambda k: (_PROVENANCE_ORDER.index(k)
-                                           if k in _PROVENANCE_ORDER else 99, k))
-        for k in keys:
-            for name, value in _flatten(prov[k], f"{k}."):
-                items.append((name.replace("_", " "), value))
+        items, tables = _contract_provenance(prov)
     else:
         items.append(("provenance", "not recorded (result written before the provenance "
                                     "contract); fields below are read from the result itself"))
+        nested = _nested_backend(doc)
+        if nested and not isinstance(doc.get("backend"), str):
+            items.append(("model", nested))
         for label, path in (
             ("model", ("backend",)),
             ("model", ("config", "case")),
@@ -170,7 +170,101 @@ def provenance_of(doc: Doc, source: str, kind: str) -> Provenance:
             if v is not None and not isinstance(v, Mapping | list):
                 items.append((label, fmt(v) if not isinstance(v, str) else v))
     schema = doc.get("schema") if isinstance(doc.get("schema"), str) else None
-    return Provenance(source=source, kind=kind, schema=schema, items=items)
+    return Provenance(source=source, kind=kind, schema=schema, items=items, tables=tables)
+
+
+def _nested_backend(doc: Mapping[str, Any], depth: int = 0) -> str | None:
+    """The first ``backend`` identity inside a legacy composite result (e.g. the demo's)."""
+    for v in doc.values():
+        if isinstance(v, Mapping):
+            if isinstance(v.get("backend"), str):
+                return str(v["backend"])
+            if depth < 1 and (found := _nested_backend(v, depth + 1)):
+                return found
+    return None
+
+
+_OUTCOME_COLS = ("asked", "paid", "cached", "ok", "unparsed", "refused", "truncated")
+
+
+def _answers_line(d: Mapping[str, Any]) -> str:
+    parts = [f"{fmt(d[k])} {k if k != 'cached' else 'from the cache'}"
+             for k in _OUTCOME_COLS if k in d and k != "asked"]
+    return (f"{fmt(d['asked'])} asked: " if "asked" in d else "") + ", ".join(parts)
+
+
+def _contract_provenance(
+    prov: Mapping[str, Any],
+) -> tuple[list[tuple[str, str]], list[Table]]:
+    """Rows (and the per-group answers table) of a ``fairprobe.provenance`` block; keys it does
+    not know are flattened after the known ones."""
+    items: list[tuple[str, str]] = []
+    tables: list[Table] = []
+    done = set()
+    backend = prov.get("backend")
+    if isinstance(backend, Mapping):
+        ident = backend.get("identity")
+        items.append(("model", str(ident) if ident else "n/a"))
+        for k, v in backend.items():
+            if k != "identity" and v is not None:
+                items.append((f"model {k.replace('_', ' ')}",
+                              v if isinstance(v, str) else fmt(v) if not isinstance(
+                                  v, Mapping | list) else ", ".join(
+                                  f"{a}={b}" for a, b in (v.items() if isinstance(v, Mapping)
+                                                          else enumerate(v)))))
+        done.add("backend")
+    for key, label in (("created_utc", "time (UTC)"), ("seed", "seed")):
+        if key in prov:
+            items.append((label, fmt(prov[key]) if not isinstance(prov[key], str)
+                          else prov[key]))
+            done.add(key)
+    if isinstance(prov.get("command"), list):
+        import shlex
+
+        items.append(("command", shlex.join(str(a) for a in prov["command"])))
+        done.add("command")
+    answers = mapping(prov.get("answers"))
+    if answers:
+        total = mapping(answers.get("total"))
+        if total:
+            items.append(("queries", _answers_line(total)))
+        by_group = mapping(answers.get("by_group"))
+        if by_group:
+            tables.append(Table(
+                caption="Answers per group: asked, paid, from the cache, and their outcomes",
+                header=["group", *[c if c != "cached" else "from the cache"
+                                   for c in _OUTCOME_COLS]],
+                rows=[[str(g), *[fmt(get(v, c)) if get(v, c) is not None else "n/a"
+                                 for c in _OUTCOME_COLS]] for g, v in by_group.items()],
+            ))
+        for k, v in answers.items():
+            if k not in ("total", "by_group") and v is not None:
+                items.append((f"answers: {k.replace('_', ' ')}", fmt(v)))
+        done.add("answers")
+    pool = mapping(prov.get("query_pool"))
+    if pool:
+        desc = ", ".join(
+            f"{k} {fmt(v) if not isinstance(v, str | list) else v if isinstance(v, str) else len(v)}"
+            for k, v in pool.items() if k not in ("sha256", "columns"))
+        if pool.get("sha256"):
+            desc += f", sha256 {str(pool['sha256'])[:16]}..."
+        items.append(("query pool", desc.strip(", ")))
+        if isinstance(pool.get("columns"), list):
+            items.append(("query pool columns", ", ".join(map(str, pool["columns"]))))
+        done.add("query_pool")
+    notes = prov.get("notes")
+    if isinstance(notes, list):
+        for n in notes:
+            items.append(("note", str(n)))
+        done.add("notes")
+    keys = sorted((k for k in prov if k not in done),
+                  key=lambda k: (_PROVENANCE_ORDER.index(k) if k in _PROVENANCE_ORDER else 99, k))
+    for k in keys:
+        if prov[k] is None:
+            continue
+        for name, value in _flatten(prov[k], f"{k}."):
+            items.append((name.replace("_", " "), value))
+    return items, tables
 
 def adapt_generic(doc: Doc, source: str, label: str, kind: str) -> Section:
     facts = [(k.replace("_", " "), fmt(v) if not isinstance(v, str) else v)

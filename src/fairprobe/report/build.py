@@ -112,6 +112,10 @@ def build_report(results: Sequence[tuple[str, Mapping[str, Any]]], title: str | 
         s.anchor = _anchor(s.title, used)
     overall = overall_verdict(sections)
     headline = _headline(sections, overall)
+    models = {v for p in provenance for k, v in p.items if k == "model" and v != "n/a"}
+    if len(models) > 1:
+        headline += (f" These results concern {len(models)} different models (see the "
+                     f"provenance).")
     stamp = (now or _dt.datetime.now(_dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
     return Report(
         title=title or "Fairness audit report",

@@ -86,6 +86,7 @@ class Provenance:
     kind: str
     schema: str | None
     items: list[tuple[str, str]]
+    tables: list[Table] = field(default_factory=list)
 
 
 @dataclass

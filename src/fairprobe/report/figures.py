@@ -117,7 +117,10 @@ def plot_sequential_path(d: dict[str, Any]) -> Any:
     styles = {"statistic_upper": (BLUE, "statistic vs the upper boundary"),
               "statistic_lower": (ORANGE, "statistic vs the lower boundary"),
               "statistic": (BLUE, "statistic"), "log_wealth": (BLUE, "log wealth"),
-              "wealth": (BLUE, "wealth")}
+              "wealth": (BLUE, "wealth"),
+              "log_e_violation": (BLUE, "log e-value against compliance"),
+              "log_e_below_delta": (ORANGE, "log e-value against gap > delta"),
+              "log_e_above_minus_delta": (PURPLE, "log e-value against gap < -delta")}
     series = d["series"]
     names = {s["name"]: s for s in series}
     same = ("statistic_upper" in names and "statistic_lower" in names
@@ -219,6 +222,25 @@ def plot_radius_shift(d: dict[str, Any]) -> Any:
         ax.set_title(f"phi {d['phi']:.3f} -> {d['phi_shifted']:.3f} "
                      f"(fair iff |phi| < {d.get('tolerance') or 0:g})", fontsize=10)
     ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def plot_radius_pairs(d: dict[str, Any]) -> Any:
+    rows = d["rows"]
+    fig, (ax,) = _figure(7.0, 0.9 + 0.45 * max(len(rows), 2))
+    r = d.get("radius")
+    bars = ax.barh(range(len(rows)), [x["radius"] for x in rows], color=BLUE)
+    if r is not None:
+        ax.axvline(r, color=RED, ls="--", lw=1.2, label=f"radius of the assessment {r:.3g}")
+        ax.legend(fontsize=8, loc="lower right")
+    for b, x in zip(bars, rows, strict=True):
+        phi = "n/a" if x["phi"] is None else f"{x['phi']:.3f}"
+        ax.annotate(f"{x['radius']:.3g} (phi {phi}, {'fair' if x['fair'] else 'unfair'})",
+                    (b.get_width(), b.get_y() + b.get_height() / 2), xytext=(3, 0),
+                    textcoords="offset points", va="center", fontsize=7)
+    ax.set_yticks(range(len(rows)), [x["label"] for x in rows], fontsize=8)
+    ax.set_xlabel(f"radius ({d.get('divergence', 'KL')}) of the pair's comparison")
+    ax.set_xlim(0, max([x["radius"] for x in rows] + [r or 0.0]) * 1.6)
     return fig
 
 
@@ -378,7 +400,8 @@ def plot_estimates(d: dict[str, Any]) -> Any:
     fig, (ax,) = _figure(7.0, 0.8 + 0.45 * max(len(rows), 2))
     band = d.get("band") or {}
     if band.get("kind") == "ratio":
-        ax.axvspan(band["low"], band.get("high") or 1.25, color=BAND, zorder=0,
+        right = max([1.25] + [(r["interval"] or (0, r["estimate"]))[1] * 1.05 for r in rows])
+        ax.axvspan(band["low"], band.get("high") or right, color=BAND, zorder=0,
                    label=f"fair: ratio >= {band['low']:g}")
     elif band:
         _band(ax, band.get("low"), band.get("high"), horizontal=False,
@@ -391,9 +414,10 @@ def plot_estimates(d: dict[str, Any]) -> Any:
         ax.errorbar([r["estimate"]], [i], xerr=xerr, fmt="o", color=colour, capsize=5)
     ax.set_yticks(range(len(rows)), [f"{r['label']} ({r.get('verdict')})" for r in rows],
                   fontsize=8)
+    ax.set_ylim(-0.6, len(rows) - 0.4)
     ax.set_xlabel(d.get("xlabel", "estimate"))
     if band:
-        ax.legend(fontsize=8, loc="best")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     return fig
 
 
@@ -412,6 +436,7 @@ _PLOTS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "confidence_sequence": plot_confidence_sequence,
     "radius_curve": plot_radius_curve,
     "radius_shift": plot_radius_shift,
+    "radius_pairs": plot_radius_pairs,
     "twosource": plot_twosource,
     "collab_methods": plot_collab_methods,
     "collab_nodes": plot_collab_nodes,

@@ -71,6 +71,12 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_json(path: str | os.PathLike[str], obj: Any) -> Path:
     """Write ``obj`` as indented JSON to ``path`` atomically (temporary file, then rename)."""
     target = Path(path)
@@ -86,6 +92,7 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> Path:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(data + "\n")
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; results follow the umask
         os.replace(tmp, target)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)

@@ -142,7 +142,7 @@ def build_adult_models(
         Seeds the networks' initialisation and early-stopping split (and the row subsample).
     out_dir : path, optional
         Where to write ``mlp.joblib`` and ``mlp-fair.joblib`` (serve one with
-        ``fairprobe platform serve --model-file out_dir/mlp.joblib``).
+        ``fairprobe platform serve --allow-pickle --model-file out_dir/mlp.joblib``).
     hidden, max_iter : MLP architecture and epochs (Adam, early stopping).
     grid_size : int
         Lagrange multipliers tried by GridSearch.

@@ -237,7 +237,8 @@ def run_groups(
     # the first order's path for the pair with the largest pool gap (for figures)
     wi, wj = max(pairs, key=lambda ij: abs(means[ij[0]] - means[ij[1]]))
     tw = tests[(wi, wj)]
-    xa, xb = x[orders[0, wi::k]], x[orders[0, wj::k]]
+    stop_round = max(1, int(queries[0]) // k)  # the path up to the first order's stop
+    xa, xb = x[orders[0, wi::k]][:stop_round], x[orders[0, wj::k]][:stop_round]
     pr = tw.processes(xa, xb)
     low, high = tw.confidence_sequence(xa, xb, level=1.0 - alpha / m)
     example = {

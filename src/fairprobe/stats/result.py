@@ -263,7 +263,9 @@ class MetricResult:
             "metric": self.metric,
             "kind": self.kind,
             "estimate": _json_float(float(self.estimate)),
-            "interval": self.interval.to_dict(),
+            "interval": {
+                **self.interval.to_dict(), "level": self.confidence_level, "method": self.method
+            },
             "confidence_level": self.confidence_level,
             "method": self.method,
             "threshold": self.threshold,

@@ -146,7 +146,7 @@ def _band(v: dict[str, Any]) -> dict[str, Any]:
     if thr is None:
         return {}
     if v["kind"] == "ratio":
-        return {"kind": "ratio", "low": thr, "high": 1 / thr if thr > 0 else None}
+        return {"kind": "ratio", "low": thr, "high": None}  # one-sided: ratio >= threshold
     return {"kind": "difference", "low": -thr, "high": thr}
 
 

@@ -14,7 +14,7 @@ from fairprobe.report._read import (
     mapping,
     num,
 )
-from fairprobe.report.document import FigureSpec, Section
+from fairprobe.report.document import FigureSpec, Section, Table
 
 __all__ = ["adapt_radius"]
 
@@ -37,6 +37,7 @@ def adapt_radius(doc: Doc, source: str, label: str) -> Section:
         )
     short = f"'{assessment}' holds up to {div} {fmt(r, 4)}"
     figures: list[FigureSpec] = []
+    tables: list[Table] = []
     notes: list[str] = []
     curve = _flip_curve(doc)
     if curve is not None:
@@ -68,8 +69,29 @@ def adapt_radius(doc: Doc, source: str, label: str) -> Section:
                 caption=("Group means before and after the least shift that flips the "
                          "conclusion (the radius); the result carries no flip curve."),
             ))
-        notes.append("This result carries no flip curve (field 'curve' with divergence and "
-                     "metric values): the figure shows the shift at the radius only.")
+        notes.append("This result carries no flip curve (field 'flip_curve' with divergence "
+                     "and metric values): no curve figure.")
+    pairs = [p for p in doc.get("pairs") or [] if isinstance(p, Mapping)
+             and num(p.get("radius")) is not None]
+    if pairs and len(pairs) > 1:
+        rows = [{"label": " vs ".join(map(str, p.get("groups") or [])), "radius": num(p["radius"]),
+                 "phi": num(p.get("phi")), "fair": bool(p.get("fair"))} for p in pairs]
+        figures.append(FigureSpec(
+            plot="radius_pairs",
+            data={"rows": rows, "radius": r, "divergence": div, "tolerance": tol},
+            alt=("Radius of each pair of groups: " + ", ".join(
+                f"{x['label']} {fmt(x['radius'], 5)} (phi {fmt(x['phi'])})" for x in rows)
+                 + f"; the radius of the whole assessment is {fmt(r, 5)}."),
+            caption=("Consistency radius of each pair of groups (the least shift that flips "
+                     "that pair's comparison) and the radius of the whole assessment (dashed)."),
+        ))
+        tables.append(Table(
+            caption="Consistency radius per pair of groups",
+            header=["pair", "phi", "fair", f"radius ({div})", "certified lower bound"],
+            rows=[[" vs ".join(map(str, p.get("groups") or [])), fmt(p.get("phi")),
+                   "yes" if p.get("fair") else "no", fmt(p.get("radius"), 5),
+                   fmt(p.get("lower_bound"), 5)] for p in pairs],
+        ))
     facts = [
         ("metric phi on the audit data", fmt(phi)),
         ("fair iff", f"|phi| < {fmt(tol, 3)}"),
@@ -84,7 +106,7 @@ def adapt_radius(doc: Doc, source: str, label: str) -> Section:
     if doc.get("message"):
         facts.append(("note", str(doc["message"])))
     title = "Consistency radius" + (f": {label}" if label else "")
-    return Section("radius", title, source, assessment, sentence, short, facts, figures, [],
+    return Section("radius", title, source, assessment, sentence, short, facts, figures, tables,
                    A.RADIUS + extra_assumptions(doc), notes)
 
 def _flip_curve(doc: Doc) -> dict[str, Any] | None:

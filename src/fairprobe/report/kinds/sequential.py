@@ -24,7 +24,8 @@ from fairprobe.report.kinds.audit import metric_label
 __all__ = ["adapt_sequential"]
 
 
-_STAT_KEYS = ("statistic_upper", "statistic_lower", "statistic", "wealth", "log_wealth")
+_STAT_KEYS = ("statistic_upper", "statistic_lower", "statistic", "wealth", "log_wealth",
+              "log_e_violation", "log_e_below_delta", "log_e_above_minus_delta")
 
 
 def _series(path: Mapping[str, Any], pairs: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -97,6 +98,8 @@ def adapt_sequential(doc: Doc, source: str, label: str) -> Section:
     bounds = mapping(doc.get("boundaries"))
     series = _series(path, pairs)
     which = " of one example order" if example else ""
+    if example.get("pair"):
+        which += f" (pair {example['pair']})"
     if series:
         end = series[0]["y"][-1]
         figures.append(FigureSpec(
@@ -168,7 +171,10 @@ def adapt_sequential(doc: Doc, source: str, label: str) -> Section:
                           f"{fmt(doc.get('ratio_to_wald'), 2)})"))
         pool = mapping(doc.get("pool"))
         if pool:
-            facts.append(("pool", ", ".join(f"{k} {fmt(v)}" for k, v in pool.items())))
+            facts.append(("pool", "; ".join(
+                f"{k.replace('_', ' ')} " + (", ".join(f"{a} {fmt(b)}" for a, b in v.items())
+                                             if isinstance(v, Mapping) else fmt(v))
+                for k, v in pool.items())))
     else:
         facts += [
             ("outcome", outcome),
@@ -184,6 +190,16 @@ def adapt_sequential(doc: Doc, source: str, label: str) -> Section:
         if interval(doc.get("gap_interval_naive")):
             facts.append(("naive 95% interval at stop (ignores optional stopping)",
                           fmt_interval(interval(doc.get("gap_interval_naive")))))
+    deciding = doc.get("deciding_pair")
+    if isinstance(deciding, list) and deciding:
+        tally: dict[str, int] = {}
+        for d in deciding:
+            tally[str(d)] = tally.get(str(d), 0) + 1
+        facts.append(("deciding pair (audits)", ", ".join(
+            f"{k} ({v})" for k, v in sorted(tally.items(), key=lambda kv: -kv[1]))))
+    if doc.get("correction"):
+        facts.append(("multiple groups", f"{fmt(doc.get('pairs'))} pairs, {doc['correction']} "
+                                         f"(alpha per pair {fmt(doc.get('alpha_per_pair'), 4)})"))
     for k, v in mapping(doc.get("e_values")).items():
         facts.append((f"e-value {k.replace('_', ' ')}", fmt(v)))
     tables = []
