@@ -589,8 +589,9 @@ class AuditorCore(_Base):
 
     def robust_estimate(self, params: Any = None) -> float:
         """The recommended ``robust`` estimate (:mod:`fairprobe.collab.robust`): the Auditopus
-        weights plus one-sided influence screening, on this auditor's table (``params``: a
-        :class:`~fairprobe.collab.robust.RobustParams`, default the recommended ones)."""
+        weights plus influence screening and the decisive screening (rule 5), on this auditor's
+        table (``params``: a :class:`~fairprobe.collab.robust.RobustParams`, default the
+        recommended ones with this auditor's band ``tau``)."""
         from fairprobe.collab.robust import RobustParams, robust_estimate
 
         held = np.array([self.held[a].round >= 1 for a in self.roster])
