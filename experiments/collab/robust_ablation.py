@@ -16,7 +16,9 @@ aggregated by each variant, so the variants differ only in the aggregation:
 * ``no-forward``: one-sided screening started from all sources instead of the core (masking);
 * ``two-sided c=2``, ``c=2, away c=3``: lower thresholds, screening (also) the sources pulling
   away from the band, which offsets the bias of removing only one tail;
-* ``robust c=2/3/4/5``: the recommended method (default c = 4) and its threshold.
+* ``robust c=2/3/4/5``: rules 1-4 of ``robust`` alone and their threshold;
+* ``c=4 + decisive ...``: rule 5 with a one-sided or a lower decisive screening;
+* ``robust (default)``: the recommended method (c = 4, rule 5 with a two-sided c = 2 screening).
 
 Attacks: the self-consistent liars (``consistent``, ``consistent-exact``, ``selective``) with
 K = 1..5, and the paper's adaptive attacker with K = 1..19 (Table II). Writes
@@ -76,27 +78,39 @@ def cell_cap(W: np.ndarray, held: np.ndarray, k: float = 3.0) -> np.ndarray:
 
 
 Variant = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+OFF = {"c_decisive": None}  # the variants of rules 1-4 alone (rule 5 off)
 VARIANTS: dict[str, Variant] = {
     "none": lambda W, T, h: get_aggregator("none")(T, h),
     "median": lambda W, T, h: get_aggregator("median")(T, h),
     "auditopus": lambda W, T, h: _dp(np.where(h[..., None], W, 0).sum(-2)),
     "mass-cap": lambda W, T, h: mass_cap(W, h),
     "cell-cap": lambda W, T, h: cell_cap(W, h),
-    "screen-raw": lambda W, T, h: robust_estimate(T, T, h).estimate,
-    "two-sided": lambda W, T, h: robust_estimate(W, T, h, RobustParams(one_sided=False)).estimate,
-    "no-forward": lambda W, T, h: robust_estimate(W, T, h, RobustParams(forward=False)).estimate,
+    "screen-raw": lambda W, T, h: robust_estimate(T, T, h, RobustParams(**OFF)).estimate,
+    "two-sided": lambda W, T, h: robust_estimate(
+        W, T, h, RobustParams(one_sided=False, **OFF)
+    ).estimate,
+    "no-forward": lambda W, T, h: robust_estimate(
+        W, T, h, RobustParams(forward=False, **OFF)
+    ).estimate,
     "two-sided c=2": lambda W, T, h: robust_estimate(
-        W, T, h, RobustParams(c=2.0, one_sided=False)
+        W, T, h, RobustParams(c=2.0, one_sided=False, **OFF)
     ).estimate,
     "c=2, away c=3": lambda W, T, h: robust_estimate(
-        W, T, h, RobustParams(c=2.0, c_away=3.0)
+        W, T, h, RobustParams(c=2.0, c_away=3.0, **OFF)
     ).estimate,
     **{
         f"robust c={c:g}": (
-            lambda W, T, h, c=c: robust_estimate(W, T, h, RobustParams(c=c)).estimate
+            lambda W, T, h, c=c: robust_estimate(W, T, h, RobustParams(c=c, **OFF)).estimate
         )
         for c in (2.0, 3.0, 4.0, 5.0)
     },
+    "c=4 + decisive one-sided c=2": lambda W, T, h: robust_estimate(
+        W, T, h, RobustParams(decisive_two_sided=False)
+    ).estimate,
+    "c=4 + decisive c=1.5": lambda W, T, h: robust_estimate(
+        W, T, h, RobustParams(c_decisive=1.5)
+    ).estimate,
+    "robust (default)": lambda W, T, h: robust_estimate(W, T, h).estimate,
 }
 
 
@@ -146,13 +160,13 @@ def main() -> None:
     names = list(VARIANTS)
     for attack in ["none (K=0)", *ATTACKS]:
         print(f"\n{attack}: ASR % / MAE ({args.seeds} seeds)")
-        print(f"{'variant':16s}" + "".join(f"{c[5:]:>18s}" for c in CASES))
+        print(f"{'variant':30s}" + "".join(f"{c[5:]:>18s}" for c in CASES))
         for n in names:
             cells = []
             for c in CASES:
                 r = by[(attack, c, n)]
                 cells.append(f"{float(r['asr']):6.1f} / {float(r['mae']):.3f}")
-            print(f"{n:16s}" + "".join(f"{x:>18s}" for x in cells))
+            print(f"{n:30s}" + "".join(f"{x:>18s}" for x in cells))
 
 
 if __name__ == "__main__":

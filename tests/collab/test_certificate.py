@@ -135,6 +135,8 @@ def test_certificate_rejects_bad_input() -> None:
         certify(np.zeros((3, 4)), 10)
     with pytest.raises(DataError):
         certify(np.ones((3, 3)), 10)
+    with pytest.raises(DataError, match="too large"):
+        certify(np.full((2, 4), 1e308), 10)  # overflows to inf, not "no statistics"
 
 
 def test_global_certificate_counts_nodes() -> None:

@@ -82,3 +82,35 @@ def test_away_threshold_screens_the_other_tail_too() -> None:
     assert abs(res.estimate) >= abs(res.auditopus) - 1e-15
     inf = robust_estimate(T2, T2, params=RobustParams(c_away=float("inf")))
     assert inf.estimate == pytest.approx(float(robust_estimate(T2, T2).estimate))
+
+
+def test_decisive_rule_only_turns_an_in_band_estimate_out_of_the_band() -> None:
+    # rule 5: where it changes anything, the estimate without it was in the band and is now out,
+    # and it is never closer to 0 than the Auditopus estimate (certificates still carry over)
+    rng = np.random.default_rng(4)
+    changed = 0
+    for _ in range(60):
+        ra = rng.uniform(0.05, 0.6)
+        T = _honest(rng, 22, ra, ra + rng.uniform(-0.08, 0.08))
+        W = T * rng.uniform(0.1, 1.0, (22, 1))
+        new = robust_estimate(W, T)
+        old = robust_estimate(W, T, params=RobustParams(c_decisive=None))
+        assert not old.decisive.any()
+        assert abs(new.estimate) >= abs(new.auditopus) - 1e-15
+        if new.decisive:
+            changed += 1
+            assert abs(old.estimate) <= 0.05 < abs(new.estimate)
+        else:
+            assert new.estimate == old.estimate
+    assert changed > 0  # the instances above do exercise the rule
+
+
+def test_decisive_rule_uses_the_band_it_is_given() -> None:
+    with pytest.raises(InvalidParameterError):
+        RobustParams(tau=1.5)
+    rng = np.random.default_rng(5)
+    T = _honest(rng, 20, 0.30, 0.33)
+    # an estimate near -0.03: in the band for tau = 0.05, out of it for tau = 0.01, where rule 5
+    # has nothing to decide
+    res = robust_estimate(T, T, params=RobustParams(tau=0.01))
+    assert not res.decisive.any()

@@ -8,6 +8,7 @@ from fairprobe.collab.graph import (
     hop_distances,
 )
 from fairprobe.collab.partition import dirichlet_partition, increments_per_round, local_counts
+from fairprobe.collab.robust import robust_estimate
 from fairprobe.collab.simulate import SimConfig, prepare_honest, simulate, simulate_reference
 from fairprobe.datasets.populations import get_population
 from fairprobe.errors import DataError, InvalidParameterError
@@ -186,3 +187,24 @@ def test_robust_threshold_is_a_config_field_and_cores_agree() -> None:
     assert cfg.to_dict()["robust_c"] == 2.0
     with pytest.raises(InvalidParameterError):
         SimConfig(case="bios-moderate", robust_c=-1.0)
+
+
+def test_decisive_screening_stops_two_consistent_liars() -> None:
+    # issue 15: two calibrated liars on the moderate case fool robust without rule 5 (estimate in
+    # the band), not with it; simulator and one core per auditor agree on both
+    cfg = SimConfig(case="bios-moderate", attackers=2, seed=1, attack="consistent")
+    old = SimConfig(case="bios-moderate", attackers=2, seed=1, attack="consistent",
+                    robust_c_decisive=None)
+    assert abs(simulate(old).estimates["robust"]) <= cfg.tau
+    assert abs(simulate(cfg).estimates["robust"]) > cfg.tau
+    assert cfg.to_dict()["robust_c_decisive"] == 2.0 and old.to_dict()["robust_c_decisive"] is None
+    small = SimConfig(case="bios-moderate", attackers=2, seed=2, max_rounds=15,
+                      attack="consistent")
+    fast, ref = simulate(small, keep_views=True), simulate_reference(small)
+    assert fast.views is not None
+    v = fast.views
+    assert robust_estimate(v["weighted"], v["tables"], v["held"], small.robust_params).decisive.any()
+    assert np.array_equal(fast.per_auditor["robust"], ref.per_auditor["robust"], equal_nan=True)
+    for bad in (0.0, -1.0):
+        with pytest.raises(InvalidParameterError):
+            SimConfig(case="bios-moderate", robust_c_decisive=bad)

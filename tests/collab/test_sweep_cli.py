@@ -131,6 +131,21 @@ def test_cli_simulate_json(tmp_path: Path) -> None:
     assert {"none", "auditopus", "robust"} <= set(doc["certified_k"])
 
 
+def test_cli_decisive_threshold_zero_is_the_previous_robust(tmp_path: Path) -> None:
+    runs = {}
+    for c in ("2", "0"):
+        out = tmp_path / f"d{c}.json"
+        p = _cli("simulate", "--case", "bios-moderate", "--attackers", "2", "--attack",
+                 "consistent", "--seed", "1", "--robust-c-decisive", c, "--json", str(out))
+        assert p.returncode == 0, p.stderr
+        doc = json.loads(out.read_text())
+        assert doc["config"]["robust_c_decisive"] == (2.0 if c == "2" else None)
+        runs[c] = next(r for r in doc["runs"] if r["method"] == "robust")
+    assert not runs["2"]["fooled"] and runs["0"]["fooled"]
+    p = _cli("simulate", "--case", "bios-moderate", "--robust-c-decisive", "-1")
+    assert p.returncode != 0 and p.stderr.count("\n") == 1 and "robust_c_decisive" in p.stderr
+
+
 @pytest.mark.parametrize(
     "args",
     [

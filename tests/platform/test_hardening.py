@@ -132,6 +132,34 @@ def test_slow_body_gets_408(plat: PlatformProcess) -> None:
     assert httpx.get(plat.url + "/health").status_code == 200
 
 
+def test_trickled_body_gets_408_at_the_whole_body_deadline(plat: PlatformProcess) -> None:
+    """One byte every 0.4 s never stalls 1 s between chunks, but the whole body has 1 s."""
+    s = _raw(plat)
+    s.settimeout(0.05)
+    try:
+        s.sendall(b"POST /audit/predict HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        t0 = time.perf_counter()
+        data = b""
+        while b"\r\n\r\n" not in data and time.perf_counter() - t0 < 8.0:
+            try:
+                s.sendall(b" ")
+            except OSError:
+                pass
+            try:
+                part = s.recv(4096)
+                if not part:
+                    break
+                data += part
+            except TimeoutError:
+                time.sleep(0.35)
+        assert data.startswith(b"HTTP/1.1 408"), data[:80]
+        assert time.perf_counter() - t0 < 4.0
+    finally:
+        s.close()
+    assert httpx.get(plat.url + "/health").status_code == 200
+
+
 def test_a_500_never_echoes_the_exception() -> None:
     from starlette.testclient import TestClient
 

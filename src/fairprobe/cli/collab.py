@@ -47,6 +47,15 @@ RobustC = Annotated[
         "self-consistent liars, less accurate).",
     ),
 ]
+RobustCDecisive = Annotated[
+    float,
+    typer.Option(
+        "--robust-c-decisive",
+        help="Threshold of the decisive two-sided screening of 'robust' (rule 5: used only "
+        "when it moves a fair verdict out of the band; 2: recommended; 0: off, the previous "
+        "'robust').",
+    ),
+]
 Betas = Annotated[
     str | None, typer.Option("--betas", help="Extra trimming fractions, e.g. 0.1,0.3")
 ]
@@ -74,6 +83,7 @@ def _config(
     attack: str,
     betas: str | None,
     robust_c: float = 4.0,
+    robust_c_decisive: float = 2.0,
 ) -> object:
     from fairprobe.collab.simulate import SimConfig
     from fairprobe.errors import InvalidParameterError
@@ -102,6 +112,7 @@ def _config(
         attack=attack.lower(),
         extra_betas=extra,
         robust_c=robust_c,
+        robust_c_decisive=None if robust_c_decisive == 0 else robust_c_decisive,
     )
 
 
@@ -122,6 +133,7 @@ def simulate_cmd(
     attack: Attack = "adaptive",
     betas: Betas = None,
     robust_c: RobustC = 4.0,
+    robust_c_decisive: RobustCDecisive = 2.0,
     json_path: Path | None = typer.Option(None, "--json", help="Write the result here (JSON)."),
 ) -> None:
     """Simulate one audit; print every method's estimate and verdict."""
@@ -135,7 +147,7 @@ def simulate_cmd(
     cfg = _config(
         case, attackers, seed, honest=honest, alpha=alpha, n=n, rounds=rounds, tau=tau,
         z_max=z_max, beta=beta, replacement=replacement, degree=degree, attack=attack, betas=betas,
-        robust_c=robust_c,
+        robust_c=robust_c, robust_c_decisive=robust_c_decisive,
     )
     assert isinstance(cfg, SimConfig)
     res = simulate(cfg)
@@ -187,6 +199,7 @@ def sweep_cmd(
     attack: Attack = "adaptive",
     betas: Betas = None,
     robust_c: RobustC = 4.0,
+    robust_c_decisive: RobustCDecisive = 2.0,
 ) -> None:
     """Run cases x attackers x seeds on Dask; resumable (rerun to finish an interrupted sweep)."""
     from rich.console import Console
@@ -212,7 +225,7 @@ def sweep_cmd(
     cfg = _config(
         case_list[0], 0, 0, honest=honest, alpha=alpha, n=n, rounds=rounds, tau=tau,
         z_max=z_max, beta=beta, replacement=replacement, degree=degree, attack=attack, betas=betas,
-        robust_c=robust_c,
+        robust_c=robust_c, robust_c_decisive=robust_c_decisive,
     )
     assert isinstance(cfg, SimConfig)
     import os

@@ -38,7 +38,7 @@ def serve_cmd(
         "field (reasoning_content)."
     ),
     header_timeout: float = typer.Option(10.0, help="Seconds to receive a request's headers."),
-    body_timeout: float = typer.Option(30.0, help="Seconds between chunks of a request body."),
+    body_timeout: float = typer.Option(30.0, help="Seconds within which a whole request body must arrive (408 after)."),
     max_body_bytes: int = typer.Option(8 * 1024 * 1024, help="Largest request body accepted."),
     max_instances: int = typer.Option(10_000, help="Most instances per request."),
     allow_external: bool = typer.Option(False, help="Allow a non-loopback bind address."),

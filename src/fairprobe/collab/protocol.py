@@ -589,12 +589,14 @@ class AuditorCore(_Base):
 
     def robust_estimate(self, params: Any = None) -> float:
         """The recommended ``robust`` estimate (:mod:`fairprobe.collab.robust`): the Auditopus
-        weights plus one-sided influence screening, on this auditor's table (``params``: a
-        :class:`~fairprobe.collab.robust.RobustParams`, default the recommended ones)."""
-        from fairprobe.collab.robust import robust_estimate
+        weights plus influence screening and the decisive screening (rule 5), on this auditor's
+        table (``params``: a :class:`~fairprobe.collab.robust.RobustParams`, default the
+        recommended ones with this auditor's band ``tau``)."""
+        from fairprobe.collab.robust import RobustParams, robust_estimate
 
         held = np.array([self.held[a].round >= 1 for a in self.roster])
-        return float(robust_estimate(self.W, self.table_counts(), held, params).estimate)
+        p = params if params is not None else RobustParams(tau=self.tau)
+        return float(robust_estimate(self.W, self.table_counts(), held, p).estimate)
 
     def estimate_of(self, method: str = "auditopus") -> float:
         """This auditor's estimate by ``method``: ``auditopus`` (Step 6), ``robust``, or any

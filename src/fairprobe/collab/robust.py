@@ -1,4 +1,4 @@
-"""The recommended aggregation ``robust``: Auditopus weights plus one-sided influence screening.
+"""The recommended aggregation ``robust``: Auditopus weights plus influence screening.
 
 Issue 15. Auditopus (Section V) down-weights sources whose increments are inconsistent with their
 own history; a liar that is *self-consistent* from round 1 keeps its weight, and with the maximal
@@ -24,6 +24,19 @@ source's *influence* on the estimate, the quantity a fairwasher must make large:
    estimate ``DP(sum_j W_j)`` over all sources, which is then kept: the screening never moves the
    estimate *towards* the band. This makes every Auditopus certificate
    (:mod:`fairprobe.collab.certificate`) a certificate of an unfair ``robust`` verdict too.
+
+5. **Decisive screening.** If that estimate is in the fair band ``[-tau, tau]``, the screening is
+   run again with the lower threshold ``c_decisive`` (default 2) on *both* tails of the
+   influence (rules 3-4 otherwise unchanged); if that estimate is out of the band, it is
+   reported instead. Several calibrated liars with moderate rates stay within ``c`` MADs of
+   heterogeneous honest auditors; the lower threshold catches them, and applying it only when it
+   decides the verdict keeps the accuracy of ``c`` everywhere else (Table II unchanged). Rule 4
+   still holds for both screenings, so the estimate is never closer to 0 than the Auditopus one.
+   The price is asymmetric and stated in ``docs/collab.md``: rule 5 can only turn "fair" into
+   "unfair", so an honest audit of a *fair* model is called unfair more often (measured: 20% on
+   a model with DP = 0, 48% at DP = -0.033, against 0% and 15% without rule 5), and a liar
+   pushing *away* from the band, to accuse a fair model, is never hindered by it.
+   ``c_decisive=None`` gives the method without rule 5.
 
 The screening is one-sided on purpose (the threat model is fairwashing: making an unfair model
 look fair): an honest source pulling away from the band is never removed, so the screening never
@@ -58,10 +71,16 @@ class RobustParams:
     one_sided: bool = True  # ablation: False screens both tails of the influence
     c_away: float | None = None  # threshold for sources pulling away from the band (None: none)
     forward: bool = True  # ablation: False starts the screening from all sources (masking)
+    c_decisive: float | None = 2.0  # rule 5: threshold of the decisive screening (None: off)
+    decisive_two_sided: bool = True  # rule 5 screens both tails (False: one tail, as rule 3)
+    tau: float = 0.05  # half-width of the fair band (rule 5 only)
 
     def __post_init__(self) -> None:
         o = "RobustParams"
         check_real(self.c, "c", o, lo=0.0)
+        if self.c_decisive is not None:
+            check_real(self.c_decisive, "c_decisive", o, lo=0.0)
+        check_real(self.tau, "tau", o, lo=0.0, hi=1.0)
         check_real(self.core, "core", o, lo=0.0, hi=1.0, closed="right")
         check_real(self.rmin, "rmin", o, lo=0.0)
         check_int(self.iters, "iters", o, lo=1)
@@ -76,6 +95,7 @@ class RobustResult:
     core: BoolArray
     influence: FloatArray  # toward-the-band influence at the last iteration
     auditopus: FloatArray  # DP(sum_j W_j) over all held sources
+    decisive: BoolArray  # where rule 5 reported the screening at ``c_decisive``
 
 
 def _dp(t: FloatArray) -> FloatArray:
@@ -120,6 +140,27 @@ def robust_estimate(
         )
     h = np.ones(W.shape[:-1], dtype=bool) if held is None else np.asarray(held, dtype=bool)
     h = h & np.isfinite(W).all(axis=-1) & ((W[..., 1] + W[..., 3]) > 0)
+    est, kept, core, infl, full = _screen(W, T, h, p, p.c, p.one_sided)
+    decisive = np.zeros(est.shape, dtype=bool)
+    if p.c_decisive is not None:
+        in_band = np.isfinite(est) & (np.abs(est) <= p.tau)
+        if in_band.any():
+            est2, kept2, _, infl2, _ = _screen(
+                W, T, h, p, p.c_decisive, not p.decisive_two_sided
+            )
+            decisive = in_band & np.isfinite(est2) & (np.abs(est2) > p.tau)
+            est = np.where(decisive, est2, est)
+            kept = np.where(decisive[..., None], kept2, kept)
+            infl = np.where(decisive[..., None], infl2, infl)
+    return RobustResult(
+        estimate=est, kept=kept, core=core, influence=infl, auditopus=full, decisive=decisive
+    )
+
+
+def _screen(
+    W: FloatArray, T: FloatArray, h: BoolArray, p: RobustParams, c: float, one_sided: bool
+) -> tuple[FloatArray, BoolArray, BoolArray, FloatArray, FloatArray]:
+    """Rules 1-4 with threshold ``c``: (estimate, kept, core, influence, Auditopus estimate)."""
     m = W[..., 1] + W[..., 3]
     mt = T[..., 1] + T[..., 3]
     ratio = np.where(mt > 0, m / np.where(mt > 0, mt, 1.0), 0.0)
@@ -135,7 +176,7 @@ def robust_estimate(
     core = ok & (dist <= kth)
     Wh = np.where(h[..., None], W, 0.0)
     sgn = np.nan_to_num(np.sign(_dp(np.where(core[..., None], Wh, 0.0).sum(axis=-2))))
-    if not p.one_sided:
+    if not one_sided:
         sgn = np.where(sgn == 0, 1.0, sgn)
     act = core.copy() if p.forward else h.copy()
     infl = np.zeros(W.shape[:-1])
@@ -150,12 +191,12 @@ def robust_estimate(
         ref = act & trusted
         med = _nanmedian(infl, ref)
         mad = 1.4826 * _nanmedian(np.abs(infl - med[..., None]), ref)
-        lim = np.where(np.isfinite(med), p.c * np.nan_to_num(mad), np.inf)[..., None]
+        lim = np.where(np.isfinite(med), c * np.nan_to_num(mad), np.inf)[..., None]
         dev = infl - np.nan_to_num(med)[..., None]
         if p.c_away is not None:
             lim_away = np.where(np.isfinite(med), p.c_away * np.nan_to_num(mad), np.inf)
             inside = (dev <= lim) & (-dev <= lim_away[..., None])
-        elif p.one_sided:
+        elif one_sided:
             inside = dev <= lim
         else:
             inside = np.abs(dev) <= lim
@@ -168,4 +209,4 @@ def robust_estimate(
     use_full = np.isfinite(full) & ~(np.abs(screened) >= np.abs(full))
     est = np.where(use_full, full, screened)
     kept = np.where(use_full[..., None], h, act)
-    return RobustResult(estimate=est, kept=kept, core=core, influence=infl, auditopus=full)
+    return est, kept, core, infl, full

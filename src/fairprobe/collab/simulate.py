@@ -111,6 +111,7 @@ class SimConfig:
     extra_betas: tuple[float, ...] = field(default_factory=tuple)
     max_redraws: int = 1000
     robust_c: float = 4.0
+    robust_c_decisive: float | None = 2.0
 
     def __post_init__(self) -> None:
         o = "SimConfig"
@@ -131,6 +132,13 @@ class SimConfig:
             check_real(b, "extra_betas", o, lo=0.0, hi=0.5, closed="left")
         check_int(self.max_redraws, "max_redraws", o, lo=1)
         check_real(self.robust_c, "robust_c", o, lo=0.0)
+        if self.robust_c_decisive is not None:
+            check_real(self.robust_c_decisive, "robust_c_decisive", o, lo=0.0, closed="neither")
+
+    @property
+    def robust_params(self) -> RobustParams:
+        """The :class:`~fairprobe.collab.robust.RobustParams` of the ``robust`` method."""
+        return RobustParams(c=self.robust_c, c_decisive=self.robust_c_decisive, tau=self.tau)
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -403,14 +411,14 @@ def simulate(
         per["auditopus"] = np.array([dp_of(r) for r in tot])
     tables = H[s_idx, cols]
     held = s_idx >= 1
-    per["robust"] = robust_estimate(weighted, tables, held, RobustParams(c=cfg.robust_c)).estimate
+    per["robust"] = robust_estimate(weighted, tables, held, cfg.robust_params).estimate
     for m in BASE_METHODS[:-2]:
         per[m] = get_aggregator(m, cfg.beta)(tables, held)
     for b in cfg.extra_betas:
         per[f"trimmed-mean@{b:g}"] = get_aggregator("trimmed-mean", b)(tables, held)
     estimates = {m: _global(per[m], K) for m in cfg.methods}
     node_k, glob_k = _certificates(cfg, R, per, weighted, tables, held)
-    rob0 = robust_estimate(weighted[:1], tables[:1], held[:1], RobustParams(c=cfg.robust_c))
+    rob0 = robust_estimate(weighted[:1], tables[:1], held[:1], cfg.robust_params)
     empty = (delta[..., 1] + delta[..., 3]) == 0  # (R, V)
     raw_mass = (H[R, :, 1] + H[R, :, 3]).astype(np.float64)
     w_mass = CW[R, :, 1] + CW[R, :, 3]
@@ -549,7 +557,7 @@ def simulate_reference(cfg: SimConfig, *, setup: HonestSetup | None = None) -> R
     tables_arr = np.stack([c.table_counts() for c in honest_cores])
     held = np.stack([np.array([c.held[a].round >= 1 for a in roster]) for c in honest_cores])
     per["robust"] = np.array(
-        [c.robust_estimate(RobustParams(c=cfg.robust_c)) for c in honest_cores]
+        [c.robust_estimate(cfg.robust_params) for c in honest_cores]
     )
     for m in BASE_METHODS[:-2]:
         per[m] = get_aggregator(m, cfg.beta)(tables_arr, held)

@@ -109,7 +109,8 @@ class _Guard:
     """ASGI middleware bounding the request body in size and time.
 
     A body above ``limit`` bytes (declared in ``Content-Length`` or streamed in chunks) gets 413,
-    a body that stalls for ``timeout`` seconds between chunks 408; the middleware answers itself
+    a body not received in full within ``timeout`` seconds of its first read 408 (a deadline for
+    the whole body, so a client trickling one byte at a time cannot hold a connection either); the middleware answers itself
     and tells the application the client left, so the application's own reply (if any) is
     dropped instead of turning into a 500.
     """
@@ -137,13 +138,17 @@ class _Guard:
                     return
         seen = 0
         answered = False
+        deadline: float | None = None
 
         async def guarded_receive() -> Any:
-            nonlocal seen, answered
+            nonlocal seen, answered, deadline
             if answered:
                 return {"type": "http.disconnect"}
+            loop = asyncio.get_running_loop()
+            if deadline is None:
+                deadline = loop.time() + self.timeout
             try:
-                message = await asyncio.wait_for(receive(), self.timeout)
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
             except TimeoutError:
                 answered = True
                 await _raw_error(send, 408, _error_body(
