@@ -400,3 +400,34 @@ def test_progress_bar_shows_queries_spent(capsys: pytest.CaptureFixture[str]) ->
     bb.query(recs(range(10)))
     err = capsys.readouterr().err
     assert "10/10" in err and "spent 10/30" in err
+
+
+def test_a_query_in_progress_is_not_counted_twice_against_the_budget() -> None:
+    """Queries paid by a call still running are spent, not also reserved: a second call that fits
+    in what is really left must go through (it raised BudgetError when the first call's paid
+    batches were counted both as spent and as reserved)."""
+    go, blocked = threading.Event(), threading.Event()
+
+    class Gated(Counting):
+        def ask(self, records: Sequence[Record]) -> list[Answer]:
+            if any(r["x"] == 15.0 for r in records):  # the first call's 4th batch waits
+                blocked.set()
+                assert go.wait(30)
+            return super().ask(records)
+
+    be = Gated(max_batch=5)
+    bb = BlackBox(be, budget=50, concurrency=1)
+    first: list[object] = []
+    th = threading.Thread(target=lambda: first.append(bb.query(recs(range(20))).n_paid))
+    th.start()
+    try:
+        assert blocked.wait(30)  # 15 of the first call's 20 queries are paid, 5 are in flight
+        assert bb.spent == 15
+        second = bb.query(recs(range(100, 120)))  # 50 - 15 spent - 5 in flight = 30 left
+        assert second.n_paid == 20
+        with pytest.raises(BudgetError, match="only 10 of"):
+            bb.query(recs(range(200, 215)))
+    finally:
+        go.set()
+        th.join()
+    assert first == [20] and bb.spent == be.paid == 40 and bb.remaining == 10

@@ -499,13 +499,14 @@ class BlackBox:
         step = self.backend.max_batch
         batches = [missing[lo : lo + step] for lo in range(0, len(missing), step)]
         paid = [0]
+        released = [0]  # reservations already turned into spending by _ask
         # a file cache may be shared with other processes: claim keys before paying for them
         shared = self.cache.path != ":memory:"
         try:
             with self._progress_bar(len(ukeys), len(ukeys) - len(missing)) as advance:
 
                 def pay(batch: list[int], abort: threading.Event | None) -> None:
-                    got = self._ask([dicts[first[u]] for u in batch], abort)
+                    got = self._ask([dicts[first[u]] for u in batch], abort, released)
                     self.cache.put_many(
                         identity,
                         [(ukeys[u], a) for u, a in zip(batch, got, strict=True)],
@@ -554,7 +555,7 @@ class BlackBox:
                 self._run_batches(batches, run, advance)
         finally:
             with self._lock:
-                self._reserved -= len(missing)
+                self._reserved -= len(missing) - released[0]
         n_paid = paid[0]
         # the first occurrence of a record paid now is paid; its repeats in this call are free
         cached_mask = np.ones(n, dtype=bool)
@@ -638,7 +639,15 @@ class BlackBox:
             # for reaches the cache
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _ask(self, batch: list[dict[str, Any]], abort: threading.Event | None) -> list[Answer]:
+    def _ask(
+        self,
+        batch: list[dict[str, Any]],
+        abort: threading.Event | None,
+        released: list[int] | None = None,
+    ) -> list[Answer]:
+        """Pay for ``batch``. With ``released`` (a one-item counter of the calling query), the
+        batch's reservation is turned into spending under the same lock, so that a concurrent
+        call never counts the same queries twice (as reserved and as spent)."""
         backend = self.backend
         who = f"{backend.kind} backend"
 
@@ -657,6 +666,9 @@ class BlackBox:
         got = self._with_retries(call, abort)
         with self._lock:
             self._spent += len(batch)
+            if released is not None:
+                self._reserved -= len(batch)
+                released[0] += len(batch)
         return validate_answers(got, len(batch), who)
 
     # -- progress ---------------------------------------------------------------------------
