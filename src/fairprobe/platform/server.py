@@ -51,7 +51,7 @@ from fairprobe.platform.llm import (
     openai_error,
 )
 from fairprobe.platform.model import AUDIT_FEATURES, CATEGORIES, NUMERIC_FEATURES, PlatformModel
-from fairprobe.platform.netutil import bind_socket, check_host
+from fairprobe.platform.netutil import bind_socket, check_host, header_timeout_protocol
 
 __all__ = ["ServerConfig", "bind_socket", "check_host", "create_app", "serve"]
 
@@ -181,49 +181,6 @@ async def _raw_error(send: Any, status: int, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def _timeout_protocol(header_timeout: float) -> Any:
-    """uvicorn's h11 protocol with a deadline for a request's headers.
-
-    The timer starts at the first byte of a request (or at the connection) and stops once the
-    headers are complete; a client that trickles headers slower than that is disconnected.
-    (uvicorn itself only times out idle keep-alive connections.)
-    """
-    import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class HeaderTimeoutH11(H11Protocol):  # type: ignore[misc]
-        _header_timer: asyncio.TimerHandle | None = None
-
-        def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
-            self._arm()
-
-        def _arm(self) -> None:
-            if self._header_timer is None:
-                self._header_timer = self.loop.call_later(header_timeout, self._expire)
-
-        def _disarm(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def _expire(self) -> None:
-            self._header_timer = None
-            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-                self.transport.close()
-
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-                self._arm()
-            else:
-                self._disarm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
-
-    return HeaderTimeoutH11
 
 
 def _schema(cfg: ServerConfig, model_id: str) -> dict[str, Any]:
@@ -497,7 +454,7 @@ def serve(cfg: ServerConfig, *, log_level: str = "warning") -> None:
             log_level=log_level,
             access_log=False,
             timeout_graceful_shutdown=2,
-            http=_timeout_protocol(cfg.header_timeout),
+            http=header_timeout_protocol(cfg.header_timeout),
         )
         server = uvicorn.Server(config)
         host, port = sock.getsockname()[:2]

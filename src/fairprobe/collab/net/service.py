@@ -47,6 +47,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect
 
 from fairprobe.collab.net.messages import ChallengeMessage, ProofMessage, TableMessage
+from fairprobe.platform.netutil import header_timeout_protocol
 
 __all__ = ["Refused", "TableSink", "create_app", "header_timeout_protocol"]
 
@@ -271,49 +272,3 @@ def create_app(
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
-
-
-def header_timeout_protocol(header_timeout: float) -> Any:
-    """uvicorn's h11 protocol with a deadline for a request's headers.
-
-    The timer starts with the connection (or the first byte of a next request) and stops once
-    the headers are complete; a client that trickles its headers slower than that is
-    disconnected. uvicorn itself only times out idle keep-alive connections; the body has its
-    own deadline in the handlers.
-    """
-    import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class HeaderTimeoutH11(H11Protocol):  # type: ignore[misc]
-        _header_timer: asyncio.TimerHandle | None = None
-
-        def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
-            self._arm()
-
-        def _arm(self) -> None:
-            if self._header_timer is None:
-                self._header_timer = self.loop.call_later(header_timeout, self._expire)
-
-        def _disarm(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def _expire(self) -> None:
-            self._header_timer = None
-            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-                self.transport.close()
-
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-                self._arm()
-            else:
-                self._disarm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
-
-    return HeaderTimeoutH11
