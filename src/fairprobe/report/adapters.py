@@ -14,6 +14,7 @@ from typing import Any
 
 from fairprobe.report._read import Doc, extra_assumptions, fmt, get, mapping
 from fairprobe.report.document import Provenance, Section, Table
+from fairprobe.report.jsonio import RESULT_KINDS
 from fairprobe.report.kinds.audit import adapt_audit
 from fairprobe.report.kinds.collab import (
     adapt_collab_nodes,
@@ -26,18 +27,8 @@ from fairprobe.report.kinds.twosource import adapt_twosource, adapt_twosource_pl
 
 __all__ = ["KINDS", "adapt", "infer_kind", "provenance_of", "split_document"]
 
-KINDS = (
-    "audit",
-    "sequential",
-    "radius",
-    "twosource",
-    "twosource-plan",
-    "collab-simulate",
-    "collab-sweep",
-    "collab-nodes",
-    "demo",
-    "platform-info",
-)
+#: The kinds of result documents (one list, the writer's).
+KINDS = RESULT_KINDS
 
 def infer_kind(doc: Doc) -> str | None:
     """The kind of a result document: its ``kind`` field, or inferred from a legacy shape."""
