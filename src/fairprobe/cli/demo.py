@@ -22,7 +22,8 @@ def demo(
     from fairprobe._validation import check_choice
     from fairprobe.cli._common import split_list
     from fairprobe.demo import SECTIONS, DemoConfig, run_demo
-    from fairprobe.report import write_json
+    from fairprobe.provenance import Provenance
+    from fairprobe.report import write_result
 
     steps = tuple(split_list(sections) or [])
     for step in steps:
@@ -31,7 +32,8 @@ def demo(
                      sections=steps)
     result = run_demo(cfg)
     if json_path is not None:
-        write_json(json_path, result)
+        prov = Provenance.capture(seed=seed, extra={"sections": list(steps), "budget": budget})
+        write_result(json_path, "demo", result, prov)
 
 
 def register(app: typer.Typer) -> None:
