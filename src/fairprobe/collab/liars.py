@@ -41,6 +41,7 @@ and one :class:`~fairprobe.collab.protocol.AttackerCore` per liar fabricate the 
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -171,8 +172,9 @@ class _Calibrated(AttackStrategy):
         self.context: AttackContext | None = None
         self.plan: LiarPlan | None = None
 
+    @abstractmethod
     def _solve(self, ctx: AttackContext) -> LiarPlan:
-        raise NotImplementedError  # pragma: no cover - every subclass overrides
+        """The liar's plan for this audit (what the platform instructs it to report)."""
 
     def calibrate(self, ctx: AttackContext) -> AttackStrategy:
         new = type(self)()
