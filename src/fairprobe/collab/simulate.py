@@ -371,15 +371,46 @@ def _global(per_honest: FloatArray, k: int) -> float:
     return float(np.median(vals))
 
 
-def simulate(
-    cfg: SimConfig,
-    *,
-    setup: HonestSetup | None = None,
-    trajectory: bool = False,
-    keep_views: bool = False,
-) -> RunResult:
-    """Simulate one audit with the vectorised path (see the module docstring)."""
-    setup = setup or prepare_honest(cfg)
+
+@dataclass(frozen=True)
+class Histories:
+    """Every auditor's cumulative counts and suspicion-weighted counts over the rounds (the
+    vectorised core of :func:`simulate`, shared with the verification layer).
+
+    Attributes
+    ----------
+    adj, att, lag, hon
+        The gossip graph, the attackers' indices, the gossip lags, the honest auditors' indices.
+    H : ndarray (R + 1, V, 4)
+        Cumulative count vectors of every auditor after each round (honest: their increments;
+        attackers: what their strategy fabricates from the views they hold).
+    delta : ndarray (R, V, 4)
+        The increments ``H[t] - H[t - 1]``.
+    score, weight : ndarray (R * V,), ndarray (R, V)
+        Each increment's suspicion score (flat, round-major) and weight.
+    CW : ndarray (R + 1, V, 4)
+        Cumulative weighted increments.
+    """
+
+    adj: npt.NDArray[np.bool_]
+    att: IntArray
+    lag: IntArray
+    hon: IntArray
+    H: IntArray
+    delta: IntArray
+    score: FloatArray
+    weight: FloatArray
+    CW: FloatArray
+
+    @property
+    def is_att(self) -> npt.NDArray[np.bool_]:
+        out = np.zeros(self.H.shape[1], dtype=bool)
+        out[self.att] = True
+        return out
+
+
+def histories(cfg: SimConfig, setup: HonestSetup) -> Histories:
+    """The cumulative and weighted histories of one audit (see :class:`Histories`)."""
     R, N, K = setup.rounds, cfg.honest, cfg.attackers
     V = N + K
     adj, att = _graph(cfg)
@@ -402,6 +433,25 @@ def simulate(
     w = sc.weight.reshape(R, V)
     CW = np.zeros((R + 1, V, 4), dtype=np.float64)
     np.cumsum(w[:, :, None] * delta.astype(np.float64), axis=0, out=CW[1:])
+    return Histories(adj, att, lag, hon, H, delta, sc.score, w, CW)
+
+
+def simulate(
+    cfg: SimConfig,
+    *,
+    setup: HonestSetup | None = None,
+    trajectory: bool = False,
+    keep_views: bool = False,
+) -> RunResult:
+    """Simulate one audit with the vectorised path (see the module docstring)."""
+    setup = setup or prepare_honest(cfg)
+    R, N, K = setup.rounds, cfg.honest, cfg.attackers
+    V = N + K
+    hist = histories(cfg, setup)
+    att, lag, hon, H, delta, w, CW = (
+        hist.att, hist.lag, hist.hon, hist.H, hist.delta, hist.weight, hist.CW
+    )
+    is_att = hist.is_att
     s_idx = np.maximum(R - lag[hon], 0)  # (N, V): round of j's entry that i holds at the end
     cols = np.arange(V)[None, :]
     weighted = CW[s_idx, cols]  # (N, V, 4)
@@ -431,7 +481,7 @@ def simulate(
         "local_dp": [None if math.isnan(x) else x for x in (dp_of(H[R, j]) for j in range(V))],
         "robust_kept_by_first_auditor": rob0.kept[0].tolist(),
         # None where the source added nothing that round (its query set had run out)
-        "scores_by_round": _masked(sc.score.reshape(R, V).T, empty.T, 4),
+        "scores_by_round": _masked(hist.score.reshape(R, V).T, empty.T, 4),
         "weights_by_round": _masked(w.T, empty.T, 6),
     }
     pop = get_population(cfg.case)
@@ -463,7 +513,7 @@ def simulate(
         node_certified=node_k,
         sources=sources,
         views=(
-            {"tables": tables, "weighted": weighted, "held": held, "w": w, "score": sc.score,
+            {"tables": tables, "weighted": weighted, "held": held, "w": w, "score": hist.score,
              "H": H, "lag": lag, "hon": hon}
             if keep_views
             else None

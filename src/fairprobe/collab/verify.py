@@ -742,38 +742,21 @@ def simulate_verification(
     plus one query per proof checked) as a fraction of the audit's, and the challenge bytes per
     honest node and round.
     """
-    from fairprobe.collab.graph import gossip_lags
     from fairprobe.collab.protocol import dp_of
     from fairprobe.collab.robust import robust_estimate
-    from fairprobe.collab.score import suspicion_scores
-    from fairprobe.collab.simulate import attack_strategy, graph_of, prepare_honest
+    from fairprobe.collab.simulate import histories, prepare_honest
     from fairprobe.datasets.populations import get_population
 
     vcfg = vcfg or VerifyConfig()
     setup = prepare_honest(cfg)
-    R, N, K, n = setup.rounds, cfg.honest, cfg.attackers, cfg.n
+    R, N, K = setup.rounds, cfg.honest, cfg.attackers
     V = N + K
-    adj, att = graph_of(cfg)
-    lag = gossip_lags(adj)
-    is_att = np.zeros(V, dtype=bool)
-    is_att[att] = True
-    hon = np.flatnonzero(~is_att)
-    # the cumulative vectors of every auditor, exactly as simulate() builds them
-    H = np.zeros((R + 1, V, 4), dtype=np.int64)
-    H[1:, hon] = np.cumsum(setup.increments, axis=0)
-    if K:
-        strategy = attack_strategy(cfg, R, tuple(int(x) for x in att))
-        lag_k = lag[att]
-        cols = np.arange(V)[None, :]
-        for t in range(1, R + 1):
-            views = H[np.maximum(t - 1 - lag_k, 0), cols].sum(axis=1)
-            H[t, att] = H[t - 1, att] + strategy.fabricate(views, n, t)
-    prev = H[:-1]
-    delta = H[1:] - prev
-    sc = suspicion_scores(prev.reshape(-1, 4), delta.reshape(-1, 4), cfg.z_max)
-    w = sc.weight.reshape(R, V)
-    CW = np.zeros((R + 1, V, 4), dtype=np.float64)
-    np.cumsum(w[:, :, None] * delta.astype(np.float64), axis=0, out=CW[1:])
+    # the cumulative and weighted vectors of every auditor, exactly as simulate() builds them
+    hist = histories(cfg, setup)
+    adj, att, lag, hon, H, delta, CW = (
+        hist.adj, hist.att, hist.lag, hist.hon, hist.H, hist.delta, hist.CW
+    )
+    is_att = hist.is_att
 
     # falsified leaves per attacker and round: records drawn from the population at its rates
     pop = get_population(cfg.case)
