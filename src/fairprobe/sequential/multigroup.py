@@ -40,6 +40,7 @@ from fairprobe.sequential.base import (
 )
 from fairprobe.sequential.mixture import MixtureBettingTest
 from fairprobe.sequential.pool import METRICS
+from fairprobe.sequential.results import RepeatedOutcomes
 
 __all__ = ["MultiGroupAudit", "run_groups"]
 
@@ -47,7 +48,7 @@ FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
-class MultiGroupAudit:
+class MultiGroupAudit(RepeatedOutcomes):
     """All pairs of ``K >= 3`` groups audited together over many query orders."""
 
     params: dict[str, Any]
@@ -64,15 +65,6 @@ class MultiGroupAudit:
     deciding_pair: list[str | None] = field(repr=False)
     example: dict[str, Any] | None = field(default=None, repr=False)
 
-    @property
-    def mean_queries(self) -> float:
-        return float(self.queries.mean())
-
-    @property
-    def shares(self) -> dict[str, float]:
-        counts = np.bincount(self.codes, minlength=3)
-        return {o: float(counts[i] / self.repeats) for i, o in enumerate(OUTCOMES)}
-
     def to_dict(self) -> dict[str, Any]:
         q = self.queries
         gaps = {
@@ -84,10 +76,7 @@ class MultiGroupAudit:
             "mean_queries": self.mean_queries,
             "queries": q.tolist(),
             "outcomes": self.shares,
-            "outcome_counts": {
-                o: int(c)
-                for o, c in zip(OUTCOMES, np.bincount(self.codes, minlength=3), strict=True)
-            },  # fmt: skip
+            "outcome_counts": self.outcome_counts,
             "sd_queries": float(q.std(ddof=1)) if len(q) > 1 else 0.0,
             "median_queries": float(np.median(q)),
             "q10_queries": float(np.quantile(q, 0.1)),

@@ -143,8 +143,31 @@ def _e_values(p: dict[str, list[float]]) -> dict[str, float]:
     }
 
 
+class RepeatedOutcomes:
+    """Summaries shared by results over many query orders: ``queries`` (per order), ``codes``
+    (outcome index per order, into :data:`OUTCOMES`) and ``repeats``."""
+
+    queries: npt.NDArray[np.int64]
+    codes: npt.NDArray[np.int8]
+    repeats: int
+
+    @property
+    def mean_queries(self) -> float:
+        return float(self.queries.mean())
+
+    @property
+    def shares(self) -> dict[str, float]:
+        counts = np.bincount(self.codes, minlength=3)
+        return {o: float(counts[i] / self.repeats) for i, o in enumerate(OUTCOMES)}
+
+    @property
+    def outcome_counts(self) -> dict[str, int]:
+        counts = np.bincount(self.codes, minlength=3)
+        return {o: int(counts[i]) for i, o in enumerate(OUTCOMES)}
+
+
 @dataclass(frozen=True)
-class RepeatedAudit:
+class RepeatedAudit(RepeatedOutcomes):
     """The same audit over many random query orders of one pool."""
 
     params: dict[str, Any]
@@ -160,20 +183,6 @@ class RepeatedAudit:
     wald_bound: float
     #: the first order's whole path (statistics, boundaries, confidence sequence), for figures
     example: dict[str, Any] | None = field(default=None, repr=False)
-
-    @property
-    def mean_queries(self) -> float:
-        return float(self.queries.mean())
-
-    @property
-    def shares(self) -> dict[str, float]:
-        counts = np.bincount(self.codes, minlength=3)
-        return {o: float(counts[i] / self.repeats) for i, o in enumerate(OUTCOMES)}
-
-    @property
-    def outcome_counts(self) -> dict[str, int]:
-        counts = np.bincount(self.codes, minlength=3)
-        return {o: int(counts[i]) for i, o in enumerate(OUTCOMES)}
 
     @property
     def ratio_to_wald(self) -> float:
