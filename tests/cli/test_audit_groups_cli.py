@@ -100,3 +100,16 @@ def test_bad_input_is_one_line(platform, tmp_path, capsys, monkeypatch, args, ne
     err = capsys.readouterr().err
     assert needle in err, err
     assert "Traceback" not in err
+
+
+def test_every_group_audit_caps_the_access_flags_like_the_two_group_form(capsys) -> None:
+    """The every-group form shares the two-group form's flag checks (upper bounds included)."""
+    from fairprobe.cli.main import main
+
+    for args, msg in ((["--concurrency", "100000"], "--concurrency must be an integer in [1, "),
+                      (["--retries", "1000000000000"], "--retries must be an integer in [0, ")):
+        with pytest.raises(SystemExit) as e:
+            main(["audit", "--url", "http://127.0.0.1:9", "--group-col", "race", *args])
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert msg in err and len(err.strip().splitlines()) == 1
