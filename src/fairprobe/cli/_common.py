@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -124,27 +123,13 @@ def check_flag_choice(value: str, flag: str, choices: Mapping[str, str]) -> str:
 
 
 def check_output_path(path: Path | None, flag: str) -> None:
-    """Fail before any work when ``path`` cannot be written (a directory, a read-only place)."""
+    """Fail before any work when ``path`` cannot be written: a directory, a device, a FIFO, a
+    symbolic link, a read-only place (:func:`fairprobe._io.check_output`)."""
     if path is None:
         return
-    p = Path(path)
-    if p.is_dir():
-        raise InvalidParameterError(f"{flag} {str(p)!r} is a directory; give a file path.")
-    parent = p.parent.absolute()
-    for d in (parent, *parent.parents):
-        if d.exists():
-            if not d.is_dir():
-                raise InvalidParameterError(
-                    f"{flag} {str(p)!r}: {str(d)!r} is a file, not a directory."
-                )
-            if not os.access(d, os.W_OK | os.X_OK):
-                raise InvalidParameterError(
-                    f"{flag} {str(p)!r}: the directory {str(d)!r} is not writable; choose "
-                    "another path."
-                )
-            break
-    if p.exists() and not os.access(p, os.W_OK):
-        raise InvalidParameterError(f"{flag} {str(p)!r} is not writable; choose another path.")
+    from fairprobe._io import check_output
+
+    check_output(path, flag, InvalidParameterError)
 
 
 def open_blackbox(

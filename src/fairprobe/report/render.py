@@ -9,7 +9,6 @@ relatively, so the pair can be published in a repository.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -73,25 +72,16 @@ def render_markdown(report: Report, figure_dir: str) -> tuple[str, dict[str, str
     return str(text), files
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _atomic_write(path: Path, text: str, what: str) -> None:
+    from fairprobe._io import write_file
+
+    write_file(path, text, what=what)
 
 
 def write_html(report: Report, path: str | os.PathLike[str]) -> Path:
     """Write the HTML report to ``path`` (atomically)."""
     target = Path(path)
-    _atomic_write(target, render_html(report))
+    _atomic_write(target, render_html(report), "--html")
     return target
 
 
@@ -99,7 +89,10 @@ def write_markdown(report: Report, path: str | os.PathLike[str]) -> Path:
     """Write the Markdown report to ``path`` and its SVG figures to ``<stem>_figures/``."""
     target = Path(path)
     text, files = render_markdown(report, f"{target.stem}_figures")
+    from fairprobe._io import check_output
+
+    check_output(target, "--md")  # refused before any figure file is written
     for rel, svg in files.items():
-        _atomic_write(target.parent / rel, svg)
-    _atomic_write(target, text)
+        _atomic_write(target.parent / rel, svg, "--md figure")
+    _atomic_write(target, text, "--md")
     return target

@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from fairprobe._io import prepare_private_file
 from fairprobe.errors import ConfigError
 
 __all__ = ["NodeStore"]
@@ -71,7 +72,7 @@ class NodeStore:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            prepare_private_file(self.path, "node state database", ConfigError)  # 0600
             self._conn = sqlite3.connect(
                 str(self.path), isolation_level=None, check_same_thread=False, timeout=30
             )
