@@ -207,8 +207,9 @@ def test_markdown_with_figure_files(tmp_path: Path) -> None:
     for rel in links:
         svg = (tmp_path / rel).read_text()
         assert svg.startswith("<svg") and 'xmlns="http://www.w3.org/2000/svg"' in svg
-    assert ("\n| disparate impact (ratio of positive rates) | 0.252 [0.201, 0.313] (95%, score): "
-            "unfair |\n") in text
+    # data is escaped for Markdown: the interval's brackets are written \[ \]
+    assert ("\n| disparate impact (ratio of positive rates) | 0.252 \\[0.201, 0.313\\] (95%, "
+            "score): unfair |\n") in text
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
