@@ -90,6 +90,8 @@ def check_output(path: str | os.PathLike[str], what: str = "output",
     """
     p = Path(path)
     st = _lstat(p)
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise error(f"{what} {str(p)!r} is a directory; give a file path.")
     if st is not None and not stat.S_ISREG(st.st_mode):
         hint = ("give the path of the file itself (symbolic links are not followed for "
                 "outputs)" if stat.S_ISLNK(st.st_mode) else "give a regular file path")

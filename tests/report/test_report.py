@@ -231,7 +231,7 @@ def test_cli_report(tmp_path: Path) -> None:
     r = _cli("report", str(tmp_path / "missing.json"), "--html", str(out))
     assert r.returncode == 2 and r.stderr.startswith("error: File not found")
     r = _cli("report", str(DATA / "legacy-demo.json"), "--md", str(tmp_path))
-    assert r.returncode == 2 and "is a directory; give a file name" in r.stderr
+    assert r.returncode == 2 and "is a directory; give a file path" in r.stderr
 
 
 def _fixtures() -> list[Path]:

@@ -35,6 +35,19 @@ def build_backend(url: str | None, backend_config: str | None, path: str = "/aud
     return HttpJsonBackend(url=url, path=path)
 
 
+def answer_columns(backend_config: str | None) -> list[str]:
+    """The recorded-answer columns of a replay backend config (withheld from the queries when
+    the pool is the replay table itself); none for other backends."""
+    if backend_config is None:
+        return []
+    from fairprobe.access.config import ReplayConfig, _read_file, parse_config
+
+    cfg = parse_config(_read_file(Path(backend_config)))
+    if not isinstance(cfg, ReplayConfig):
+        return []
+    return [cfg.decision_column, cfg.score_column, cfg.logit_column]
+
+
 def split_list(value: str | None) -> list[str] | None:
     """``"a,b,c"`` as ``["a", "b", "c"]``; ``None`` stays ``None``."""
     if value is None:

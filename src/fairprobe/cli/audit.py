@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from fairprobe._text import term
 from fairprobe.cli._common import (
+    answer_columns,
     build_backend,
     cache_policy,
     check_flag_choice,
@@ -272,9 +274,9 @@ def audit(
 
         templates = read_templates(str(prompt_variants))
     plan = plan_audit(
-        url=url, path=path, queries=queries, group_col=group_col, group_a=group_a,
-        group_b=group_b, label_col=label_col, feature_cols=feature_cols, send_group=send_group,
-        metric=name, budget=budget, seed=seed, name_swap=name_swap,
+        url=url, path=path, backend_config=backend_config, queries=queries, group_col=group_col,
+        group_a=group_a, group_b=group_b, label_col=label_col, feature_cols=feature_cols,
+        send_group=send_group, metric=name, budget=budget, seed=seed, name_swap=name_swap,
     )
     backend = build_backend(url, backend_config, path)  # no network yet
     if templates is not None:
@@ -357,7 +359,7 @@ def print_llm_dimensions(extra: dict[str, Any], out: Any) -> None:
     pv = extra.get("prompt_variation")
     if pv is not None:
         for v in pv["variants"]:
-            out.print(f"prompt {v['name']}: estimate {v['estimate']:.4f}, {v['verdict']}")
+            out.print(f"prompt {term(v['name'])}: estimate {v['estimate']:.4f}, {v['verdict']}")
         out.print(
             f"prompt sensitivity: spread {pv['spread']:.4f}, verdicts "
             f"{'agree' if pv['verdicts_agree'] else 'DISAGREE'}"
@@ -368,6 +370,7 @@ def plan_audit(
     *,
     url: str | None,
     path: str,
+    backend_config: str | None = None,
     queries: str | None,
     group_col: str,
     group_a: str | None,
@@ -413,7 +416,7 @@ def plan_audit(
     required = _platform_fields(url, path)
     columns = plan_columns(
         pool, group_cols=[group_col], label_col=label, feature_cols=split_list(feature_cols),
-        send_group=send_group, required=required,
+        send_group=send_group, required=required, answer_cols=answer_columns(backend_config),
     )
     if metric not in _NEEDS_LABEL and label_col is None:
         label = None  # a column withheld as label-like is not needed by DP/DI
@@ -506,16 +509,16 @@ def print_trust_summary(prov: Any, plan: dict[str, Any], out: Any) -> None:
     how = backend.get("identity_source", "?")
     out.print(
         f"answers: {total.get('paid', '?')} paid, {total.get('cached', '?')} from the cache, "
-        f"of model {who} (identity {how})"
+        f"of model {term(who)} (identity {term(how)})"
     )
     for g, c in answers.get("by_group", {}).items():
         out.print(
-            f"  {plan['group_col']}={g}: {c['asked']} asked, {c['paid']} paid, "
+            f"  {term(plan['group_col'])}={term(g)}: {c['asked']} asked, {c['paid']} paid, "
             f"{c['cached']} cached, {c['unparsed']} unparsed, {c['refused']} refused"
         )
-    out.print(f"columns {plan['columns'].summary()}")
+    out.print(f"columns {term(plan['columns'].summary())}")
     for note in prov.notes:
-        out.print(f"[bold yellow]note:[/] {note}")
+        out.print(f"[bold yellow]note:[/] {term(note)}")
 
 
 # --- every group (issue 11): kept apart from the two-group path above ------------------------
@@ -621,7 +624,8 @@ def _group_audit(
         raise DataError(f"--metric {names[0]} needs true labels: give --label-col.")
     columns = plan_columns(pool, group_cols=cols, label_col=label,
                            feature_cols=split_list(feature_cols), send_group=send_group,
-                           required=_platform_fields(url, path))
+                           required=_platform_fields(url, path),
+                           answer_cols=answer_columns(backend_config))
     if not needs_label and label_col is None:
         label = None
     n = len(pool)
