@@ -282,6 +282,8 @@ def _int_param(body: dict[str, Any], name: str, lo: int, hi: int, default: int |
     v = body.get(name)
     if v is None:
         return default
+    if isinstance(v, float) and v.is_integer() and lo <= v <= hi:
+        v = int(v)  # JSON has one number type: 3.0 is the integer 3 (as JSON Schema says)
     if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
         raise ChatError(400, f"'{name}' must be an integer in [{lo}, {hi}]. Got {v!r:.40}.", name)
     return v
