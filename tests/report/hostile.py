@@ -83,3 +83,42 @@ def rename_groups(doc: Any, mapping: dict[str, str]) -> Any:
     if isinstance(doc, str):
         return mapping.get(doc, doc)
     return doc
+
+
+def replay_audit_files(folder: Path, groups: list[str], per_group: int = 40,
+                       seed: int = 0) -> tuple[Path, Path]:
+    """A query pool whose group column holds ``groups`` and a replay backend answering it.
+
+    The pool (``pool.csv``: ``uid``, two features, ``grp``, ``decision``) is also the replay
+    table, matched on ``uid``: a real audit (``fairprobe audit --backend-config replay.toml
+    --queries pool.csv --group-col grp``) over the hostile group names, no model needed.
+    """
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    n = per_group * len(groups)
+    grp = np.repeat(np.array(groups, dtype=object), per_group)
+    rate = np.repeat(np.linspace(0.2, 0.8, len(groups)), per_group)
+    pool = pd.DataFrame({"uid": [f"u{i:05d}" for i in range(n)],
+                         "x1": rng.normal(size=n).round(3), "x2": rng.integers(0, 9, n),
+                         "grp": grp, "decision": (rng.random(n) < rate).astype(int)})
+    table = folder / "pool.csv"
+    pool.to_csv(table, index=False)
+    cfg = folder / "replay.toml"
+    cfg.write_text(f'kind = "replay"\npath = "{table.name}"\nkey_column = "uid"\n')
+    return table, cfg
+
+
+def cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> Any:
+    """``python -m fairprobe ARGS`` as a real process."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "fairprobe", *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=cwd)
+
+
+def audit_args(table: Path, cfg: Path, out: Path, cache: Path) -> list[str]:
+    return ["audit", "--backend-config", str(cfg), "--queries", str(table), "--group-col",
+            "grp", "--metric", "dp", "--no-progress", "--cache", str(cache), "--json", str(out)]

@@ -22,6 +22,7 @@ from fairprobe.errors import DataError
 from fairprobe.report._read import get
 from fairprobe.report.adapters import adapt, provenance_of, split_document
 from fairprobe.report.document import Report, Section, polarity
+from fairprobe.report.figures import bounded_spec
 from fairprobe.report.jsonio import RESULT_KINDS, SCHEMA, read_json
 from fairprobe.stats.headline import Headline, headline
 
@@ -178,6 +179,7 @@ def build_report(results: Sequence[tuple[str, Mapping[str, Any]]], title: str | 
     used: set[str] = set()
     for s in sections:
         s.anchor = _anchor(s.title, used)
+        s.figures = [bounded_spec(f) for f in s.figures]  # captions and alt text cut
     overall = overall_verdict(sections)
     headline = _headline(sections)
     models = {v for p in provenance for k, v in p.items if k == "model" and v != "n/a"}

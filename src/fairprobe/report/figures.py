@@ -504,9 +504,13 @@ def _bounded(x: Any, capped: list[int], key: str = "") -> Any:
 
 def bounded_spec(spec: FigureSpec) -> FigureSpec:
     """``spec`` as it is drawn: labels cut, at most :data:`MAX_GROUPS` groups (the caption says
-    how many are shown), text alternative at most :data:`MAX_ALT` characters."""
+    how many are shown), caption and text alternative at most :data:`MAX_ALT` characters.
+    Idempotent (the report applies it when built, :func:`render_svg` again)."""
+    if spec.data.get("_bounded"):
+        return spec
     capped: list[int] = []
     data = _bounded(spec.data, capped)
+    data["_bounded"] = True
     total = data.get("n_groups")
     if isinstance(total, int) and total > len(data.get("groups") or ()):
         capped.append(total)  # the adapter chose which groups to draw
@@ -516,6 +520,8 @@ def bounded_spec(spec: FigureSpec) -> FigureSpec:
                     f"lists them all.")
     alt = spec.alt if len(spec.alt) <= MAX_ALT else (
         spec.alt[:MAX_ALT - 60] + "\u2026 (cut; the tables list every value)")
+    if len(caption) > MAX_ALT:
+        caption = caption[:MAX_ALT - 1] + "\u2026"
     return FigureSpec(spec.plot, data, alt, caption)
 
 
