@@ -298,18 +298,25 @@ def _chat_body(model_id: str, reasoning: bool = False) -> dict[str, Any]:
     """The request schema of ``/v1/chat/completions``: exactly what the endpoint answers with a
     200 (schemathesis checks that a schema-valid request is not refused). The last user message
     carries the record as a JSON object (user-interface fields, or audit fields with ``sex``)."""
-    record = {"type": "string", "anyOf": [{"pattern": _record_pattern(USER_FEATURES)},
-                                          {"pattern": _record_pattern(tuple(AUDIT_FEATURES))}]}
+    patterns = [_record_pattern(USER_FEATURES), _record_pattern(tuple(AUDIT_FEATURES))]
+    record_text = {"type": "string", "anyOf": [{"pattern": p} for p in patterns]}
+    one_part = {"type": "array", "minItems": 1, "maxItems": 1, "items": {
+        "type": "object", "required": ["type", "text"],
+        "properties": {"type": {"const": "text"}, "text": record_text}}}
+    parts = {"type": "array", "items": {
+        "type": "object", "required": ["type", "text"],
+        "properties": {"type": {"const": "text"}, "text": {"type": "string"}}}}
     other = {
         "type": "object",
         "required": ["role", "content"],
-        "properties": {"role": {"type": "string", "enum": ["system", "assistant"]},
-                       "content": {"type": "string"}},
+        "properties": {"role": {"type": "string", "enum": ["system", "developer", "assistant"]},
+                       "content": {"anyOf": [{"type": "string"}, parts]}},
     }
     user = {
         "type": "object",
         "required": ["role", "content"],
-        "properties": {"role": {"type": "string", "enum": ["user"]}, "content": record},
+        "properties": {"role": {"type": "string", "enum": ["user"]},
+                       "content": {"anyOf": [record_text, one_part]}},
     }
     def opt(schema: dict[str, Any]) -> dict[str, Any]:  # null means "not given"
         return {**schema, "type": [schema["type"], "null"]}
