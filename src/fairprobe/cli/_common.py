@@ -13,7 +13,7 @@ from fairprobe.errors import ConfigError, InvalidParameterError
 if TYPE_CHECKING:
     import pandas as pd
 
-console = Console(stderr=False, highlight=False)
+console = Console(stderr=False, highlight=False, emoji=False)  # no :codes: from data
 
 
 def read_table(path: str | Path) -> pd.DataFrame:

@@ -53,7 +53,7 @@ def report(
     from fairprobe._text import term
     from fairprobe.report.render import write_html, write_markdown
 
-    console = Console(stderr=True, highlight=False)
+    console = Console(stderr=True, highlight=False, emoji=False)
     for s in rep.sections:
         for w in s.warnings:
             console.print(f"warning: {term(s.source)}: {term(w)}", soft_wrap=True)
