@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from fairprobe._io import check_output, prepare_private_file, write_file
 from fairprobe.errors import DataError
 
 from .report.hostile import audit_args, cli, replay_audit_files
@@ -80,6 +79,8 @@ def test_report_outputs_refuse_special_files(tmp_path: Path) -> None:
 
 def test_the_one_writer(tmp_path: Path) -> None:
     """``fairprobe._io.write_file``: what every command (and ``--csv``) writes with."""
+    from fairprobe._io import check_output, prepare_private_file, write_file
+
     specials = _specials(tmp_path)
     for name, path in specials.items():
         with pytest.raises(DataError, match=r"^--csv '.*' is (a|an) ") as e:
