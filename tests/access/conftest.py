@@ -108,3 +108,9 @@ def make_records() -> Any:
 def free_port_url() -> str:
     """``http://127.0.0.1:P`` for a port P where nothing listens."""
     return f"http://127.0.0.1:{free_port()}"
+
+
+@pytest.fixture(scope="session")
+def wait_for_http() -> Any:
+    """The :func:`wait_http` helper (for test modules, which cannot import this conftest)."""
+    return wait_http

@@ -37,6 +37,7 @@ __all__ = [
     "HttpStatusError",
     "HttpTransport",
     "dotted_get",
+    "headers_from_env",
     "parse_duration",
 ]
 
@@ -246,7 +247,7 @@ class HttpTransport:
                 self._client = None
 
 
-def _headers_from_env(names: Mapping[str, str]) -> dict[str, str]:
+def headers_from_env(names: Mapping[str, str]) -> dict[str, str]:
     out = {}
     for header, env in names.items():
         value = os.environ.get(env)
@@ -403,7 +404,7 @@ class HttpJsonBackend(HttpBackend):
         self.max_batch = c.max_batch
         self.url = c.url + (c.path if not c.path or c.path.startswith("/") else "/" + c.path)
         self._transport = HttpTransport(
-            {**c.headers, **_headers_from_env(c.headers_env)}, c.timeout
+            {**c.headers, **headers_from_env(c.headers_env)}, c.timeout
         )
         transport = {
             "headers", "headers_env", "timeout", "max_batch", "on_malformed", "identity_path",

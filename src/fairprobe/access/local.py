@@ -272,7 +272,9 @@ class LocalModelBackend(Backend):
             absent = [c for c in self.feature_columns if c not in df.columns]
             if absent:
                 raise DataError(
-                    f"records lack the model's feature column(s) {', '.join(map(repr, absent))}."
+                    f"records lack the model's feature column(s) {', '.join(map(repr, absent))}"
+                    "; send them (--feature-cols, or --send-group for the sensitive column) or "
+                    "set feature_columns in the backend config."
                 )
             df = df[self.feature_columns]
         return df
