@@ -28,6 +28,7 @@ from fairprobe._validation import check_real
 from fairprobe.errors import InvalidParameterError
 from fairprobe.stats.counts import CountsVector
 from fairprobe.stats.exact import exact_difference_interval, exact_ratio_interval
+from fairprobe.stats.finding import Finding, Question, Verdict, decide
 from fairprobe.stats.intervals import (
     katz_ratio_interval,
     newcombe_interval,
@@ -42,8 +43,6 @@ __all__ = [
     "MetricResult",
     "Verdict",
 ]
-
-Verdict = Literal["fair", "unfair", "undetermined"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +139,17 @@ INTERVAL_METHODS: dict[str, Callable[[CountsVector | MeanStats, float], tuple[fl
     "welch": _welch,
 }
 
+#: What each construction's coverage rests on (keys of :data:`fairprobe.stats.finding.COVERAGE`):
+#: the exact ones keep the level at every rate and size (``docs/stats.md``, exact enumeration).
+INTERVAL_COVERAGE: dict[str, str] = {
+    "newcombe": "asymptotic",
+    "score": "asymptotic",
+    "katz": "asymptotic",
+    "exact-difference": "exact",
+    "exact-ratio": "exact",
+    "welch": "asymptotic",
+}
+
 #: How each metric is judged: a difference against a band, or a ratio against a floor.
 METRIC_KINDS: dict[str, Literal["difference", "ratio"]] = {
     "demographic_parity_difference": "difference",
@@ -222,18 +232,27 @@ class MetricResult:
     def verdict_at(self, confidence_level: float | None = None) -> Verdict:
         """The verdict using the interval at ``confidence_level`` (see module docstring)."""
         lo, hi = self.confidence_interval(confidence_level)
-        th = self.threshold
-        if self.kind == "ratio":
-            if lo >= th:
-                return "fair"
-            if hi < th:
-                return "unfair"
-            return "undetermined"
-        if lo >= -th and hi <= th:
-            return "fair"
-        if hi < -th or lo > th:
-            return "unfair"
-        return "undetermined"
+        return decide(lo, hi, kind=self.kind, threshold=self.threshold)
+
+    @property
+    def finding(self) -> Finding:
+        """This result as a :class:`~fairprobe.stats.finding.Finding` (the verdict engine)."""
+        counts = self.counts
+        ev = (dict(zip(("a", "A", "b", "B"), counts.as_tuple(), strict=True))
+              if isinstance(counts, CountsVector) else counts.to_dict())
+        rate = {"demographic_parity_difference": "selection_rate",
+                "disparate_impact_ratio": "selection_rate",
+                "equal_opportunity_difference": "true_positive_rate"}.get(self.metric,
+                                                                          "mean_value")
+        lo, hi = self.interval
+        return Finding(
+            question=Question(metric=self.metric, kind=self.kind, threshold=self.threshold,
+                              groups=tuple(self.groups), rates=(rate,),
+                              scale="ratio" if self.kind == "ratio" else "probability"),
+            estimate=float(self.estimate), low=lo, high=hi,
+            confidence_level=self.confidence_level, construction=self.method,
+            coverage=INTERVAL_COVERAGE[self.method], counts=ev,
+        )
 
     @property
     def verdict(self) -> Verdict:
@@ -271,6 +290,7 @@ class MetricResult:
             "threshold": self.threshold,
             "verdict": self.verdict,
             "point_verdict": self.point_verdict,
+            "finding": self.finding.to_dict(),
             "groups": {"a": self.groups[0], "b": self.groups[1]},
             "counts": ev,
         }
