@@ -188,6 +188,10 @@ def test_mlserver_declared_inputs_choose_the_columns(mlserver: str, model_dir: P
     local, _ = _answers(_local_config(model_dir), _records(model_dir, 50))
     served, _ = _answers(_v2_config(mlserver, model="income-declared"), records)
     np.testing.assert_array_equal(served.decisions, local.decisions)
+    from fairprobe.errors import DataError
+
+    with pytest.raises(DataError, match="declares the input.*'race'.*--send-group"):
+        be.request_body([{k: v for k, v in r.items() if k != "race"} for r in records])
 
 
 def test_mlserver_unknown_model_names_the_config_key(mlserver: str) -> None:

@@ -436,6 +436,28 @@ class HttpJsonBackend(HttpBackend):
             return None  # no such endpoint, or not JSON: fingerprint instead
         return identity_from_report(report, c.identity_fields)
 
+    def declared_inputs(self) -> list[str] | None:
+        """The input fields the endpoint declares, or ``None``.
+
+        Reads ``GET {url}/schema`` in the fairprobe platform's shape: a section whose
+        ``endpoint`` is this backend's ``path`` lists its ``features``. Anything else (no such
+        endpoint, another shape, an unreachable server) declares nothing: the caller then sends
+        every column but the label and the sensitive one. Costs no query.
+        """
+        c = self.config
+        try:
+            schema = self._transport.request_json("GET", c.url + "/schema", None)
+        except (AccessError, AnswerParseError):
+            return None
+        if not isinstance(schema, Mapping):
+            return None
+        path = "/" + c.path.strip("/")
+        for section in schema.values():
+            if (isinstance(section, Mapping) and section.get("endpoint") == path
+                    and isinstance(section.get("features"), list)):
+                return [str(f) for f in section["features"]]
+        return None
+
     def ask(self, records: Sequence[Record]) -> list[Answer]:
         c = self.config
         instances = [dict(r) for r in records]

@@ -437,7 +437,13 @@ class KServeV2Backend(_ServedModel):
                 else "columns"
         if c.feature_columns is not None:
             cols = list(c.feature_columns)
-        elif mode == "columns" and declared and all(n in fields for n in types):
+        elif mode == "columns" and declared:
+            absent = [n for n in types if n not in fields]
+            if absent:
+                raise DataError(
+                    f"model {c.model!r} declares the input(s) {', '.join(map(repr, absent))}, "
+                    "absent from the records; send them (--feature-cols, or --send-group for "
+                    "the sensitive column) or set feature_columns in the backend config.")
             cols = list(types)
         else:
             cols = list(records[0]) if records else []

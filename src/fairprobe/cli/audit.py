@@ -184,18 +184,20 @@ def resolve_groups(
     return a, b
 
 
-def _platform_fields(url: str | None, path: str) -> list[str] | None:
-    """The input fields of the platform shape behind ``--url`` (``None`` for other shapes)."""
-    if url is None:
+def _platform_fields(url: str | None, path: str, feature_cols: str | None = None
+                     ) -> list[str] | None:
+    """The input fields the endpoint behind ``--url`` declares (``GET {url}/schema``, the
+    platform's shape); ``None`` (send every column but the label and the sensitive one) when it
+    declares none or ``--feature-cols`` says what to send. Never assumes the platform."""
+    if url is None or feature_cols is not None:
         return None
-    from fairprobe.platform.core import USER_FEATURES
-    from fairprobe.platform.model import AUDIT_FEATURES
+    from fairprobe.access.http import HttpJsonBackend
 
-    if path.rstrip("/") == "/audit/predict":
-        return list(AUDIT_FEATURES)
-    if path.rstrip("/") == "/user/predict":
-        return list(USER_FEATURES)
-    return None
+    backend = HttpJsonBackend(url=url, path=path)
+    try:
+        return backend.declared_inputs()
+    finally:
+        backend.close()
 
 
 def audit(
@@ -410,7 +412,7 @@ def plan_audit(
         raise DataError(f"--group-col {group_col!r} is not a column of the pool (columns: {have}).")
     if metric in _NEEDS_LABEL and label is None:
         raise DataError(f"--metric {metric} needs true labels: give --label-col.")
-    required = _platform_fields(url, path)
+    required = _platform_fields(url, path, feature_cols)
     columns = plan_columns(
         pool, group_cols=[group_col], label_col=label, feature_cols=split_list(feature_cols),
         send_group=send_group, required=required,
@@ -621,7 +623,7 @@ def _group_audit(
         raise DataError(f"--metric {names[0]} needs true labels: give --label-col.")
     columns = plan_columns(pool, group_cols=cols, label_col=label,
                            feature_cols=split_list(feature_cols), send_group=send_group,
-                           required=_platform_fields(url, path))
+                           required=_platform_fields(url, path, feature_cols))
     if not needs_label and label_col is None:
         label = None
     n = len(pool)
