@@ -25,9 +25,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fairprobe.access import BlackBox, load_backend
-
 from conftest import free_port
+from fairprobe.access import BlackBox, load_backend
 
 REPO = Path(__file__).resolve().parents[2]
 SERVERS = Path(os.environ.get("FAIRPROBE_SERVERS_VENV", REPO / ".venv-servers"))

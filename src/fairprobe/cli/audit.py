@@ -66,7 +66,7 @@ class Simultaneous(StrEnum):
 def check_audit_flags(
     *,
     metric: str,
-    budget: int | None,
+    budget: int | str | None,
     seed: int,
     tolerance: float | None,
     threshold: float | None,
@@ -83,7 +83,7 @@ def check_audit_flags(
     from fairprobe.errors import InvalidParameterError
 
     name = check_flag_choice(metric, "--metric", METRIC_CHOICES)
-    if budget is not None:
+    if isinstance(budget, int):
         check_flag_int(budget, "--budget", lo=2, hint=" (at least one query per group)")
     if name == "disparate_impact_ratio":
         if tolerance is not None:
@@ -213,7 +213,7 @@ def audit(
     feature_cols: Annotated[str | None, typer.Option(help="Comma-separated columns sent to the model (default: all but the label and the sensitive column).")] = None,
     send_group: Annotated[bool, typer.Option(help="Also send the sensitive column to the model.")] = False,
     metric: Annotated[str, typer.Option(help="Comma-separated, case-insensitive, any of: di, dp, eo (TPR), fpr, eodds (equalized odds), ppv (predictive parity), accuracy-gap, error-rate, score-gap. Two-group audits: one of di, dp, eo, accuracy-gap.")] = "di",
-    budget: Annotated[int | None, typer.Option(help="Queries drawn from the pool [default: 2000, or the whole pool if smaller].")] = None,
+    budget: Annotated[str | None, typer.Option(help="Queries drawn from the pool: a number, or 'all' for every row. [default: 2000, or the whole pool if smaller; with --predictions: all]", show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Seed of the query draw.")] = 0,
     tolerance: Annotated[float | None, typer.Option(help="Fair band half-width of differences, in (0, 1).")] = None,
     threshold: Annotated[float | None, typer.Option(help="Minimum ratio of DI (80% rule), in (0, 1].")] = None,
@@ -234,13 +234,47 @@ def audit(
     max_unusable: Annotated[float, typer.Option(help="Threshold of --strict (share in [0, 1)).")] = 0.05,
     prompt_variants: Annotated[Path | None, typer.Option(help="TOML [templates] name = \"template\": rerun the audit per prompt (openai-chat backends) and report the verdict's sensitivity.")] = None,
     name_swap: Annotated[str | None, typer.Option(help="Field holding a first name: also ask each record with the name swapped to the other sex and report the flip rate.")] = None,
+    predictions: Annotated[str | None, typer.Option(help="Audit predictions already made (CSV/Parquet), asking no model: give --y-pred-col (and --y-true-col, --score-col); every row is used unless --budget says otherwise.")] = None,
+    y_pred_col: Annotated[str | None, typer.Option(help="With --predictions: the column of decisions (0/1, or labels with --pos-label).")] = None,
+    y_true_col: Annotated[str | None, typer.Option(help="With --predictions: the column of true labels.")] = None,
+    score_col: Annotated[str | None, typer.Option(help="With --predictions: the column of scores in [0, 1] (score-gap).")] = None,
+    sample_weight_col: Annotated[str | None, typer.Option(help="With --predictions: the column of sample weights.")] = None,
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the by-group (or per-metric) table as CSV.")] = None,
 ) -> None:
     """Audit a black-box model with a fixed budget: metrics, confidence intervals, verdict.
 
     Every group of --group-col (or every intersection of several columns) with a by-group table
     and, per metric, the worst pair with simultaneous intervals; or one metric between two
     groups (--group-a/--group-b, and the default Female vs Male for --group-col sex).
+    With --predictions, the decisions in a file are audited the same way and nothing is paid.
     """
+    from fairprobe.cli._common import parse_budget
+
+    budget_n = parse_budget(budget)
+    if predictions is not None:
+        from fairprobe.cli.predictions import predictions_audit
+
+        predictions_audit(
+            predictions=predictions, y_pred_col=y_pred_col, y_true_col=y_true_col,
+            score_col=score_col, sample_weight_col=sample_weight_col, group_col=group_col,
+            metric=metric, budget=None if budget_n == "all" else budget_n,  # type: ignore[arg-type]
+            seed=seed, tolerance=tolerance, threshold=threshold,
+            confidence_level=confidence_level, json_path=json_path, csv_path=csv_path,
+            min_group_size=min_group_size, reference=reference,
+            pos_label=_label_value(pos_label), method=simultaneous.value,
+            given={"--url": url, "--backend-config": backend_config, "--queries": queries,
+                   "--feature-cols": feature_cols, "--send-group": send_group,
+                   "--label-col": label_col, "--group-a": group_a, "--group-b": group_b,
+                   "--prompt-variants": prompt_variants, "--name-swap": name_swap,
+                   "--strict": strict})
+        return
+    for flag, given in (("--y-pred-col", y_pred_col), ("--y-true-col", y_true_col),
+                        ("--score-col", score_col), ("--sample-weight-col", sample_weight_col)):
+        if given is not None:
+            from fairprobe.errors import InvalidParameterError
+
+            raise InvalidParameterError(f"{flag} works with --predictions FILE; give the file.")
+    budget = budget_n  # type: ignore[assignment]
     if _wants_group_audit(group_col, group_a, group_b, metric, all_groups):
         _group_audit(
             url=url, backend_config=backend_config, path=path, queries=queries,
@@ -378,7 +412,7 @@ def plan_audit(
     feature_cols: str | None,
     send_group: bool,
     metric: str,
-    budget: int | None,
+    budget: int | str | None,
     seed: int,
     name_swap: str | None = None,
 ) -> dict[str, Any]:
@@ -430,6 +464,8 @@ def plan_audit(
     n = len(pool)
     if budget is None:
         budget = min(2000, n)
+    elif not isinstance(budget, int):  # "all"
+        budget = n
     elif budget > n:
         raise DataError(
             f"--budget {budget} is larger than the query pool ({n} rows); lower it or give a "
@@ -561,7 +597,7 @@ def _label_value(pos_label: str | None) -> object:
 def _group_audit(
     *, url: str | None, backend_config: str | None, path: str, queries: str | None,
     group_col: str, label_col: str | None, feature_cols: str | None, send_group: bool,
-    metric: str, budget: int | None, seed: int, tolerance: float | None,
+    metric: str, budget: int | str | None, seed: int, tolerance: float | None,
     threshold: float | None, confidence_level: float, cache: Path, no_cache: bool,
     refresh: bool, concurrency: int, retries: int, timeout: float | None, progress: bool,
     json_path: Path | None, min_group_size: int, reference: str | None,
@@ -589,7 +625,7 @@ def _group_audit(
     cols = split_list(group_col) or []
     if not cols or len(set(cols)) != len(cols):
         raise InvalidParameterError(f"--group-col must name distinct columns; got {group_col!r}.")
-    if budget is not None:
+    if isinstance(budget, int):
         check_flag_int(budget, "--budget", lo=2, hint=" (at least one query per group)")
     check_flag_int(min_group_size, "--min-group-size", lo=1)
     if tolerance is not None:
@@ -629,6 +665,8 @@ def _group_audit(
     n = len(pool)
     if budget is None:
         budget = min(2000, n)
+    elif not isinstance(budget, int):  # "all"
+        budget = n
     elif budget > n:
         raise DataError(f"--budget {budget} is larger than the query pool ({n} rows); lower it "
                         "or give a larger --queries file.")

@@ -127,7 +127,8 @@ def _binary_labels(values: Any, name: str, pos_label: Any) -> npt.NDArray[np.boo
             return np.asarray(arr == 1, dtype=bool)
         shown = ", ".join(repr(v) for v in pd.unique(arr)[:5])
         raise DataError(
-            f"{name} holds non-numeric labels ({shown}): pass pos_label (e.g. pos_label='>50K')."
+            f"{name} holds non-numeric labels ({shown}): name the positive one with --pos-label "
+            "(pos_label in Python), e.g. --pos-label '>50K'."
         )
     uniq = pd.unique(arr)
     if len(uniq) > 2:
