@@ -275,6 +275,7 @@ def audit(
 
             raise InvalidParameterError(f"{flag} works with --predictions FILE; give the file.")
     budget = budget_n  # type: ignore[assignment]
+    check_output_path(csv_path, "--csv")
     if _wants_group_audit(group_col, group_a, group_b, metric, all_groups):
         _group_audit(
             url=url, backend_config=backend_config, path=path, queries=queries,
@@ -285,7 +286,7 @@ def audit(
             retries=retries, timeout=timeout, progress=progress, json_path=json_path,
             min_group_size=min_group_size, reference=reference, pos_label=pos_label,
             method=simultaneous.value, strict=strict, max_unusable=max_unusable,
-            prompt_variants=prompt_variants, name_swap=name_swap,
+            prompt_variants=prompt_variants, name_swap=name_swap, csv_path=csv_path,
         )
         return
     if pos_label is not None:
@@ -379,6 +380,12 @@ def audit(
         body = result.to_dict()
         body.update(extra)
         write_result(json_path, "audit", body, prov)
+    if csv_path is not None:
+        from fairprobe.report.tables import finding_row, findings_table, write_csv
+
+        d = result.to_dict(per_instance=False)
+        write_csv(csv_path, findings_table([{**finding_row(d["metric"]), "queried": d["queried"],
+                                             "paid": d["paid"], "cached": d["cached"]}]))
 
 
 def print_llm_dimensions(extra: dict[str, Any], out: Any) -> None:
@@ -603,6 +610,7 @@ def _group_audit(
     json_path: Path | None, min_group_size: int, reference: str | None,
     pos_label: str | None, method: str, strict: bool = False, max_unusable: float = 0.05,
     prompt_variants: Path | None = None, name_swap: str | None = None,
+    csv_path: Path | None = None,
 ) -> None:
     """The every-group audit: flags, then the pool and columns, then the paid queries."""
     from fairprobe.errors import DataError, InvalidParameterError
@@ -698,6 +706,10 @@ def _group_audit(
     print_trust_summary(prov, plan, console)
     if json_path is not None:
         write_result(json_path, "audit", result, prov)
+    if csv_path is not None:
+        from fairprobe.report.tables import group_table, write_csv
+
+        write_csv(csv_path, group_table(result))
 
 
 def register(app: typer.Typer) -> None:

@@ -144,12 +144,15 @@ def sequential(
     timeout: Annotated[float | None, typer.Option(help="Live mode: per-request timeout (s).")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress.")] = True,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the printed table (one row: the quantities) as CSV.")] = None,
 ) -> None:
     """Sequential audit of SP or EO: stop at violation, compliance, or the budget."""
+    from fairprobe.cli._common import check_output_path
     from fairprobe.provenance import Provenance
     from fairprobe.report import write_result
     from fairprobe.sequential.base import ALIASES, DEFAULT_TEST
 
+    check_output_path(csv_path, "--csv")
     name = ALIASES.get(test.value, test.value) if test is not None else DEFAULT_TEST
     opts: dict[str, Any] = {}
     if min_per_group is not None:
@@ -204,6 +207,10 @@ def sequential(
         _print_single(result)
     if json_path is not None:
         write_result(json_path, "sequential", result, Provenance.capture(seed=seed))
+    if csv_path is not None:
+        from fairprobe.report.tables import findings_table, write_csv
+
+        write_csv(csv_path, findings_table([result.to_dict()]))
 
 
 def _pool_mode(

@@ -14,15 +14,15 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["findings_table", "group_table", "write_csv"]
+__all__ = ["finding_row", "findings_table", "group_table", "write_csv"]
 
 
 def write_csv(path: str | os.PathLike[str], table: pd.DataFrame) -> Path:
-    """Write ``table`` as CSV (no index column, ``.17g`` floats: the numbers the JSON holds)."""
+    """Write ``table`` as CSV (no index column; floats as their shortest exact repr, the numbers
+    the JSON holds)."""
     from fairprobe.report.jsonio import write_text
 
-    return write_text(path, table.to_csv(index=False, float_format="%.17g",
-                                         lineterminator="\n"), "CSV output")
+    return write_text(path, table.to_csv(index=False, lineterminator="\n"), "CSV output")
 
 
 def group_table(result: Any) -> pd.DataFrame:
@@ -41,6 +41,38 @@ def group_table(result: Any) -> pd.DataFrame:
     return pd.concat([out, body], axis=1)
 
 
+def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(_flatten(v, key + "."))
+        elif isinstance(v, list | tuple):
+            if all(not isinstance(x, Mapping | list | tuple) for x in v):
+                out[key] = ", ".join(map(str, v))
+        else:
+            out[key] = v
+    return out
+
+
 def findings_table(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """A per-finding table from dicts (one per metric or finding), columns in first-seen order."""
-    return pd.DataFrame([dict(r) for r in rows])
+    """A per-finding table from dicts (one per metric or finding): nested keys become dotted
+    columns (``interval.low``), lists of scalars are joined, lists of objects left out;
+    columns in first-seen order."""
+    return pd.DataFrame([_flatten(r) for r in rows])
+
+
+def finding_row(d: Mapping[str, Any]) -> dict[str, Any]:
+    """One row of a per-finding table from a metric's JSON (``estimate``, ``interval``,
+    ``threshold``, ``verdict``, ``groups``, ``counts``), as the terminal prints it."""
+    iv = d.get("interval") or {}
+    groups = d.get("groups") or {}
+    counts = d.get("counts") or {}
+    row: dict[str, Any] = {
+        "metric": d.get("metric"), "group_a": groups.get("a"), "group_b": groups.get("b"),
+        "estimate": d.get("estimate"), "low": iv.get("low"), "high": iv.get("high"),
+        "level": iv.get("level"), "interval": iv.get("method"), "threshold": d.get("threshold"),
+        "verdict": d.get("verdict"),
+    }
+    row.update({f"count_{k}": v for k, v in counts.items()})
+    return row
