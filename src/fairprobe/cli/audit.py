@@ -209,7 +209,7 @@ def audit(
     group_a: Annotated[str | None, typer.Option(help="Two-group audit: group A value (the numerator of DI); default Female for --group-col sex.")] = None,
     group_b: Annotated[str | None, typer.Option(help="Two-group audit: group B value; 'rest' (or omit with --group-a) for every other value.")] = None,
     all_groups: Annotated[bool, typer.Option(help="Audit every group of --group-col even for sex (default there: Female vs Male).")] = False,
-    label_col: Annotated[str | None, typer.Option(help="True-label column (never sent; needed by eo, accuracy-gap).")] = None,
+    label_col: Annotated[str | None, typer.Option(help="True-label column (never sent; needed by eo, fpr, eodds, ppv, accuracy-gap, error-rate).")] = None,
     feature_cols: Annotated[str | None, typer.Option(help="Comma-separated columns sent to the model (default: all but the label and the sensitive column).")] = None,
     send_group: Annotated[bool, typer.Option(help="Also send the sensitive column to the model.")] = False,
     metric: Annotated[str, typer.Option(help="Comma-separated, case-insensitive, any of: di, dp, eo (TPR), fpr, eodds (equalized odds), ppv (predictive parity), accuracy-gap, error-rate, score-gap. Two-group audits: one of di, dp, eo, accuracy-gap.")] = "di",
@@ -219,8 +219,8 @@ def audit(
     threshold: Annotated[float | None, typer.Option(help="Minimum ratio of DI (80% rule), in (0, 1].")] = None,
     confidence_level: Annotated[float, typer.Option(help="Confidence level of the interval, in (0, 1).")] = 0.95,
     cache: Annotated[Path, typer.Option(help="Persistent answer cache (SQLite).")] = DEFAULT_CACHE,
-    no_cache: Annotated[bool, typer.Option(help="Neither read nor write the answer cache.")] = False,
-    refresh: Annotated[bool, typer.Option(help="Ask the model again and overwrite cached answers.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the answer cache.")] = False,
+    refresh: Annotated[bool, typer.Option("--refresh", help="Ask the model again and overwrite cached answers.")] = False,
     concurrency: Annotated[int, typer.Option(help="Batches in flight.")] = 4,
     retries: Annotated[int, typer.Option(help="Retries of a failed batch.")] = 5,
     timeout: Annotated[float | None, typer.Option(help="Per-request timeout (s).")] = None,
@@ -228,7 +228,7 @@ def audit(
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
     min_group_size: Annotated[int, typer.Option(help="Every-group audit: groups (or a rate's denominator, e.g. y_true=1 answers for TPR) below this are listed and left out of the summaries.")] = 20,
     reference: Annotated[str | None, typer.Option(help="Every-group audit: also compare every group with this one (intersections: 'Male, White').")] = None,
-    pos_label: Annotated[str | None, typer.Option(help="Positive value of --label-col when its labels are not 0/1.")] = None,
+    pos_label: Annotated[str | None, typer.Option(help="Positive value of --label-col (and of --y-pred-col with --predictions) when the labels are not 0/1, e.g. '>50K'.")] = None,
     simultaneous: Annotated[Simultaneous, typer.Option(case_sensitive=False, help="Every-group audit: simultaneous intervals, exact (level kept at every rate and size) or bonferroni (narrower).")] = Simultaneous.exact,
     strict: Annotated[bool, typer.Option(help="Stop when a group's share of unusable answers (unparsed, refused, truncated) exceeds --max-unusable.")] = False,
     max_unusable: Annotated[float, typer.Option(help="Threshold of --strict (share in [0, 1)).")] = 0.05,
@@ -289,12 +289,6 @@ def audit(
             prompt_variants=prompt_variants, name_swap=name_swap, csv_path=csv_path,
         )
         return
-    if pos_label is not None:
-        from fairprobe.errors import InvalidParameterError
-
-        raise InvalidParameterError(
-            "--pos-label works with every-group audits (no --group-a/--group-b); for a two-group "
-            "audit give a 0/1 --label-col.")
     name = check_audit_flags(
         metric=metric, budget=budget, seed=seed, tolerance=tolerance, threshold=threshold,
         confidence_level=confidence_level, concurrency=concurrency, retries=retries,
@@ -312,6 +306,7 @@ def audit(
         url=url, path=path, queries=queries, group_col=group_col, group_a=group_a,
         group_b=group_b, label_col=label_col, feature_cols=feature_cols, send_group=send_group,
         metric=name, budget=budget, seed=seed, name_swap=name_swap,
+        pos_label=_label_value(pos_label),
     )
     backend = build_backend(url, backend_config, path)  # no network yet
     if templates is not None:
@@ -331,6 +326,7 @@ def audit(
     from fairprobe.report.text import print_audit
 
     extra: dict[str, Any] = {}
+    requests = {"paid": 0, "cached": 0, "runs": 0}  # every run's BlackBox: one source of truth
 
     def one(be: Any, swap: bool = False) -> tuple[Any, Any]:
         n_budget = plan["budget"] * (2 if swap and name_swap is not None else 1)
@@ -344,7 +340,7 @@ def audit(
                 group_b=plan["group_b"], label_col=plan["label"],
                 feature_cols=plan["columns"].sent, budget=plan["budget"], seed=seed,
                 tolerance=tolerance, threshold=threshold, confidence_level=confidence_level,
-                max_unusable_share=limit,
+                max_unusable_share=limit, pos_label=plan.get("pos_label"),
             )
             prov = audit_provenance(bb, plan, seed=seed, cache=cache, no_cache=no_cache,
                                     refresh=refresh)
@@ -356,6 +352,9 @@ def audit(
                 extra["name_swap"] = name_swap_audit(
                     bb, sample, name_swap, seed=seed, confidence_level=confidence_level
                 ).to_dict()
+            requests["paid"] += bb.spent
+            requests["cached"] += bb.from_cache
+            requests["runs"] += 1
         usage = getattr(be, "usage", None)
         if isinstance(usage, dict):  # tokens the server reported, summed over every run
             total = extra.setdefault("usage", dict.fromkeys(usage, 0))
@@ -376,6 +375,12 @@ def audit(
     print_audit(result, console)
     print_trust_summary(prov, plan, console)
     print_llm_dimensions(extra, console)
+    if requests["runs"] > 1 or name_swap is not None:
+        extra["requests"] = dict(requests)
+        console.print(
+            f"all requests of this audit ({requests['runs']} run(s)"
+            f"{', with name swaps' if name_swap is not None else ''}): {requests['paid']} paid, "
+            f"{requests['cached']} from the cache")
     if json_path is not None:
         body = result.to_dict()
         body.update(extra)
@@ -422,6 +427,7 @@ def plan_audit(
     budget: int | str | None,
     seed: int,
     name_swap: str | None = None,
+    pos_label: Any = None,
 ) -> dict[str, Any]:
     """Read the pool and check everything that depends on it, before any backend call.
 
@@ -461,7 +467,7 @@ def plan_audit(
     if metric not in _NEEDS_LABEL and label_col is None:
         label = None  # a column withheld as label-like is not needed by DP/DI
     if label is not None and metric in _NEEDS_LABEL:
-        _check_binary_labels(pool[label], label)
+        _check_binary_labels(pool[label], label, pos_label)
     if name_swap is not None and name_swap not in columns.sent:
         raise DataError(
             f"--name-swap {name_swap!r} is not a column sent to the model (sent: "
@@ -497,19 +503,25 @@ def plan_audit(
     return {
         "pool": pool, "source": source, "columns": columns, "group_a": a, "group_b": b,
         "label": label, "budget": budget, "sample_groups": sample[group_col].to_numpy(),
-        "group_col": group_col,
+        "group_col": group_col, "pos_label": pos_label,
     }
 
 
-def _check_binary_labels(labels: pd.Series, col: str) -> None:
+def _check_binary_labels(labels: pd.Series, col: str, pos_label: Any = None) -> None:
     from fairprobe.errors import DataError
 
+    if pos_label is not None:  # labels such as '>50K': the library's check names --pos-label
+        from fairprobe.audit import _check_labels
+
+        _check_labels(labels, col, pos_label)
+        return
     if labels.isna().any():
         raise DataError(f"The label column {col!r} has missing values; drop those rows.")
     vals = set(labels.unique().tolist())
     if not vals <= {0, 1}:  # also True/False and 0.0/1.0
         shown = ", ".join(map(str, sorted(vals, key=str)[:6]))
-        raise DataError(f"The label column {col!r} must hold 0/1 labels; found {shown}.")
+        raise DataError(f"The label column {col!r} must hold 0/1 labels; found {shown}: name "
+                        "the positive label with --pos-label.")
 
 
 def audit_provenance(bb: Any, plan: dict[str, Any], *, seed: int, cache: Path, no_cache: bool,
@@ -556,7 +568,8 @@ def print_trust_summary(prov: Any, plan: dict[str, Any], out: Any) -> None:
     for g, c in answers.get("by_group", {}).items():
         out.print(
             f"  {plan['group_col']}={g}: {c['asked']} asked, {c['paid']} paid, "
-            f"{c['cached']} cached, {c['unparsed']} unparsed, {c['refused']} refused"
+            f"{c['cached']} cached, {c['unparsed']} unparsed, {c['refused']} refused, "
+            f"{c.get('truncated', 0)} truncated"
         )
     out.print(f"columns {plan['columns'].summary()}")
     for note in prov.notes:
