@@ -191,6 +191,9 @@ class MetricResult:
     confidence_level: float
     method: str
     groups: tuple[str, str] = ("A", "B")
+    #: set when the group-filtering rule leaves the question open (a group's denominator below
+    #: ``min_group_size``): the verdict is then ``undetermined`` and this says why
+    undetermined_reason: str | None = None
     interval: ConfidenceInterval = field(init=False)
 
     def __post_init__(self) -> None:
@@ -231,6 +234,8 @@ class MetricResult:
 
     def verdict_at(self, confidence_level: float | None = None) -> Verdict:
         """The verdict using the interval at ``confidence_level`` (see module docstring)."""
+        if self.undetermined_reason is not None:
+            return "undetermined"
         lo, hi = self.confidence_interval(confidence_level)
         return decide(lo, hi, kind=self.kind, threshold=self.threshold)
 
@@ -252,6 +257,8 @@ class MetricResult:
             estimate=float(self.estimate), low=lo, high=hi,
             confidence_level=self.confidence_level, construction=self.method,
             coverage=INTERVAL_COVERAGE[self.method], counts=ev,
+            reason=self.undetermined_reason,
+            forced="undetermined" if self.undetermined_reason is not None else None,
         )
 
     @property
@@ -293,6 +300,8 @@ class MetricResult:
             "finding": self.finding.to_dict(),
             "groups": {"a": self.groups[0], "b": self.groups[1]},
             "counts": ev,
+            **({"undetermined_reason": self.undetermined_reason}
+               if self.undetermined_reason is not None else {}),
         }
 
     # -- a result behaves like its estimate where users expect a number ----------------------
