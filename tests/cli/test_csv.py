@@ -73,12 +73,14 @@ def test_sequential_csv(tmp_path, capsys) -> None:
     f = tmp_path / "pool.csv"
     pd.DataFrame({"g": ["F"] * 1000 + ["M"] * 1000, "d": d}).to_csv(f, index=False)
     code, _, err = _run(["sequential", "--group-col", "g", "--decision-col", "d", "--input",
-                         str(f), "--repeats", "10", "--json", str(tmp_path / "s.json"),
+                         str(f), "--repeats", "10", "--budget", "all", "--json",
+                         str(tmp_path / "s.json"),
                          "--csv", str(tmp_path / "s.csv")], capsys)
     assert code == 0, err
     t = pd.read_csv(tmp_path / "s.csv")
     doc = json.loads((tmp_path / "s.json").read_text())
     assert len(t) == 1 and t.loc[0, "mean_queries"] == doc["mean_queries"]
+    assert doc["budget"] == 2000  # --budget all: every row of the pool
 
 
 def test_csv_path_is_checked_before_anything_runs(model, tmp_path, capsys) -> None:

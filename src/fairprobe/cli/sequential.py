@@ -135,7 +135,7 @@ def sequential(
     alpha: Annotated[float, typer.Option(help="Nominal type-I error (false violation).")] = 0.05,
     beta: Annotated[float, typer.Option(help="Nominal type-II error (false compliance).")] = 0.2,
     min_per_group: Annotated[int | None, typer.Option(help="GLR/fixed: answers per group before the statistic may move.")] = None,
-    budget: Annotated[int, typer.Option(help="Most queries per audit.")] = 4000,
+    budget: Annotated[str, typer.Option(help="Most queries per audit: a number, or 'all' (every row of the pool).")] = "4000",
     repeats: Annotated[int, typer.Option(help="Pool mode: random query orders.")] = 200,
     seed: Annotated[int, typer.Option(help="Seed of the query orders.")] = 0,
     batch_size: Annotated[int, typer.Option(help="Live mode: records per request.")] = 1,
@@ -170,8 +170,11 @@ def sequential(
         raise ConfigError("Give --input (pool mode) or --url/--backend-config (live mode), not both.")
     if input_path is None and not live:
         raise ConfigError("Give --input FILE (pool mode) or --url / --backend-config (live mode).")
+    from fairprobe.cli._common import parse_budget
+
     common = dict(
-        metric=metric.value, access=access.value, test=name, tolerance=tolerance, budget=budget,
+        metric=metric.value, access=access.value, test=name, tolerance=tolerance,
+        budget=parse_budget(budget),
         seed=seed, alpha=alpha, beta=beta, test_options=opts,
     )  # fmt: skip
     result: Any
@@ -232,6 +235,8 @@ def _pool_mode(
     from fairprobe.sequential.pool import AuditPool, run_pool
 
     df = read_table(input_path)
+    if common["budget"] == "all":
+        common["budget"] = len(df)
     if group_col not in df.columns:
         raise ConfigError(f"Group column {group_col!r} is not in {input_path}.")
     n_groups = df[group_col].dropna().nunique()
@@ -335,6 +340,8 @@ def _live_mode(
         pool = read_table(queries)
         feats = split_list(feature_cols)
         label = label_col  # type: ignore[assignment]
+    if common["budget"] == "all":
+        common["budget"] = len(pool)
     backend = build_backend(url, backend_config, path)
     cache.parent.mkdir(parents=True, exist_ok=True)
 
