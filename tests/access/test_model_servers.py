@@ -252,3 +252,29 @@ def test_cli_audit_through_servers_equals_local(mlserver: str, mlflow_url: str, 
     assert _verdicts(mlf) == _verdicts(local)
     assert v2["provenance"]["backend"]["kind"] == "kserve-v2"
     assert v2["provenance"]["backend"]["identity_source"] == "reported"
+
+
+@pytest.fixture(scope="module")
+def v1_url(model_dir: Path, wait_for_http: Any) -> Iterator[str]:
+    """tests/access/v1_app.py (TF-Serving's REST shapes over model.joblib) as a real process."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).parent / "v1_app.py"), str(port),
+                             str(model_dir / "model.joblib"), "income", ",".join(FEATURES)])
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_for_http(url + "/v1/models/income", proc)
+        yield url
+    finally:
+        _stop(proc)
+
+
+@pytest.mark.parametrize("kind", ["kserve-v1", "tf-serving"])
+def test_kserve_v1_answers_equal_the_local_model(v1_url: str, model_dir: Path,
+                                                 kind: str) -> None:
+    records = _records(model_dir, 300)
+    local, _ = _answers(_local_config(model_dir), records)
+    cfg = {"kind": kind, "url": v1_url, "model": "income", "feature_columns": FEATURES}
+    served, check = _answers(cfg, records)
+    np.testing.assert_array_equal(served.decisions, local.decisions)
+    np.testing.assert_allclose(served.scores, local.scores, rtol=0, atol=1e-12)
+    assert check.source == "reported" and check.detail["versions"] == ["1"]
