@@ -53,10 +53,10 @@ demo: install
 	$(BIN)/fairprobe report results/demo.json --html results/demo-report.html
 	@echo ""
 	@echo "Report: results/demo-report.html. The command is $(BIN)/fairprobe (or first: . $(BIN)/activate)."
-	@echo "Next, audit your own model (docs/index.md, a ten-minute tutorial):"
-	@echo "  $(BIN)/fairprobe audit --predictions preds.csv --y-pred-col y_pred --y-true-col y_true --group-col sex --metric dp,eo --json results/mine.json"
+	@echo "Next, audit your own model (docs/index.md is the ten-minute tutorial):"
+	@echo "  $(BIN)/python tutorial/train.py"
+	@echo "  $(BIN)/fairprobe audit --backend-config tutorial/model.toml --queries tutorial/pool.csv --group-col sex --metric dp,eo --label-col income --json results/mine.json"
 	@echo "  $(BIN)/fairprobe report results/mine.json --html results/mine.html"
-	@echo "  $(BIN)/fairprobe audit --backend-config model.toml --group-col sex --metric dp --fail-on unfair"
 
 lint: install-dev
 	$(BIN)/ruff check .
