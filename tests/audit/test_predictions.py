@@ -110,7 +110,7 @@ def test_budget_draws_rows_and_all_takes_every_row(preds: Path, tmp_path: Path) 
     (["--group-col", "sex"], "--predictions needs --y-pred-col"),
     (["--y-pred-col", "nope", "--group-col", "sex"], "--y-pred-col 'nope' is not a column"),
     (["--y-pred-col", "p", "--group-col", "sex", "--url", "http://127.0.0.1:9"],
-     "--url asks a model"),
+     "--url does not apply to --predictions"),
     (["--y-pred-col", "p", "--group-col", "sex", "--budget", "lots"],
      "--budget must be a positive integer or 'all'"),
     (["--y-pred-col", "p", "--group-col", "sex", "--budget", "9999"], "--budget all"),

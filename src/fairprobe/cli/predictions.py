@@ -33,6 +33,7 @@ def predictions_audit(
     tolerance: float | None, threshold: float | None, confidence_level: float,
     json_path: Path | None, csv_path: Path | None, min_group_size: int,
     reference: str | None, pos_label: Any, method: str, given: dict[str, Any],
+    fail_on: Any = None,
 ) -> None:
     """Flags first, then the file, then the audit; one ``error:`` line for any bad input."""
     from fairprobe.errors import InvalidParameterError
@@ -40,8 +41,9 @@ def predictions_audit(
     for flag, value in given.items():
         if value:
             raise InvalidParameterError(
-                f"{flag} asks a model; --predictions audits the decisions in the file: drop "
-                f"{flag} (the columns are --y-pred-col, --y-true-col, --score-col, --group-col).")
+                f"{flag} does not apply to --predictions (it audits the decisions in the file): "
+                f"drop {flag}; the columns are --y-pred-col, --y-true-col, --score-col, "
+                "--group-col.")
     if y_pred_col is None:
         raise InvalidParameterError("--predictions needs --y-pred-col, the column of decisions.")
     if sample_weight_col is not None:
@@ -71,7 +73,6 @@ def predictions_audit(
     from fairprobe.access.local import file_sha256
     from fairprobe.predictions import audit_predictions, predictions_identity
     from fairprobe.provenance import Provenance, pool_digest
-    from fairprobe.report import write_result
     from fairprobe.report.groups import print_group_audit
 
     df = read_table(predictions)
@@ -95,9 +96,10 @@ def predictions_audit(
     print_group_audit(result, console)
     console.print(f"predictions: {result.queried} of {len(df)} rows of {predictions} (sha256 "
                   f"{sha[:12]}...), nothing paid")
-    if json_path is not None:
-        write_result(json_path, "audit", result, prov)
     if csv_path is not None:
         from fairprobe.report.tables import group_table, write_csv
 
         write_csv(csv_path, group_table(result))
+    from fairprobe.cli.gate import emit
+
+    emit(json_path, "audit", result, prov, fail_on)  # writes --json, then gates on --fail-on

@@ -49,11 +49,12 @@ def overall_verdict(sections: Sequence[Section]) -> str:
 
 
 def _combined(sections: Sequence[Section]) -> Headline:
-    return headline([(s.question or f"{s.source}#{s.anchor or s.title}", s.verdict or "",
+    return headline([(s.question or f"{s.source}#{s.anchor or s.title}",
+                      s.decided or s.verdict or "",
                       0.05 if s.alpha is None else s.alpha)
                      for s in sections
                      if s.counts and s.kind not in _NOT_VERDICTS
-                     and polarity(s.verdict) is not None])
+                     and polarity(s.decided or s.verdict) is not None])
 
 
 #: Sections whose verdict word is not a finding of their own: the consistency radius says how
@@ -154,6 +155,9 @@ def build_report(results: Sequence[tuple[str, Mapping[str, Any]]], title: str | 
             sec = adapt(kind, part, source, label)
             sec.question = _question(kind, part, source, label)
             sec.alpha = _alpha(part)
+            fv = get(part, "finding", "verdict")
+            if isinstance(fv, str):  # the verdict engine's verdict, where the result has one
+                sec.decided = fv
             sec.counts = sec.counts and _about_model(kind, part)
             sections.append(sec)
     if unknown:

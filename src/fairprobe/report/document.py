@@ -80,6 +80,9 @@ class Section:
     #: error level of its verdict; set by :func:`fairprobe.report.build.build_report`
     question: str = ""
     alpha: float | None = None
+    #: the finding's fair / unfair / undetermined verdict, when the result carries a finding
+    #: (it counts in the headline; ``verdict`` is the method's own word, for display)
+    decided: str | None = None
 
 
 @dataclass
