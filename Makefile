@@ -56,7 +56,7 @@ demo: install
 	@echo "Next, audit your own model (docs/index.md is the ten-minute tutorial):"
 	@echo "  $(BIN)/python tutorial/train.py"
 	@echo "  $(BIN)/fairprobe audit --backend-config tutorial/model.toml --queries tutorial/pool.csv --group-col sex --metric dp,eo --label-col income --json results/mine.json"
-	@echo "  $(BIN)/fairprobe report results/mine.json --html results/mine.html"
+	@echo "  $(BIN)/fairprobe report results/mine.json --html results/mine.html --fail-on unfair"
 
 lint: install-dev
 	$(BIN)/ruff check .
