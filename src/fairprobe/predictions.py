@@ -43,6 +43,7 @@ def audit_predictions(
     metrics: Sequence[str] = ("dp",),
     y_true_col: str | None = None,
     score_col: str | None = None,
+    sample_weight_col: str | None = None,
     pos_label: Any = None,
     budget: int | None = None,
     seed: int = 0,
@@ -68,6 +69,10 @@ def audit_predictions(
         True labels (needed by every metric but ``dp``/``di``/``score-gap``).
     score_col : str, optional
         Scores in [0, 1] (for ``score-gap``).
+    sample_weight_col : str, optional
+        Instance weights: every rate is weighted (fairlearn's ``sample_params``), its interval
+        the Wilson interval at Kish's effective size, the summaries ``bonferroni`` (an ``exact``
+        ``method`` becomes ``bonferroni``; weighted counts are not integers).
     pos_label : scalar, optional
         The positive value of ``y_pred_col`` and ``y_true_col`` when they hold labels, as in
         fairlearn's metrics (``">50K"``).
@@ -85,7 +90,7 @@ def audit_predictions(
     from fairprobe.stats.frame import _binary_labels
 
     for col, flag in ((y_pred_col, "--y-pred-col"), (y_true_col, "--y-true-col"),
-                      (score_col, "--score-col")):
+                      (score_col, "--score-col"), (sample_weight_col, "--sample-weight-col")):
         _column(df, col, flag)
     n = len(df)
     if budget is None:
@@ -115,6 +120,13 @@ def audit_predictions(
                             "[0, 1] on every row.")
     elif "mean_score_difference" in names:
         raise DataError("score-gap needs scores: give --score-col.")
+    weights = None
+    if sample_weight_col is not None:
+        weights = pd.to_numeric(sample[sample_weight_col], errors="coerce").to_numpy(dtype=float)
+        if not np.isfinite(weights).all() or (weights < 0).any():
+            raise DataError(f"The weight column {sample_weight_col!r} (--sample-weight-col) must "
+                            "hold finite numbers >= 0 on every row.")
+        method = "bonferroni" if method == "exact" else method
     if reference is not None:
         from fairprobe.stats.groups import group_labels
 
@@ -123,6 +135,7 @@ def audit_predictions(
         metrics=names, budget=budget, queried=len(sample), paid=0, cached=0, unparsed=0,
         seed=seed, backend=backend, group_cols=cols, unparsed_by_group={},
         y_pred=y_pred, y_true=y_true, sensitive_features=sample[cols], scores=scores,
+        sample_weight=weights,
         min_group_size=min_group_size, confidence_level=confidence_level, method=method,
         reference=reference, tolerance=0.05 if tolerance is None else tolerance,
         threshold=0.8 if threshold is None else threshold,

@@ -40,7 +40,8 @@ def preds(tmp_path_factory: pytest.TempPathFactory) -> Path:
     test = load_adult("test", names_seed=None).head(4000)
     out = pd.DataFrame({"p": model.predict(test[FEATURES]),
                         "score": model.predict_proba(test[FEATURES])[:, 1],
-                        "y": test["income"], "race": test["race"], "sex": test["sex"]})
+                        "y": test["income"], "race": test["race"], "sex": test["sex"],
+                        "w": np.random.default_rng(0).lognormal(0.0, 0.5, len(test))})
     path = tmp_path_factory.mktemp("preds") / "preds.csv"
     out.to_csv(path, index=False)
     return path
@@ -95,6 +96,29 @@ def test_predictions_equal_fairlearn_and_the_report_renders(preds: Path, tmp_pat
     rep = _cli("report", str(out), "--html", str(tmp_path / "r.html"), cwd=tmp_path)
     assert rep.returncode == 0, rep.stderr
     assert "race" in (tmp_path / "r.html").read_text()
+
+
+def test_sample_weights_equal_fairlearn_sample_params(preds: Path, tmp_path: Path) -> None:
+    from fairlearn.metrics import MetricFrame, selection_rate, true_positive_rate
+
+    out = tmp_path / "w.json"
+    r = _cli("audit", "--predictions", str(preds), "--y-pred-col", "p", "--y-true-col", "y",
+             "--sample-weight-col", "w", "--group-col", "sex", "--metric", "dp,eo",
+             "--json", str(out), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "Kish" in r.stdout
+    doc = json.loads(out.read_text())
+    df = pd.read_csv(preds)
+    mf = MetricFrame(metrics={"sel": selection_rate, "tpr": true_positive_rate}, y_true=df["y"],
+                     y_pred=df["p"], sensitive_features=df["sex"],
+                     sample_params={"sel": {"sample_weight": df["w"]},
+                                    "tpr": {"sample_weight": df["w"]}})
+    got = {row["group"]: row["rates"] for row in doc["by_group"]}
+    for g, row in mf.by_group.iterrows():
+        assert got[str(g)]["selection_rate"]["value"] == pytest.approx(row["sel"], abs=1e-12)
+        assert got[str(g)]["true_positive_rate"]["value"] == pytest.approx(row["tpr"], abs=1e-12)
+    assert doc["simultaneous_method"] == "bonferroni"
+    assert doc["provenance"]["extra"]["columns"]["sample_weight"] == "w"
 
 
 def test_budget_draws_rows_and_all_takes_every_row(preds: Path, tmp_path: Path) -> None:

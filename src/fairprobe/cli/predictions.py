@@ -46,10 +46,6 @@ def predictions_audit(
                 "--group-col.")
     if y_pred_col is None:
         raise InvalidParameterError("--predictions needs --y-pred-col, the column of decisions.")
-    if sample_weight_col is not None:
-        raise InvalidParameterError(
-            "--sample-weight-col is not supported yet (weighted rates need their own intervals); "
-            "drop it to audit the unweighted rates.")
     from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS
 
     choices = {"di": "disparate_impact_ratio", "dp": "demographic_parity_difference",
@@ -80,20 +76,25 @@ def predictions_audit(
     cols = split_list(group_col) or []
     result = audit_predictions(
         df, y_pred_col=y_pred_col, y_true_col=y_true_col, score_col=score_col,
-        group_col=cols, metrics=names, pos_label=pos_label, budget=budget, seed=seed,
+        sample_weight_col=sample_weight_col, group_col=cols, metrics=names, pos_label=pos_label, budget=budget, seed=seed,
         min_group_size=min_group_size, reference=reference, tolerance=tolerance,
         threshold=threshold, confidence_level=confidence_level, method=method,
         backend=predictions_identity(Path(predictions).name, sha))
-    used = [c for c in (y_pred_col, y_true_col, score_col, *cols) if c is not None]
+    used = [c for c in (y_pred_col, y_true_col, score_col, sample_weight_col, *cols)
+            if c is not None]
     prov = Provenance.capture(
         seed=seed,
         query_pool={**pool_digest(df, predictions), "file_sha256": sha},
         backend={"kind": "predictions", "identity": result.backend, "file": predictions,
                  "file_sha256": sha},
         extra={"columns": {"y_pred": y_pred_col, "y_true": y_true_col, "score": score_col,
-                           "groups": cols, "used": used}},
+                           "sample_weight": sample_weight_col, "groups": cols, "used": used}},
     )
     print_group_audit(result, console)
+    if sample_weight_col is not None:
+        console.print(f"weighted by {sample_weight_col}: rates are weighted, their intervals "
+                      "Wilson at Kish's effective size (asymptotic), summaries bonferroni",
+                      soft_wrap=True)
     console.print(f"predictions: {result.queried} of {len(df)} rows of {predictions} (sha256 "
                   f"{sha[:12]}...), nothing paid")
     if csv_path is not None:
