@@ -72,8 +72,10 @@ def coverage(draws: int, seed: int) -> None:
               f"{out[2]:8.4f} {out[3]:8.4f}")
 
 
-def timeit(fn: Callable[[], object], repeats: int) -> tuple[float, float, float]:
-    fn()  # warm-up
+def timeit(fn: Callable[[], object], repeats: int, warm_up: bool = True
+           ) -> tuple[float, float, float]:
+    if warm_up:
+        fn()
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -101,14 +103,6 @@ def vs_fairlearn(n: int, repeats: int, seed: int) -> None:
     w = rng.lognormal(0.0, 0.5, n)
     metrics = {"selection_rate": selection_rate, "tpr": tpr, "fpr": false_positive_rate}
 
-    def once(fn: Callable[[], object]) -> tuple[float, float, float]:
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-        return statistics.median(times), min(times), max(times)
-
     print(f"AuditFrame vs MetricFrame: n = {n:,}, sex x race (10 groups), 3 rates, {repeats} "
           f"repeats each (median [min, max], seconds); load average before: "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -116,10 +110,12 @@ def vs_fairlearn(n: int, repeats: int, seed: int) -> None:
             ("unweighted", {}, {}),
             ("sample_weight", {"sample_weight": w},
              {"sample_params": {k: {"sample_weight": w} for k in metrics}})):
-        af = once(lambda: AuditFrame(metrics=metrics, y_true=y_true, y_pred=y_pred,  # noqa: B023
-                                     sensitive_features=sf, **kw_af).by_group)  # noqa: B023
-        mf = once(lambda: MetricFrame(metrics=metrics, y_true=y_true, y_pred=y_pred,  # noqa: B023
-                                      sensitive_features=sf, **kw_mf).by_group)  # noqa: B023
+        af = timeit(lambda: AuditFrame(metrics=metrics, y_true=y_true, y_pred=y_pred,  # noqa: B023
+                                     sensitive_features=sf, **kw_af).by_group,  # noqa: B023
+                    repeats, warm_up=False)
+        mf = timeit(lambda: MetricFrame(metrics=metrics, y_true=y_true, y_pred=y_pred,  # noqa: B023
+                                      sensitive_features=sf, **kw_mf).by_group,  # noqa: B023
+                    repeats, warm_up=False)
         print(f"  {label:<14s} AuditFrame {af[0]:8.3f} [{af[1]:.3f}, {af[2]:.3f}]   MetricFrame "
               f"{mf[0]:8.3f} [{mf[1]:.3f}, {mf[2]:.3f}]   ratio {mf[0] / af[0]:7.1f}x")
     print(f"  load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -43,15 +43,6 @@ def _server_bin(name: str, exe: str) -> Path:
     return path
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A scikit-learn pipeline (one-hot race, scaled numbers, logistic regression) saved once
@@ -78,7 +69,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def mlserver(model_dir: Path, wait_for_http: Any) -> Iterator[str]:
+def mlserver(model_dir: Path, wait_for_http: Any, stop_proc: Any) -> Iterator[str]:
     """MLServer 1.7.1 serving model.joblib as ``income`` version ``v1`` (and, with declared
     inputs, as ``income-declared``)."""
     exe = _server_bin("mlserver", "mlserver")
@@ -105,7 +96,7 @@ def mlserver(model_dir: Path, wait_for_http: Any) -> Iterator[str]:
         wait_for_http(url + "/v2/models/income-declared/ready", proc, timeout=60)
         yield url
     finally:
-        _stop(proc)
+        stop_proc(proc, 15.0)
         log.close()
 
 
@@ -255,7 +246,7 @@ def test_cli_audit_through_servers_equals_local(mlserver: str, mlflow_url: str, 
 
 
 @pytest.fixture(scope="module")
-def v1_url(model_dir: Path, wait_for_http: Any) -> Iterator[str]:
+def v1_url(model_dir: Path, wait_for_http: Any, stop_proc: Any) -> Iterator[str]:
     """tests/access/v1_app.py (TF-Serving's REST shapes over model.joblib) as a real process."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, str(Path(__file__).parent / "v1_app.py"), str(port),
@@ -265,7 +256,7 @@ def v1_url(model_dir: Path, wait_for_http: Any) -> Iterator[str]:
         wait_for_http(url + "/v1/models/income", proc)
         yield url
     finally:
-        _stop(proc)
+        stop_proc(proc, 15.0)
 
 
 @pytest.mark.parametrize("kind", ["kserve-v1", "tf-serving"])

@@ -38,6 +38,7 @@ __all__ = [
     "HttpTransport",
     "dotted_get",
     "headers_from_env",
+    "http_url",
     "parse_duration",
 ]
 
@@ -337,9 +338,14 @@ class HttpJsonConfig(BackendConfig):
     @field_validator("url")
     @classmethod
     def _check_url(cls, v: str) -> str:
-        if not v.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return v.rstrip("/")
+        return http_url(v)
+
+
+def http_url(v: str) -> str:
+    """A config's base URL: ``http://`` or ``https://``, without a trailing slash."""
+    if not v.startswith(("http://", "https://")):
+        raise ValueError("must start with http:// or https://")
+    return v.rstrip("/")
 
 
 class HttpBackend(Backend):

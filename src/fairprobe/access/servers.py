@@ -42,6 +42,7 @@ from fairprobe.access.http import (
     HttpTransport,
     dotted_get,
     headers_from_env,
+    http_url,
 )
 from fairprobe.errors import AccessError, AnswerParseError, ConfigError, DataError
 from fairprobe.provenance import redact_url
@@ -111,9 +112,7 @@ class ServedModelConfig(BackendConfig):
     @field_validator("url")
     @classmethod
     def _check_url(cls, v: str) -> str:
-        if not v.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return v.rstrip("/")
+        return http_url(v)
 
 
 class KServeV2Config(ServedModelConfig):
