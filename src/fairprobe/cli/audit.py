@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
 from fairprobe.cli._common import (
     build_backend,
     cache_policy,
@@ -27,7 +28,6 @@ from fairprobe.cli._common import (
     split_list,
 )
 from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit
-from fairprobe.stats.groups import DEFAULT_MIN_GROUP_SIZE
 
 if TYPE_CHECKING:
     import pandas as pd
