@@ -89,3 +89,44 @@ def test_csv_path_is_checked_before_anything_runs(model, tmp_path, capsys) -> No
                          "--group-col", "g", "--metric", "dp", "--no-progress", "--no-cache",
                          "--csv", str(tmp_path)], capsys)
     assert code != 0 and "--csv" in err and "directory" in err
+
+
+def test_radius_csv(tmp_path, capsys) -> None:
+    rng = np.random.default_rng(0)
+    f = tmp_path / "v.csv"
+    pd.DataFrame({"v": rng.integers(0, 2, 400), "g": rng.choice(["a", "b"], 400)}).to_csv(
+        f, index=False)
+    code, _, err = _run(["radius", "--input", str(f), "--tolerance", "0.1", "--value-col", "v",
+                         "--group-col", "g", "--json", str(tmp_path / "r.json"), "--csv",
+                         str(tmp_path / "r.csv")], capsys)
+    assert code == 0, err
+    t = pd.read_csv(tmp_path / "r.csv")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert len(t) == 1 and t.loc[0, "radius"] == pytest.approx(doc["radius"], rel=1e-12)
+
+
+def test_collab_simulate_csv_is_the_method_table(tmp_path, capsys) -> None:
+    code, _, err = _run(["collab", "simulate", "--case", "bios-moderate", "--attackers", "2",
+                         "--seed", "1", "--json", str(tmp_path / "s.json"), "--csv",
+                         str(tmp_path / "s.csv")], capsys)
+    assert code == 0, err
+    t = pd.read_csv(tmp_path / "s.csv")
+    runs = json.loads((tmp_path / "s.json").read_text())["runs"]
+    assert list(t["method"]) == [r["method"] for r in runs]
+    assert list(t["fooled"]) == [r["fooled"] for r in runs]
+
+
+def test_twosource_csv_lists_every_finding(tmp_path, capsys) -> None:
+    from fairprobe.platform.process import PlatformProcess
+
+    with PlatformProcess(fairwash="positive", gamma=0.6, seed=1) as plat:
+        code, _, err = _run(["twosource", "--url", plat.url, "--budget", "400", "--seed", "2",
+                             "--cache", str(tmp_path / "c.sqlite"), "--no-progress", "--json",
+                             str(tmp_path / "t.json"), "--csv", str(tmp_path / "t.csv")], capsys)
+    assert code == 0, err
+    t = pd.read_csv(tmp_path / "t.csv")
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert t.loc[0, "row"] == "DI through A"
+    assert [f for f in t["row"] if f.startswith("detector ")] == [
+        f"detector {o['detector']}" for o in doc["detectors"]]
+    assert list(t["detected"].dropna().astype(bool)) == [o["detected"] for o in doc["detectors"]]
