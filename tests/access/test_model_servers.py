@@ -269,3 +269,25 @@ def test_kserve_v1_answers_equal_the_local_model(v1_url: str, model_dir: Path,
     np.testing.assert_array_equal(served.decisions, local.decisions)
     np.testing.assert_allclose(served.scores, local.scores, rtol=0, atol=1e-12)
     assert check.source == "reported" and check.detail["versions"] == ["1"]
+
+
+def test_prediction_shapes_and_malformed_answers_name_the_config_key() -> None:
+    """How answers are read (no server needed): labels, probability vectors, objects, and one
+    error line naming the key that fixes a malformed answer."""
+    from fairprobe.access.servers import MlflowConfig, _from_predictions
+    from fairprobe.errors import AnswerParseError
+
+    c = MlflowConfig(url="http://127.0.0.1:1")
+    a = _from_predictions([[0.2, 0.8], [0.9, 0.1]], 2, c, "w", None, None)
+    assert [(x.decision, x.score) for x in a] == [(1, 0.8), (0, 0.1)]
+    lab = MlflowConfig(url="http://127.0.0.1:1", positive_values=[">50K"])
+    assert [x.decision for x in _from_predictions([">50K", "<=50K"], 2, lab, "w", None, None)] \
+        == [1, 0]
+    obj = _from_predictions([{"label": 1, "p": 0.7}], 1, c, "w", "label", "p")
+    assert (obj[0].decision, obj[0].score) == (1, 0.7)
+    for preds, n, match in (([">50K"], 1, "positive_values"), ([[0.5, 0.7]], 1, "in \\[0, 1\\]"),
+                            ([0, 1], 3, "2 predictions for 3"), ([{"a": 1}], 1, "decision_field"),
+                            ([None], 1, "the decision is null")):
+        with pytest.raises(AnswerParseError, match=match):
+            vals = [[0.5, 1.7]] if match.startswith("in") else preds
+            _from_predictions(vals, n, c, "w", None, None)

@@ -210,13 +210,20 @@ def _decisions(values: Sequence[Any], c: ServedModelConfig, where: str) -> npt.N
                     f"{c.positive_values} nor a negative {c.negative_values} value "
                     "(config keys positive_values / negative_values).")
         return pos.astype(np.int64)
-    ok = np.array([isinstance(v, bool | int | float) and v in (0, 1) for v in arr], dtype=bool)
-    if not ok.all():
-        i = int(np.flatnonzero(~ok)[0])
+    try:
+        num = np.asarray(values, dtype=np.float64)
+        ok = (num == 0) | (num == 1)
+    except (TypeError, ValueError):  # labels (text): no 0/1 decision without positive_values
+        num, ok = np.zeros(len(arr)), np.zeros(len(arr), dtype=bool)
+    if num.ndim != 1 or not ok.all():
+        i = int(np.flatnonzero(~ok)[0]) if num.ndim == 1 else 0
+        if arr[i] is None:
+            raise AnswerParseError(f"{where} answer {i}: the decision is null.")
         raise AnswerParseError(
             f"{where} answer {i}: decision {arr[i]!r} is not 0 or 1; set positive_values = "
-            f"[{json.dumps(arr[i])}] in the backend config if that label is the positive one.")
-    return arr.astype(np.float64).astype(np.int64)
+            f"[{json.dumps(arr[i], default=str)}] in the backend config if that label is the "
+            "positive one.")
+    return num.astype(np.int64)
 
 
 def _scores(matrix: npt.NDArray[np.float64], c: ServedModelConfig, where: str
