@@ -81,6 +81,15 @@ def write_json(path: str | os.PathLike[str], obj: Any, what: str = "JSON output"
     return write_file(path, data + "\n", what=what)
 
 
+def write_text(path: str | os.PathLike[str], data: str, what: str = "output") -> Path:
+    """Write ``data`` to ``path`` atomically: the one writer of ``--json`` and ``--csv``
+    outputs (:func:`fairprobe._io.write_file`: only a missing path or a regular file is
+    replaced, in one line otherwise)."""
+    from fairprobe._io import write_file
+
+    return write_file(path, data, what=what)
+
+
 def interval_dict(low: float, high: float, level: float, method: str) -> dict[str, Any]:
     """The one JSON shape of a confidence interval: ``{"low", "high", "level", "method"}``."""
     return {"low": float(low), "high": float(high), "level": float(level), "method": str(method)}
