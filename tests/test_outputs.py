@@ -46,15 +46,18 @@ def _kind(p: Path) -> int:
     return stat.S_IFMT(os.lstat(p).st_mode)
 
 
-def test_audit_json_and_cache_refuse_special_files(tmp_path: Path) -> None:
+def test_audit_json_cache_and_csv_refuse_special_files(tmp_path: Path) -> None:
     # main: `audit --json /dev/full` (as root) replaced the device node with a regular file
     table, cfg = replay_audit_files(tmp_path, ["a", "b"])
     specials = _specials(tmp_path)
     for name, path in specials.items():
         before = _kind(path)
-        for flag in ("--json", "--cache"):
+        for flag in ("--json", "--cache", "--csv"):
             args = audit_args(table, cfg, tmp_path / "ok.json", tmp_path / "ok.sqlite")
-            args[args.index(flag) + 1] = str(path)
+            if flag in args:
+                args[args.index(flag) + 1] = str(path)
+            else:
+                args += [flag, str(path)]
             r = cli(*args, timeout=120)
             lines = r.stderr.strip().splitlines()
             assert r.returncode == 2, (name, flag, r.stderr)
