@@ -109,8 +109,30 @@ def twosource(
     json_path: Annotated[
         Path | None, typer.Option("--json", help="Write the result as JSON.")
     ] = None,
+    epsilon: Annotated[
+        float | None,
+        typer.Option(
+            help="DI margin of error: follow the budget's regime (Appendix B): below t_A refuse, "
+            "t_A..t_B the paper's split, above t_B the verdict from the corrected DI through B."
+        ),
+    ] = None,
+    policy: Annotated[
+        str, typer.Option(help="Large regime: fixed (the plan's split) or thompson (bandit).")
+    ] = "fixed",
+    b_groups: Annotated[
+        str,
+        typer.Option(
+            help="Large regime: B records with a known group: checks (the checked ones) or known (all)."
+        ),
+    ] = "checks",
+    rate_unprivileged: Annotated[
+        float, typer.Option(help="With --epsilon: planning positive rate, unprivileged.")
+    ] = PLATFORM_RATE_FEMALE,
+    rate_privileged: Annotated[
+        float, typer.Option(help="With --epsilon: planning positive rate, privileged.")
+    ] = PLATFORM_RATE_MALE,
 ) -> None:
-    """Two-source audit: conclude fair / unfair / manipulated with the evidence."""
+    """Two-source audit: conclude fair / unfair / undetermined / manipulated with the evidence."""
     if ctx.invoked_subcommand is not None:
         return
     from fairprobe.access.blackbox import BlackBox
@@ -129,6 +151,21 @@ def twosource(
             f"--detectors names {what}; give a comma-separated list of "
             f"{', '.join(DETECTORS)}."
         )
+
+    if epsilon is not None:
+        from fairprobe._validation import check_choice, check_real
+
+        check_real(epsilon, "epsilon", "twosource", lo=0.0, closed="neither")
+        if epsilon == float("inf"):
+            raise InvalidParameterError("--epsilon must be finite.")
+        check_choice(policy, "policy", "twosource (--policy)", ["fixed", "thompson"])
+        check_choice(b_groups, "b_groups", "twosource (--b-groups)", ["checks", "known"])
+        check_real(rate_unprivileged, "rate_unprivileged", "twosource", lo=0.0, hi=1.0,
+                   closed="right")  # fmt: skip
+        check_real(rate_privileged, "rate_privileged", "twosource", lo=0.0, hi=1.0,
+                   closed="right")  # fmt: skip
+    elif policy != "fixed" or b_groups != "checks":
+        raise InvalidParameterError("--policy and --b-groups need --epsilon (the large regime).")
 
     if queries is None:
         from fairprobe.datasets.adult import load_adult
@@ -149,14 +186,25 @@ def twosource(
         BlackBox(a_backend, cache=cache, retries=retries, timeout=timeout, seed=seed) as api,
         BlackBox(b_backend, cache=cache, retries=retries, timeout=timeout, seed=seed) as ui,
     ):
-        result = run_two_source_audit(
-            api, ui, pool, px, budget=budget, beta=beta, t_fraud=checks,
-            group_column=group_col, privileged=privileged, api_columns=split_list(api_cols),
-            ui_columns=split_list(ui_cols), alpha=alpha, threshold=threshold, p_phi=p_phi,
-            null=null.value,
-            detectors=dets, batch_size=batch_size, seed=seed,
-            progress=progress,
-        )  # fmt: skip
+        if epsilon is not None:
+            from fairprobe.twosource import run_budgeted_audit
+
+            result = run_budgeted_audit(
+                api, ui, pool, px, budget=budget, epsilon=epsilon,
+                rates=(rate_unprivileged, rate_privileged), policy=policy, b_groups=b_groups,
+                group_column=group_col, privileged=privileged, alpha=alpha,
+                threshold=threshold, null=null.value, detectors=dets, seed=seed,
+                api_columns=split_list(api_cols), ui_columns=split_list(ui_cols),
+            )  # fmt: skip
+        else:
+            result = run_two_source_audit(
+                api, ui, pool, px, budget=budget, beta=beta, t_fraud=checks,
+                group_column=group_col, privileged=privileged, api_columns=split_list(api_cols),
+                ui_columns=split_list(ui_cols), alpha=alpha, threshold=threshold, p_phi=p_phi,
+                null=null.value,
+                detectors=dets, batch_size=batch_size, seed=seed,
+                progress=progress,
+            )  # fmt: skip
     console.print(str(result), markup=False)
     if json_path is not None:
         from fairprobe.access.identity import describe_backend
@@ -219,6 +267,19 @@ def plan(
     json_path: Annotated[
         Path | None, typer.Option("--json", help="Write the plan as JSON.")
     ] = None,
+    accuracy_unprivileged: Annotated[
+        float | None,
+        typer.Option(help="Proxy accuracy in the unprivileged group (default: p_phi)."),
+    ] = None,
+    accuracy_privileged: Annotated[
+        float | None, typer.Option(help="Proxy accuracy in the privileged group (default: p_phi).")
+    ] = None,
+    b_estimator: Annotated[
+        str,
+        typer.Option(
+            help="Large regime's DI through B: double-sampling (checks validate) or matrix (B alone)."
+        ),
+    ] = "double-sampling",
 ) -> None:
     """Lemma 2's n_max and p_manip; with --budget, its regime and the allocations (Figure 4).
 
@@ -267,7 +328,8 @@ def plan(
             bp = plan_budget(
                 budget, epsilon, proxy_accuracy, rate_unprivileged, rate_privileged,
                 share_unprivileged, alpha=alpha, gamma=g_front, sigma_a=sigma_a,
-                sigma_b_value=sigma_b,
+                sigma_b_value=sigma_b, accuracy_unprivileged=accuracy_unprivileged,
+                accuracy_privileged=accuracy_privileged, b_estimator=b_estimator,
             )  # fmt: skip
             out.update(bp.to_dict())
             t_b = "unreachable" if bp.t_b > MAX_BUDGET else str(bp.t_b)
@@ -280,10 +342,10 @@ def plan(
             rec = bp.recommended
             if bp.regime == "large":
                 console.print(
-                    f"  t > t_B: estimate DI from B alone with {rec['n_b']} queries (margin "
-                    f"{rec['epsilon_b']:.4f}); A is used only for {rec['t_fraud']} consistency "
-                    f"checks (n_max {rec['n_max']}, p_manip {rec['p_manip']:.4f} at gamma "
-                    f"{rec['gamma']:g})",
+                    f"  t > t_B: estimate DI from B alone with {rec['n_b']} queries, corrected "
+                    f"for the proxy ({rec['b_estimator']}; margin {rec['epsilon_b']:.4f}); A is "
+                    f"used only for {rec['t_fraud']} consistency checks (n_max {rec['n_max']}, "
+                    f"p_manip {rec['p_manip']:.4f} at gamma {rec['gamma']:g})",
                     markup=False,
                 )
             else:

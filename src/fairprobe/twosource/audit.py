@@ -17,8 +17,10 @@ cache and nothing paid for is lost), pairs the answers through a proxy, and conc
    groups) and through B with the proxy (B answers, proxy groups) are computed with Koopman
    score intervals, and every requested detector decides (Bonferroni: each at
    ``alpha / len(detectors)``).
-4. Verdict: ``manipulated`` if any detector fires; otherwise ``unfair`` if the DI through A is
-   below the threshold (the paper's rule, Section 4.1), else ``fair``.
+4. Verdict: ``manipulated`` if any detector fires; otherwise the verdict of the DI through A as a
+   :class:`~fairprobe.stats.finding.Finding` (:func:`di_finding`): ``fair`` if its interval lies
+   above the threshold, ``unfair`` if below, ``undetermined`` if it straddles it (the paper's
+   rule compares the point estimate, Section 4.1).
 """
 
 from __future__ import annotations
@@ -61,7 +63,30 @@ __all__ = [
     "stratified_sample",
 ]
 
-VERDICTS = ("fair", "unfair", "manipulated")
+VERDICTS = ("fair", "unfair", "undetermined", "manipulated")
+
+
+def di_finding(di: MetricResult, threshold: float, subject: str = "model") -> Any:
+    """The 80%-rule question on a DI result, as a :class:`~fairprobe.stats.finding.Finding`.
+
+    The interval is the result's own (Koopman score by default: its coverage is the nominal
+    level in large samples, ``coverage="asymptotic"``); the verdict is
+    :func:`~fairprobe.stats.finding.decide` of it: ``fair`` if its lower end is at least the
+    threshold, ``unfair`` if its upper end is below, else ``undetermined``.
+    """
+    from fairprobe.stats.finding import Finding, Question
+
+    lo, hi = di.interval.low, di.interval.high
+    c = di.counts
+    return Finding(
+        question=Question(metric="disparate_impact_ratio", kind="ratio", threshold=threshold,
+                          groups=tuple(di.groups), scale="ratio", subject=subject,
+                          rates=("selection_rate",)),
+        estimate=di.estimate, low=lo, high=hi, confidence_level=di.confidence_level,
+        construction=f"koopman-{di.method}" if di.method == "score" else di.method,
+        coverage="exact" if di.method == "exact" else "asymptotic",
+        counts={"a": int(c.a), "A": int(c.A), "b": int(c.b), "B": int(c.B)},  # type: ignore[union-attr]
+    )  # fmt: skip
 
 
 def default_columns() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -127,7 +152,7 @@ class TwoSourceResult:
 
     Attributes
     ----------
-    verdict : {"fair", "unfair", "manipulated"}
+    verdict : {"fair", "unfair", "undetermined", "manipulated"}
     di_a : MetricResult
         Disparate impact through A (all A answers, true groups), Koopman interval.
     di_b : MetricResult or None
@@ -239,6 +264,20 @@ class TwoSourceResult:
     def __str__(self) -> str:
         cons = self.consistency
         lines = [f"two-source audit: {self.verdict.upper()}"]
+        if "regime" in self.extra:
+            lines.append(
+                f"  regime               : {self.extra['regime']} (estimate through "
+                f"{self.extra.get('source_of_estimate', 'A')})"
+            )
+        corr = self.extra.get("di_b_corrected")
+        if corr is not None:
+            iv = corr["interval"]
+            ivs = "undefined" if None in iv else f"[{iv[0]:.3f}, {iv[1]:.3f}]"
+            est = "n/a" if corr["estimate"] is None else f"{corr['estimate']:.3f}"
+            lines.append(
+                f"  DI through B, corrected: {est} {ivs} ({corr['method']}, "
+                f"{corr['confidence_level']:.0%}) -> {self.extra['finding']['verdict']}"
+            )
         lines.append(f"  DI through A         : {self.di_a}")
         if self.di_b is not None:
             lines.append(f"  DI through B + proxy : {self.di_b}")
@@ -613,10 +652,8 @@ def run_two_source_audit(
         dec_a_chk[:b_done], dec_b_chk[:b_done], proxy_groups[:b_done],
         true_groups[check_idx[:b_done]], check_idx.size, bs, pp, alpha_each,
     )  # fmt: skip
-    if any(o.detected for o in outcomes):
-        verdict = "manipulated"
-    else:
-        verdict = "fair" if di_a.estimate >= th else "unfair"
+    finding = di_finding(di_a, th)
+    verdict = "manipulated" if any(o.detected for o in outcomes) else finding.verdict
     return TwoSourceResult(
         verdict=verdict,
         threshold=th,
@@ -641,6 +678,7 @@ def run_two_source_audit(
         seed=seed,
         checks_to_detection=checks_to_detection,
         checks_path=checks_path,
+        extra={"source_of_estimate": "A", "finding": finding.to_dict()},
     )
 
 
