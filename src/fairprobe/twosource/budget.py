@@ -25,6 +25,7 @@ The regimes (Appendix B, Figure 5):
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -155,6 +156,12 @@ def _large_split(t: int, eps: float, cells: npt.NDArray[np.float64], alpha: floa
 
 def _large_threshold(t_a: int, eps: float, cells: npt.NDArray[np.float64], alpha: float) -> int:
     """Smallest budget whose best split reaches ``eps`` through B (bisection; capped)."""
+    return _large_threshold_cached(t_a, eps, tuple(float(c) for c in cells), alpha)
+
+
+@functools.lru_cache(maxsize=256)
+def _large_threshold_cached(t_a: int, eps: float, cells_t: tuple[float, ...], alpha: float) -> int:
+    cells = np.array(cells_t)
     lo, hi = max(t_a, 2), max(2 * t_a, 4)
     while _large_split(hi, eps, cells, alpha) is None:
         lo, hi = hi, 2 * hi

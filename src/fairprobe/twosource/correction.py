@@ -117,7 +117,8 @@ def _multinomial_delta_var(f: Any, cells: list[FloatArray]) -> FloatArray:
             dn = [b.copy() for b in base]
             up[j][..., i] += h
             dn[j][..., i] -= h
-            grads.append((f(*up) - f(*dn)) / (2 * h))
+            with np.errstate(invalid="ignore"):
+                grads.append((f(*up) - f(*dn)) / (2 * h))
         g = np.stack(grads, axis=-1)
         with np.errstate(invalid="ignore"):
             m1 = (theta * g).sum(axis=-1)
