@@ -18,7 +18,7 @@ cache and nothing paid for is lost), pairs the answers through a proxy, and conc
    score intervals, and every requested detector decides (Bonferroni: each at
    ``alpha / len(detectors)``).
 4. Verdict: ``manipulated`` if any detector fires; otherwise the verdict of the DI through A as a
-   :class:`~fairprobe.stats.finding.Finding` (:func:`di_finding`): ``fair`` if its interval lies
+   :class:`~fairprobe.stats.finding.Finding` (``di_a.finding``): ``fair`` if its interval lies
    above the threshold, ``unfair`` if below, ``undetermined`` if it straddles it (the paper's
    rule compares the point estimate, Section 4.1).
 """
@@ -64,29 +64,6 @@ __all__ = [
 ]
 
 VERDICTS = ("fair", "unfair", "undetermined", "manipulated")
-
-
-def di_finding(di: MetricResult, threshold: float, subject: str = "model") -> Any:
-    """The 80%-rule question on a DI result, as a :class:`~fairprobe.stats.finding.Finding`.
-
-    The interval is the result's own (Koopman score by default: its coverage is the nominal
-    level in large samples, ``coverage="asymptotic"``); the verdict is
-    :func:`~fairprobe.stats.finding.decide` of it: ``fair`` if its lower end is at least the
-    threshold, ``unfair`` if its upper end is below, else ``undetermined``.
-    """
-    from fairprobe.stats.finding import Finding, Question
-
-    lo, hi = di.interval.low, di.interval.high
-    c = di.counts
-    return Finding(
-        question=Question(metric="disparate_impact_ratio", kind="ratio", threshold=threshold,
-                          groups=tuple(di.groups), scale="ratio", subject=subject,
-                          rates=("selection_rate",)),
-        estimate=di.estimate, low=lo, high=hi, confidence_level=di.confidence_level,
-        construction=f"koopman-{di.method}" if di.method == "score" else di.method,
-        coverage="exact" if di.method == "exact" else "asymptotic",
-        counts={"a": int(c.a), "A": int(c.A), "b": int(c.b), "B": int(c.B)},  # type: ignore[union-attr]
-    )  # fmt: skip
 
 
 def default_columns() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -652,7 +629,7 @@ def run_two_source_audit(
         dec_a_chk[:b_done], dec_b_chk[:b_done], proxy_groups[:b_done],
         true_groups[check_idx[:b_done]], check_idx.size, bs, pp, alpha_each,
     )  # fmt: skip
-    finding = di_finding(di_a, th)
+    finding = di_a.finding
     verdict = "manipulated" if any(o.detected for o in outcomes) else finding.verdict
     return TwoSourceResult(
         verdict=verdict,
