@@ -14,6 +14,9 @@ pool|). Next to them, three predictions, all at the same n_max (the paper's test
   A's answers the server flipped;
 * the binomial at the per-check inconsistency rate measured exactly on the pool
   (``1 - mean_i p_i 1[y_A,i = y_B,i]``, p_i the proxy's chance to draw the true group);
+* the same with the checks' group counts fixed, as the audit stratifies them: one binomial per
+  group at that group's measured rate (women's pairs are inconsistent far more often: a less
+  accurate proxy, and only their answers are flipped);
 * Section 4.1's epsilon_A = z sigma_A / sqrt(t_fair).
 
 The gap between Lemma 2 and the measured rate is split exactly into its two causes: the honest
@@ -66,8 +69,8 @@ T1 = 100
 
 
 def part1(P: Any, proxy: Any, acc: Any, replays: dict[str, tuple[RowReplay, RowReplay]],
-          di_pool: float, flip_share: float, reps: int,
-          q_true: float) -> list[dict[str, Any]]:  # fmt: skip
+          di_pool: float, flip_share: float, reps: int, q_true: float,
+          q_by_group: dict[str, float]) -> list[dict[str, Any]]:  # fmt: skip
     rows = []
     sig = di_sigma(*_rates(replays["none"][0].decisions, P))
     for t_fraud in range(0, T1 // 2 + 1, 5):
@@ -101,15 +104,36 @@ def part1(P: Any, proxy: Any, acc: Any, replays: dict[str, tuple[RowReplay, RowR
             "p_manip_se": float(det.std(ddof=1) / np.sqrt(reps)) if t_fraud else 0.0,
             "p_manip_lemma2": float(p_manip(t_fraud, acc.p_phi, flip_share, ALPHA)),
             "p_manip_binomial_true_rate": _binom_power(t_fraud, q_true, acc.p_phi),
+            "p_manip_stratified_true_rates": _stratified_power(
+                t_fraud, q_by_group, P["sex"].to_numpy(dtype=object), acc.p_phi),
             "n_max": n_max(t_fraud, acc.p_phi, ALPHA),
             "epsilon_a_measured": float(np.nanquantile(np.abs(err), 0.95)),
             "epsilon_a_formula": float(margin_of_error(sig, t_fair, ALPHA)),
         })  # fmt: skip
         print(f"  t_fraud {t_fraud:3d}: p_manip {rows[-1]['p_manip_measured']:.3f} "
               f"+- {rows[-1]['p_manip_se']:.3f} (Lemma 2 {rows[-1]['p_manip_lemma2']:.3f}, "
-              f"binomial at the true rate {rows[-1]['p_manip_binomial_true_rate']:.3f}), eps_A {rows[-1]['epsilon_a_measured']:.3f} "
+              f"binomial at the true rate {rows[-1]['p_manip_binomial_true_rate']:.3f}, stratified "
+              f"{rows[-1]['p_manip_stratified_true_rates']:.3f}), eps_A {rows[-1]['epsilon_a_measured']:.3f} "
               f"(formula {rows[-1]['epsilon_a_formula']:.3f})", flush=True)  # fmt: skip
     return rows
+
+
+def _stratified_power(t_fraud: int, q_by_group: dict[str, float], sex: np.ndarray,
+                      p_phi: float) -> float:  # fmt: skip
+    """P(more than n_max inconsistencies) when the checks are stratified by group, as the audit
+    draws them: a sum of one binomial per group at its own rate (fixed group counts)."""
+    from scipy import stats
+
+    if t_fraud == 0:
+        return 0.0
+    rng = np.random.default_rng(0)  # the group counts of the sample do not depend on the seed
+    a_idx = stratified_sample(sex, T1 - t_fraud, rng)
+    chk = a_idx[stratified_sample(sex[a_idx], t_fraud, rng)]
+    pmf = np.ones(1)
+    for g, q in q_by_group.items():
+        n = int(np.sum(sex[chk] == g))
+        pmf = np.convolve(pmf, stats.binom.pmf(np.arange(n + 1), n, q))
+    return float(pmf[n_max(t_fraud, p_phi, ALPHA) + 1:].sum())
 
 
 def _binom_power(t_fraud: int, q: float, p_phi: float) -> float:
@@ -161,6 +185,8 @@ def main() -> None:
     q_honest = float(1 - np.mean(p_right * (answers["none"] == yb)))
     q_true = float(1 - np.mean(p_right * (answers["positive"] == yb)))
     q_lemma2 = flip_share * p + (1 - flip_share) * (1 - p)
+    inc_fw = 1 - p_right * (answers["positive"] == yb)
+    q_by_group = {g: float(inc_fw[sex == g].mean()) for g in ("Female", "Male")}
     causes = {
         "honest_rate_above_1_minus_p": q_honest - (1 - p),
         "flip_effect_true_minus_lemma2": (q_true - q_honest) - flip_share * (2 * p - 1),
@@ -172,13 +198,16 @@ def main() -> None:
           f"{q_true - q_lemma2:+.4f} = honest rate {causes['honest_rate_above_1_minus_p']:+.4f} "
           f"+ flips {causes['flip_effect_true_minus_lemma2']:+.4f}")  # fmt: skip
     print(f"Figure 4 by Monte Carlo (t = {T1}, {reps1} audits per split)")
-    rows1 = part1(P, proxy, acc, replays, di_pool, flip_share, reps1, q_true)
+    print(f"  by group under fairwashing: women {q_by_group['Female']:.4f}, men "
+          f"{q_by_group['Male']:.4f} (the audit stratifies its checks by group)")
+    rows1 = part1(P, proxy, acc, replays, di_pool, flip_share, reps1, q_true, q_by_group)
     out = {
         "experiment": "Figure 4 by Monte Carlo, with Lemma 2 and the binomial at the true rate",
         "server_gamma": GAMMA, "flip_share": flip_share, "pool_di": di_pool,
         "proxy": acc.to_dict(), "alpha": ALPHA,
         "inconsistency_rate": {"honest": q_honest, "fairwashed": q_true, "lemma2": q_lemma2,
-                               "one_minus_p_phi": 1 - p, "gap_causes": causes},
+                               "one_minus_p_phi": 1 - p, "gap_causes": causes,
+                               "fairwashed_by_group": q_by_group},
         "part1": {"t": T1, "reps": reps1, "rows": rows1,
                   "paper": {"beta": 0.76, "epsilon_a": 0.042, "p_manip": 0.98}},
         "seconds": time.time() - t0,
@@ -203,6 +232,8 @@ def _plot(rows: list[dict[str, Any]], path: Path, q_true: float, q_lemma2: float
             label=f"Lemma 2 (rate {q_lemma2:.3f}) at Sec. 4.1 eps_A")  # fmt: skip
     ax.plot([x["epsilon_a_formula"] for x in r], [x["p_manip_binomial_true_rate"] for x in r],
             "^:", label=f"binomial at the measured rate {q_true:.3f}")  # fmt: skip
+    ax.plot([x["epsilon_a_formula"] for x in r], [x["p_manip_stratified_true_rates"] for x in r],
+            "v-.", label="binomials per group (stratified checks)")  # fmt: skip
     ax.set_xlabel("epsilon_A (DI margin, 95%)")
     ax.set_ylabel("p_manip")
     ax.set_title("Figure 4 estimated: t = 100, splits t_fraud = 5..50", fontsize=10)

@@ -158,6 +158,8 @@ def test_budget_follows_its_regime_on_the_fairwashing_platform(
     d = json.loads(p.read_text())
     assert code == 0 and d["policy"]["policy"] == "thompson" and d["regime"] == "large"
     assert d["queries"]["b"] + d["queries"]["a"] == 3000 and d["verdict"] == "manipulated"
-    # a closed choice: one line naming the flag
+    # a closed choice: one line naming the flag; --checks cannot override the plan
     code, _, err = _run([*base, "--budget", "3000", "--policy", "greedy"], capsys)
     assert code != 0 and "policy" in err and err.count("\n") == 1
+    code, _, err = _run([*base, "--budget", "3000", "--checks", "10"], capsys)
+    assert code != 0 and "--checks" in err and err.count("\n") == 1

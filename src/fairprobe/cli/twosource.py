@@ -158,6 +158,11 @@ def twosource(
         check_real(epsilon, "epsilon", "twosource", lo=0.0, closed="neither")
         if epsilon == float("inf"):
             raise InvalidParameterError("--epsilon must be finite.")
+        if checks is not None:
+            raise InvalidParameterError(
+                "--checks and --epsilon exclude each other: with --epsilon the budget's regime "
+                "sets the checks (see `fairprobe twosource plan --epsilon`)."
+            )
         check_choice(policy, "policy", "twosource (--policy)", ["fixed", "thompson"])
         check_choice(b_groups, "b_groups", "twosource (--b-groups)", ["checks", "known"])
         check_real(rate_unprivileged, "rate_unprivileged", "twosource", lo=0.0, hi=1.0,

@@ -4,9 +4,13 @@ Two budgets frame the decision, both for a requested margin of error ``epsilon``
 disparate impact at level ``alpha`` (Section 4.1, :math:`\\epsilon = z_\\alpha\\sigma/\\sqrt{t}`):
 
 * ``t_A = ceil((z_alpha sigma_A / epsilon)^2)``: queries to the audit API A alone;
-* ``t_B = ceil((z_alpha sigma_B / epsilon)^2)``: queries to the user interface B alone, whose
-  answers reach the auditor grouped only through the proxy (see :func:`sigma_b`), so
-  ``t_B >= t_A``.
+* ``t_B``: the smallest budget at which the DI estimated from the user interface B reaches
+  ``epsilon``. B's answers reach the auditor grouped only through the proxy; the large regime
+  corrects that by double sampling (:mod:`fairprobe.twosource.correction`), the checked records
+  being the validated ones, so ``t_B`` is the smallest ``t`` with a split ``n_B + n_checks = t``
+  whose planned margin (:func:`large_regime_margin`, per-group proxy accuracies) is within
+  ``epsilon``. With ``b_estimator="matrix"`` (B alone, known confusion rates) it is
+  ``ceil((z_alpha sigma_B / epsilon)^2)`` with :func:`sigma_b`. Always ``t_B >= t_A``.
 
 The regimes (Appendix B, Figure 5):
 
@@ -16,10 +20,9 @@ The regimes (Appendix B, Figure 5):
 * ``t_A <= t <= t_B`` (**pareto**): Section 5.3, the Pareto frontier of
   :func:`~fairprobe.twosource.theory.pareto_frontier`; the recommended allocation is the one with
   the largest ``p_manip`` among those whose margin through A is within ``epsilon``.
-* ``t > t_B`` (**large**): mu is estimated from B alone (manipulation-free); A serves only the
-  consistency checks. Each check pairs one A answer with one B answer on the same record, so the
-  B queries of the estimate can be checked by one A query each: with ``n_B`` queries on B and
-  ``t - n_B`` on A there are ``min(n_B, t - n_B)`` checks, maximised under ``n_B >= t_B`` by
+* ``t > t_B`` (**large**): mu is estimated from B (manipulation-free); A serves only the
+  consistency checks, each an A query on a record already asked of B. Double sampling: the split
+  with the most checks whose planned margin is within ``epsilon``; matrix:
   ``t_fraud = min(t - t_B, floor(t / 2))``.
 """
 
