@@ -134,6 +134,10 @@ def test_budget_follows_its_regime_on_the_fairwashing_platform(
     assert d["plan"]["t_a"] <= 1000 <= d["plan"]["t_b"]
     assert d["allocation"]["t_fraud"] == d["plan"]["recommended"]["t_fraud"]
     assert d["finding"]["question"]["subject"] == "model" and "di_b_corrected" not in d
+    # A was caught fairwashing: its DI is no evidence about the model, never a "fair" finding
+    assert d["verdict"] == "manipulated" and d["finding"]["verdict"] == "undetermined"
+    assert "manipulated" in d["finding"]["reason"]
+    assert d["finding"]["interval"]["coverage"] == "conditional"
     # above t_B: the corrected DI through B decides, A only checks
     p = tmp_path / "ts.json"
     code, out, _ = _run([*base, "--budget", "3000", "--json", str(p)], capsys)

@@ -66,6 +66,24 @@ __all__ = [
 VERDICTS = ("fair", "unfair", "undetermined", "manipulated")
 
 
+def a_route_finding(finding: Any, manipulated: bool) -> Any:
+    """The DI-through-A finding of a two-source audit, with what its coverage rests on.
+
+    Its interval covers the platform's DI only if A answered truthfully (no fairwashing that
+    escaped the detectors): ``coverage="conditional"``. When a detector proved manipulation the
+    answers of A are no evidence about the model: the finding is forced ``undetermined``.
+    """
+    import dataclasses
+
+    if manipulated:
+        return dataclasses.replace(
+            finding, coverage="conditional", forced="undetermined",
+            reason="the audit API A was found manipulated (a fairwashing detector fired): its "
+            "answers are no evidence about the model's disparate impact",
+        )  # fmt: skip
+    return dataclasses.replace(finding, coverage="conditional")
+
+
 def default_columns() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The platform server's audit-API and user-interface features (A side, B side)."""
     from fairprobe.platform.core import USER_FEATURES
@@ -629,7 +647,7 @@ def run_two_source_audit(
         dec_a_chk[:b_done], dec_b_chk[:b_done], proxy_groups[:b_done],
         true_groups[check_idx[:b_done]], check_idx.size, bs, pp, alpha_each,
     )  # fmt: skip
-    finding = di_a.finding
+    finding = a_route_finding(di_a.finding, any(o.detected for o in outcomes))
     verdict = "manipulated" if any(o.detected for o in outcomes) else finding.verdict
     return TwoSourceResult(
         verdict=verdict,
