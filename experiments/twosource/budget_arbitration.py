@@ -224,20 +224,28 @@ def _plot(rows: list[dict[str, Any]], path: Path, q_true: float, q_lemma2: float
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.5, 4.3))
     r = [x for x in rows if x["t_fraud"] > 0]
-    ax.errorbar([x["epsilon_a_measured"] for x in r], [x["p_manip_measured"] for x in r],
-                yerr=[1.96 * x["p_manip_se"] for x in r], fmt="o", label="measured on the server")
-    ax.plot([x["epsilon_a_formula"] for x in r], [x["p_manip_lemma2"] for x in r], "s--",
-            label=f"Lemma 2 (rate {q_lemma2:.3f}) at Sec. 4.1 eps_A")  # fmt: skip
-    ax.plot([x["epsilon_a_formula"] for x in r], [x["p_manip_binomial_true_rate"] for x in r],
-            "^:", label=f"binomial at the measured rate {q_true:.3f}")  # fmt: skip
-    ax.plot([x["epsilon_a_formula"] for x in r], [x["p_manip_stratified_true_rates"] for x in r],
-            "v-.", label="binomials per group (stratified checks)")  # fmt: skip
-    ax.set_xlabel("epsilon_A (DI margin, 95%)")
+    k = [x["t_fraud"] for x in r]
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.3))
+    ax.errorbar(k, [x["p_manip_measured"] for x in r], yerr=[1.96 * x["p_manip_se"] for x in r],
+                fmt="o", color="black", label="measured on the server (95% bars)")  # fmt: skip
+    ax.plot(k, [x["p_manip_lemma2"] for x in r], "s--", label=f"Lemma 2 (rate {q_lemma2:.3f})")
+    ax.plot(k, [x["p_manip_binomial_true_rate"] for x in r], "^:",
+            label=f"binomial at the measured rate {q_true:.3f}")  # fmt: skip
+    ax.plot(k, [x["p_manip_stratified_true_rates"] for x in r], "v-.",
+            label="binomials per group (stratified checks)")  # fmt: skip
+    ax.set_xlabel("checks t_fraud (t = 100; same n_max for every curve)")
     ax.set_ylabel("p_manip")
-    ax.set_title("Figure 4 estimated: t = 100, splits t_fraud = 5..50", fontsize=10)
+    ax.set_title("(a) detection: measured vs predictions", fontsize=10)
     ax.legend(fontsize=8)
+    bx.plot([x["epsilon_a_measured"] for x in r], [x["p_manip_measured"] for x in r], "o",
+            color="black", label="measured (eps_A: 95% quantile on the honest server)")  # fmt: skip
+    bx.plot([x["epsilon_a_formula"] for x in r], [x["p_manip_lemma2"] for x in r], "s--",
+            label="Sec. 4.1 eps_A, Lemma 2 p_manip")  # fmt: skip
+    bx.set_xlabel("epsilon_A (DI margin, 95%)")
+    bx.set_ylabel("p_manip")
+    bx.set_title("(b) the Figure 4 plane", fontsize=10)
+    bx.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
