@@ -8,8 +8,9 @@ of the disparate impact and A is used only for checks. The budget ``t`` buys two
   fairwashing detectors, and (the auditor knows the group of the records she sends to A) one more
   validated record for the misclassification correction.
 
-Appendix B says only that the split "can" be arbitrated "by modeling two-armed bandits" (the
-paper gives no algorithm; Section 5.3 has the fixed split ``beta`` only). fairprobe offers:
+Appendix B says only: "As in the case dealt with in section 5.3, it is possible to find the best
+possible budget arbitration by modeling two-armed bandits" (no algorithm; Section 5.3 itself has
+the fixed split ``beta`` and never mentions bandits). fairprobe offers:
 
 * :class:`FixedSplit` — the planner's split (:func:`~fairprobe.twosource.budget.plan_budget`):
   ``n_b`` B queries, ``n_checks`` checks. The default.
