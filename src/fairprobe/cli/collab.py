@@ -135,8 +135,12 @@ def simulate_cmd(
     robust_c: RobustC = 4.0,
     robust_c_decisive: RobustCDecisive = 2.0,
     json_path: Path | None = typer.Option(None, "--json", help="Write the result here (JSON)."),
+    csv_path: Path | None = typer.Option(None, "--csv", help="Write the printed table (one row per method) as CSV."),
 ) -> None:
     """Simulate one audit; print every method's estimate and verdict."""
+    from fairprobe.cli._common import check_output_path
+
+    check_output_path(csv_path, "--csv")
     from rich.console import Console
     from rich.table import Table
 
@@ -168,6 +172,10 @@ def simulate_cmd(
             "-" if k is None else str(k),
         )
     Console().print(table)
+    if csv_path is not None:
+        from fairprobe.report.tables import findings_table, write_csv
+
+        write_csv(csv_path, findings_table(res.rows()))
     if json_path is not None:
         write_result(
             json_path, "collab-simulate", res.to_dict(), Provenance.capture(seed=cfg.seed)
