@@ -140,7 +140,9 @@ def test_budget_follows_its_regime_on_the_fairwashing_platform(
     assert d["finding"]["interval"]["coverage"] == "conditional"
     # above t_B: the corrected DI through B decides, A only checks
     p = tmp_path / "ts.json"
-    code, out, _ = _run([*base, "--budget", "3000", "--json", str(p)], capsys)
+    csv = tmp_path / "ts.csv"
+    code, out, _ = _run([*base, "--budget", "3000", "--json", str(p), "--csv", str(csv)], capsys)
+    assert "DI through B, corrected" in csv.read_text()
     d = json.loads(p.read_text())
     assert code == 0 and d["regime"] == "large" and d["source_of_estimate"] == "B"
     assert "regime               : large" in out and "corrected" in out
