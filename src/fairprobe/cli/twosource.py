@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from fairprobe.cli._common import console, read_table, split_list
+from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit
 
 DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"
 
@@ -134,6 +135,9 @@ def twosource(
     csv_path: Annotated[
         Path | None, typer.Option("--csv", help="Write the findings (DI through A and B, each detector) as CSV.")
     ] = None,
+    fail_on: Annotated[
+        FailOn | None, typer.Option(case_sensitive=False, help=FAIL_ON_HELP)
+    ] = None,
 ) -> None:
     """Two-source audit: conclude fair / unfair / undetermined / manipulated with the evidence."""
     if ctx.invoked_subcommand is not None:
@@ -143,7 +147,6 @@ def twosource(
     check_output_path(csv_path, "--csv")
     from fairprobe.access.blackbox import BlackBox
     from fairprobe.errors import InvalidParameterError
-    from fairprobe.report import write_result
     from fairprobe.twosource import LearnedProxy, proxy_from_spec, run_two_source_audit
     from fairprobe.twosource.detectors import DETECTORS
 
@@ -229,17 +232,16 @@ def twosource(
                          "verdict": d["finding"]["verdict"]})  # fmt: skip
         rows += [{"row": f"detector {o['detector']}", **o} for o in d["detectors"]]
         write_csv(csv_path, findings_table(rows))
-    if json_path is not None:
-        from fairprobe.access.identity import describe_backend
-        from fairprobe.provenance import Provenance, pool_digest
+    from fairprobe.access.identity import describe_backend
+    from fairprobe.provenance import Provenance, pool_digest
 
-        prov = Provenance.capture(
-            seed=seed,
-            query_pool=pool_digest(pool, "adult:test" if queries is None else str(queries)),
-            backend=describe_backend(a_backend),
-            extra={"backend_b": describe_backend(b_backend), "cache": str(cache)},
-        )
-        write_result(json_path, "twosource", result, prov)
+    prov = Provenance.capture(
+        seed=seed,
+        query_pool=pool_digest(pool, "adult:test" if queries is None else str(queries)),
+        backend=describe_backend(a_backend),
+        extra={"backend_b": describe_backend(b_backend), "cache": str(cache)},
+    )
+    emit(json_path, "twosource", result, prov, fail_on)
 
 
 @twosource_app.command("plan")
