@@ -107,6 +107,10 @@ class TimeoutConfig:
                 raise ConfigError(f"[timeouts] {k} must be a float > 0. Got {v}.")
 
 
+#: How an attacker node answers challenges (``[verify] answers``).
+ANSWERS = ("all", "none", "truthful")
+
+
 @dataclass(frozen=True)
 class VerifyNodeConfig:
     """``[verify]``: the optional verification of answers (:mod:`fairprobe.collab.verify`).
@@ -121,6 +125,10 @@ class VerifyNodeConfig:
     enabled: bool = False
     rate: float = 0.04
     records: str = "random"
+    #: For an attacker node only: which requested leaves it opens (``all``; ``none``: answers
+    #: ``{"openings": []}``; ``truthful``: only the leaves whose answers are true). Honest
+    #: challengers count anything but ``all`` as a failed challenge (issue 21).
+    answers: str = "all"
 
     def __post_init__(self) -> None:
         if not 0 <= self.rate <= 1:
@@ -128,6 +136,8 @@ class VerifyNodeConfig:
         if self.records not in ("random", "chosen"):
             raise ConfigError(
                 f"[verify] records must be \"random\" or \"chosen\". Got {self.records!r}.")
+        if self.answers not in ANSWERS:
+            raise ConfigError(f"[verify] answers must be one of {ANSWERS}. Got {self.answers!r}.")
 
 
 @dataclass(frozen=True)
@@ -146,8 +156,11 @@ class NodeConfig:
     query_set: dict[str, Any] = field(default_factory=dict)
     backend: dict[str, Any] = field(default_factory=dict)
     verify: VerifyNodeConfig = field(default_factory=VerifyNodeConfig)
-    #: Aggregation run by an honest node (a name of ``fairprobe.collab`` aggregation methods).
-    method: str = "robust"
+    #: Aggregation run by an honest node (a name of ``fairprobe.collab`` aggregation methods):
+    #: ``bounded``, the interval verdict that holds whichever ``max_liars`` sources lie.
+    method: str = "bounded"
+    #: Declared liar bound of the ``bounded`` verdict (issue 21).
+    max_liars: int = 0
     #: Attack strategy of an attacker node (a name of ``fairprobe.collab.attacker.ATTACKS``).
     attack: str = "adaptive"
     #: What the platform tells a calibrated attacker (``AttackContext.to_dict()``; attackers
@@ -172,13 +185,16 @@ class NodeConfig:
 
         if self.attack not in list(ATTACKS):
             raise ConfigError(f"attack must be one of {sorted(ATTACKS)}. Got {self.attack!r}.")
-        methods = ["auditopus", "robust", *AGGREGATORS]
+        methods = ["bounded", "auditopus", "robust", *AGGREGATORS]
         if self.method not in methods:
             raise ConfigError(f"method must be one of {methods}. Got {self.method!r}.")
+        if isinstance(self.max_liars, bool) or not isinstance(self.max_liars, int) or \
+                self.max_liars < 0:
+            raise ConfigError(f"max_liars must be an int >= 0. Got {self.max_liars!r}.")
 
     def fingerprint(self) -> str:
         """Hash of everything that fixes the audit's outcome (not timeouts or the collector)."""
-        doc = {
+        doc: dict[str, Any] = {
             "id": self.id,
             "role": self.role,
             "audit": asdict(self.audit),
@@ -188,6 +204,8 @@ class NodeConfig:
         if self.verify.enabled:
             doc["verify"] = asdict(self.verify)
         doc["method"] = self.method
+        if self.max_liars:
+            doc["max_liars"] = self.max_liars
         if self.role == "attacker" and self.attack != "adaptive":
             doc["attack"] = self.attack
             doc["attack_context"] = self.attack_context
@@ -208,6 +226,7 @@ class NodeConfig:
             "backend": self.backend or None,
             "verify": asdict(self.verify) if self.verify.enabled else None,
             "method": self.method,
+            "max_liars": self.max_liars,
             "attack": self.attack,
             "attack_context": self.attack_context or None,
         }
@@ -252,7 +271,7 @@ class NodeConfig:
             finish=_num(t, "finish", 10.0, float, "[timeouts]"),
         )
         vs = _section(doc, "verify")
-        unknown_v = set(vs) - {"enabled", "rate", "records"}
+        unknown_v = set(vs) - {"enabled", "rate", "records", "answers"}
         if unknown_v:
             raise ConfigError(f"[verify] has unknown keys {sorted(unknown_v)}.")
         if not isinstance(vs.get("enabled", False), bool):
@@ -261,8 +280,9 @@ class NodeConfig:
             enabled=bool(vs.get("enabled", False)),
             rate=_num(vs, "rate", 0.04, float, "[verify]"),
             records=str(vs.get("records", "random")),
+            answers=str(vs.get("answers", "all")),
         )
-        method = doc.get("method", "robust")
+        method = doc.get("method", "bounded")
         attack = doc.get("attack", "adaptive")
         for k, v in (("method", method), ("attack", attack)):
             if not isinstance(v, str):
@@ -276,7 +296,7 @@ class NodeConfig:
         known = {
             "id", "key", "roster", "state_db", "role", "listen", "collector_url",
             "audit", "timeouts", "query_set", "backend", "verify", "method", "attack",
-            "attack_context",
+            "attack_context", "max_liars",
         }
         unknown = set(doc) - known
         if unknown:
@@ -296,6 +316,7 @@ class NodeConfig:
                 backend=be,
                 verify=verify,
                 method=method,
+                max_liars=doc.get("max_liars", 0),
                 attack=attack,
                 attack_context=_section(doc, "attack_context"),
             )

@@ -78,8 +78,10 @@ class DemoSpec:
     adult_split: str = "test"
     #: Attack strategy of the attacker nodes.
     attack: str = "adaptive"
-    #: Aggregation method of the honest nodes (the recommended ``robust`` by default).
-    method: str = "robust"
+    #: Aggregation method of the honest nodes (``bounded``, the interval verdict, by default).
+    method: str = "bounded"
+    #: Declared liar bound of the ``bounded`` verdict.
+    max_liars: int = 0
     #: Verification of answers (fairprobe.collab.verify): on/off, challenge rate, and how the
     #: attackers back their counts with records (``random`` or ``chosen``).
     verify: bool = False
@@ -103,7 +105,9 @@ class DemoSpec:
         from fairprobe.collab.baselines import AGGREGATORS
 
         check_choice(self.attack, "attack", owner, list(ATTACKS))
-        check_choice(self.method, "method", owner, ["auditopus", "robust", *AGGREGATORS])
+        check_choice(self.method, "method", owner,
+                     ["bounded", "auditopus", "robust", *AGGREGATORS])
+        check_int(self.max_liars, "max_liars", owner, lo=0)
         check_choice(self.verify_records, "verify_records", owner, ["random", "chosen"])
         if self.platform_url is not None and self.attackers and self.attack != "adaptive":
             from fairprobe.errors import InvalidParameterError
@@ -261,6 +265,7 @@ class LocalNetwork:
                     enabled=s.verify, rate=s.verify_rate, records=s.verify_records
                 ),
                 method=s.method,
+                max_liars=s.max_liars,
                 attack=s.attack,
                 attack_context=ctx,
             )
@@ -404,7 +409,9 @@ def summarise(results: dict[str, dict[str, Any]], tau: float) -> dict[str, Any]:
         {"id": k, "role": v["role"], "estimate": v["estimate"], "verdict": v["verdict"],
          "method": v.get("method", "auditopus"), "certified_k": v.get("certified_k"),
          "excluded": v.get("excluded", {}), "verification": v.get("verification", {}),
-         "trajectory": v.get("trajectory", []), "source_weights": v.get("source_weights", {})}
+         "trajectory": v.get("trajectory", []), "source_weights": v.get("source_weights", {}),
+         "finding": v.get("finding"), "bounded": v.get("bounded"),
+         "max_liars": v.get("max_liars", 0)}
         for k, v in sorted(results.items())
     ]
     med = float(statistics.median(x["estimate"] for x in nodes))
@@ -419,6 +426,12 @@ def summarise(results: dict[str, dict[str, Any]], tau: float) -> dict[str, Any]:
         for x in nodes
         if any(x["id"] in h["excluded"] for h in honest) or x["role"] == "attacker"
     }
+    bounded = [x["bounded"] for x in honest]
+    if honest and all(b is not None for b in bounded):
+        return {
+            "nodes": nodes, "exclusions": exclusions, "median": med, "tau": tau,
+            **_bounded_summary(bounded, len(nodes) - len(honest), tau),
+        }
     cks = [x["certified_k"] for x in honest]
     gk = None
     if honest and all(k is not None for k in cks):
@@ -436,8 +449,45 @@ def summarise(results: dict[str, dict[str, Any]], tau: float) -> dict[str, Any]:
     }
 
 
+def _bounded_summary(bounded: list[dict[str, Any]], liars: int, tau: float) -> dict[str, Any]:
+    """The regulator's ``bounded`` verdict from the honest nodes' intervals (attackers report
+    ``[0, 0]``): :func:`fairprobe.collab.bounded.global_interval` and ``decide``."""
+    from fairprobe.collab.bounded import escape_bound, global_interval, make_finding
+
+    K = int(bounded[0]["max_liars"])
+    nan = float("nan")
+    lo = [nan if b["low"] is None else float(b["low"]) for b in bounded]
+    hi = [nan if b["high"] is None else float(b["high"]) for b in bounded]
+    g_lo, g_hi = global_interval(lo, hi, K, liar_reports=liars)
+    flips = [b["flip_mass"] for b in bounded if b.get("flip_mass") is not None]
+    fm = min(flips) if flips else None
+    rate = bounded[0].get("verification_rate")
+    f = make_finding((g_lo + g_hi) / 2, g_lo, g_hi, tau=tau, subject="model", max_liars=K,
+                     counts={"flip_mass": fm, "verification_rate": rate,
+                             "escape_bound": escape_bound(fm, rate)})
+    cks = [b.get("certified_k") for b in bounded]
+    return {
+        "verdict": f.verdict, "finding": f.to_dict(), "max_liars": K,
+        "interval": {"low": _finite(g_lo), "high": _finite(g_hi)},
+        "certified_k": _global_k(cks) if f.verdict != "undetermined" else None,
+        "flip_mass": fm, "verification_rate": rate, "escape_bound": escape_bound(fm, rate),
+        "default_method": "bounded",
+    }
+
+
+def _global_k(cks: list[int | None]) -> int | None:
+    """The regulator's rule at ``k`` needs ``k + 1`` honest intervals deciding at ``k``: the
+    largest ``k`` with at least ``k + 1`` honest certificates ``>= k``."""
+    ks = sorted((k for k in cks if k is not None), reverse=True)
+    best = None
+    for k in range(len(ks)):
+        if ks[k] >= k:
+            best = k
+    return best
+
+
 def _finite(x: float) -> float | None:
-    return None if math.isnan(x) else float(x)
+    return None if not math.isfinite(x) else float(x)
 
 
 def _term_is_exit() -> None:
