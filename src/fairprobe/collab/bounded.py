@@ -83,7 +83,7 @@ FloatArray = npt.NDArray[np.float64]
 CONSTRUCTION = "liar-hull"
 
 #: Grid of the unseen split (the bound is valid for every grid; finer is tighter).
-GRID = 32
+GRID = 8
 
 _EPS = 1e-12
 
@@ -170,8 +170,10 @@ def bounded_intervals(
     lo = np.full(est.shape, np.nan)
     hi = np.full(est.shape, np.nan)
     for k in np.unique(k_left[k_left >= 0]):
-        rows = k_left == k
-        lo[rows], hi[rows] = dp_range(v[rows], int(k), u[rows], grid=grid)
+        for seen in (True, False):  # with no unseen mass one grid point is exact
+            rows = (k_left == k) & ((u == 0) == seen)
+            if rows.any():
+                lo[rows], hi[rows] = dp_range(v[rows], int(k), u[rows], grid=1 if seen else grid)
     return est, lo, hi
 
 
@@ -238,11 +240,11 @@ def flip_masses(tables: npt.ArrayLike, tau: float, verdicts: npt.ArrayLike) -> F
     up_t = np.where((est < 0)[..., None] | fair[..., None], tot, mir)
     scale = np.maximum(tot[..., 1] + tot[..., 3], 1.0)
 
-    def solve(t: FloatArray, lim: FloatArray, strict: bool) -> FloatArray:
+    def solve(t: FloatArray, lim: FloatArray, strict: bool, scale: FloatArray) -> FloatArray:
         hi = scale * 64.0
         ok = (_reach(t, hi) > lim) if strict else (_reach(t, hi) >= lim)
         lo = np.zeros_like(hi)
-        for _ in range(60):
+        for _ in range(40):  # 2^-40 of 64 times the pooled mass: far below one answer
             mid = (lo + hi) / 2
             r = _reach(t, mid)
             f = (r > lim) if strict else (r >= lim)
@@ -250,12 +252,13 @@ def flip_masses(tables: npt.ArrayLike, tau: float, verdicts: npt.ArrayLike) -> F
             lo = np.where(f, lo, mid)
         return np.where(ok, lo, np.nan)
 
-    lim_u = np.full(est.shape, -float(tau))
-    m_unfair = solve(up_t, lim_u, False)
-    m_f1 = solve(tot, np.full(est.shape, float(tau)), True)
-    m_f2 = solve(mir, np.full(est.shape, float(tau)), True)
-    m_fair = np.fmin(m_f1, m_f2)
-    out: FloatArray = np.where(fair, m_fair, np.where(ver == "unfair", m_unfair, np.nan))
+    out: FloatArray = np.full(est.shape, np.nan)
+    uf = ver == "unfair"
+    if uf.any():
+        out[uf] = solve(up_t[uf], np.full(int(uf.sum()), -float(tau)), False, scale[uf])
+    if fair.any():
+        lim, sc = np.full(int(fair.sum()), float(tau)), scale[fair]
+        out[fair] = np.fmin(solve(tot[fair], lim, True, sc), solve(mir[fair], lim, True, sc))
     return out
 
 

@@ -41,7 +41,6 @@ from fairprobe.collab.attacker import ATTACKS, AttackContext, AttackStrategy, ge
 from fairprobe.collab.baselines import get_aggregator
 from fairprobe.collab.bounded import (
     bounded_intervals,
-    certified_ks,
     escape_bound,
     flip_masses,
     global_interval,
@@ -134,7 +133,7 @@ class SimConfig:
     robust_c_decisive: float | None = 2.0
     max_liars: int = 0
     verify_rate: float | None = None
-    legacy_certificates: bool = True
+    legacy_certificates: bool = False
 
     def __post_init__(self) -> None:
         o = "SimConfig"
@@ -607,19 +606,30 @@ def bounded_run(
     ver = decide_array(lo, hi, kind="difference", threshold=cfg.tau)
     g_lo, g_hi = global_interval(lo, hi, K, liar_reports=attackers)
     g_ver = str(decide_array(g_lo, g_hi, kind="difference", threshold=cfg.tau))
+    # certified_k, per auditor and of the regulator's rule: intervals grow with k, so one pass
+    # k = K + 1, K + 2, ... until every decided verdict has failed
     kmax = min(tables.shape[1], CERTIFY_MAX_AUDITORS)
-    node_k = certified_ks(tables, held_round, ver, tau=cfg.tau, start=K, proven=proven,
-                          max_k=kmax, **kw)
-    # the global certificate: the regulator's rule at k with every auditor's interval at k
-    g_k: int | None = None
-    if g_ver != "undetermined":
-        g_k = K
-        for k in range(K + 1, kmax + 1):
-            _, lo_k, hi_k = bounded_intervals(tables, held_round, max_liars=k, proven=proven, **kw)
+    node_k = np.where(ver == "undetermined", -1, K).astype(np.int64)
+    alive = ver != "undetermined"
+    g_k: int | None = None if g_ver == "undetermined" else K
+    g_alive = g_k is not None
+    k = K
+    while (alive.any() or g_alive) and k < kmax:
+        k += 1
+        rows = np.flatnonzero(alive) if not g_alive else np.arange(ver.size)
+        pr = None if proven is None else proven[rows]
+        _, lo_k, hi_k = bounded_intervals(tables[rows], held_round[rows], max_liars=k,
+                                          proven=pr, **kw)
+        same = decide_array(lo_k, hi_k, kind="difference", threshold=cfg.tau) == ver[rows]
+        same &= alive[rows]
+        node_k[rows[same]] = k
+        alive[rows[~same]] = False
+        if g_alive:
             gl, gh = global_interval(lo_k, hi_k, k, liar_reports=attackers)
-            if str(decide_array(gl, gh, kind="difference", threshold=cfg.tau)) != g_ver:
-                break
-            g_k = k
+            if str(decide_array(gl, gh, kind="difference", threshold=cfg.tau)) == g_ver:
+                g_k = k
+            else:
+                g_alive = False
     held = held_round >= 1
     flip = flip_masses(np.where(held[..., None], tables, 0), cfg.tau, ver)
     g_flip = (

@@ -310,14 +310,18 @@ def sweep(
             futs = [client.submit(run_group, bd, c, s, todo, pure=False) for c, s, todo in groups]
             sizes = {f.key: len(g[2]) for f, g in zip(futs, groups, strict=True)}
             last = time.monotonic()
+            spent = 0.0
             for fut in as_completed(futs):
                 rows.extend(fut.result())
                 n_done += sizes[fut.key]
                 if on_progress:
                     on_progress(n_done, total)
-                if time.monotonic() - last >= flush_every:
+                # rewriting the file costs more as rows pile up: at most ~10% of the wall time
+                if time.monotonic() - last >= max(flush_every, 10 * spent):
+                    t0 = time.monotonic()
                     flush(False)
                     last = time.monotonic()
+                    spent = last - t0
         finally:
             client.close()
             if cluster is not None:
