@@ -521,7 +521,8 @@ def simulate(
         per[m] = get_aggregator(m, cfg.beta)(tables, held)
     for b in cfg.extra_betas:
         per[f"trimmed-mean@{b:g}"] = get_aggregator("trimmed-mean", b)(tables, held)
-    bres = bounded_run(cfg, R, tables, s_idx, K)
+    b_tables, b_round = closing_view(H, lag, hon)
+    bres = bounded_run(cfg, R, b_tables, b_round, K)
     per["bounded"] = bres.pop("estimate")
     estimates = {m: _global(per[m], K) for m in cfg.methods}
     node_k, glob_k = (
@@ -585,6 +586,21 @@ def simulate(
             else None
         ),
     )
+
+
+def closing_view(
+    H: IntArray, lag: IntArray, hon: IntArray
+) -> tuple[IntArray, IntArray]:
+    """What honest auditors hold after the closing rounds of ``bounded`` (the largest gossip lag
+    ``D`` rounds after the last querying round ``R``, in which nobody adds queries): every
+    source's round-``R`` counts, held from round ``R + D - lag_ij >= R``. The nodes run the same
+    closing rounds (``[audit] closing``); attackers add nothing in them (entries counting more
+    than ``n R`` queries are refused)."""
+    R = H.shape[0] - 1
+    D = int(lag.max()) if lag.size else 0
+    rounds = (R + D - lag[hon]).astype(np.int64)  # (N, V)
+    tables = np.broadcast_to(H[R][None], (hon.size, *H[R].shape)).copy()
+    return tables, np.where(rounds >= 1, rounds, 0)
 
 
 def bounded_run(
@@ -768,8 +784,22 @@ def simulate_reference(cfg: SimConfig, *, setup: HonestSetup | None = None) -> R
         per[m] = get_aggregator(m, cfg.beta)(tables_arr, held)
     for b in cfg.extra_betas:
         per[f"trimmed-mean@{b:g}"] = get_aggregator("trimmed-mean", b)(tables_arr, held)
+    # bounded: the closing rounds (no queries) after the last querying round
+    D = int(gossip_lags(adj).max()) if V > 1 else 0
+    for c in cores:
+        c.max_round = R  # type: ignore[union-attr]
+    for _t in range(R + 1, R + D + 1):
+        for core in cores:
+            core.start_round()
+            core.pass_round()
+        tabs = [core.table_entries() for core in cores]
+        for j, core in enumerate(cores):
+            for u in nbrs[j]:
+                core.merge(tabs[u])
+            core.end_round()
     held_round = np.stack([np.array([c.held[a].round for a in roster]) for c in honest_cores])
-    bres = bounded_run(cfg, R, tables_arr, held_round, K)
+    b_tables = np.stack([c.table_counts() for c in honest_cores])
+    bres = bounded_run(cfg, R, b_tables, held_round, K)
     per["bounded"] = bres.pop("estimate")
     estimates = {m: _global(per[m], K) for m in cfg.methods}
     honest_total = np.sum([c.own for c in honest_cores], axis=0)

@@ -81,8 +81,13 @@ class AuditConfig:
     z_max: float = 8.0
     replacement: bool = False
     seed: int = 0
+    #: Closing rounds after the last querying round: entries keep circulating, no source may
+    #: add queries, so every honest node ends holding every source's final counts (``bounded``).
+    closing: int = 0
 
     def __post_init__(self) -> None:
+        if not 0 <= self.closing <= 10_000:
+            raise ConfigError(f"[audit] closing must be an int in [0, 10000]. Got {self.closing}.")
         if self.n < 1:
             raise ConfigError(f"[audit] n must be an int >= 1. Got {self.n}.")
         if not 1 <= self.rounds <= 100_000:
@@ -251,7 +256,7 @@ class NodeConfig:
 
         a = _section(doc, "audit")
         t = _section(doc, "timeouts")
-        unknown_a = set(a) - {"n", "rounds", "tau", "z_max", "replacement", "seed"}
+        unknown_a = set(a) - {"n", "rounds", "tau", "z_max", "replacement", "seed", "closing"}
         if unknown_a:
             raise ConfigError(f"[audit] has unknown keys {sorted(unknown_a)}.")
         unknown_t = set(t) - {"round", "request", "finish"}
@@ -264,6 +269,7 @@ class NodeConfig:
             z_max=_num(a, "z_max", 8.0, float, "[audit]"),
             replacement=bool(a.get("replacement", False)),
             seed=_num(a, "seed", 0, int, "[audit]"),
+            closing=_num(a, "closing", 0, int, "[audit]"),
         )
         timeouts = TimeoutConfig(
             round=_num(t, "round", 20.0, float, "[timeouts]"),

@@ -228,6 +228,7 @@ class Driver:
             from fairprobe.collab.verify import LeafLog, salt_key
 
             self.log = LeafLog(salt_key(self._base_signer), self.records)
+        self._set_closing()
 
     def _open_backend(self) -> None:
         import fairprobe.collab.net.population  # noqa: F401 - registers kind "population"
@@ -254,6 +255,9 @@ class Driver:
         if r != t:
             raise ConfigError(f"Node state is at round {r - 1}, asked to run round {t}.")
         self.issued_last = 0
+        if t > self.cfg.audit.rounds:  # a closing round: nobody adds queries
+            with self.lock:
+                return self.core.pass_round()
         if isinstance(self.core, AttackerCore):
             with self.lock:  # its leaves are built while the entry is signed
                 return self.core.fabricate()
@@ -492,8 +496,14 @@ class Driver:
             }
         return out
 
+    def _set_closing(self) -> None:
+        """With closing rounds, no entry may count more than ``n`` times the querying rounds."""
+        if self.cfg.audit.closing:
+            self.core.max_round = self.cfg.audit.rounds  # type: ignore[union-attr]
+
     def load_state(self, state: Mapping[str, Any]) -> None:
         self.core = core_from_dict(state["core"], signer=self._signer, verifier=self._verifier)
+        self._set_closing()
         if isinstance(self.core, AttackerCore):
             self.core.strategy = self._strategy  # calibrated (the state stores only its name)
         self.trajectory = list(state.get("trajectory", []))

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 
 from fairprobe._proc import die_with_parent
 from fairprobe._validation import check_int, check_real
@@ -190,6 +191,8 @@ class LocalNetwork:
             members.append(Member(nid, kp.public_key_b64, "127.0.0.1", port, nb))
         self.roster = Roster(tuple(members), name=f"demo-{s.case}-{s.seed}")
         roster_path = self.roster.write(self.workdir / "roster.toml")
+        # bounded: closing rounds until every honest node holds every source's final counts
+        closing = closing_rounds(plan.neighbours) if s.method == "bounded" else 0
         for i, nid in enumerate(plan.ids):
             role = "attacker" if plan.is_attacker[i] else "honest"
             qs: dict[str, Any] = {}
@@ -254,7 +257,7 @@ class LocalNetwork:
                 collector_url=s.collector_url,
                 audit=AuditConfig(
                     n=s.n, rounds=plan.rounds, tau=s.tau, z_max=s.z_max,
-                    replacement=s.replacement, seed=s.seed,
+                    replacement=s.replacement, seed=s.seed, closing=closing,
                 ),
                 timeouts=TimeoutConfig(
                     round=s.round_timeout, request=s.request_timeout, finish=s.finish_timeout
@@ -400,6 +403,18 @@ class LocalNetwork:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def closing_rounds(neighbours: Sequence[Sequence[int]]) -> int:
+    """The largest gossip lag of the graph (an entry of round ``R`` reaches a node ``h`` hops
+    away at the end of round ``R + h - 1``): the closing rounds ``bounded`` needs."""
+    from fairprobe.collab.graph import gossip_lags
+
+    v = len(neighbours)
+    adj = np.zeros((v, v), dtype=bool)
+    for i, nb in enumerate(neighbours):
+        adj[i, list(nb)] = True
+    return int(gossip_lags(adj).max()) if v > 1 else 0
 
 
 def summarise(results: dict[str, dict[str, Any]], tau: float) -> dict[str, Any]:

@@ -127,7 +127,7 @@ class Node:
         self.verifier = roster.verifier()
         self.max_body = max_body_bytes(len(roster))
         self.n = cfg.audit.n
-        self.last_round = cfg.audit.rounds
+        self.last_round = cfg.audit.rounds + cfg.audit.closing  # closing rounds: no queries
         listen = cfg.listen or me.address
         self.host, self.port = parse_address(listen, allow_remote=roster.allow_remote)
         self.store = NodeStore(cfg.state_db)
