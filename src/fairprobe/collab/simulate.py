@@ -620,7 +620,12 @@ def bounded_run(
     kw: dict[str, Any] = {"n": cfg.n, "rounds": rounds}
     est, lo, hi = bounded_intervals(tables, held_round, max_liars=K, proven=proven, **kw)
     ver = decide_array(lo, hi, kind="difference", threshold=cfg.tau)
-    g_lo, g_hi = global_interval(lo, hi, K, liar_reports=attackers)
+    # proofs are transferable: the regulator drops the reports of proven liars (each one uses
+    # up one of K; more proven than declared: no verdict)
+    n_proven = int(proven.any(axis=0).sum()) if proven is not None else 0
+    K_reg, reports = K - n_proven, attackers - n_proven
+    g_lo, g_hi = (global_interval(lo, hi, K_reg, liar_reports=reports) if K_reg >= 0
+                  else (math.nan, math.nan))
     g_ver = str(decide_array(g_lo, g_hi, kind="difference", threshold=cfg.tau))
     # certified_k, per auditor and of the regulator's rule: intervals grow with k, so one pass
     # k = K + 1, K + 2, ... until every decided verdict has failed
@@ -641,7 +646,7 @@ def bounded_run(
         node_k[rows[same]] = k
         alive[rows[~same]] = False
         if g_alive:
-            gl, gh = global_interval(lo_k, hi_k, k, liar_reports=attackers)
+            gl, gh = global_interval(lo_k, hi_k, k - n_proven, liar_reports=reports)
             if str(decide_array(gl, gh, kind="difference", threshold=cfg.tau)) == g_ver:
                 g_k = k
             else:

@@ -908,4 +908,7 @@ def simulate_verification(
         # number of distinct leaves opened / its query set)
         "revealed_fraction_median": float(np.median(rev)),
         "revealed_fraction_max": float(rev.max()),
+        # proven[i][j]: honest auditor i excluded source j on a proof by the end (the
+        # bounded verdict drops it as a certain liar)
+        "proven": (~keep).tolist(),
     }

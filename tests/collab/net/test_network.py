@@ -183,7 +183,7 @@ def _latest(db: Path) -> tuple[int, tuple[int, int, int, int, bytes]]:
 
 def test_forged_tampered_replayed_malformed_oversized_down_and_sigkilled(tmp_path):
     spec = DemoSpec(honest=5, attackers=1, seed=2, case=CASE, n=600, round_timeout=1.5,
-                    request_timeout=1.0, finish_timeout=2.0)
+                    request_timeout=1.0, finish_timeout=2.0, method="robust")
     net = LocalNetwork(spec, tmp_path)
     with net:
         net.write()
@@ -340,7 +340,7 @@ def test_every_byte_a_node_sends_is_counts_rounds_and_signatures(tmp_path):
     try:
         plat.__enter__()
         spec = DemoSpec(honest=2, attackers=1, seed=1, n=3000, round_timeout=60,
-                        platform_url=plat.url,
+                        platform_url=plat.url, method="robust",
                         collector_url=f"http://127.0.0.1:{collector.server_address[1]}/results")
         with LocalNetwork(spec, tmp_path) as net:
             net.write()

@@ -473,7 +473,11 @@ def _bounded_summary(bounded: list[dict[str, Any]], liars: int, tau: float) -> d
     nan = float("nan")
     lo = [nan if b["low"] is None else float(b["low"]) for b in bounded]
     hi = [nan if b["high"] is None else float(b["high"]) for b in bounded]
-    g_lo, g_hi = global_interval(lo, hi, K, liar_reports=liars)
+    # proofs are transferable: the proven liars' reports are dropped, each uses up one of K
+    proven = set().union(*(b.get("proven_liars") or [] for b in bounded))
+    k_reg = K - len(proven)
+    g_lo, g_hi = (global_interval(lo, hi, k_reg, liar_reports=max(liars - len(proven), 0))
+                  if k_reg >= 0 else (nan, nan))
     flips = [b["flip_mass"] for b in bounded if b.get("flip_mass") is not None]
     fm = min(flips) if flips else None
     rate = bounded[0].get("verification_rate")

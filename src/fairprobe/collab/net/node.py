@@ -247,7 +247,8 @@ class Node:
         # audit: a neighbour sees at most that share of the records, whatever it asks)
         per_round = opening_cap(self.cfg.verify.rate, self.n)
         served = self.counters[f"verify:served:{msg.challenger}"]
-        if msg.count > per_round or served + msg.count > per_round * max(1, self.round):
+        rounds = max(1, self.round, int(self.driver.core.round))
+        if msg.count > per_round or served + msg.count > per_round * rounds:
             self.counters["verify:challenges-over-budget"] += 1
             raise Refused(429, "challenge-budget")
         self.counters[f"verify:served:{msg.challenger}"] += msg.count
