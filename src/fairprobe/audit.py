@@ -28,6 +28,8 @@ from fairprobe.access.blackbox import BlackBox
 from fairprobe.errors import AnswerParseError, BudgetError, DataError
 from fairprobe.stats import METRICS, MetricResult, compute_metric, select_groups
 from fairprobe.stats.frame import AuditFrame, GroupSummary, fairness_metric_name
+from fairprobe.stats.groups import DEFAULT_MIN_GROUP_SIZE
+from fairprobe.stats.metrics import DEFAULT_INTERVAL
 
 __all__ = [
     "AuditResult",
@@ -305,6 +307,8 @@ def run_audit(
     confidence_level: float = 0.95,
     pos_label: Any = None,
     max_unusable_share: float | None = None,
+    interval: str = DEFAULT_INTERVAL,
+    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
 ) -> AuditResult:
     """Run a fixed-budget black-box audit of one fairness metric.
 
@@ -336,6 +340,12 @@ def run_audit(
         share of unusable answers (unparsed, refused or truncated) exceeds this, checked after
         each tenth of the queries once the group has 20 answers, and on all answers at the end.
         Answers paid before the stop stay in the cache.
+    interval : {"exact", "score", "newcombe", "katz"}
+        Construction of the interval (:func:`fairprobe.stats.api.compute_metric`'s ``method``):
+        ``exact`` (default) keeps the level at every rate and size.
+    min_group_size : int
+        The one group-filtering rule: a group with fewer answers than this on which the metric
+        is defined leaves the verdict ``undetermined``, with the reason.
 
     Raises
     ------
@@ -405,6 +415,8 @@ def run_audit(
         group_b=group_b,
         threshold=threshold if name == "disparate_impact_ratio" else tolerance,
         confidence_level=confidence_level,
+        method=None if name == "performance_gap" else interval,
+        min_group_size=min_group_size,
     )
     sel = select_groups(group_values, group_a, group_b)
     used = sel.in_a | sel.in_b
@@ -675,7 +687,7 @@ def run_group_audit(
     feature_cols: Sequence[str] | None = None,
     budget: int = 1000,
     seed: int = 0,
-    min_group_size: int = 20,
+    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
     reference: Any = None,
     tolerance: float | None = None,
     threshold: float | None = None,

@@ -97,3 +97,52 @@ def test_report_in_headless_chromium(tmp_path: Path) -> None:
     assert (w, h) == (1100, 1500)
     w, h = _png_size(full)
     assert w == 1100 and h > 5000
+
+
+def _audit_doc(verdict_low: float, verdict_high: float) -> dict:
+    """A two-group EO audit result carrying its finding (the verdict engine's shape)."""
+    from fairprobe.stats.finding import Finding, Question
+
+    f = Finding(Question("equal_opportunity_difference", "difference", 0.05, ("Black", "White"),
+                         rates=("true_positive_rate",)),
+                -0.0275, verdict_low, verdict_high, 0.95, "exact-difference")
+    return {"schema": "fairprobe/1", "kind": "audit", "provenance": {},
+            "metric": {"metric": "equal_opportunity_difference", "kind": "difference",
+                       "estimate": -0.0275, "threshold": 0.05, "verdict": f.verdict,
+                       "interval": {"low": verdict_low, "high": verdict_high, "level": 0.95,
+                                    "method": "exact-difference"}},
+            "verdict": f.verdict, "finding": f.to_dict()}
+
+
+@pytest.mark.parametrize(
+    ("docs", "starts", "absent"),
+    [
+        # issue 20: one fair and one undetermined finding never make a "fair" headline
+        ([_audit_doc(-0.0495, -0.0119), _audit_doc(-0.058, 0.003)],
+         "Verdict: undetermined No verdict on the audited model", "judged fair"),
+        # a simulation (collaborative demo on bundled data) is shown but not counted
+        ([_audit_doc(-0.0495, -0.0119), "results/collab-nodes.json"],
+         "Verdict: fair The audited model is judged fair: every one of 1 question", "2 questions"),
+    ],
+)
+def test_headline_in_headless_chromium(tmp_path: Path, docs, starts, absent) -> None:
+    import json
+
+    paths = []
+    for i, d in enumerate(docs):
+        if isinstance(d, str):
+            paths.append(DATA / d)
+        else:
+            p = tmp_path / f"r{i}.json"
+            p.write_text(json.dumps(d))
+            paths.append(p)
+    rep = build_report(load_results(paths), now=dt.datetime(2026, 12, 1, tzinfo=dt.UTC))
+    page = write_html(rep, tmp_path / "h.html")
+    assert BINARY is not None
+    with Chromium(BINARY, width=1000, height=800) as browser:
+        browser.open(page.as_uri())
+        text = browser.evaluate("document.querySelector('header p.headline').textContent")
+        assert browser.problems() == []
+    text = " ".join(text.split())
+    assert text.startswith(starts), text
+    assert absent not in text

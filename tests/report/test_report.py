@@ -49,8 +49,12 @@ def test_legacy_kinds_are_inferred() -> None:
 def test_demo_report_model() -> None:
     rep = build_report(load_results([DATA / "legacy-demo.json"]), now=NOW)
     assert rep.overall == "unfair"
-    assert rep.headline.startswith("The audited model is judged unfair: 6 of 6 fairness findings "
-                                   "say unfair, 0 say fair;")
+    # DI and DP on the same answers are one question, the three access levels of the sequential
+    # audit another; the radius is not a finding of its own (issue 20)
+    assert rep.headline.startswith("The audited model is judged unfair: 2 of 2 questions about "
+                                   "the model say unfair, 0 fair, 0 undetermined; the headline "
+                                   "is wrong with probability at most 0.25 (union bound over 5 "
+                                   "findings)")
     assert "audit API gives auditors manipulated answers" in rep.headline
     audit = rep.sections[0]
     assert audit.verdict == "unfair" and "0.252" in audit.sentence
@@ -77,9 +81,25 @@ def test_overall_verdict() -> None:
         return adapt("unknown", {"verdict": v} if v else {}, "x.json")
 
     assert overall_verdict([sec("unfair"), sec("undetermined")]) == "unfair"
-    assert overall_verdict([sec("fair"), sec("unfair")]) == "conflicting"
+    # issue 20: unfair if any question is answered unfair, fair only if every one is fair
+    assert overall_verdict([sec("fair"), sec("unfair")]) == "unfair"
+    assert overall_verdict([sec("fair"), sec("undetermined")]) == "undetermined"
     assert overall_verdict([sec("inconclusive")]) == "undetermined"
     assert overall_verdict([sec("fair"), sec(None)]) == "fair"
+    assert overall_verdict([]) == "undetermined"
+
+
+def test_headline_never_says_more_than_its_findings() -> None:
+    from fairprobe.stats.headline import headline
+
+    h = headline([("q1", "fair", 0.05), ("q2", "undetermined", 0.05)])
+    assert h.verdict == "undetermined" and "judged fair" not in h.sentence()
+    assert h.error_bound == pytest.approx(0.1)
+    h = headline([("q1", "fair", 0.05), ("q1", "compliance", 0.05), ("q2", "fair", 0.01)])
+    assert (h.verdict, h.questions, h.findings) == ("fair", 2, 3)
+    assert h.error_bound == pytest.approx(0.11)
+    h = headline([("q1", "fair", 0.05), ("q2", "violation", 0.05)])
+    assert h.verdict == "unfair" and h.unfair == 1 and h.fair == 1
 
 
 def test_new_contract_fields_are_used() -> None:

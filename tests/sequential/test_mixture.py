@@ -106,10 +106,20 @@ def test_stepper_with_population_matches_vectorised() -> None:
 def test_parameters_are_checked() -> None:
     with pytest.raises(InvalidParameterError, match="bounds"):
         MixtureBettingTest(0.1, "logits", bounds=(2.0, 1.0))
-    with pytest.raises(InvalidParameterError, match="logits only"):
+    with pytest.raises(InvalidParameterError, match="sigmoid"):
         MixtureBettingTest(0.1, "scores", bounds=(-1.0, 1.0))
     with pytest.raises(InvalidParameterError, match="population"):
         MixtureBettingTest(0.1, population=(0, 5))
+    # issue 20: logit access audits sigmoid(logit), the probability-scale gap (tolerance in the
+    # units of score access), so logits and the scores they come from give the same audit
     t = MixtureBettingTest(0.1, "logits")
     z = np.linspace(-3.0, 2.0, 10)
-    assert t.for_pool(z > 0, z).bounds == (-3.0, 2.0)
+    assert t.for_pool(z > 0, z).bounds == (0.0, 1.0) and t.params()["observable"] == "sigmoid"
+    rng = np.random.default_rng(1)
+    zz = rng.normal(0.3, 1.0, 400)
+    g = rng.random(400) < 0.5
+    zz[g] -= 1.0
+    by_logit = MixtureBettingTest(0.1, "logits").run_path(g, zz)
+    by_score = MixtureBettingTest(0.1, "scores").run_path(g, 1 / (1 + np.exp(-zz)))
+    assert by_logit["outcome"] == by_score["outcome"]
+    assert by_logit["queries"] == by_score["queries"]

@@ -28,8 +28,6 @@ def _draw(rng: np.random.Generator, access: str, ma: float, mb: float, shape: tu
 
 
 def _test(name: str, access: str, **kw):
-    if name == "mixture" and access == "logits":
-        kw.setdefault("bounds", (-4.0, 4.0))  # the range of the logits drawn below
     return get_test(name, tolerance=0.1, access=access, **kw)
 
 

@@ -133,7 +133,8 @@ def test_compute_metric_aliases_and_errors() -> None:
         compute_metric("gap", sensitive_features=g, values=np.asarray(p, float), method="exact")
     ex = compute_metric("dp", sensitive_features=g, y_pred=p, method="exact")
     assert ex.method == "exact-difference" and ex.interval.width > compute_metric(
-        "dp", sensitive_features=g, y_pred=p).interval.width
+        "dp", sensitive_features=g, y_pred=p, method="newcombe").interval.width
+    assert compute_metric("dp", sensitive_features=g, y_pred=p).interval == ex.interval
     with pytest.raises(DataError, match="sample_weight is supported by performance_gap only"):
         compute_metric("dp", sensitive_features=g, y_pred=p, sample_weight=np.ones(20))
 

@@ -24,7 +24,8 @@ from fairprobe.stats import (
 
 
 def test_dp_from_counts_newcombe_example() -> None:
-    r = demographic_parity_from_counts(CountsVector(56, 70, 48, 80), tolerance=0.05)
+    r = demographic_parity_from_counts(CountsVector(56, 70, 48, 80), tolerance=0.05,
+                                       method="newcombe")
     assert r.metric == "demographic_parity_difference"
     assert r.estimate == pytest.approx(0.2)
     assert r.method == "newcombe"
@@ -51,7 +52,7 @@ def test_confidence_interval_at_other_levels() -> None:
 
 
 def _dp(counts: tuple[int, int, int, int], tol: float) -> MetricResult:
-    return demographic_parity_from_counts(CountsVector(*counts), tolerance=tol)
+    return demographic_parity_from_counts(CountsVector(*counts), tolerance=tol, method="newcombe")
 
 
 def test_difference_verdict_boundaries() -> None:
@@ -77,13 +78,13 @@ def test_difference_undetermined_when_interval_straddles_band() -> None:
 
 def test_ratio_verdict_boundaries() -> None:
     c = CountsVector(300, 1000, 450, 1000)  # ratio 2/3
-    r = disparate_impact_from_counts(c)
+    r = disparate_impact_from_counts(c, method="score")
     lo, hi = r.interval
     assert r.estimate == pytest.approx(2 / 3)
     assert hi < 0.8 and r.verdict == "unfair" and r.point_verdict == "unfair"
 
     def verdict(th: float) -> str:
-        return disparate_impact_from_counts(c, threshold=th).verdict
+        return disparate_impact_from_counts(c, threshold=th, method="score").verdict
 
     assert verdict(lo) == "fair"
     assert verdict(np.nextafter(lo, 1.0)) == "undetermined"
@@ -98,10 +99,13 @@ def test_ratio_point_verdict_at_threshold() -> None:
 
 
 def test_di_zero_counts() -> None:
-    r = disparate_impact_from_counts(CountsVector(3, 10, 0, 10))
+    r = disparate_impact_from_counts(CountsVector(3, 10, 0, 10), method="score")
     assert r.estimate == math.inf and r.interval.high == math.inf
     assert r.verdict == "fair"  # lower bound 0.924 >= 0.8
-    assert disparate_impact_from_counts(CountsVector(1, 10, 0, 10)).verdict == "undetermined"
+    assert disparate_impact_from_counts(CountsVector(1, 10, 0, 10), method="score").verdict == (
+        "undetermined")
+    # the exact default cannot say fair from 3/10 vs 0/10: its lower bound is below 0.8
+    assert disparate_impact_from_counts(CountsVector(3, 10, 0, 10)).verdict == "undetermined"
     r0 = disparate_impact_from_counts(CountsVector(0, 10, 0, 10))
     assert math.isnan(r0.estimate)
     assert tuple(r0.interval) == (0.0, math.inf)
@@ -111,13 +115,17 @@ def test_di_zero_counts() -> None:
     assert d["estimate"] is None
     assert d["interval"] == {"low": 0.0, "high": None, "level": 0.95, "method": r0.method}
     json.dumps(d, allow_nan=False)
-    rz = disparate_impact_from_counts(CountsVector(0, 10, 5, 10))
+    rz = disparate_impact_from_counts(CountsVector(0, 10, 5, 10), method="score")
     assert rz.estimate == 0.0 and rz.interval.low == 0.0 and rz.verdict == "unfair"
+    # exact: 0/10 vs 5/10 at 10 per group still allows a ratio up to 2.23
+    rx = disparate_impact_from_counts(CountsVector(0, 10, 5, 10))
+    assert rx.interval.low == 0.0 and rx.interval.high == pytest.approx(2.2266, abs=1e-4)
+    assert rx.verdict == "undetermined"
 
 
 def test_di_katz_method() -> None:
     c = CountsVector(16, 80, 36, 40)
-    rs = disparate_impact_from_counts(c)
+    rs = disparate_impact_from_counts(c, method="score")
     rk = disparate_impact_from_counts(c, method="katz")
     assert rs.method == "score" and rk.method == "katz"
     assert rs.estimate == rk.estimate == pytest.approx(0.2 / 0.9)
@@ -135,7 +143,9 @@ def test_eo_from_counts_is_dp_on_positives() -> None:
     dp = demographic_parity_from_counts(c, tolerance=0.1)
     assert eo.metric == "equal_opportunity_difference"
     assert eo.estimate == dp.estimate and eo.interval == dp.interval
-    assert eo.verdict == "unfair"
+    assert eo.verdict == "undetermined"  # the exact default: [-0.0, ...] at 10 per group
+    assert equal_opportunity_from_counts(c, tolerance=0.1, method="newcombe").verdict == "unfair"
+    assert eo.method == "exact-difference" and eo.finding.coverage == "exact"
 
 
 @pytest.mark.parametrize(
@@ -188,7 +198,10 @@ def test_to_dict_is_json_ready_and_complete() -> None:
     r = demographic_parity_from_counts(CountsVector(3, 10, 1, 4), groups=("F", "M"))
     d = r.to_dict()
     assert set(d) == {"metric", "kind", "estimate", "interval", "confidence_level", "method",
-                      "threshold", "verdict", "point_verdict", "groups", "counts"}
+                      "threshold", "verdict", "point_verdict", "groups", "counts", "finding"}
+    f = d["finding"]
+    assert f["verdict"] == d["verdict"] and f["interval"]["low"] == d["interval"]["low"]
+    assert f["question"]["groups"] == ["F", "M"] and f["counts"] == d["counts"]
     assert d["counts"] == {"a": 3, "A": 10, "b": 1, "B": 4}
     assert d["groups"] == {"a": "F", "b": "M"}
     assert d["kind"] == "difference"
@@ -261,7 +274,8 @@ def test_performance_gap_from_stats() -> None:
 def test_replace_threshold_and_direct_construction() -> None:
     import dataclasses
 
-    r = demographic_parity_from_counts(CountsVector(56, 70, 48, 80), tolerance=0.05)
+    r = demographic_parity_from_counts(CountsVector(56, 70, 48, 80), tolerance=0.05,
+                                       method="newcombe")
     r2 = dataclasses.replace(r, threshold=0.4)
     assert r2.interval == r.interval and r2.verdict == "fair"
     with pytest.raises(InvalidParameterError, match="Unknown metric"):

@@ -11,7 +11,7 @@ def di():
     g = np.array(["F"] * 100 + ["M"] * 100)
     y = np.r_[np.ones(20), np.zeros(80), np.ones(40), np.zeros(60)]
     return compute_metric("disparate_impact_ratio", sensitive_features=g, y_pred=y,
-                          group_a="F", group_b="M")
+                          group_a="F", group_b="M", method="score")
 
 
 def test_float_round_and_comparisons(di) -> None:

@@ -26,6 +26,8 @@ from fairprobe.cli._common import (
     read_table,
     split_list,
 )
+from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit
+from fairprobe.stats.groups import DEFAULT_MIN_GROUP_SIZE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -61,6 +63,15 @@ class Simultaneous(StrEnum):
 
     exact = "exact"
     bonferroni = "bonferroni"
+
+
+class Interval(StrEnum):
+    """``--interval``: the interval construction (coverage of each in ``docs/stats.md``)."""
+
+    exact = "exact"
+    score = "score"
+    newcombe = "newcombe"
+    katz = "katz"
 
 
 def check_audit_flags(
@@ -224,10 +235,12 @@ def audit(
     timeout: Annotated[float | None, typer.Option(help="Per-request timeout (s).")] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
-    min_group_size: Annotated[int, typer.Option(help="Every-group audit: groups (or a rate's denominator, e.g. y_true=1 answers for TPR) below this are listed and left out of the summaries.")] = 20,
+    min_group_size: Annotated[int, typer.Option(help="Groups (or a rate's denominator, e.g. y_true=1 answers for TPR) below this are listed and left out of the summaries; a two-group audit on such a group is undetermined. 1 compares every group (fairlearn).")] = DEFAULT_MIN_GROUP_SIZE,
     reference: Annotated[str | None, typer.Option(help="Every-group audit: also compare every group with this one (intersections: 'Male, White').")] = None,
     pos_label: Annotated[str | None, typer.Option(help="Positive value of --label-col when its labels are not 0/1.")] = None,
-    simultaneous: Annotated[Simultaneous, typer.Option(case_sensitive=False, help="Every-group audit: simultaneous intervals, exact (level kept at every rate and size) or bonferroni (narrower).")] = Simultaneous.exact,
+    interval: Annotated[Interval, typer.Option(case_sensitive=False, help="Interval construction: exact (default: coverage >= the level at every rate and size, by construction), score / newcombe (narrower, asymptotic: dips below the level near rates 0 and 1; every-group audits: Bonferroni-adjusted) or katz (two-group DI only). Coverage of each: docs/stats.md.")] = Interval.exact,
+    simultaneous: Annotated[Simultaneous | None, typer.Option(case_sensitive=False, hidden=True, help="Deprecated: --interval exact / --interval score.")] = None,
+    fail_on: Annotated[FailOn | None, typer.Option(case_sensitive=False, help=FAIL_ON_HELP)] = None,
     strict: Annotated[bool, typer.Option(help="Stop when a group's share of unusable answers (unparsed, refused, truncated) exceeds --max-unusable.")] = False,
     max_unusable: Annotated[float, typer.Option(help="Threshold of --strict (share in [0, 1)).")] = 0.05,
     prompt_variants: Annotated[Path | None, typer.Option(help="TOML [templates] name = \"template\": rerun the audit per prompt (openai-chat backends) and report the verdict's sensitivity.")] = None,
@@ -239,7 +252,15 @@ def audit(
     and, per metric, the worst pair with simultaneous intervals; or one metric between two
     groups (--group-a/--group-b, and the default Female vs Male for --group-col sex).
     """
+    if simultaneous is not None:  # the former flag: exact, or bonferroni (= score intervals)
+        interval = Interval.exact if simultaneous.value == "exact" else Interval.score
     if _wants_group_audit(group_col, group_a, group_b, metric, all_groups):
+        if interval is Interval.katz:
+            from fairprobe.errors import InvalidParameterError
+
+            raise InvalidParameterError(
+                "--interval katz is a two-group DI interval; every-group audits take exact or "
+                "score (give --group-a/--group-b for katz).")
         _group_audit(
             url=url, backend_config=backend_config, path=path, queries=queries,
             group_col=group_col, label_col=label_col, feature_cols=feature_cols,
@@ -248,8 +269,9 @@ def audit(
             cache=cache, no_cache=no_cache, refresh=refresh, concurrency=concurrency,
             retries=retries, timeout=timeout, progress=progress, json_path=json_path,
             min_group_size=min_group_size, reference=reference, pos_label=pos_label,
-            method=simultaneous.value, strict=strict, max_unusable=max_unusable,
-            prompt_variants=prompt_variants, name_swap=name_swap,
+            method="exact" if interval is Interval.exact else "bonferroni", strict=strict,
+            max_unusable=max_unusable, prompt_variants=prompt_variants, name_swap=name_swap,
+            fail_on=fail_on,
         )
         return
     if pos_label is not None:
@@ -290,7 +312,6 @@ def audit(
 
         cli_main.INTERRUPT_MESSAGE = "interrupted; nothing was cached (--no-cache)."
     from fairprobe.audit import run_audit
-    from fairprobe.report import write_result
     from fairprobe.report.text import print_audit
 
     extra: dict[str, Any] = {}
@@ -307,7 +328,8 @@ def audit(
                 group_b=plan["group_b"], label_col=plan["label"],
                 feature_cols=plan["columns"].sent, budget=plan["budget"], seed=seed,
                 tolerance=tolerance, threshold=threshold, confidence_level=confidence_level,
-                max_unusable_share=limit,
+                max_unusable_share=limit, interval=_two_group_interval(interval.value, name),
+                min_group_size=min_group_size,
             )
             prov = audit_provenance(bb, plan, seed=seed, cache=cache, no_cache=no_cache,
                                     refresh=refresh)
@@ -339,10 +361,9 @@ def audit(
     print_audit(result, console)
     print_trust_summary(prov, plan, console)
     print_llm_dimensions(extra, console)
-    if json_path is not None:
-        body = result.to_dict()
-        body.update(extra)
-        write_result(json_path, "audit", body, prov)
+    body = result.to_dict()
+    body.update(extra)
+    emit(json_path, "audit", body, prov, fail_on)
 
 
 def print_llm_dimensions(extra: dict[str, Any], out: Any) -> None:
@@ -565,6 +586,7 @@ def _group_audit(
     json_path: Path | None, min_group_size: int, reference: str | None,
     pos_label: str | None, method: str, strict: bool = False, max_unusable: float = 0.05,
     prompt_variants: Path | None = None, name_swap: str | None = None,
+    fail_on: FailOn | None = None,
 ) -> None:
     """The every-group audit: flags, then the pool and columns, then the paid queries."""
     from fairprobe.errors import DataError, InvalidParameterError
@@ -642,7 +664,6 @@ def _group_audit(
             "sample_groups": sample[cols].astype(str).agg(", ".join, axis=1).to_numpy()}
     backend = build_backend(url, backend_config, path)  # no network yet
     from fairprobe.audit import run_group_audit
-    from fairprobe.report import write_result
     from fairprobe.report.groups import print_group_audit
 
     with open_blackbox(
@@ -656,8 +677,21 @@ def _group_audit(
                                 refresh=refresh)
     print_group_audit(result, console)
     print_trust_summary(prov, plan, console)
-    if json_path is not None:
-        write_result(json_path, "audit", result, prov)
+    emit(json_path, "audit", result, prov, fail_on)
+
+
+def _two_group_interval(interval: str, metric: str) -> str:
+    """``--interval`` for one two-group metric (one error line when it does not apply)."""
+    from fairprobe.errors import InvalidParameterError
+
+    ratio = metric == "disparate_impact_ratio"
+    if interval == "katz" and not ratio:
+        raise InvalidParameterError("--interval katz is a ratio interval: use it with --metric di, "
+                                    "or choose exact, score or newcombe.")
+    if interval == "newcombe" and ratio:
+        raise InvalidParameterError("--interval newcombe is a difference interval: for --metric "
+                                    "di choose exact, score or katz.")
+    return interval
 
 
 def register(app: typer.Typer) -> None:

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit
+
 
 def demo(
     seed: Annotated[int, typer.Option(help="Seed of every random choice.")] = 0,
@@ -17,13 +19,13 @@ def demo(
         "audit,radius,sequential,twosource"
     ),
     json_path: Annotated[Path | None, typer.Option("--json", help="Write all results as JSON.")] = None,
+    fail_on: Annotated[FailOn | None, typer.Option(case_sensitive=False, help=FAIL_ON_HELP)] = None,
 ) -> None:
     """Audit the bundled platform server on 127.0.0.1 with each of fairprobe's methods."""
     from fairprobe._validation import check_choice
     from fairprobe.cli._common import split_list
     from fairprobe.demo import SECTIONS, DemoConfig, run_demo
     from fairprobe.provenance import Provenance
-    from fairprobe.report import write_result
 
     steps = tuple(split_list(sections) or [])
     for step in steps:
@@ -31,9 +33,8 @@ def demo(
     cfg = DemoConfig(seed=seed, port=port or None, budget=budget, cache_dir=cache_dir,
                      sections=steps)
     result = run_demo(cfg)
-    if json_path is not None:
-        prov = Provenance.capture(seed=seed, extra={"sections": list(steps), "budget": budget})
-        write_result(json_path, "demo", result, prov)
+    prov = Provenance.capture(seed=seed, extra={"sections": list(steps), "budget": budget})
+    emit(json_path, "demo", result, prov, fail_on)
 
 
 def register(app: typer.Typer) -> None:

@@ -30,7 +30,7 @@ def radius(
     from fairprobe._validation import check_int
     from fairprobe.errors import InvalidParameterError
     from fairprobe.radius import consistency_radius
-    from fairprobe.radius.io import read_audit_input
+    from fairprobe.radius.io import read_audit_input, read_audit_scope
     from fairprobe.report import write_result
 
     check_int(curve_points, "curve_points", "radius", lo=0, hi=10_000)
@@ -41,6 +41,11 @@ def radius(
             raise InvalidParameterError(f"--pair takes two group labels as 'A,B'; got {pair!r}.")
         chosen = (parts[0], parts[1])
     values, groups, weights = read_audit_input(input, value_col, group_col, weight_col)
+    scope = read_audit_scope(input)
+    if scope is not None and scope[1]:
+        left = "; ".join(f"{g} ({why})" for g, why in scope[1].items())
+        typer.echo(f"groups as in the audit: {', '.join(scope[0])}; left out as the audit did: "
+                   f"{left}")
     if chosen is not None:
         groups = groups.astype(str)
     res = consistency_radius(values, groups, tolerance, weights=weights, method=method.value,

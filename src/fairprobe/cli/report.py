@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, gate_verdict
+
 
 def report(
     results: Annotated[
@@ -26,6 +28,9 @@ def report(
     ] = None,
     title: Annotated[
         str | None, typer.Option("--title", help="Report title.")
+    ] = None,
+    fail_on: Annotated[
+        FailOn | None, typer.Option(case_sensitive=False, help=FAIL_ON_HELP)
     ] = None,
 ) -> None:
     """Combine result JSON files into one audit report: verdict, evidence and figures, provenance."""
@@ -59,6 +64,7 @@ def report(
     if md is not None:
         write_markdown(rep, md)
         console.print(f"report ({len(rep.sections)} sections, verdict {rep.overall}) -> {md}")
+    gate_verdict(rep.overall, fail_on)
 
 
 def register(app: typer.Typer) -> None:

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from fairprobe.cli._common import build_backend, console, read_table, split_list
+from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit
 from fairprobe.errors import ConfigError
 
 DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"
@@ -144,6 +145,7 @@ def sequential(
     timeout: Annotated[float | None, typer.Option(help="Live mode: per-request timeout (s).")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress.")] = True,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
+    fail_on: Annotated[FailOn | None, typer.Option(case_sensitive=False, help=FAIL_ON_HELP)] = None,
 ) -> None:
     """Sequential audit of SP or EO: stop at violation, compliance, or the budget."""
     from fairprobe.provenance import Provenance
@@ -202,8 +204,7 @@ def sequential(
             batch_size, cache, retries, timeout, progress, common,
         )  # fmt: skip
         _print_single(result)
-    if json_path is not None:
-        write_result(json_path, "sequential", result, Provenance.capture(seed=seed))
+    emit(json_path, "sequential", result, Provenance.capture(seed=seed), fail_on)
 
 
 def _pool_mode(

@@ -7,7 +7,10 @@ Accepted inputs:
 * JSON with a ``per_instance`` list — the per-instance section any fairprobe audit result may
   carry — of objects ``{"value": float, "group": label[, "weight": float]}``; ``value_col`` /
   ``group_col`` / ``weight_col`` name the keys when they differ (defaults ``value``, ``group``,
-  ``weight``). A top-level JSON list of such objects is accepted as well.
+  ``weight``). A top-level JSON list of such objects is accepted as well. An every-group audit
+  result is read with the audit's own scope: only the groups its demographic-parity summary
+  compared (groups it left out as too small are left out here too, and
+  :func:`read_audit_scope` lists them), so the radius examines the conclusion the audit states.
 """
 
 from __future__ import annotations
@@ -21,7 +24,33 @@ import pandas as pd
 
 from fairprobe.errors import DataError
 
-__all__ = ["read_audit_input"]
+__all__ = ["read_audit_input", "read_audit_scope"]
+
+
+def _scope_of(doc: Any) -> tuple[list[str], dict[str, str]] | None:
+    """Groups compared and left out by an every-group audit's selection-rate summary."""
+    sums = doc.get("summaries") if isinstance(doc, dict) else None
+    if not isinstance(sums, dict):
+        return None
+    for name in ("demographic_parity_difference", "disparate_impact_ratio"):
+        s = sums.get(name)
+        if isinstance(s, dict) and isinstance(s.get("compared"), list):
+            exc = s.get("excluded") if isinstance(s.get("excluded"), dict) else {}
+            return [str(g) for g in s["compared"]], {str(k): str(v) for k, v in exc.items()}
+    return None
+
+
+def read_audit_scope(path: str | Path) -> tuple[list[str], dict[str, str]] | None:
+    """``(compared groups, {left-out group: reason})`` of an every-group audit result, or None
+    for any other input."""
+    p = Path(path)
+    if p.suffix.lower() != ".json" or not p.exists():
+        return None
+    try:
+        with open(p, encoding="utf-8") as fh:
+            return _scope_of(json.load(fh))
+    except (OSError, ValueError):
+        return None
 
 
 def _frame(path: Path) -> pd.DataFrame:
@@ -38,7 +67,11 @@ def _frame(path: Path) -> pd.DataFrame:
                     f"{path} holds no 'per_instance' list of {{value, group}} objects; write the "
                     "audit result with per-instance values or give a CSV/Parquet table."
                 )
-            return pd.DataFrame(rows)
+            df = pd.DataFrame(rows)
+            scope = _scope_of(doc)
+            if scope is not None and "group" in df.columns:
+                df = df[df["group"].astype(str).isin(scope[0])].reset_index(drop=True)
+            return df
         return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
     except DataError:
         raise

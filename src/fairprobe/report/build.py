@@ -1,9 +1,11 @@
 """Result files -> one :class:`~fairprobe.report.document.Report` (no rendering here).
 
-The headline is one sentence: the overall verdict on the model's fairness, then each method's
-short finding. Fairness verdicts combine as follows: all determinate verdicts agree -> that
-verdict; they disagree -> ``conflicting``; none is determinate -> ``undetermined``. A two-source
-finding of manipulation is stated next to it (it is about the audit API, not the model).
+The headline is one sentence: the combined verdict on the audited model
+(:mod:`fairprobe.stats.headline`: ``unfair`` if a question about the model is answered unfair,
+``fair`` only if every one is fair, otherwise ``undetermined``), its tally over distinct
+questions and the bound on its error. Results about simulations or demonstrations with a known
+truth are shown but not counted. A two-source finding of manipulation is stated next to it (it
+is about the audit API, not the model).
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from typing import Any
 
 from fairprobe import __version__
 from fairprobe.errors import DataError
+from fairprobe.report._read import get
 from fairprobe.report.adapters import adapt, provenance_of, split_document
 from fairprobe.report.document import Report, Section, polarity
 from fairprobe.report.jsonio import read_json
+from fairprobe.stats.headline import Headline, headline
 
 __all__ = ["build_report", "load_results", "overall_verdict"]
 
@@ -39,15 +43,71 @@ def load_results(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[str, Map
 
 
 def overall_verdict(sections: Sequence[Section]) -> str:
-    """``fair``, ``unfair``, ``conflicting`` or ``undetermined`` over the sections' verdicts."""
-    signs = {polarity(s.verdict) for s in sections if s.counts} - {None, 0}
-    if signs == {-1}:
-        return "unfair"
-    if signs == {1}:
-        return "fair"
-    if signs == {-1, 1}:
-        return "conflicting"
-    return "undetermined"
+    """``fair``, ``unfair`` or ``undetermined``: :func:`fairprobe.stats.headline.headline` over
+    the sections that are findings about the audited model."""
+    return _combined(sections).verdict
+
+
+def _combined(sections: Sequence[Section]) -> Headline:
+    return headline([(s.question or f"{s.source}#{s.anchor or s.title}",
+                      s.decided or s.verdict or "",
+                      0.05 if s.alpha is None else s.alpha)
+                     for s in sections
+                     if s.counts and s.kind not in _NOT_VERDICTS
+                     and polarity(s.decided or s.verdict) is not None])
+
+
+#: Sections whose verdict word is not a finding of their own: the consistency radius says how
+#: far another finding's conclusion survives a shift (a point computation, no error level).
+_NOT_VERDICTS = frozenset({"radius"})
+
+
+_RATES = {"di": "selection_rate", "dp": "selection_rate", "sp": "selection_rate",
+          "disparate_impact_ratio": "selection_rate",
+          "demographic_parity_difference": "selection_rate",
+          "statistical_parity": "selection_rate", "disparate_impact": "selection_rate",
+          "demographic_parity": "selection_rate"}
+
+
+def _question(kind: str, part: Mapping[str, Any], source: str, label: str) -> str:
+    """Which question a part answers: same answers and same per-group rates -> same key."""
+    f = part.get("finding")
+    if kind == "sequential":  # the access levels of one sequential audit: one question
+        return f"{source}|sequential|{part.get('metric', '')}"
+    if kind == "audit":
+        m = part.get("metric")
+        m = m.get("metric") if isinstance(m, Mapping) else m
+        metric = str(m or label or "").lower().replace(" ", "_")
+        if isinstance(f, Mapping) and isinstance(f.get("question"), Mapping):
+            rates = f["question"].get("rates") or []
+            if rates:
+                return f"{source}|audit|{','.join(map(str, rates))}"
+        return f"{source}|audit|{_RATES.get(metric, metric)}"
+    return f"{source}|{kind}|{label}"
+
+
+def _alpha(part: Mapping[str, Any]) -> float:
+    """The error level of a part's verdict (0.05 when the part does not say)."""
+    lvl = get(part, "finding", "interval", "level")
+    if isinstance(lvl, int | float):
+        return 1.0 - float(lvl)
+    sums = part.get("summaries")
+    if isinstance(sums, Mapping) and sums:
+        lv = [get(v, "interval", "level") for v in sums.values() if isinstance(v, Mapping)]
+        return sum(1.0 - float(x) for x in lv if isinstance(x, int | float)) or 0.05
+    for key in ("alpha",):
+        if isinstance(part.get(key), int | float):
+            return float(part[key])
+    cl = part.get("confidence_level")
+    return 1.0 - float(cl) if isinstance(cl, int | float) and 0 < cl < 1 else 0.05
+
+
+def _about_model(kind: str, part: Mapping[str, Any]) -> bool:
+    """Whether a part is a finding about the audited model (simulations and demos are not)."""
+    subject = get(part, "finding", "question", "subject")
+    if isinstance(subject, str):
+        return subject == "model"
+    return not kind.startswith("collab")  # collaborative runs on bundled populations
 
 
 def _anchor(title: str, used: set[str]) -> str:
@@ -63,25 +123,17 @@ def _count(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _headline(sections: Sequence[Section], overall: str) -> str:
-    """One sentence: the overall verdict, how many findings back it, and any manipulation."""
-    pol = [p for p in (polarity(s.verdict) for s in sections if s.counts) if p is not None]
-    unfair, fair, open_ = pol.count(-1), pol.count(1), pol.count(0)
-    tally = (f"{unfair} of {_count(len(pol), 'fairness finding')} say unfair, {fair} say fair"
-             + (f", {open_} {'is' if open_ == 1 else 'are'} undetermined" if open_ else ""))
-    if overall == "conflicting":
-        lead = f"The methods disagree on the model's fairness: {tally}"
-    elif overall == "undetermined":
-        lead = f"No method reaches a fairness verdict on the model ({tally})"
-    else:
-        lead = f"The audited model is judged {overall}: {tally}"
+def _headline(sections: Sequence[Section]) -> str:
+    """One sentence: the combined verdict, its tally and error bound, and any manipulation."""
+    lead = _combined(sections).sentence().rstrip(".")
     manip = [s for s in sections if s.kind == "twosource" and s.verdict == "manipulated"]
     if manip:
         lead += "; the two-source audit finds that its audit API gives auditors manipulated answers"
     sims = sum(1 for s in sections if not s.counts)
     if sims:
-        lead += (f" ({_count(sims, 'simulation')} with a known truth not counted: "
-                 f"{'it evaluates' if sims == 1 else 'they evaluate'} the method, not this model)")
+        lead += (f" ({_count(sims, 'result')} about a simulation or demonstration with a known "
+                 f"truth not counted: {'it evaluates' if sims == 1 else 'they evaluate'} the "
+                 "method, not this model)")
     return lead + "."
 
 
@@ -100,7 +152,14 @@ def build_report(results: Sequence[tuple[str, Mapping[str, Any]]], title: str | 
         provenance.append(provenance_of(doc, source, "+".join(kinds) if len(kinds) > 1
                                         else kinds[0]))
         for kind, part, label in parts:
-            sections.append(adapt(kind, part, source, label))
+            sec = adapt(kind, part, source, label)
+            sec.question = _question(kind, part, source, label)
+            sec.alpha = _alpha(part)
+            fv = get(part, "finding", "verdict")
+            if isinstance(fv, str):  # the verdict engine's verdict, where the result has one
+                sec.decided = fv
+            sec.counts = sec.counts and _about_model(kind, part)
+            sections.append(sec)
     if unknown:
         raise DataError(
             f"Cannot tell which fairprobe command wrote {', '.join(unknown)}: expected a result "
@@ -111,7 +170,7 @@ def build_report(results: Sequence[tuple[str, Mapping[str, Any]]], title: str | 
     for s in sections:
         s.anchor = _anchor(s.title, used)
     overall = overall_verdict(sections)
-    headline = _headline(sections, overall)
+    headline = _headline(sections)
     models = {v for p in provenance for k, v in p.items if k == "model" and v != "n/a"}
     if len(models) > 1:
         headline += (f" These results concern {len(models)} different models (see the "

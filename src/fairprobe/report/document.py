@@ -76,6 +76,13 @@ class Section:
     #: False for simulations with a known truth (method evaluations): shown, but not counted in
     #: the overall verdict on the audited model
     counts: bool = True
+    #: which question the section answers (sections with one key are one question) and the
+    #: error level of its verdict; set by :func:`fairprobe.report.build.build_report`
+    question: str = ""
+    alpha: float | None = None
+    #: the finding's fair / unfair / undetermined verdict, when the result carries a finding
+    #: (it counts in the headline; ``verdict`` is the method's own word, for display)
+    decided: str | None = None
 
 
 @dataclass

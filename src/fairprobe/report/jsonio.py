@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RESULT_KINDS",
     "SCHEMA",
+    "result_document",
     "interval_dict",
     "read_json",
     "read_result",
@@ -151,6 +152,11 @@ def write_result(
     DataError
         ``path`` is a directory or cannot be written (the message says which).
     """
+    return write_json(path, result_document(kind, body, provenance))
+
+
+def result_document(kind: str, body: Any, provenance: Provenance | None = None) -> dict[str, Any]:
+    """The document :func:`write_result` writes, without writing it (see there)."""
     from fairprobe.provenance import Provenance
 
     if kind not in RESULT_KINDS:
@@ -171,8 +177,7 @@ def write_result(
             )
     data.pop("kind", None)
     prov = provenance if provenance is not None else Provenance.capture()
-    doc = {"schema": SCHEMA, "kind": kind, "provenance": prov.to_dict(), **data}
-    return write_json(path, doc)
+    return {"schema": SCHEMA, "kind": kind, "provenance": prov.to_dict(), **data}
 
 
 def read_result(path: str | os.PathLike[str], kind: str | None = None) -> dict[str, Any]:

@@ -128,6 +128,9 @@ class SequentialTest(ABC):
     #: Query order: ``"random"`` (a random order of the whole pool, the paper's protocol) or
     #: ``"alternate"`` (groups a and b alternately, each in random order).
     sampling: ClassVar[str] = "random"
+    #: True when logit access audits ``sigmoid(logit)``: the probability-scale gap, the same
+    #: metric (and tolerance units) as score access; False when it audits the logits themselves
+    sigmoid_logits: ClassVar[bool] = False
 
     def __init__(
         self,

@@ -146,6 +146,8 @@ class BettingTest(SequentialTest):
     ``log(beta)``.
     """
 
+    sigmoid_logits = True
+
     anytime_valid = True
 
     @property

@@ -129,15 +129,17 @@ class MixtureBettingTest(SequentialTest):
         test uses the without-replacement martingale and audits the *pool's* gap, and gets
         sharper as the pool is used up; without, it assumes i.i.d. draws.
     bounds : (float, float), optional
-        Range ``[lo, hi]`` of the observable: ``(0, 1)`` for decisions and scores; for logits
-        ``(-10, 10)`` unless given (pool mode uses the pool's own range). Logits outside are
-        clipped (the audited gap is that of the clipped logits).
+        Range ``[lo, hi]`` of the observable: ``(0, 1)``. Logit access audits
+        ``sigmoid(logit)``, the probability-scale gap (the tolerance is a probability, as for
+        score access): the logit-scale gap has no bounded range and its tolerance would be in
+        logit units, which no other access level shares (issue 20).
     design : sequence of float
         Excesses ``|g| - delta`` the bets target, in units of ``delta``.
     """
 
     anytime_valid = True
     sampling = "alternate"
+    sigmoid_logits = True
 
     def __init__(
         self,
@@ -157,13 +159,13 @@ class MixtureBettingTest(SequentialTest):
                           check_int(nb, "population", owner, lo=1))  # fmt: skip
         self.population = population
         if bounds is None:
-            bounds = (0.0, 1.0) if self.access != "logits" else (-10.0, 10.0)
+            bounds = (0.0, 1.0)
         lo = check_real(bounds[0], "bounds", owner)
         hi = check_real(bounds[1], "bounds", owner)
-        if not hi > lo:
-            raise InvalidParameterError(f"{owner}: bounds must satisfy lo < hi; got {bounds}.")
-        if self.access != "logits" and (lo, hi) != (0.0, 1.0):
-            raise InvalidParameterError(f"{owner}: bounds apply to logits only.")
+        if (lo, hi) != (0.0, 1.0):
+            raise InvalidParameterError(
+                f"{owner}: the observable lies in (0, 1) (logits are audited as sigmoid(logit)); "
+                f"got bounds {bounds}.")
         self.bounds = (lo, hi)
         if len(design) < 1:
             raise InvalidParameterError(f"{owner}: design needs at least one excess.")
@@ -175,11 +177,7 @@ class MixtureBettingTest(SequentialTest):
     def for_pool(self, in_a: BoolArray, x: FloatArray) -> MixtureBettingTest:
         """This test set up for a finite pool: its group sizes and (logits) its range."""
         na = int(in_a.sum())
-        kw: dict[str, Any] = {"population": (na, len(in_a) - na)}
-        if self.access == "logits":
-            lo, hi = float(x.min()), float(x.max())
-            kw["bounds"] = (lo, hi) if hi > lo else (lo - 1.0, hi + 1.0)
-        return self._copy(**kw)
+        return self._copy(population=(na, len(in_a) - na))
 
     def _copy(self, **kw: Any) -> MixtureBettingTest:
         args: dict[str, Any] = dict(
@@ -195,6 +193,8 @@ class MixtureBettingTest(SequentialTest):
         out["bounds"] = list(self.bounds)
         out["design_excess"] = [float(e) for e in self._e]
         out["sampling"] = self.sampling
+        if self.access == "logits":
+            out["observable"] = "sigmoid"
         return out
 
     @property
@@ -207,7 +207,7 @@ class MixtureBettingTest(SequentialTest):
     def _clip(self, x: FloatArray) -> FloatArray:
         if self.access != "logits":
             return x
-        out: FloatArray = np.clip(x, self.bounds[0], self.bounds[1])
+        out: FloatArray = 1.0 / (1.0 + np.exp(-np.asarray(x, dtype=np.float64)))
         return out
 
     # ------------------------------------------------------------------ the vectorised kernel
@@ -444,7 +444,7 @@ class _MixtureStepper(Stepper):
 
     def _observe(self, in_group_a: bool, value: float) -> str | None:
         if self.t.access == "logits":
-            value = min(max(value, self.t.bounds[0]), self.t.bounds[1])
+            value = 1.0 / (1.0 + math.exp(-min(max(value, -700.0), 700.0)))
         (self.qa if in_group_a else self.qb).append(value)
         if len(self.qa) > self.ia and len(self.qb) > self.ib:
             xa, xb = self.qa[self.ia], self.qb[self.ib]

@@ -194,9 +194,15 @@ class PoolTruth:
 
         The Bernoulli model for decisions, the Gaussian working model otherwise (for the
         betting test with logit access, the audited observable is ``sigmoid(logit)``; pass the
-        truth of the scores then).
+        truth of the scores then). The group shares are those of the test's sampling scheme:
+        the pool's shares for proportional sampling, one half each for a test that alternates
+        the groups (``sampling = "alternate"``), so that Wald's bound is the bound of the scheme
+        the test actually uses.
         """
-        pa, pb = self.share_a, 1.0 - self.share_a
+        if getattr(test, "sampling", "proportional") == "alternate":
+            pa = pb = 0.5
+        else:
+            pa, pb = self.share_a, 1.0 - self.share_a
         delta = test.tolerance
         if abs(self.gap - delta) <= 1e-9:
             return 0.0  # gap at delta (up to rounding): no test separates the hypotheses
@@ -318,7 +324,7 @@ def run_pool(
     in_a, x = pool.observations(metric, t.access)
     t = t.for_pool(in_a, x)
     truth = pool_truth(in_a, x)
-    if t.access == "logits" and t.name == "betting":
+    if t.access == "logits" and t.sigmoid_logits:
         truth = pool_truth(in_a, 1.0 / (1.0 + np.exp(-x)))
     alternate = in_a if t.sampling == "alternate" else None
     orders = make_orders(len(x), budget, repeats, seed, in_a=alternate)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +13,7 @@ import numpy.typing as npt
 from scipy.stats import norm
 
 from fairprobe.sequential.base import OUTCOMES
+from fairprobe.stats.finding import Finding, Question, Verdict
 
 __all__ = ["GroupTally", "RepeatedAudit", "SequentialResult"]
 
@@ -94,6 +96,45 @@ class SequentialResult:
         p = self.pairs
         return _e_values(p)
 
+    @property
+    def finding(self) -> Finding:
+        """The verdict engine's finding (:mod:`fairprobe.stats.finding`).
+
+        With a confidence sequence (the default test) the finding is that interval and its
+        :func:`~fairprobe.stats.finding.decide` verdict, so it never contradicts it: when the
+        e-process stopped on a decision that the sequence does not yet support, the finding is
+        ``undetermined`` and says so (both are valid at level ``alpha``; the finding keeps what
+        both support). Tests without one (``glr-wald``, ``betting``, ``fixed``) give their
+        decision, with the normal interval at the stop (indicative: it ignores the stopping).
+        """
+        tol = float(self.params.get("tolerance", 0.0))
+        alpha = float(self.params.get("alpha", 0.05))
+        access = str(self.params.get("access", "decisions"))
+        scale = "logit" if access == "logits" and self.params.get("observable") != "sigmoid" \
+            else "probability"
+        q = Question(metric=f"{self.metric}_gap", kind="difference", threshold=tol,
+                     groups=tuple(self.group_names), scale=scale,
+                     rates=("sequential:" + self.metric,))
+        counts = {"queries": self.queries, "outcome": self.outcome}
+        cs = self.anytime_interval()
+        if cs is not None:
+            f = Finding(q, self.gap_estimate, cs[0], cs[1], 1.0 - alpha,
+                        "anytime-valid confidence sequence (mixture of bets)",
+                        coverage="anytime-valid", counts=counts)
+            said = _OUTCOME_VERDICT.get(self.outcome, "undetermined")
+            if said != f.verdict:
+                f = dataclasses.replace(
+                    f, reason=(f"the test stopped on {self.outcome!r} but the confidence sequence "
+                               f"[{cs[0]:.4g}, {cs[1]:.4g}] against the band +/-{tol:g} says "
+                               f"{f.verdict}: the finding keeps what both support"))
+            return f
+        lo, hi = self.confidence_interval(1.0 - alpha)
+        name = str(self.params.get("test", ""))
+        return Finding(q, self.gap_estimate, lo, hi, 1.0 - alpha, "normal at the stop",
+                       coverage="none" if name == "glr-wald" else "conditional",
+                       counts=counts, forced=_OUTCOME_VERDICT.get(self.outcome, "undetermined"),
+                       reason=f"the decision of the {name or 'sequential'} test")
+
     def to_dict(self) -> dict[str, Any]:
         lo, hi = self.confidence_interval()
         cs = self.anytime_interval()
@@ -123,12 +164,18 @@ class SequentialResult:
                 "method": "anytime-valid confidence sequence (mixture of bets)",
             },
             "e_values": self.e_values(),
+            "finding": self.finding.to_dict(),
+            "verdict": self.finding.verdict,
             "path": self.path,
             "pairs": self.pairs,
             # the keys of the pool mode, so that one reader handles both
             "mean_queries": float(self.queries),
             "outcomes": {o: float(o == self.outcome) for o in OUTCOMES},
         }
+
+
+_OUTCOME_VERDICT: dict[str, Verdict] = {"violation": "unfair", "compliance": "fair",
+                                        "compliant": "fair"}
 
 
 def _e_values(p: dict[str, list[float]]) -> dict[str, float]:

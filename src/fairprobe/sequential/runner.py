@@ -166,7 +166,7 @@ def audit_live(
     asked_pair: list[int] = []
     tallies = np.zeros((2, 3))  # rows a, b; cols n, sum, sum of squares
     paid = cached = unparsed = 0
-    sigmoid = t.name == "betting" and t.access == "logits"
+    sigmoid = t.sigmoid_logits and t.access == "logits"
     sent = 0
     in_a = pool.in_a
     records = queries[feats]

@@ -12,6 +12,7 @@ groups and returns a float, these return a signed group-A-minus-group-B
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,10 +21,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from fairprobe._validation import check_choice
+from fairprobe._validation import check_choice, check_int
 from fairprobe.errors import DataError, EmptyGroupError
 from fairprobe.stats.counts import CountsVector
-from fairprobe.stats.groups import GroupSelection, as_1d, select_groups
+from fairprobe.stats.groups import DEFAULT_MIN_GROUP_SIZE, GroupSelection, as_1d, select_groups
 from fairprobe.stats.metrics import (
     DEFAULT_CONFIDENCE_LEVEL,
     DEFAULT_DI_THRESHOLD,
@@ -222,6 +223,7 @@ def compute_metric(
     threshold: float | None = None,
     confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
     method: str | None = None,
+    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
 ) -> MetricResult:
     """The engine: any metric of :data:`METRICS` (or alias dp/sp/eo/di/gap) on raw columns.
 
@@ -247,7 +249,14 @@ def compute_metric(
     method : str, optional
         Interval method: ``"newcombe"`` (default) or ``"exact"`` for demographic parity and
         equal opportunity; ``"score"`` (default), ``"katz"`` or ``"exact"`` for disparate
-        impact. ``"exact"`` keeps coverage >= the level at every rate (``docs/stats.md``).
+        impact. ``"exact"`` (default) keeps coverage >= the level at every rate
+        (``docs/stats.md``).
+    min_group_size : int >= 1
+        The one group-filtering rule (:data:`~fairprobe.stats.groups.DEFAULT_MIN_GROUP_SIZE`,
+        as in :class:`~fairprobe.stats.frame.AuditFrame`): when a group holds fewer instances
+        than this on which the metric is defined (``y_true = 1`` ones for equal opportunity),
+        the result keeps its estimate and interval but its verdict is ``undetermined``, with
+        ``undetermined_reason`` saying which group is too small.
     """
     name = ALIASES.get(metric, metric) if isinstance(metric, str) else metric
     check_choice(name, "metric", "compute_metric", tuple(METRICS) + tuple(ALIASES))
@@ -289,7 +298,18 @@ def compute_metric(
             raise DataError("method applies to the proportion metrics (dp, eo, di), not "
                             "performance_gap (Welch's interval).")
         kwargs["method"] = method
-    return crit.finish(evidence, **kwargs)
+    res = crit.finish(evidence, **kwargs)
+    mgs = check_int(min_group_size, "min_group_size", "compute_metric", lo=1)
+    sizes = ((evidence.A, evidence.B) if isinstance(evidence, CountsVector)
+             else (evidence.n_a, evidence.n_b))
+    small = [(lab, int(n)) for lab, n in zip(sel.labels, sizes, strict=True) if n < mgs]
+    if small:
+        what = "instances with y_true = 1" if name == "equal_opportunity_difference" else (
+            "instances")
+        why = "; ".join(f"group {lab!r} has {n} {what} (< min_group_size {mgs})"
+                        for lab, n in small)
+        res = dataclasses.replace(res, undetermined_reason=why)
+    return res
 
 
 def demographic_parity_difference(
@@ -301,8 +321,11 @@ def demographic_parity_difference(
     group_b: Any = None,
     tolerance: float = DEFAULT_TOLERANCE,
     confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
+    method: str | None = None,
+    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
 ) -> MetricResult:
-    """Signed ``P(y_pred=1 | group_a) - P(y_pred=1 | group_b)`` with Newcombe's interval.
+    """Signed ``P(y_pred=1 | group_a) - P(y_pred=1 | group_b)`` with its interval (exact by
+    default; ``method`` and ``min_group_size`` as in :func:`compute_metric`).
 
     ``y_true`` is ignored (kept for fairlearn's signature; pass ``None``). See
     :func:`fairprobe.stats.metrics.demographic_parity_from_counts`.
@@ -310,7 +333,7 @@ def demographic_parity_difference(
     return compute_metric(
         "demographic_parity_difference", sensitive_features=sensitive_features, y_pred=y_pred,
         group_a=group_a, group_b=group_b, threshold=tolerance,
-        confidence_level=confidence_level,
+        confidence_level=confidence_level, method=method, min_group_size=min_group_size,
     )
 
 
@@ -323,6 +346,8 @@ def equal_opportunity_difference(
     group_b: Any = None,
     tolerance: float = DEFAULT_TOLERANCE,
     confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
+    method: str | None = None,
+    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
 ) -> MetricResult:
     """Signed true-positive-rate difference ``P(y_pred=1 | y_true=1, A) - (same, B)``.
 
@@ -332,7 +357,7 @@ def equal_opportunity_difference(
     return compute_metric(
         "equal_opportunity_difference", sensitive_features=sensitive_features, y_pred=y_pred,
         y_true=y_true, group_a=group_a, group_b=group_b, threshold=tolerance,
-        confidence_level=confidence_level,
+        confidence_level=confidence_level, method=method, min_group_size=min_group_size,
     )
 
 
@@ -345,7 +370,8 @@ def disparate_impact_ratio(
     group_b: Any = None,
     threshold: float = DEFAULT_DI_THRESHOLD,
     confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
-    method: str = "score",
+    method: str | None = None,
+    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
 ) -> MetricResult:
     """``P(y_pred=1 | group_a) / P(y_pred=1 | group_b)`` against the 80% rule.
 
@@ -357,7 +383,7 @@ def disparate_impact_ratio(
     return compute_metric(
         "disparate_impact_ratio", sensitive_features=sensitive_features, y_pred=y_pred,
         group_a=group_a, group_b=group_b, threshold=threshold,
-        confidence_level=confidence_level, method=method,
+        confidence_level=confidence_level, method=method, min_group_size=min_group_size,
     )
 
 
@@ -370,6 +396,7 @@ def performance_gap(
     tolerance: float = DEFAULT_TOLERANCE,
     confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
     sample_weight: Any = None,
+    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
 ) -> MetricResult:
     """Difference of group means of per-instance ``values`` (e.g. correctness) with Welch's
     interval; optional non-negative ``sample_weight``. See
@@ -378,5 +405,5 @@ def performance_gap(
     return compute_metric(
         "performance_gap", sensitive_features=sensitive_features, values=values,
         sample_weight=sample_weight, group_a=group_a, group_b=group_b, threshold=tolerance,
-        confidence_level=confidence_level,
+        confidence_level=confidence_level, min_group_size=min_group_size,
     )

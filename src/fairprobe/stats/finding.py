@@ -200,9 +200,11 @@ class Finding:
         method that could not decide for a reason other than the interval, e.g. a budget).
     counts : mapping
         The raw evidence the interval is computed from (JSON-ready).
-    forced : {"undetermined"} or None
-        Set when the method refuses to decide whatever the interval (e.g. too few answers);
-        the verdict is then ``undetermined`` and ``reason`` says why.
+    forced : {"fair", "unfair", "undetermined"} or None
+        Set when the verdict does not come from the interval: ``undetermined`` when the method
+        refuses to decide (e.g. too few answers), or the decision of a sequential test that has
+        no confidence sequence (``coverage`` then says what its guarantee rests on); ``reason``
+        says why.
     verdict : {"fair", "unfair", "undetermined"}
         :func:`decide` of the interval (or ``forced``).
     """
@@ -216,7 +218,7 @@ class Finding:
     coverage: str = "exact"
     reason: str | None = None
     counts: Mapping[str, Any] = field(default_factory=dict)
-    forced: Literal["undetermined"] | None = None
+    forced: Verdict | None = None
     verdict: Verdict = field(init=False)
 
     def __post_init__(self) -> None:
@@ -228,8 +230,12 @@ class Finding:
             raise InvalidParameterError(
                 f"Finding.confidence_level must be in (0, 1); got {self.confidence_level!r}."
             )
+        if self.forced is not None and self.forced not in ("fair", "unfair", "undetermined"):
+            raise InvalidParameterError(
+                f"Finding.forced must be fair, unfair, undetermined or None; got {self.forced!r}."
+            )
         v: Verdict = (
-            "undetermined" if self.forced is not None
+            self.forced if self.forced is not None
             else decide(self.low, self.high, kind=self.question.kind,
                         threshold=self.question.threshold)
         )
@@ -277,5 +283,5 @@ class Finding:
             construction=str(iv.get("construction", "unknown")),
             coverage=str(iv.get("coverage", "none")),
             reason=d.get("reason"), counts=dict(d.get("counts") or {}),
-            forced="undetermined" if d.get("forced") == "undetermined" else None,
+            forced=d["forced"] if d.get("forced") in ("fair", "unfair", "undetermined") else None,
         )

@@ -23,6 +23,7 @@ import pandas as pd
 from fairprobe._validation import check_choice, check_real
 from fairprobe.errors import DataError
 from fairprobe.stats.exact import clopper_pearson_interval
+from fairprobe.stats.finding import Finding, Question, decide
 from fairprobe.stats.groups import DEFAULT_MIN_GROUP_SIZE, GroupLabels, as_1d, group_labels
 from fairprobe.stats.intervals import wilson_interval
 from fairprobe.stats.simultaneous import (
@@ -200,20 +201,30 @@ class GroupSummary:
     compared: tuple[str, ...]
     excluded: dict[str, str] = field(default_factory=dict)
     pairs: list[dict[str, Any]] = field(default_factory=list)
+    rest_family_size: int = 0
+    rates: tuple[str, ...] = ()
+
+    @property
+    def finding(self) -> Finding:
+        """This summary as a :class:`~fairprobe.stats.finding.Finding` (the verdict engine)."""
+        return Finding(
+            question=Question(metric=self.metric, kind=self.kind, threshold=self.threshold,
+                              groups=self.compared, rates=self.rates or (self.rate,),
+                              scale="score" if self.rate == "mean_score" else "probability"),
+            estimate=self.estimate, low=self.low, high=self.high,
+            confidence_level=self.confidence_level,
+            construction=f"{self.method}-simultaneous",
+            coverage="exact" if self.method == "exact" and self.rate != "mean_score"
+            else "asymptotic",
+            counts={"family_size": self.family_size, "pair": list(self.pair)},
+        )
 
     @property
     def verdict(self) -> str:
-        """``fair`` / ``unfair`` / ``undetermined`` from the simultaneous interval.
-
-        Gap: fair if ``high <= threshold``, unfair if ``low > threshold``. Ratio: fair if
-        ``low >= threshold``, unfair if ``high < threshold``.
-        """
-        lo, hi, th = self.low, self.high, self.threshold
-        if math.isnan(lo) or math.isnan(hi):
-            return "undetermined"
-        if self.kind == "difference":
-            return "fair" if hi <= th else ("unfair" if lo > th else "undetermined")
-        return "fair" if lo >= th else ("unfair" if hi < th else "undetermined")
+        """``fair`` / ``unfair`` / ``undetermined`` from the simultaneous interval, by
+        :func:`fairprobe.stats.finding.decide` (a gap's interval ``[low, high]`` with
+        ``low >= 0`` against the band; a ratio's against the floor)."""
+        return decide(self.low, self.high, kind=self.kind, threshold=self.threshold)
 
     def confidence_interval(self) -> tuple[float, float]:
         return (self.low, self.high)
@@ -229,7 +240,9 @@ class GroupSummary:
             "interval": _interval(self.low, self.high, self.confidence_level, method),
             "threshold": self.threshold,
             "verdict": self.verdict,
+            "finding": self.finding.to_dict(),
             "family_size": self.family_size,
+            "rest_family_size": self.rest_family_size,
             "compared": list(self.compared),
             "excluded": dict(self.excluded),
             "vs_rest": self.vs_rest,
@@ -507,19 +520,31 @@ class AuditFrame:
             self._check_rate(r)
         th = (self.threshold if kind == "ratio" else self.tolerance) if threshold is None \
             else check_real(threshold, "threshold", "AuditFrame.summary", lo=0.0)
-        idx, excluded = self._compared(rates)
         labels = self.groups.labels
-        if idx.size < 2:
-            raise DataError(
-                f"{name} needs two groups large enough to compare; only "
-                f"{[labels[i] for i in idx]} qualify (excluded: {excluded}). Lower "
-                "min_group_size or raise the budget."
-            )
+        # one filtering rule: each rate compares the groups whose denominator for that rate
+        # reaches min_group_size, so equalized odds >= max(EO, FPR gap) by construction
+        idxs: dict[str, npt.NDArray[np.int64]] = {}
+        excluded: dict[str, str] = {}
+        for r in rates:
+            idx_r, exc_r = self._compared((r,))
+            if idx_r.size < 2:
+                raise DataError(
+                    f"{name} needs two groups large enough to compare on {r}; only "
+                    f"{[labels[i] for i in idx_r]} qualify (excluded: {exc_r}). Lower "
+                    "min_group_size or raise the budget."
+                )
+            idxs[r] = idx_r
+            for lab, why in exc_r.items():
+                if lab not in excluded:
+                    excluded[lab] = why
+                elif why not in excluded[lab]:
+                    excluded[lab] = f"{excluded[lab]}; {why}"
         share = 1.0 / len(rates)
-        fams = {r: self._family(r, kind, share, idx) for r in rates}
+        fams = {r: self._family(r, kind, share, idxs[r]) for r in rates}
         worst = {r: worst_pair(f) for r, f in fams.items()}
         top = max(rates, key=lambda r: worst[r]["estimate"]) if kind == "difference" else rates[0]
         w = worst[top]
+        idx = idxs[top]
         if kind == "difference":
             low = max(worst[r]["low"] for r in rates)
             high = max(worst[r]["high"] for r in rates)
@@ -531,6 +556,7 @@ class AuditFrame:
         vs_ref: list[dict[str, Any]] = []
         all_pairs: list[dict[str, Any]] = []
         for r, f in fams.items():
+            idx = idxs[r]
             for j, (p1, p2) in enumerate(f.pairs):
                 all_pairs.append({"groups": [labels[idx[p1]], labels[idx[p2]]], "rate": r,
                                   "estimate": _json(f.est[j]),
@@ -556,7 +582,11 @@ class AuditFrame:
             pair=pair, low=float(low), high=float(high), rate=top, vs_rest=vs_rest,
             vs_reference=vs_ref, threshold=th, confidence_level=self.confidence_level,
             method=self.method, family_size=sum(f.family_size for f in fams.values()),
-            compared=tuple(labels[i] for i in idx), excluded=excluded, pairs=all_pairs,
+            compared=tuple(labels[i] for i in sorted(set().union(*(map(int, i) for i in
+                                                                    idxs.values())))),
+            excluded=excluded, pairs=all_pairs,
+            rest_family_size=sum(f.rest_family_size for f in fams.values()),
+            rates=tuple(rates),
         )
 
     # --- output ------------------------------------------------------------------------------

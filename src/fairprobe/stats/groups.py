@@ -175,8 +175,11 @@ def _sorted(values: list[Any]) -> list[Any]:
 
 # --- any number of groups and their intersections ------------------------------------------------
 
-#: Default minimum group size of :func:`group_labels`: smaller groups are reported, not summarised.
-DEFAULT_MIN_GROUP_SIZE = 1
+#: The one group-filtering rule's default, for the CLI and Python alike: a group (or, for one rate,
+#: a group's denominator, e.g. its ``y_true = 1`` instances for TPR) below this is reported and
+#: left out of the summaries, and a two-group question on it is ``undetermined`` with the reason.
+#: ``min_group_size=1`` compares every group (fairlearn's ``MetricFrame`` behaviour).
+DEFAULT_MIN_GROUP_SIZE = 20
 
 
 @dataclass(frozen=True)

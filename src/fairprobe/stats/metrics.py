@@ -22,6 +22,7 @@ from fairprobe.stats.result import MeanStats, MetricResult
 __all__ = [
     "DEFAULT_CONFIDENCE_LEVEL",
     "DEFAULT_DI_THRESHOLD",
+    "DEFAULT_INTERVAL",
     "DEFAULT_TOLERANCE",
     "demographic_parity_from_counts",
     "disparate_impact_from_counts",
@@ -36,13 +37,17 @@ DEFAULT_TOLERANCE = 0.05
 DEFAULT_DI_THRESHOLD = 0.8
 DEFAULT_CONFIDENCE_LEVEL = 0.95
 
-RATIO_METHODS = ("score", "katz", "exact")
-DIFFERENCE_METHODS = ("newcombe", "exact")
+RATIO_METHODS = ("exact", "score", "katz")
+DIFFERENCE_METHODS = ("exact", "newcombe", "score")
+#: The default construction of every two-group interval: coverage >= the level at every rate
+#: and size (exact enumeration in ``docs/stats.md``); ``"score"``/``"newcombe"`` are narrower
+#: but dip below it near rates 0 and 1.
+DEFAULT_INTERVAL = "exact"
 
 
 def _difference_method(method: str, owner: str) -> str:
     m = check_choice(method, "method", owner, DIFFERENCE_METHODS)
-    return "exact-difference" if m == "exact" else m
+    return {"exact": "exact-difference", "score": "newcombe"}.get(m, m)
 
 
 def check_confidence_level(value: Any, owner: str) -> float:
@@ -74,16 +79,16 @@ def demographic_parity_from_counts(
     tolerance: float = DEFAULT_TOLERANCE,
     confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
     groups: tuple[str, str] | None = None,
-    method: str = "newcombe",
+    method: str = DEFAULT_INTERVAL,
 ) -> MetricResult:
-    r"""Demographic parity difference :math:`\mathrm{DP} = a/A - b/B` with Newcombe's interval.
+    r"""Demographic parity difference :math:`\mathrm{DP} = a/A - b/B` with its interval.
 
     .. math:: \mathrm{DP}(f) = P(f(X)=1 \mid X \in \mathsf A) - P(f(X)=1 \mid X \in \mathsf B)
 
     (collaborative-auditing paper, Section II-A, Equation 3 on a counts vector). The interval is
-    Newcombe's hybrid score interval (method 10), defined at small counts including 0 and ``n``
-    positives (its coverage dips below nominal at rates near 0 or 1: see ``method``); the
-    verdict compares it with the fair band ``[-tolerance, tolerance]``.
+    the exact one by default (coverage >= the level at every rate and size: see ``method``);
+    the verdict compares it with the fair band ``[-tolerance, tolerance]``
+    (:func:`fairprobe.stats.finding.decide`).
 
     Parameters
     ----------
@@ -94,12 +99,13 @@ def demographic_parity_from_counts(
     confidence_level : float in (0, 1)
     groups : (str, str), optional
         Labels of group A and group B, for reports.
-    method : {"newcombe", "exact"}
-        ``"newcombe"`` (default): Newcombe's hybrid score interval; its exact coverage dips
-        below nominal at rates near 0 or 1 in small groups (measured minima in
-        ``docs/stats.md``). ``"exact"``: Clopper-Pearson intervals of both groups at level
+    method : {"exact", "newcombe", "score"}
+        ``"exact"`` (default): Clopper-Pearson intervals of both groups at level
         ``sqrt(confidence_level)`` combined (coverage >= nominal at every rate, wider; see
-        :func:`fairprobe.stats.exact.exact_difference_interval`).
+        :func:`fairprobe.stats.exact.exact_difference_interval`). ``"newcombe"`` (alias
+        ``"score"``): Newcombe's hybrid score interval, narrower, but its exact coverage dips
+        below nominal at rates near 0 or 1 in small groups (measured minima in
+        ``docs/stats.md``).
     """
     owner = "demographic_parity_from_counts"
     c = _check_counts(counts, owner)
@@ -115,7 +121,7 @@ def equal_opportunity_from_counts(
     tolerance: float = DEFAULT_TOLERANCE,
     confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
     groups: tuple[str, str] | None = None,
-    method: str = "newcombe",
+    method: str = DEFAULT_INTERVAL,
 ) -> MetricResult:
     r"""Equal-opportunity difference from counts taken on the ``y_true == 1`` sub-population.
 
@@ -145,7 +151,7 @@ def disparate_impact_from_counts(
     *,
     threshold: float = DEFAULT_DI_THRESHOLD,
     confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
-    method: str = "score",
+    method: str = DEFAULT_INTERVAL,
     groups: tuple[str, str] | None = None,
 ) -> MetricResult:
     r"""Disparate-impact ratio :math:`\mu = (a/A) / (b/B)` with the 80% rule.
@@ -162,12 +168,13 @@ def disparate_impact_from_counts(
         ``(a, A, b, B)`` with group A unprivileged, group B privileged.
     threshold : float in (0, 1]
         Minimum acceptable ratio (0.8 for the 80% rule).
-    method : {"score", "katz"}
-        ``"score"`` (default): Koopman's score interval, no correction needed at zero counts.
+    method : {"exact", "score", "katz"}
+        ``"exact"`` (default): see below. ``"score"``: Koopman's score interval, no correction
+        needed at zero counts; asymptotic, its coverage dips near rates 0 and 1.
         ``"katz"``: log-scale Katz interval, with 0.5 added to every cell when any cell of the
         2x2 table is empty (see :func:`fairprobe.stats.intervals.katz_ratio_interval`).
         ``"exact"``: Clopper-Pearson intervals of both groups at level ``sqrt(level)``
-        combined; coverage >= nominal at every rate (see
+        combined; coverage >= nominal at every rate, by construction (see
         :func:`fairprobe.stats.exact.exact_ratio_interval`).
 
     Notes

@@ -28,6 +28,7 @@ from fairprobe._validation import check_real
 from fairprobe.errors import InvalidParameterError
 from fairprobe.stats.counts import CountsVector
 from fairprobe.stats.exact import exact_difference_interval, exact_ratio_interval
+from fairprobe.stats.finding import Finding, Question, Verdict, decide
 from fairprobe.stats.intervals import (
     katz_ratio_interval,
     newcombe_interval,
@@ -42,8 +43,6 @@ __all__ = [
     "MetricResult",
     "Verdict",
 ]
-
-Verdict = Literal["fair", "unfair", "undetermined"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +139,17 @@ INTERVAL_METHODS: dict[str, Callable[[CountsVector | MeanStats, float], tuple[fl
     "welch": _welch,
 }
 
+#: What each construction's coverage rests on (keys of :data:`fairprobe.stats.finding.COVERAGE`):
+#: the exact ones keep the level at every rate and size (``docs/stats.md``, exact enumeration).
+INTERVAL_COVERAGE: dict[str, str] = {
+    "newcombe": "asymptotic",
+    "score": "asymptotic",
+    "katz": "asymptotic",
+    "exact-difference": "exact",
+    "exact-ratio": "exact",
+    "welch": "asymptotic",
+}
+
 #: How each metric is judged: a difference against a band, or a ratio against a floor.
 METRIC_KINDS: dict[str, Literal["difference", "ratio"]] = {
     "demographic_parity_difference": "difference",
@@ -181,6 +191,9 @@ class MetricResult:
     confidence_level: float
     method: str
     groups: tuple[str, str] = ("A", "B")
+    #: set when the group-filtering rule leaves the question open (a group's denominator below
+    #: ``min_group_size``): the verdict is then ``undetermined`` and this says why
+    undetermined_reason: str | None = None
     interval: ConfidenceInterval = field(init=False)
 
     def __post_init__(self) -> None:
@@ -221,19 +234,32 @@ class MetricResult:
 
     def verdict_at(self, confidence_level: float | None = None) -> Verdict:
         """The verdict using the interval at ``confidence_level`` (see module docstring)."""
-        lo, hi = self.confidence_interval(confidence_level)
-        th = self.threshold
-        if self.kind == "ratio":
-            if lo >= th:
-                return "fair"
-            if hi < th:
-                return "unfair"
+        if self.undetermined_reason is not None:
             return "undetermined"
-        if lo >= -th and hi <= th:
-            return "fair"
-        if hi < -th or lo > th:
-            return "unfair"
-        return "undetermined"
+        lo, hi = self.confidence_interval(confidence_level)
+        return decide(lo, hi, kind=self.kind, threshold=self.threshold)
+
+    @property
+    def finding(self) -> Finding:
+        """This result as a :class:`~fairprobe.stats.finding.Finding` (the verdict engine)."""
+        counts = self.counts
+        ev = (dict(zip(("a", "A", "b", "B"), counts.as_tuple(), strict=True))
+              if isinstance(counts, CountsVector) else counts.to_dict())
+        rate = {"demographic_parity_difference": "selection_rate",
+                "disparate_impact_ratio": "selection_rate",
+                "equal_opportunity_difference": "true_positive_rate"}.get(self.metric,
+                                                                          "mean_value")
+        lo, hi = self.interval
+        return Finding(
+            question=Question(metric=self.metric, kind=self.kind, threshold=self.threshold,
+                              groups=tuple(self.groups), rates=(rate,),
+                              scale="ratio" if self.kind == "ratio" else "probability"),
+            estimate=float(self.estimate), low=lo, high=hi,
+            confidence_level=self.confidence_level, construction=self.method,
+            coverage=INTERVAL_COVERAGE[self.method], counts=ev,
+            reason=self.undetermined_reason,
+            forced="undetermined" if self.undetermined_reason is not None else None,
+        )
 
     @property
     def verdict(self) -> Verdict:
@@ -271,8 +297,11 @@ class MetricResult:
             "threshold": self.threshold,
             "verdict": self.verdict,
             "point_verdict": self.point_verdict,
+            "finding": self.finding.to_dict(),
             "groups": {"a": self.groups[0], "b": self.groups[1]},
             "counts": ev,
+            **({"undetermined_reason": self.undetermined_reason}
+               if self.undetermined_reason is not None else {}),
         }
 
     # -- a result behaves like its estimate where users expect a number ----------------------

@@ -1,29 +1,31 @@
 r"""Simultaneous intervals over many groups: every pair, each group vs the rest, worst pair.
 
-For one per-group rate (selection rate, TPR, ...) of :math:`k` groups the family of comparisons
-is the :math:`\binom k2` pairwise differences (or ratios) and the :math:`k` comparisons of each
-group with the rest; its intervals hold *all at once* with probability at least the confidence
-level. Two constructions (``method``):
+For one per-group rate (selection rate, TPR, ...) of :math:`k` groups there are two families:
+the :math:`\binom k2` pairwise differences (or ratios), which the worst pair and the verdict come
+from, and the :math:`k` comparisons of each group with the rest (a diagnostic). Each family's
+intervals hold *all at once* with probability at least the confidence level; ``family_size``
+counts the distinct pairwise comparisons only (with two groups: one). Two constructions
+(``method``):
 
+``"exact"`` (the default everywhere)
+    The pairs: Clopper-Pearson intervals of the :math:`k` groups, independent samples, each at
+    the Šidák level :math:`(1-\alpha)^{1/k}`; all :math:`k` rates lie in their intervals with
+    probability :math:`\ge 1-\alpha`, and then every pair's interval (the range of the
+    difference or ratio over the two groups' intervals) covers. This holds at every rate and
+    size, by construction; with :math:`k = 2` it is exactly the two-group ``exact`` interval
+    (:func:`fairprobe.stats.exact.exact_difference_interval`), so the two-group and every-group
+    forms of one question give the same interval and verdict. The rests overlap the groups:
+    Clopper-Pearson intervals of the :math:`k` groups and their rests at the Bonferroni level
+    :math:`1 - \alpha/s` (:math:`s` distinct samples). A rest's count is a sum of binomials with
+    different rates (its true rate: the size-weighted mean), whose tails are no heavier than the
+    binomial's of the same mean (Hoeffding 1956) except within one unit of the mean; the
+    measured coverage (``docs/stats.md``) stays >= 0.99 in every tested case.
 ``"bonferroni"``
-    Each of the :math:`m = \binom k2 + k` intervals at level :math:`1 - \alpha/m` (Bonferroni):
-    Newcombe's hybrid score interval for differences, Koopman's score interval for ratios,
-    Welch's interval for mean-score differences. Family-wise coverage
-    :math:`\ge 1 - \sum_j \alpha_j` by the union bound when each interval keeps its level;
-    measured by simulation in ``docs/stats.md``: it falls below nominal (0.93 at 95%) with
-    groups of 20 at rates near 0, where Newcombe's and Koopman's intervals at high levels
-    under-cover.
-``"exact"`` (default of :class:`~fairprobe.stats.frame.AuditFrame`)
-    Clopper-Pearson intervals for each of the :math:`s` distinct samples (the :math:`k` groups and
-    their :math:`k` rests) at level :math:`1 - \alpha/s`; every comparison's interval is the range
-    of the difference (ratio) over the two samples' intervals. All samples' rates lie in their
-    intervals with probability :math:`\ge 1-\alpha` (union bound, exact binomial intervals), and
-    then every interval of the family covers. For the groups this holds at every rate and size
-    without asymptotics. A rest's count is a sum of binomials with different rates (its true
-    rate: the size-weighted mean), whose tails are no heavier than the binomial's of the same
-    mean (Hoeffding 1956) except within one unit of the mean; the measured coverage
-    (``docs/stats.md``) stays >= 0.99 in every tested case. Wider than Bonferroni at large
-    counts.
+    Each of the :math:`\binom k2` pair intervals (and, separately, each of the rest intervals)
+    at level :math:`1 - \alpha/m`: Newcombe's hybrid score interval for differences, Koopman's
+    score interval for ratios, Welch's interval for mean-score differences. Narrower, but
+    asymptotic: measured in ``docs/stats.md``, it falls below nominal (0.93 at 95%) with groups
+    of 20 at rates near 0, where Newcombe's and Koopman's intervals under-cover.
 
 The worst pair's summary intervals follow from the family: the largest gap
 :math:`\Delta = \max_{i,j}(p_i - p_j)` lies in
@@ -57,7 +59,11 @@ class FamilyIntervals:
 
     ``pairs[j] = (i1, i2)`` with estimate ``est[j]`` of ``p_i1 - p_i2`` (or ``p_i1 / p_i2``)
     and interval ``[low[j], high[j]]``; ``rest_*`` the same for each group vs the rest.
-    ``per_level`` is the level each single interval was computed at.
+    ``per_level`` is the level each single pair interval was computed at; ``family_size`` counts
+    the distinct pairwise comparisons (the family the headline's level holds over). The
+    each-vs-rest intervals are a second family (``rest_family_size`` comparisons, each at
+    ``rest_level``), simultaneous at the same family-wise level; with two groups and nothing else
+    a group's rest is the other group and they are the pair's interval, not new comparisons.
     """
 
     kind: Literal["difference", "ratio"]
@@ -71,6 +77,8 @@ class FamilyIntervals:
     family_size: int
     per_level: float
     method: str
+    rest_family_size: int = 0
+    rest_level: float = float("nan")
 
     def ordered(self) -> tuple[list[tuple[int, int]], FloatArray, FloatArray, FloatArray]:
         """Both orientations of every pair: ``(i, j)`` and ``(j, i)`` with their intervals."""
@@ -131,7 +139,10 @@ def family_intervals(
     i1 = np.array([p[0] for p in pairs], dtype=np.int64)
     i2 = np.array([p[1] for p in pairs], dtype=np.int64)
     with_rest = rn > 0
-    m = len(pairs) + int(with_rest.reshape(-1, g)[0].sum())
+    # with two groups and nothing else, each one's rest is the other group: one comparison
+    two = g == 2 and bool(np.all(rn[..., 0] == nn[..., 1]) and np.all(rn[..., 1] == nn[..., 0]))
+    n_rest = 0 if two else int(with_rest.reshape(-1, g)[0].sum())
+    m_pairs = len(pairs)
     alpha = (1.0 - confidence_level) * share
     p = kk / nn
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -140,30 +151,28 @@ def family_intervals(
         est, rest_est = p[..., i1] - p[..., i2], p - pr
     else:
         est, rest_est = _ratio(p[..., i1], p[..., i2]), _ratio(p, pr)
+    rn1 = np.maximum(rn, 1.0)
     if method == "bonferroni":
-        level = 1.0 - alpha / max(m, 1)
+        level = 1.0 - alpha / max(m_pairs, 1)
+        rest_level = level if two else 1.0 - alpha / max(n_rest, 1)
         fn = newcombe_interval if kind == "difference" else score_ratio_interval
         lo, hi = fn(kk[..., i1], nn[..., i1], kk[..., i2], nn[..., i2], level)
-        rn1 = np.maximum(rn, 1.0)
-        rlo, rhi = fn(kk, nn, rk, rn1, level)
+        rlo, rhi = fn(kk, nn, rk, rn1, rest_level)
     elif method == "exact":
-        # distinct samples: the g groups and the rests that are not themselves one of the groups
-        # (with two groups and nothing else, each one's rest is the other group)
-        two = g == 2 and bool(np.all(rn[..., 0] == nn[..., 1]) and np.all(rn[..., 1] == nn[..., 0]))
-        s = g if two else g + int(with_rest.reshape(-1, g)[0].sum())
-        level = 1.0 - alpha / max(s, 1)
+        # the pairs: the g groups are independent samples, so Clopper-Pearson boxes at the
+        # Sidak level (1 - alpha)^(1/g) hold all at once with probability >= 1 - alpha
+        level = (1.0 - alpha) ** (1.0 / g)
         gl, gh = clopper_pearson_interval(kk, nn, level)
-        rl, rh = clopper_pearson_interval(rk, np.maximum(rn, 1.0), level)
-        if kind == "difference":
-            lo, hi = gl[..., i1] - gh[..., i2], gh[..., i1] - gl[..., i2]
-            rlo, rhi = gl - rh, gh - rl
+        lo, hi = _box_contrast(gl[..., i1], gh[..., i1], gl[..., i2], gh[..., i2], kind)
+        if two:
+            rest_level = level
+            rlo, rhi = _box_contrast(gl, gh, gl[..., ::-1], gh[..., ::-1], kind)
         else:
-            lo, hi = _ratio(gl[..., i1], gh[..., i2]), _ratio(gh[..., i1], gl[..., i2])
-            rlo, rhi = _ratio(gl, rh), _ratio(gh, rl)
-            hi = np.where(gl[..., i2] > 0, hi, np.inf)
-            rhi = np.where(rl > 0, rhi, np.inf)
-            lo = np.nan_to_num(lo, nan=0.0)
-            rlo = np.nan_to_num(rlo, nan=0.0)
+            # a rest overlaps the groups: Bonferroni over the g groups and their n_rest rests
+            rest_level = 1.0 - alpha / max(g + n_rest, 1)
+            sl, sh = clopper_pearson_interval(kk, nn, rest_level)
+            rl, rh = clopper_pearson_interval(rk, rn1, rest_level)
+            rlo, rhi = _box_contrast(sl, sh, rl, rh, kind)
     else:
         raise ValueError(f"unknown simultaneous method {method!r}")
     rlo = np.where(with_rest, rlo, np.nan)
@@ -173,8 +182,21 @@ def family_intervals(
         low=np.asarray(lo, dtype=np.float64), high=np.asarray(hi, dtype=np.float64),
         rest_est=np.asarray(rest_est, dtype=np.float64),
         rest_low=np.asarray(rlo, dtype=np.float64), rest_high=np.asarray(rhi, dtype=np.float64),
-        family_size=m, per_level=float(level), method=method,
+        family_size=m_pairs, per_level=float(level), method=method,
+        rest_family_size=0 if two else n_rest, rest_level=float(rest_level),
     )
+
+
+def _box_contrast(
+    l1: FloatArray, u1: FloatArray, l2: FloatArray, u2: FloatArray,
+    kind: Literal["difference", "ratio"],
+) -> tuple[FloatArray, FloatArray]:
+    """Range of ``p1 - p2`` (or ``p1 / p2``) over the box ``[l1, u1] x [l2, u2]``."""
+    if kind == "difference":
+        return l1 - u2, u1 - l2
+    lo = np.nan_to_num(_ratio(l1, u2), nan=0.0)
+    hi = np.where(l2 > 0, _ratio(u1, l2), np.inf)
+    return np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
 
 
 def mean_family_intervals(
