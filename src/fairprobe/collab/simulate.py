@@ -651,7 +651,7 @@ def bounded_run(
                 g_k = k
             else:
                 g_alive = False
-    held = held_round >= 1
+    held = (held_round >= 1) & (True if proven is None else ~proven)  # proven liars dropped
     flip = flip_masses(np.where(held[..., None], tables, 0), cfg.tau, ver)
     g_flip = (
         float(np.nanmin(flip[ver == g_ver])) if g_ver != "undetermined" and (ver == g_ver).any()

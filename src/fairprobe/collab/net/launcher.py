@@ -445,7 +445,8 @@ def summarise(results: dict[str, dict[str, Any]], tau: float) -> dict[str, Any]:
     if honest and all(b is not None for b in bounded):
         return {
             "nodes": nodes, "exclusions": exclusions, "median": med, "tau": tau,
-            **_bounded_summary(bounded, len(nodes) - len(honest), tau),
+            **_bounded_summary(bounded, len(nodes) - len(honest), tau,
+                               subject=str(get_subject(honest))),
         }
     cks = [x["certified_k"] for x in honest]
     gk = None
@@ -464,7 +465,16 @@ def summarise(results: dict[str, dict[str, Any]], tau: float) -> dict[str, Any]:
     }
 
 
-def _bounded_summary(bounded: list[dict[str, Any]], liars: int, tau: float) -> dict[str, Any]:
+def get_subject(honest: list[dict[str, Any]]) -> str:
+    """``model`` when the nodes audited a live platform, ``simulation`` when they replayed a
+    bundled population (the truth is known: a report does not count it in its headline)."""
+    subj = {str(((x.get("finding") or {}).get("question") or {}).get("subject", "model"))
+            for x in honest}
+    return "model" if "model" in subj else "simulation"
+
+
+def _bounded_summary(bounded: list[dict[str, Any]], liars: int, tau: float, *,
+                     subject: str = "model") -> dict[str, Any]:
     """The regulator's ``bounded`` verdict from the honest nodes' intervals (attackers report
     ``[0, 0]``): :func:`fairprobe.collab.bounded.global_interval` and ``decide``."""
     from fairprobe.collab.bounded import escape_bound, global_interval, make_finding
@@ -481,7 +491,7 @@ def _bounded_summary(bounded: list[dict[str, Any]], liars: int, tau: float) -> d
     flips = [b["flip_mass"] for b in bounded if b.get("flip_mass") is not None]
     fm = min(flips) if flips else None
     rate = bounded[0].get("verification_rate")
-    f = make_finding((g_lo + g_hi) / 2, g_lo, g_hi, tau=tau, subject="model", max_liars=K,
+    f = make_finding((g_lo + g_hi) / 2, g_lo, g_hi, tau=tau, subject=subject, max_liars=K,
                      counts={"flip_mass": fm, "verification_rate": rate,
                              "escape_bound": escape_bound(fm, rate)})
     cks = [b.get("certified_k") for b in bounded]

@@ -658,15 +658,17 @@ class Node:
         honest = self.cfg.role == "honest"
         est = float(self.driver.estimate()) if honest else 0.0
         tau = self.cfg.audit.tau
+        # a replayed bundled population is a simulation (its truth is known), a platform a model
+        subject = "simulation" if self.cfg.backend.get("kind") == "population" else "model"
         b = self.driver.bounded() if honest and self.driver.method == "bounded" else None
         if b is not None:
             finding = make_finding(
-                est, b["low"], b["high"], tau=tau, subject="model", max_liars=b["max_liars"],
+                est, b["low"], b["high"], tau=tau, subject=subject, max_liars=b["max_liars"],
                 counts={k: b[k] for k in ("certified_k", "flip_mass", "verification_rate",
                                           "escape_bound", "proven_liars")},
             )
         else:
-            finding = make_finding(est, est, est, tau=tau, subject="model",
+            finding = make_finding(est, est, est, tau=tau, subject=subject,
                                    max_liars=self.cfg.max_liars, method=self.driver.method)
         return NodeResult(
             id=self.id,

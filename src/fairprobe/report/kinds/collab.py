@@ -345,7 +345,11 @@ def adapt_collab_nodes(doc: Doc, source: str, label: str) -> Section:
                fmt(n.get("certified_k")) if n.get("certified_k") is not None else "n/a",
                f"{n.get('excluded_by', 0)} honest nodes"] for n in nodes],
     )] if nodes else []
-    return Section("collab-nodes", "Collaborative audit over the network"
-                   + (f": {label}" if label else ""), source, verdict, sentence,
-                   f"{verdict}: median estimate {fmt(est)}", facts, figures, tables,
-                   A.COLLAB + extra_assumptions(doc), notes)
+    section = Section("collab-nodes", "Collaborative audit over the network"
+                      + (f": {label}" if label else ""), source, verdict, sentence,
+                      f"{verdict}: median estimate {fmt(est)}", facts, figures, tables,
+                      A.COLLAB + extra_assumptions(doc), notes)
+    # a replay of a bundled population is a simulation: it does not count in the headline
+    subject = get(doc, "finding", "question", "subject")
+    section.counts = subject != "simulation"
+    return section
