@@ -116,6 +116,10 @@ def test_unseen_mass_and_proven_liars():
     assert lo[0] == pytest.approx(-0.4) and hi[0] == pytest.approx(-0.4)  # K' = 0, complete
     _, lo, _ = bounded_intervals(tab, held2, n=10, rounds=3, max_liars=0, proven=proven)
     assert math.isnan(lo[0])  # more proven liars than declared: no verdict
+    # a liar proven before any of its entries arrived adds no unseen mass
+    held3 = np.array([[3, 0, 3]])
+    _, lo, hi = bounded_intervals(tab, held3, n=10, rounds=3, max_liars=1, proven=proven)
+    assert lo[0] == pytest.approx(-0.4) and hi[0] == pytest.approx(-0.4)
 
 
 def test_the_regulators_interval_covers_whatever_k_reports_say():

@@ -161,8 +161,8 @@ def bounded_intervals(
     keep = (hr >= 1) & ~pr
     v = np.where(keep[..., None], t, 0.0)
     u = np.where(keep, unseen_mass(t, hr, n, rounds), 0.0)
-    # a source with no entry held yet may be honest with up to n R records
-    u = np.where(hr < 1, float(n * rounds), u).sum(axis=-1)
+    # a source with no entry held yet may be honest with up to n R records (unless proven)
+    u = np.where((hr < 1) & ~pr, float(n * rounds), u).sum(axis=-1)
     k_left = int(max_liars) - pr.sum(axis=-1)
     tot = v.sum(axis=-2)
     with np.errstate(all="ignore"):

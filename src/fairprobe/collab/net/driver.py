@@ -395,7 +395,7 @@ class Driver:
         if not isinstance(core, AuditorCore):
             return 0.0
         if self.method == "bounded":
-            return float(self.bounded()["estimate"])
+            return float(self.bounded(certify=False)["estimate"])
         if self.method in ("auditopus", "robust") or not self.excluded:
             return float(core.estimate_of(self.method))
         from fairprobe.collab.baselines import get_aggregator
@@ -403,7 +403,7 @@ class Driver:
         agg = get_aggregator(self.method)
         return float(agg(core.table_counts()[None], self._held_mask()[None])[0])
 
-    def bounded(self) -> dict[str, Any]:
+    def bounded(self, *, certify: bool = True) -> dict[str, Any]:
         """This node's ``bounded`` interval, verdict and certificate
         (:mod:`fairprobe.collab.bounded`): every held source counts (one excluded on a failed
         challenge too: it may be honest), sources excluded on a proof are certain liars and use
@@ -424,6 +424,8 @@ class Driver:
         kw: dict[str, Any] = {"n": core.n, "rounds": self.cfg.audit.rounds, "proven": pr}
         K = self.cfg.max_liars
         est, lo, hi = bounded_intervals(tab, hr, max_liars=K, **kw)
+        if not certify:  # the estimate after each round (trajectory): no certificate
+            return {"estimate": float(est[0]), "low": float(lo[0]), "high": float(hi[0])}
         ver = decide_array(lo, hi, kind="difference", threshold=core.tau)
         ck = certified_ks(tab, hr, ver, tau=core.tau, start=K, max_k=len(core.roster), **kw)
         keep = (hr >= 1) & ~pr

@@ -498,19 +498,19 @@ def _bounded_summary(bounded: list[dict[str, Any]], liars: int, tau: float, *,
     return {
         "verdict": f.verdict, "finding": f.to_dict(), "max_liars": K,
         "interval": {"low": _finite(g_lo), "high": _finite(g_hi)},
-        "certified_k": _global_k(cks) if f.verdict != "undetermined" else None,
+        "certified_k": _global_k(cks, len(proven)) if f.verdict != "undetermined" else None,
         "flip_mass": fm, "verification_rate": rate, "escape_bound": escape_bound(fm, rate),
         "default_method": "bounded",
     }
 
 
-def _global_k(cks: list[int | None]) -> int | None:
-    """The regulator's rule at ``k`` needs ``k + 1`` honest intervals deciding at ``k``: the
-    largest ``k`` with at least ``k + 1`` honest certificates ``>= k``."""
+def _global_k(cks: list[int | None], proven: int = 0) -> int | None:
+    """The regulator's rule with ``k`` liars (``proven`` of them dropped) needs
+    ``k - proven + 1`` honest intervals deciding at ``k``: the largest such ``k``."""
     ks = sorted((k for k in cks if k is not None), reverse=True)
     best = None
-    for k in range(len(ks)):
-        if ks[k] >= k:
+    for k in range(proven, proven + len(ks)):
+        if ks[k - proven] >= k:
             best = k
     return best
 
