@@ -167,14 +167,30 @@ def bounded_intervals(
     tot = v.sum(axis=-2)
     with np.errstate(all="ignore"):
         est = tot[..., 0] / tot[..., 1] - tot[..., 2] / tot[..., 3]
-    lo = np.full(est.shape, np.nan)
-    hi = np.full(est.shape, np.nan)
+    if v.ndim == 3 and v.shape[0] > 1:
+        # auditors holding the same view (after the closing rounds: all of them) share one
+        # interval: compute it once per distinct (table, unseen mass, liars left)
+        key = np.concatenate([v.reshape(v.shape[0], -1), u[:, None], k_left[:, None]], axis=1)
+        _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        if first.size < v.shape[0]:
+            _, lo_u, hi_u = _intervals(v[first], u[first], k_left[first], grid)
+            inv = inv.reshape(-1)
+            return est, lo_u[inv], hi_u[inv]
+    _, lo, hi = _intervals(v, u, k_left, grid)
+    return est, lo, hi
+
+
+def _intervals(
+    v: FloatArray, u: FloatArray, k_left: npt.NDArray[np.int64], grid: int
+) -> tuple[None, FloatArray, FloatArray]:
+    lo = np.full(v.shape[:-2], np.nan)
+    hi = np.full(v.shape[:-2], np.nan)
     for k in np.unique(k_left[k_left >= 0]):
         for seen in (True, False):  # with no unseen mass one grid point is exact
             rows = (k_left == k) & ((u == 0) == seen)
             if rows.any():
                 lo[rows], hi[rows] = dp_range(v[rows], int(k), u[rows], grid=1 if seen else grid)
-    return est, lo, hi
+    return None, lo, hi
 
 
 def certified_ks(
