@@ -85,6 +85,14 @@ class AuditConfig:
     #: add queries, so every honest node ends holding every source's final counts (``bounded``).
     closing: int = 0
 
+    def to_dict(self) -> dict[str, Any]:
+        """The ``[audit]`` table; ``closing`` only when set (files and state fingerprints of
+        audits without closing rounds stay what they were before it existed)."""
+        d = asdict(self)
+        if not self.closing:
+            d.pop("closing")
+        return d
+
     def __post_init__(self) -> None:
         if not 0 <= self.closing <= 10_000:
             raise ConfigError(f"[audit] closing must be an int in [0, 10000]. Got {self.closing}.")
@@ -134,6 +142,14 @@ class VerifyNodeConfig:
     #: ``{"openings": []}``; ``truthful``: only the leaves whose answers are true). Honest
     #: challengers count anything but ``all`` as a failed challenge (issue 21).
     answers: str = "all"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``[verify]`` table; ``answers`` only when not the default (older files and
+        fingerprints unchanged)."""
+        d = asdict(self)
+        if self.answers == "all":
+            d.pop("answers")
+        return d
 
     def __post_init__(self) -> None:
         if not 0 <= self.rate <= 1:
@@ -202,12 +218,12 @@ class NodeConfig:
         doc: dict[str, Any] = {
             "id": self.id,
             "role": self.role,
-            "audit": asdict(self.audit),
+            "audit": self.audit.to_dict(),
             "query_set": self.query_set,
             "backend": {k: v for k, v in self.backend.items() if k != "cache"},
         }
         if self.verify.enabled:
-            doc["verify"] = asdict(self.verify)
+            doc["verify"] = self.verify.to_dict()
         doc["method"] = self.method
         if self.max_liars:
             doc["max_liars"] = self.max_liars
@@ -225,13 +241,13 @@ class NodeConfig:
             "state_db": str(self.state_db),
             "listen": self.listen,
             "collector_url": self.collector_url,
-            "audit": asdict(self.audit),
+            "audit": self.audit.to_dict(),
             "timeouts": asdict(self.timeouts),
             "query_set": self.query_set or None,
             "backend": self.backend or None,
-            "verify": asdict(self.verify) if self.verify.enabled else None,
+            "verify": self.verify.to_dict() if self.verify.enabled else None,
             "method": self.method,
-            "max_liars": self.max_liars,
+            "max_liars": self.max_liars or None,
             "attack": self.attack,
             "attack_context": self.attack_context or None,
         }
