@@ -308,12 +308,14 @@ def _summary_table(
     krange = f"{ks[0]}-{ks[-1]}" if len(ks) > 1 else str(ks[0])
     t = Table(
         title=f"attack {attack}, K = {krange}, {seeds} seeds: attack success % / mean abs error",
-        caption="robust is the recommended method; certified_k: mean over runs (robust)",
+        caption="bounded is the default verdict (interval; never wrong with <= --max-liars "
+        "liars); certified_k: mean over runs (robust)",
     )
     t.add_column("case")
     for m in methods:
         t.add_column(m, justify="right")
     t.add_column("cert. k", justify="right")
+    t.add_column("bounded: wrong / undet. %", justify="right")
     for c in cases:
         cells = []
         for m in methods:
@@ -323,8 +325,10 @@ def _summary_table(
             else:
                 cells.append(f"{d['asr']:.1f} / {d['mae']:.3f}")
         rk = by.get((c, "robust"), {}).get("certified_k")
+        b = by.get((c, "bounded"))
         name = c.split("-", 1)[1] if strip and c != "all" else c
-        t.add_row(name, *cells, "" if rk is None else f"{rk:.2f}")
+        t.add_row(name, *cells, "" if rk is None else f"{rk:.2f}",
+                  "" if b is None else f"{b['wrong']:.1f} / {b['undetermined']:.1f}")
     return t
 
 
