@@ -5,23 +5,58 @@ BIN    := $(VENV)/bin
 PORT   ?= 8765
 SEED   ?= 0
 
-.PHONY: demo report test install install-dev lint typecheck pytest bench dist package-check clean
+.PHONY: demo report test install install-dev servers lint typecheck pytest bench dist package-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# every extra: the demo uses the platform server, the radius solver and the report
-install: $(BIN)/python
+# Installs are stamped: a second `make demo` / `make test` skips pip unless pyproject.toml
+# changed (the package is installed editable, so source edits need no reinstall).
+$(VENV)/.installed-all: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[all]"
+	touch $@
 
-install-dev: $(BIN)/python
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[all,dev]"
+	touch $@ $(VENV)/.installed-all
+
+# every extra: the demo uses the platform server, the radius solver and the report
+install: $(VENV)/.installed-all
+
+install-dev: $(VENV)/.installed-dev
+
+# Real model servers for tests/access/test_model_servers.py, each in its own venv (their pins
+# conflict with ours), with our scikit-learn version so that one model file loads in all of them.
+SERVERS  ?= .venv-servers
+MLSERVER ?= 1.7.1
+MLFLOW   ?= 3.17.2
+SKLEARN   = $$($(BIN)/python -c 'import sklearn; print(sklearn.__version__)')
+
+$(SERVERS)/mlserver/.installed: | $(VENV)/.installed-dev
+	rm -rf $(SERVERS)/mlserver && $(PYTHON) -m venv $(SERVERS)/mlserver
+	$(SERVERS)/mlserver/bin/python -m pip install --quiet "mlserver==$(MLSERVER)" \
+	  "mlserver-sklearn==$(MLSERVER)" "scikit-learn==$(SKLEARN)"
+	touch $@
+
+$(SERVERS)/mlflow/.installed: | $(VENV)/.installed-dev
+	rm -rf $(SERVERS)/mlflow && $(PYTHON) -m venv $(SERVERS)/mlflow
+	$(SERVERS)/mlflow/bin/python -m pip install --quiet "mlflow==$(MLFLOW)" \
+	  "scikit-learn==$(SKLEARN)"
+	touch $@
+
+servers: $(SERVERS)/mlserver/.installed $(SERVERS)/mlflow/.installed
 
 # the demo's results and its HTML report land in results/ (not versioned)
 demo: install
 	$(BIN)/fairprobe demo --port $(PORT) --seed $(SEED) --json results/demo.json
 	$(BIN)/fairprobe report results/demo.json --html results/demo-report.html
+	@echo ""
+	@echo "Report: results/demo-report.html. The command is $(BIN)/fairprobe (or first: . $(BIN)/activate)."
+	@echo "Next, audit your own model (docs/index.md is the ten-minute tutorial):"
+	@echo "  $(BIN)/python tutorial/train.py"
+	@echo "  $(BIN)/fairprobe audit --backend-config tutorial/model.toml --queries tutorial/pool.csv --group-col sex --metric dp,eo --label-col income --json results/mine.json"
+	@echo "  $(BIN)/fairprobe report results/mine.json --html results/mine.html --fail-on unfair"
 
 lint: install-dev
 	$(BIN)/ruff check .
@@ -51,4 +86,4 @@ package-check: dist
 	.ci/smoke_core.sh dist
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SERVERS) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

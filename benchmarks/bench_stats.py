@@ -2,11 +2,16 @@
 
 Run: ``.venv/bin/python benchmarks/bench_stats.py [--n 1000000] [--repeats 7]``
      ``.venv/bin/python benchmarks/bench_stats.py --coverage [--draws 20000]``
+     ``.venv/bin/python benchmarks/bench_stats.py --vs-fairlearn [--fairlearn-repeats 3]``
 
 Prints the median wall time (and min/max) of each metric from raw columns (group selection,
 validation, counting, interval, verdict), of the from-counts functions alone, and of the vectorised
 intervals on 10^6 counts vectors at once. Times are medians because the machine is shared.
 With ``--coverage`` it prints instead the simulated coverage of the 95% intervals (seeded).
+It ends (unless ``--no-fairlearn``; alone with ``--vs-fairlearn``) with ``AuditFrame`` against fairlearn's ``MetricFrame`` on the same
+rows (sex x race, 10 groups) and the same metrics (selection rate, TPR, FPR, given to both as
+fairlearn's callables), with and without ``sample_weight``: medians and the ratio
+MetricFrame / AuditFrame, with the load average before and after (the machine is shared).
 """
 
 from __future__ import annotations
@@ -67,14 +72,53 @@ def coverage(draws: int, seed: int) -> None:
               f"{out[2]:8.4f} {out[3]:8.4f}")
 
 
-def timeit(fn: Callable[[], object], repeats: int) -> tuple[float, float, float]:
-    fn()  # warm-up
+def timeit(fn: Callable[[], object], repeats: int, warm_up: bool = True
+           ) -> tuple[float, float, float]:
+    if warm_up:
+        fn()
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times), min(times), max(times)
+
+
+def vs_fairlearn(n: int, repeats: int, seed: int) -> None:
+    """AuditFrame vs MetricFrame, same rows and metrics, with and without sample_weight."""
+    import os
+
+    from fairlearn.metrics import MetricFrame, false_positive_rate, selection_rate
+    from fairlearn.metrics import true_positive_rate as tpr
+
+    from fairprobe.stats.frame import AuditFrame
+
+    rng = np.random.default_rng(seed)
+    sf = pd.DataFrame({
+        "sex": pd.Categorical(rng.choice(np.array(["Female", "Male"], dtype=object), n)),
+        "race": pd.Categorical(rng.choice(
+            np.array(["White", "Black", "Asian", "Other", "Amer"], dtype=object), n))})
+    y_true = rng.integers(0, 2, n, dtype=np.int8)
+    y_pred = rng.integers(0, 2, n, dtype=np.int8)
+    w = rng.lognormal(0.0, 0.5, n)
+    metrics = {"selection_rate": selection_rate, "tpr": tpr, "fpr": false_positive_rate}
+
+    print(f"AuditFrame vs MetricFrame: n = {n:,}, sex x race (10 groups), 3 rates, {repeats} "
+          f"repeats each (median [min, max], seconds); load average before: "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for label, kw_af, kw_mf in (
+            ("unweighted", {}, {}),
+            ("sample_weight", {"sample_weight": w},
+             {"sample_params": {k: {"sample_weight": w} for k in metrics}})):
+        af = timeit(lambda: AuditFrame(metrics=metrics, y_true=y_true, y_pred=y_pred,  # noqa: B023
+                                     sensitive_features=sf, **kw_af).by_group,  # noqa: B023
+                    repeats, warm_up=False)
+        mf = timeit(lambda: MetricFrame(metrics=metrics, y_true=y_true, y_pred=y_pred,  # noqa: B023
+                                      sensitive_features=sf, **kw_mf).by_group,  # noqa: B023
+                    repeats, warm_up=False)
+        print(f"  {label:<14s} AuditFrame {af[0]:8.3f} [{af[1]:.3f}, {af[2]:.3f}]   MetricFrame "
+              f"{mf[0]:8.3f} [{mf[1]:.3f}, {mf[2]:.3f}]   ratio {mf[0] / af[0]:7.1f}x")
+    print(f"  load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 def main() -> None:
@@ -84,7 +128,15 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--coverage", action="store_true", help="print simulated coverage instead")
     ap.add_argument("--draws", type=int, default=20_000)
+    ap.add_argument("--vs-fairlearn", action="store_true",
+                    help="print AuditFrame vs fairlearn's MetricFrame instead")
+    ap.add_argument("--fairlearn-repeats", type=int, default=3)
+    ap.add_argument("--no-fairlearn", action="store_true",
+                    help="skip the AuditFrame vs MetricFrame comparison (minutes on 10^6 rows)")
     args = ap.parse_args()
+    if args.vs_fairlearn:
+        vs_fairlearn(args.n, args.fairlearn_repeats, args.seed)
+        return
     if args.coverage:
         coverage(args.draws, args.seed)
         return
@@ -151,6 +203,8 @@ def main() -> None:
     for name, fn in rows:
         med, lo, hi = timeit(fn, reps)
         print(f"  {name:<36s} {1e3 * med:9.2f}  [{1e3 * lo:8.2f}, {1e3 * hi:8.2f}]")
+    if not args.no_fairlearn:
+        vs_fairlearn(n, args.fairlearn_repeats, args.seed)
 
 
 if __name__ == "__main__":

@@ -19,3 +19,8 @@ def __getattr__(name: str) -> Any:
 
         return AuditFrame
     raise AttributeError(f"module 'fairprobe' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # lazy names are listed, so that dir(fairprobe) and tab completion show AuditFrame
+    return sorted({*globals(), *__all__})

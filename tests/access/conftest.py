@@ -41,6 +41,16 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) ->
     raise RuntimeError(f"{url} did not come up in {timeout} s")
 
 
+def stop_process(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL after ``grace`` seconds: a test's server never outlives it."""
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @pytest.fixture(scope="session")
 def flaky_url() -> Iterator[str]:
     """Base URL of tests/access/flaky_app.py running as a real uvicorn subprocess."""
@@ -51,12 +61,7 @@ def flaky_url() -> Iterator[str]:
         wait_http(url + "/health", proc)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 @pytest.fixture(scope="session")
@@ -108,3 +113,15 @@ def make_records() -> Any:
 def free_port_url() -> str:
     """``http://127.0.0.1:P`` for a port P where nothing listens."""
     return f"http://127.0.0.1:{free_port()}"
+
+
+@pytest.fixture(scope="session")
+def wait_for_http() -> Any:
+    """The :func:`wait_http` helper (for test modules, which cannot import this conftest)."""
+    return wait_http
+
+
+@pytest.fixture(scope="session")
+def stop_proc() -> Any:
+    """The :func:`stop_process` helper (for test modules)."""
+    return stop_process

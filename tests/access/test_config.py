@@ -37,7 +37,8 @@ def test_openai_from_dict() -> None:
 @pytest.mark.parametrize(
     "cfg, match",
     [
-        ({}, "needs 'kind', one of 'http-json', 'local', 'openai-chat', 'replay'; got None"),
+        ({}, "needs 'kind', one of 'http-json', 'kserve-v1', 'kserve-v2', 'local', 'mlflow', "
+             "'openai-chat', 'replay', 'tf-serving'; got None"),
         ({"kind": "grpc"}, "got 'grpc'"),
         ({"kind": "http-json"}, "invalid http-json backend config: 'url': Field required"),
         ({"kind": "http-json", "url": "127.0.0.1:80"}, "'url': Value error, must start with http"),

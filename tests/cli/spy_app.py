@@ -4,7 +4,8 @@ Run as ``python spy_app.py PORT``. ``POST /predict`` (``{"instances": [...]}``) 
 decision = ``age >= 40`` (score 0.9 / 0.1); ``POST /biased`` the same but a malformed decision
 for half of the records with ``race == "Black"`` (odd ages); ``GET /health`` reports ``{"model": "spy-v1"}``.
 ``GET /spy`` returns ``{"requests": n, "fields": [...sorted field names seen...],
-"instances": n}`` (the ``/spy`` requests are not counted); ``POST /spy/reset`` clears it.
+"instances": n}`` (the ``/spy`` requests and ``GET /schema`` lookups, which are free metadata, are
+not counted as requests); ``POST /spy/reset`` clears it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ STATE: dict[str, Any] = {"requests": 0, "fields": set(), "instances": 0}
 
 @app.middleware("http")
 async def count(request: Request, call_next: Any) -> Any:
-    if not request.url.path.startswith("/spy"):
+    if request.url.path == "/schema":  # free metadata (--url reads declared inputs), not a query
+        STATE["schema"] = STATE.get("schema", 0) + 1
+    elif not request.url.path.startswith("/spy"):
         STATE["requests"] += 1
     return await call_next(request)
 
@@ -32,6 +35,7 @@ async def health() -> dict[str, str]:
 
 
 @app.post("/biased")
+@app.post("/audit/predict")  # the platform's path, without its /schema
 @app.post("/predict")
 async def predict(request: Request) -> dict[str, Any]:
     body = await request.json()

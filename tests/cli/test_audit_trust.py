@@ -314,3 +314,27 @@ def test_unequal_unparsed_shares_qualify_the_verdict(spy, pool_csv, tmp_path, ca
     assert prov["answers"]["outcome_disparity_p_value"] < 0.05
     assert prov["notes"] and "differs significantly between groups" in prov["notes"][0]
     assert "differs significantly between groups" in " ".join(text.split())
+
+
+# -- issue 22: --url never assumes the platform's columns ---------------------------------------
+def test_url_sends_what_the_endpoint_declares_or_every_feature(spy, tmp_path, capsys) -> None:
+    """An endpoint at the platform's path that declares no inputs (no /schema) gets every column
+    but the label and the sensitive one; the platform gets what its /schema declares."""
+    import pandas as pd
+
+    pool = tmp_path / "pool.csv"
+    pd.DataFrame({"age": [30, 45, 50, 25] * 30, "tenure": [1, 2, 3, 4] * 30,
+                  "grp": ["a", "b", "a", "b"] * 30, "y": [0, 1, 1, 0] * 30}).to_csv(pool, index=False)
+    httpx.post(spy + "/spy/reset")
+    code, out, err = run_cli(
+        "audit", "--url", spy, "--queries", str(pool), "--group-col", "grp", "--group-a", "a",
+        "--label-col", "y", "--metric", "dp", "--no-progress", "--no-cache", capsys=capsys)
+    assert code == 0, err
+    assert spied(spy)["fields"] == ["age", "tenure"]
+    assert "sent: age, tenure" in out
+    with PlatformProcess(seed=0) as plat:
+        from fairprobe.access import HttpJsonBackend
+        from fairprobe.platform.model import AUDIT_FEATURES
+
+        assert HttpJsonBackend(url=plat.url).declared_inputs() == list(AUDIT_FEATURES)
+        assert HttpJsonBackend(url=plat.url, path="/nope").declared_inputs() is None

@@ -28,3 +28,18 @@ def test_demo_rejects_unknown_section(tmp_path) -> None:
     r = subprocess.run([sys.executable, "-m", "fairprobe", "demo", "--sections", "nope"],
                        capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert r.returncode == 2 and "'sections' parameter" in r.stderr
+
+
+def test_second_install_is_a_no_op() -> None:
+    """``make install`` is stamped on pyproject.toml: once installed, a second ``make demo``
+    runs no pip (``make -q`` exits 0 when the target is up to date)."""
+    from pathlib import Path
+
+    import pytest
+
+    repo = Path(__file__).resolve().parents[2]
+    if not (repo / ".venv" / ".installed-all").exists():
+        pytest.skip("this checkout's .venv was not made by make install / install-dev")
+    r = subprocess.run(["make", "-q", "install"], cwd=repo, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from fairprobe.access.records import canonical_json, normalize_records, record_key
     from fairprobe.access.replay import ReplayBackend
     from fairprobe.access.retry import Backoff, RateLimitedError
+    from fairprobe.access.servers import KServeV1Backend, KServeV2Backend, MlflowBackend
 
 _LAZY = {
     "BlackBox": "blackbox",
@@ -56,6 +57,9 @@ _LAZY = {
     "ReplayBackend": "replay",
     "Backoff": "retry",
     "RateLimitedError": "retry",
+    "KServeV1Backend": "servers",
+    "KServeV2Backend": "servers",
+    "MlflowBackend": "servers",
 }
 
 __all__ = [
@@ -67,8 +71,11 @@ __all__ = [
     "BlackBox",
     "HttpJsonBackend",
     "HttpJsonConfig",
+    "KServeV1Backend",
+    "KServeV2Backend",
     "LocalConfig",
     "LocalModelBackend",
+    "MlflowBackend",
     "OpenAIChatBackend",
     "OpenAIChatConfig",
     "RateLimitedError",

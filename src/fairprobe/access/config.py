@@ -162,6 +162,7 @@ def _load_builtin() -> None:
     # the network backends register themselves on import
     import fairprobe.access.http  # noqa: F401
     import fairprobe.access.openai_chat  # noqa: F401
+    import fairprobe.access.servers  # noqa: F401
 
 
 def _read_file(path: Path) -> dict[str, Any]:
@@ -219,7 +220,8 @@ def load_backend(config: str | os.PathLike[str] | Mapping[str, Any] | BackendCon
     """Build a backend from a config file (TOML/JSON), a mapping or a config model.
 
     The table (or the file's ``[backend]`` table) must have a ``kind`` among
-    :func:`backend_kinds`: ``"http-json"``, ``"openai-chat"``, ``"local"``, ``"replay"``.
+    :func:`backend_kinds`: ``"http-json"``, ``"openai-chat"``, ``"local"``, ``"replay"``,
+    ``"kserve-v2"``, ``"mlflow"``, ``"kserve-v1"`` / ``"tf-serving"``.
 
     Raises
     ------

@@ -37,6 +37,8 @@ __all__ = [
     "HttpStatusError",
     "HttpTransport",
     "dotted_get",
+    "headers_from_env",
+    "http_url",
     "parse_duration",
 ]
 
@@ -246,7 +248,7 @@ class HttpTransport:
                 self._client = None
 
 
-def _headers_from_env(names: Mapping[str, str]) -> dict[str, str]:
+def headers_from_env(names: Mapping[str, str]) -> dict[str, str]:
     out = {}
     for header, env in names.items():
         value = os.environ.get(env)
@@ -336,9 +338,14 @@ class HttpJsonConfig(BackendConfig):
     @field_validator("url")
     @classmethod
     def _check_url(cls, v: str) -> str:
-        if not v.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return v.rstrip("/")
+        return http_url(v)
+
+
+def http_url(v: str) -> str:
+    """A config's base URL: ``http://`` or ``https://``, without a trailing slash."""
+    if not v.startswith(("http://", "https://")):
+        raise ValueError("must start with http:// or https://")
+    return v.rstrip("/")
 
 
 class HttpBackend(Backend):
@@ -403,7 +410,7 @@ class HttpJsonBackend(HttpBackend):
         self.max_batch = c.max_batch
         self.url = c.url + (c.path if not c.path or c.path.startswith("/") else "/" + c.path)
         self._transport = HttpTransport(
-            {**c.headers, **_headers_from_env(c.headers_env)}, c.timeout
+            {**c.headers, **headers_from_env(c.headers_env)}, c.timeout
         )
         transport = {
             "headers", "headers_env", "timeout", "max_batch", "on_malformed", "identity_path",
@@ -434,6 +441,28 @@ class HttpJsonBackend(HttpBackend):
         except (AccessError, AnswerParseError):
             return None  # no such endpoint, or not JSON: fingerprint instead
         return identity_from_report(report, c.identity_fields)
+
+    def declared_inputs(self) -> list[str] | None:
+        """The input fields the endpoint declares, or ``None``.
+
+        Reads ``GET {url}/schema`` in the fairprobe platform's shape: a section whose
+        ``endpoint`` is this backend's ``path`` lists its ``features``. Anything else (no such
+        endpoint, another shape, an unreachable server) declares nothing: the caller then sends
+        every column but the label and the sensitive one. Costs no query.
+        """
+        c = self.config
+        try:
+            schema = self._transport.request_json("GET", c.url + "/schema", None)
+        except (AccessError, AnswerParseError):
+            return None
+        if not isinstance(schema, Mapping):
+            return None
+        path = "/" + c.path.strip("/")
+        for section in schema.values():
+            if (isinstance(section, Mapping) and section.get("endpoint") == path
+                    and isinstance(section.get("features"), list)):
+                return [str(f) for f in section["features"]]
+        return None
 
     def ask(self, records: Sequence[Record]) -> list[Answer]:
         c = self.config

@@ -27,13 +27,16 @@ def load_estimator(
     trusted: Sequence[str] = (),
     allow_pickle: bool = False,
     pickle_hint: str = "set allow_pickle = true",
+    trusted_hint: str | None = None,
 ) -> Any:
     """Load a model file with the one rule fairprobe applies everywhere.
 
     skops files (``.skops``) load safely: every type they hold must be trusted by skops or listed
     in ``trusted``. joblib/pickle files (``.joblib``, ``.pkl``, ``.pickle``) can run arbitrary
     code when loaded, so they load only with ``allow_pickle=True`` (files you made or trust);
-    ``pickle_hint`` says how to opt in (``--allow-pickle`` on the command line).
+    ``pickle_hint`` says how to opt in (``--allow-pickle`` on the command line), and
+    ``trusted_hint`` how to trust more skops types (``{}`` receives the quoted type names;
+    default: the backend config's ``trusted = [...]``).
 
     Raises
     ------
@@ -54,8 +57,9 @@ def load_estimator(
         refused = [t for t in untrusted if t not in set(trusted)]
         if refused:
             raise ConfigError(
-                f"{p.name} holds types skops does not trust: {', '.join(refused)}; list them "
-                "as trusted if you trust this file."
+                f"{p.name} holds types skops does not trust: {', '.join(refused)}; if you trust "
+                + (trusted_hint or "this file, list them in the backend config: trusted = [{}].")
+                .format(", ".join(f'"{t}"' for t in refused))
             )
         try:
             return sio.load(p, trusted=list(untrusted))
@@ -272,7 +276,9 @@ class LocalModelBackend(Backend):
             absent = [c for c in self.feature_columns if c not in df.columns]
             if absent:
                 raise DataError(
-                    f"records lack the model's feature column(s) {', '.join(map(repr, absent))}."
+                    f"records lack the model's feature column(s) {', '.join(map(repr, absent))}"
+                    "; send them (--feature-cols, or --send-group for the sensitive column) or "
+                    "set feature_columns in the backend config."
                 )
             df = df[self.feature_columns]
         return df

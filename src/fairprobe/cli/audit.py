@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
 from fairprobe.cli._common import (
     build_backend,
     cache_policy,
@@ -27,7 +28,6 @@ from fairprobe.cli._common import (
     split_list,
 )
 from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit
-from fairprobe.stats.groups import DEFAULT_MIN_GROUP_SIZE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -77,7 +77,7 @@ class Interval(StrEnum):
 def check_audit_flags(
     *,
     metric: str,
-    budget: int | None,
+    budget: int | str | None,
     seed: int,
     tolerance: float | None,
     threshold: float | None,
@@ -94,7 +94,7 @@ def check_audit_flags(
     from fairprobe.errors import InvalidParameterError
 
     name = check_flag_choice(metric, "--metric", METRIC_CHOICES)
-    if budget is not None:
+    if isinstance(budget, int):
         check_flag_int(budget, "--budget", lo=2, hint=" (at least one query per group)")
     if name == "disparate_impact_ratio":
         if tolerance is not None:
@@ -195,18 +195,20 @@ def resolve_groups(
     return a, b
 
 
-def _platform_fields(url: str | None, path: str) -> list[str] | None:
-    """The input fields of the platform shape behind ``--url`` (``None`` for other shapes)."""
-    if url is None:
+def _platform_fields(url: str | None, path: str, feature_cols: str | None = None
+                     ) -> list[str] | None:
+    """The input fields the endpoint behind ``--url`` declares (``GET {url}/schema``, the
+    platform's shape); ``None`` (send every column but the label and the sensitive one) when it
+    declares none or ``--feature-cols`` says what to send. Never assumes the platform."""
+    if url is None or feature_cols is not None:
         return None
-    from fairprobe.platform.core import USER_FEATURES
-    from fairprobe.platform.model import AUDIT_FEATURES
+    from fairprobe.access.http import HttpJsonBackend
 
-    if path.rstrip("/") == "/audit/predict":
-        return list(AUDIT_FEATURES)
-    if path.rstrip("/") == "/user/predict":
-        return list(USER_FEATURES)
-    return None
+    backend = HttpJsonBackend(url=url, path=path)
+    try:
+        return backend.declared_inputs()
+    finally:
+        backend.close()
 
 
 def audit(
@@ -218,18 +220,18 @@ def audit(
     group_a: Annotated[str | None, typer.Option(help="Two-group audit: group A value (the numerator of DI); default Female for --group-col sex.")] = None,
     group_b: Annotated[str | None, typer.Option(help="Two-group audit: group B value; 'rest' (or omit with --group-a) for every other value.")] = None,
     all_groups: Annotated[bool, typer.Option(help="Audit every group of --group-col even for sex (default there: Female vs Male).")] = False,
-    label_col: Annotated[str | None, typer.Option(help="True-label column (never sent; needed by eo, accuracy-gap).")] = None,
+    label_col: Annotated[str | None, typer.Option(help="True-label column (never sent; needed by eo, fpr, eodds, ppv, accuracy-gap, error-rate).")] = None,
     feature_cols: Annotated[str | None, typer.Option(help="Comma-separated columns sent to the model (default: all but the label and the sensitive column).")] = None,
     send_group: Annotated[bool, typer.Option(help="Also send the sensitive column to the model.")] = False,
     metric: Annotated[str, typer.Option(help="Comma-separated, case-insensitive, any of: di, dp, eo (TPR), fpr, eodds (equalized odds), ppv (predictive parity), accuracy-gap, error-rate, score-gap. Two-group audits: one of di, dp, eo, accuracy-gap.")] = "di",
-    budget: Annotated[int | None, typer.Option(help="Queries drawn from the pool [default: 2000, or the whole pool if smaller].")] = None,
+    budget: Annotated[str | None, typer.Option(help="Queries drawn from the pool: a number, or 'all' for every row. \\[default: 2000, or the whole pool if smaller; with --predictions: all]", show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Seed of the query draw.")] = 0,
     tolerance: Annotated[float | None, typer.Option(help="Fair band half-width of differences, in (0, 1).")] = None,
     threshold: Annotated[float | None, typer.Option(help="Minimum ratio of DI (80% rule), in (0, 1].")] = None,
     confidence_level: Annotated[float, typer.Option(help="Confidence level of the interval, in (0, 1).")] = 0.95,
     cache: Annotated[Path, typer.Option(help="Persistent answer cache (SQLite).")] = DEFAULT_CACHE,
-    no_cache: Annotated[bool, typer.Option(help="Neither read nor write the answer cache.")] = False,
-    refresh: Annotated[bool, typer.Option(help="Ask the model again and overwrite cached answers.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the answer cache.")] = False,
+    refresh: Annotated[bool, typer.Option("--refresh", help="Ask the model again and overwrite cached answers.")] = False,
     concurrency: Annotated[int, typer.Option(help="Batches in flight.")] = 4,
     retries: Annotated[int, typer.Option(help="Retries of a failed batch.")] = 5,
     timeout: Annotated[float | None, typer.Option(help="Per-request timeout (s).")] = None,
@@ -237,23 +239,59 @@ def audit(
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
     min_group_size: Annotated[int, typer.Option(help="Groups (or a rate's denominator, e.g. y_true=1 answers for TPR) below this are listed and left out of the summaries; a two-group audit on such a group is undetermined. 1 compares every group (fairlearn).")] = DEFAULT_MIN_GROUP_SIZE,
     reference: Annotated[str | None, typer.Option(help="Every-group audit: also compare every group with this one (intersections: 'Male, White').")] = None,
-    pos_label: Annotated[str | None, typer.Option(help="Positive value of --label-col when its labels are not 0/1.")] = None,
+    pos_label: Annotated[str | None, typer.Option(help="Positive value of --label-col (and of --y-pred-col with --predictions) when the labels are not 0/1, e.g. '>50K'.")] = None,
     interval: Annotated[Interval, typer.Option(case_sensitive=False, help="Interval construction: exact (default: coverage >= the level at every rate and size, by construction), score / newcombe (narrower, asymptotic: dips below the level near rates 0 and 1; every-group audits: Bonferroni-adjusted) or katz (two-group DI only). Coverage of each: docs/stats.md.")] = Interval.exact,
     simultaneous: Annotated[Simultaneous | None, typer.Option(case_sensitive=False, hidden=True, help="Deprecated: --interval exact / --interval score.")] = None,
     fail_on: Annotated[FailOn | None, typer.Option(case_sensitive=False, help=FAIL_ON_HELP)] = None,
     strict: Annotated[bool, typer.Option(help="Stop when a group's share of unusable answers (unparsed, refused, truncated) exceeds --max-unusable.")] = False,
     max_unusable: Annotated[float, typer.Option(help="Threshold of --strict (share in [0, 1)).")] = 0.05,
-    prompt_variants: Annotated[Path | None, typer.Option(help="TOML [templates] name = \"template\": rerun the audit per prompt (openai-chat backends) and report the verdict's sensitivity.")] = None,
+    prompt_variants: Annotated[Path | None, typer.Option(help="TOML \\[templates] name = \"template\": rerun the audit per prompt (openai-chat backends) and report the verdict's sensitivity.")] = None,
     name_swap: Annotated[str | None, typer.Option(help="Field holding a first name: also ask each record with the name swapped to the other sex and report the flip rate.")] = None,
+    predictions: Annotated[str | None, typer.Option(help="Audit predictions already made (CSV/Parquet), asking no model: give --y-pred-col (and --y-true-col, --score-col); every row is used unless --budget says otherwise.")] = None,
+    y_pred_col: Annotated[str | None, typer.Option(help="With --predictions: the column of decisions (0/1, or labels with --pos-label).")] = None,
+    y_true_col: Annotated[str | None, typer.Option(help="With --predictions: the column of true labels.")] = None,
+    score_col: Annotated[str | None, typer.Option(help="With --predictions: the column of scores in [0, 1] (score-gap).")] = None,
+    sample_weight_col: Annotated[str | None, typer.Option(help="With --predictions: the column of sample weights.")] = None,
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the by-group (or per-metric) table as CSV.")] = None,
 ) -> None:
     """Audit a black-box model with a fixed budget: metrics, confidence intervals, verdict.
 
     Every group of --group-col (or every intersection of several columns) with a by-group table
     and, per metric, the worst pair with simultaneous intervals; or one metric between two
     groups (--group-a/--group-b, and the default Female vs Male for --group-col sex).
+    With --predictions, the decisions in a file are audited the same way and nothing is paid.
     """
     if simultaneous is not None:  # the former flag: exact, or bonferroni (= score intervals)
         interval = Interval.exact if simultaneous.value == "exact" else Interval.score
+    from fairprobe.cli._common import parse_budget
+
+    budget_n = parse_budget(budget)
+    if predictions is not None:
+        from fairprobe.cli.predictions import predictions_audit
+
+        predictions_audit(
+            predictions=predictions, y_pred_col=y_pred_col, y_true_col=y_true_col,
+            score_col=score_col, sample_weight_col=sample_weight_col, group_col=group_col,
+            metric=metric, budget=None if budget_n == "all" else budget_n,  # type: ignore[arg-type]
+            seed=seed, tolerance=tolerance, threshold=threshold,
+            confidence_level=confidence_level, json_path=json_path, csv_path=csv_path,
+            min_group_size=min_group_size, reference=reference,
+            pos_label=_label_value(pos_label),
+            method="exact" if interval is Interval.exact else "bonferroni", fail_on=fail_on,
+            given={"--url": url, "--backend-config": backend_config, "--queries": queries,
+                   "--feature-cols": feature_cols, "--send-group": send_group,
+                   "--label-col": label_col, "--group-a": group_a, "--group-b": group_b,
+                   "--prompt-variants": prompt_variants, "--name-swap": name_swap,
+                   "--strict": strict, "--interval katz": interval is Interval.katz})
+        return
+    for flag, given in (("--y-pred-col", y_pred_col), ("--y-true-col", y_true_col),
+                        ("--score-col", score_col), ("--sample-weight-col", sample_weight_col)):
+        if given is not None:
+            from fairprobe.errors import InvalidParameterError
+
+            raise InvalidParameterError(f"{flag} works with --predictions FILE; give the file.")
+    budget = budget_n  # type: ignore[assignment]
+    check_output_path(csv_path, "--csv")
     if _wants_group_audit(group_col, group_a, group_b, metric, all_groups):
         if interval is Interval.katz:
             from fairprobe.errors import InvalidParameterError
@@ -271,15 +309,9 @@ def audit(
             min_group_size=min_group_size, reference=reference, pos_label=pos_label,
             method="exact" if interval is Interval.exact else "bonferroni", strict=strict,
             max_unusable=max_unusable, prompt_variants=prompt_variants, name_swap=name_swap,
-            fail_on=fail_on,
+            fail_on=fail_on, csv_path=csv_path,
         )
         return
-    if pos_label is not None:
-        from fairprobe.errors import InvalidParameterError
-
-        raise InvalidParameterError(
-            "--pos-label works with every-group audits (no --group-a/--group-b); for a two-group "
-            "audit give a 0/1 --label-col.")
     name = check_audit_flags(
         metric=metric, budget=budget, seed=seed, tolerance=tolerance, threshold=threshold,
         confidence_level=confidence_level, concurrency=concurrency, retries=retries,
@@ -297,6 +329,7 @@ def audit(
         url=url, path=path, queries=queries, group_col=group_col, group_a=group_a,
         group_b=group_b, label_col=label_col, feature_cols=feature_cols, send_group=send_group,
         metric=name, budget=budget, seed=seed, name_swap=name_swap,
+        pos_label=_label_value(pos_label),
     )
     backend = build_backend(url, backend_config, path)  # no network yet
     if templates is not None:
@@ -315,6 +348,7 @@ def audit(
     from fairprobe.report.text import print_audit
 
     extra: dict[str, Any] = {}
+    requests = {"paid": 0, "cached": 0, "runs": 0}  # every run's BlackBox: one source of truth
 
     def one(be: Any, swap: bool = False) -> tuple[Any, Any]:
         n_budget = plan["budget"] * (2 if swap and name_swap is not None else 1)
@@ -329,7 +363,7 @@ def audit(
                 feature_cols=plan["columns"].sent, budget=plan["budget"], seed=seed,
                 tolerance=tolerance, threshold=threshold, confidence_level=confidence_level,
                 max_unusable_share=limit, interval=_two_group_interval(interval.value, name),
-                min_group_size=min_group_size,
+                min_group_size=min_group_size, pos_label=plan.get("pos_label"),
             )
             prov = audit_provenance(bb, plan, seed=seed, cache=cache, no_cache=no_cache,
                                     refresh=refresh)
@@ -341,6 +375,9 @@ def audit(
                 extra["name_swap"] = name_swap_audit(
                     bb, sample, name_swap, seed=seed, confidence_level=confidence_level
                 ).to_dict()
+            requests["paid"] += bb.spent
+            requests["cached"] += bb.from_cache
+            requests["runs"] += 1
         usage = getattr(be, "usage", None)
         if isinstance(usage, dict):  # tokens the server reported, summed over every run
             total = extra.setdefault("usage", dict.fromkeys(usage, 0))
@@ -361,6 +398,18 @@ def audit(
     print_audit(result, console)
     print_trust_summary(prov, plan, console)
     print_llm_dimensions(extra, console)
+    if requests["runs"] > 1 or name_swap is not None:
+        extra["requests"] = dict(requests)
+        console.print(
+            f"all requests of this audit ({requests['runs']} run(s)"
+            f"{', with name swaps' if name_swap is not None else ''}): {requests['paid']} paid, "
+            f"{requests['cached']} from the cache")
+    if csv_path is not None:
+        from fairprobe.report.tables import finding_row, findings_table, write_csv
+
+        d = result.to_dict(per_instance=False)
+        write_csv(csv_path, findings_table([{**finding_row(d["metric"]), "queried": d["queried"],
+                                             "paid": d["paid"], "cached": d["cached"]}]))
     body = result.to_dict()
     body.update(extra)
     emit(json_path, "audit", body, prov, fail_on)
@@ -397,9 +446,10 @@ def plan_audit(
     feature_cols: str | None,
     send_group: bool,
     metric: str,
-    budget: int | None,
+    budget: int | str | None,
     seed: int,
     name_swap: str | None = None,
+    pos_label: Any = None,
 ) -> dict[str, Any]:
     """Read the pool and check everything that depends on it, before any backend call.
 
@@ -431,7 +481,7 @@ def plan_audit(
         raise DataError(f"--group-col {group_col!r} is not a column of the pool (columns: {have}).")
     if metric in _NEEDS_LABEL and label is None:
         raise DataError(f"--metric {metric} needs true labels: give --label-col.")
-    required = _platform_fields(url, path)
+    required = _platform_fields(url, path, feature_cols)
     columns = plan_columns(
         pool, group_cols=[group_col], label_col=label, feature_cols=split_list(feature_cols),
         send_group=send_group, required=required,
@@ -439,7 +489,7 @@ def plan_audit(
     if metric not in _NEEDS_LABEL and label_col is None:
         label = None  # a column withheld as label-like is not needed by DP/DI
     if label is not None and metric in _NEEDS_LABEL:
-        _check_binary_labels(pool[label], label)
+        _check_binary_labels(pool[label], label, pos_label)
     if name_swap is not None and name_swap not in columns.sent:
         raise DataError(
             f"--name-swap {name_swap!r} is not a column sent to the model (sent: "
@@ -449,6 +499,8 @@ def plan_audit(
     n = len(pool)
     if budget is None:
         budget = min(2000, n)
+    elif not isinstance(budget, int):  # "all"
+        budget = n
     elif budget > n:
         raise DataError(
             f"--budget {budget} is larger than the query pool ({n} rows); lower it or give a "
@@ -473,19 +525,25 @@ def plan_audit(
     return {
         "pool": pool, "source": source, "columns": columns, "group_a": a, "group_b": b,
         "label": label, "budget": budget, "sample_groups": sample[group_col].to_numpy(),
-        "group_col": group_col,
+        "group_col": group_col, "pos_label": pos_label,
     }
 
 
-def _check_binary_labels(labels: pd.Series, col: str) -> None:
+def _check_binary_labels(labels: pd.Series, col: str, pos_label: Any = None) -> None:
     from fairprobe.errors import DataError
 
+    if pos_label is not None:  # labels such as '>50K': the library's check names --pos-label
+        from fairprobe.audit import _check_labels
+
+        _check_labels(labels, col, pos_label)
+        return
     if labels.isna().any():
         raise DataError(f"The label column {col!r} has missing values; drop those rows.")
     vals = set(labels.unique().tolist())
     if not vals <= {0, 1}:  # also True/False and 0.0/1.0
         shown = ", ".join(map(str, sorted(vals, key=str)[:6]))
-        raise DataError(f"The label column {col!r} must hold 0/1 labels; found {shown}.")
+        raise DataError(f"The label column {col!r} must hold 0/1 labels; found {shown}: name "
+                        "the positive label with --pos-label.")
 
 
 def audit_provenance(bb: Any, plan: dict[str, Any], *, seed: int, cache: Path, no_cache: bool,
@@ -532,7 +590,8 @@ def print_trust_summary(prov: Any, plan: dict[str, Any], out: Any) -> None:
     for g, c in answers.get("by_group", {}).items():
         out.print(
             f"  {plan['group_col']}={g}: {c['asked']} asked, {c['paid']} paid, "
-            f"{c['cached']} cached, {c['unparsed']} unparsed, {c['refused']} refused"
+            f"{c['cached']} cached, {c['unparsed']} unparsed, {c['refused']} refused, "
+            f"{c.get('truncated', 0)} truncated"
         )
     out.print(f"columns {plan['columns'].summary()}")
     for note in prov.notes:
@@ -580,13 +639,13 @@ def _label_value(pos_label: str | None) -> object:
 def _group_audit(
     *, url: str | None, backend_config: str | None, path: str, queries: str | None,
     group_col: str, label_col: str | None, feature_cols: str | None, send_group: bool,
-    metric: str, budget: int | None, seed: int, tolerance: float | None,
+    metric: str, budget: int | str | None, seed: int, tolerance: float | None,
     threshold: float | None, confidence_level: float, cache: Path, no_cache: bool,
     refresh: bool, concurrency: int, retries: int, timeout: float | None, progress: bool,
     json_path: Path | None, min_group_size: int, reference: str | None,
     pos_label: str | None, method: str, strict: bool = False, max_unusable: float = 0.05,
     prompt_variants: Path | None = None, name_swap: str | None = None,
-    fail_on: FailOn | None = None,
+    csv_path: Path | None = None, fail_on: FailOn | None = None,
 ) -> None:
     """The every-group audit: flags, then the pool and columns, then the paid queries."""
     from fairprobe.errors import DataError, InvalidParameterError
@@ -609,7 +668,7 @@ def _group_audit(
     cols = split_list(group_col) or []
     if not cols or len(set(cols)) != len(cols):
         raise InvalidParameterError(f"--group-col must name distinct columns; got {group_col!r}.")
-    if budget is not None:
+    if isinstance(budget, int):
         check_flag_int(budget, "--budget", lo=2, hint=" (at least one query per group)")
     check_flag_int(min_group_size, "--min-group-size", lo=1)
     if tolerance is not None:
@@ -643,12 +702,14 @@ def _group_audit(
         raise DataError(f"--metric {names[0]} needs true labels: give --label-col.")
     columns = plan_columns(pool, group_cols=cols, label_col=label,
                            feature_cols=split_list(feature_cols), send_group=send_group,
-                           required=_platform_fields(url, path))
+                           required=_platform_fields(url, path, feature_cols))
     if not needs_label and label_col is None:
         label = None
     n = len(pool)
     if budget is None:
         budget = min(2000, n)
+    elif not isinstance(budget, int):  # "all"
+        budget = n
     elif budget > n:
         raise DataError(f"--budget {budget} is larger than the query pool ({n} rows); lower it "
                         "or give a larger --queries file.")
@@ -677,6 +738,10 @@ def _group_audit(
                                 refresh=refresh)
     print_group_audit(result, console)
     print_trust_summary(prov, plan, console)
+    if csv_path is not None:
+        from fairprobe.report.tables import group_table, write_csv
+
+        write_csv(csv_path, group_table(result))
     emit(json_path, "audit", result, prov, fail_on)
 
 

@@ -146,8 +146,12 @@ def simulate_cmd(
     robust_c_decisive: RobustCDecisive = 2.0,
     max_liars: MaxLiars = 0,
     json_path: Path | None = typer.Option(None, "--json", help="Write the result here (JSON)."),
+    csv_path: Path | None = typer.Option(None, "--csv", help="Write the printed table (one row per method) as CSV."),
 ) -> None:
     """Simulate one audit; print every method's estimate and verdict."""
+    from fairprobe.cli._common import check_output_path
+
+    check_output_path(csv_path, "--csv")
     from rich.console import Console
     from rich.table import Table
 
@@ -181,6 +185,10 @@ def simulate_cmd(
         )
     Console().print(table)
     Console().print(_certificate_line(res.bounded, max_liars), soft_wrap=True)
+    if csv_path is not None:
+        from fairprobe.report.tables import findings_table, write_csv
+
+        write_csv(csv_path, findings_table(res.rows()))
     if json_path is not None:
         write_result(
             json_path, "collab-simulate", res.to_dict(), Provenance.capture(seed=cfg.seed)

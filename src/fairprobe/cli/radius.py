@@ -25,14 +25,17 @@ def radius(
     pair: Annotated[str | None, typer.Option("--pair", help="With more than two groups: assess only these two, 'A,B' (default: the worst pair).")] = None,
     curve_points: Annotated[int, typer.Option("--curve-points", help="Points of the flip curve (divergence vs phi) in the JSON; 0 = none.")] = 21,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the result (one row; per pair with several groups) as CSV.")] = None,
 ) -> None:
     """Smallest distribution shift (KL) that flips the fair/unfair assessment of the audit data."""
     from fairprobe._validation import check_int
+    from fairprobe.cli._common import check_output_path
     from fairprobe.errors import InvalidParameterError
     from fairprobe.radius import consistency_radius
     from fairprobe.radius.io import read_audit_input, read_audit_scope
     from fairprobe.report import write_result
 
+    check_output_path(csv_path, "--csv")
     check_int(curve_points, "curve_points", "radius", lo=0, hi=10_000)
     chosen = None
     if pair is not None:
@@ -58,6 +61,12 @@ def radius(
         typer.echo(f"certified: {res.lower_bound:.6g} <= radius <= {res.radius:.6g}")
     if res.infinite:
         typer.echo(f"radius: infinite — {res.message}")
+    if csv_path is not None:
+        from fairprobe.report.tables import findings_table, write_csv
+
+        d = res.to_dict()
+        pairs = d.get("pairs") if isinstance(d.get("pairs"), list) else None
+        write_csv(csv_path, findings_table(pairs or [d]))
     if json_path is not None:
         from fairprobe.provenance import Provenance
 

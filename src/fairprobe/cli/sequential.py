@@ -136,7 +136,7 @@ def sequential(
     alpha: Annotated[float, typer.Option(help="Nominal type-I error (false violation).")] = 0.05,
     beta: Annotated[float, typer.Option(help="Nominal type-II error (false compliance).")] = 0.2,
     min_per_group: Annotated[int | None, typer.Option(help="GLR/fixed: answers per group before the statistic may move.")] = None,
-    budget: Annotated[int, typer.Option(help="Most queries per audit.")] = 4000,
+    budget: Annotated[str, typer.Option(help="Most queries per audit: a number, or 'all' (every row of the pool).")] = "4000",
     repeats: Annotated[int, typer.Option(help="Pool mode: random query orders.")] = 200,
     seed: Annotated[int, typer.Option(help="Seed of the query orders.")] = 0,
     batch_size: Annotated[int, typer.Option(help="Live mode: records per request.")] = 1,
@@ -145,13 +145,16 @@ def sequential(
     timeout: Annotated[float | None, typer.Option(help="Live mode: per-request timeout (s).")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress.")] = True,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the printed table (one row: the quantities) as CSV.")] = None,
     fail_on: Annotated[FailOn | None, typer.Option(case_sensitive=False, help=FAIL_ON_HELP)] = None,
 ) -> None:
     """Sequential audit of SP or EO: stop at violation, compliance, or the budget."""
+    from fairprobe.cli._common import check_output_path
     from fairprobe.provenance import Provenance
     from fairprobe.report import write_result
     from fairprobe.sequential.base import ALIASES, DEFAULT_TEST
 
+    check_output_path(csv_path, "--csv")
     name = ALIASES.get(test.value, test.value) if test is not None else DEFAULT_TEST
     opts: dict[str, Any] = {}
     if min_per_group is not None:
@@ -169,8 +172,11 @@ def sequential(
         raise ConfigError("Give --input (pool mode) or --url/--backend-config (live mode), not both.")
     if input_path is None and not live:
         raise ConfigError("Give --input FILE (pool mode) or --url / --backend-config (live mode).")
+    from fairprobe.cli._common import parse_budget
+
     common = dict(
-        metric=metric.value, access=access.value, test=name, tolerance=tolerance, budget=budget,
+        metric=metric.value, access=access.value, test=name, tolerance=tolerance,
+        budget=parse_budget(budget),
         seed=seed, alpha=alpha, beta=beta, test_options=opts,
     )  # fmt: skip
     result: Any
@@ -204,6 +210,10 @@ def sequential(
             batch_size, cache, retries, timeout, progress, common,
         )  # fmt: skip
         _print_single(result)
+    if csv_path is not None:
+        from fairprobe.report.tables import findings_table, write_csv
+
+        write_csv(csv_path, findings_table([result.to_dict()]))
     emit(json_path, "sequential", result, Provenance.capture(seed=seed), fail_on)
 
 
@@ -226,6 +236,8 @@ def _pool_mode(
     from fairprobe.sequential.pool import AuditPool, run_pool
 
     df = read_table(input_path)
+    if common["budget"] == "all":
+        common["budget"] = len(df)
     if group_col not in df.columns:
         raise ConfigError(f"Group column {group_col!r} is not in {input_path}.")
     n_groups = df[group_col].dropna().nunique()
@@ -329,6 +341,8 @@ def _live_mode(
         pool = read_table(queries)
         feats = split_list(feature_cols)
         label = label_col  # type: ignore[assignment]
+    if common["budget"] == "all":
+        common["budget"] = len(pool)
     backend = build_backend(url, backend_config, path)
     cache.parent.mkdir(parents=True, exist_ok=True)
 

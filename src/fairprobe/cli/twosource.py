@@ -109,10 +109,16 @@ def twosource(
     json_path: Annotated[
         Path | None, typer.Option("--json", help="Write the result as JSON.")
     ] = None,
+    csv_path: Annotated[
+        Path | None, typer.Option("--csv", help="Write the findings (DI through A and B, each detector) as CSV.")
+    ] = None,
 ) -> None:
     """Two-source audit: conclude fair / unfair / manipulated with the evidence."""
     if ctx.invoked_subcommand is not None:
         return
+    from fairprobe.cli._common import check_output_path
+
+    check_output_path(csv_path, "--csv")
     from fairprobe.access.blackbox import BlackBox
     from fairprobe.errors import InvalidParameterError
     from fairprobe.report import write_result
@@ -158,6 +164,15 @@ def twosource(
             progress=progress,
         )  # fmt: skip
     console.print(str(result), markup=False)
+    if csv_path is not None:
+        from fairprobe.report.tables import findings_table, write_csv
+
+        d = result.to_dict()
+        rows = [{"row": "DI through A", **d["di_a"]}]
+        if d["di_b_proxy"] is not None:
+            rows.append({"row": "DI through B + proxy", **d["di_b_proxy"]})
+        rows += [{"row": f"detector {o['detector']}", **o} for o in d["detectors"]]
+        write_csv(csv_path, findings_table(rows))
     if json_path is not None:
         from fairprobe.access.identity import describe_backend
         from fairprobe.provenance import Provenance, pool_digest

@@ -240,7 +240,9 @@ def load_model_file(
     from fairprobe.access.local import load_estimator
 
     model = load_estimator(
-        path, trusted=trusted, allow_pickle=allow_pickle, pickle_hint="pass --allow-pickle"
+        path, trusted=trusted, allow_pickle=allow_pickle, pickle_hint="pass --allow-pickle",
+        trusted_hint="this file, pass trusted=[{}] to load_model_file, or save it with joblib "
+        "and pass --allow-pickle.",
     )
     p = Path(path)
     if not callable(getattr(model, "predict_proba", None)):

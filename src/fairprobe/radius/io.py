@@ -35,7 +35,9 @@ def _scope_of(doc: Any) -> tuple[list[str], dict[str, str]] | None:
     for name in ("demographic_parity_difference", "disparate_impact_ratio"):
         s = sums.get(name)
         if isinstance(s, dict) and isinstance(s.get("compared"), list):
-            exc: dict[Any, Any] = s["excluded"] if isinstance(s.get("excluded"), dict) else {}
+            exc = s.get("excluded")
+            if not isinstance(exc, dict):
+                exc = {}
             return [str(g) for g in s["compared"]], {str(k): str(v) for k, v in exc.items()}
     return None
 

@@ -87,4 +87,4 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
                 console.print(f"  left out of {m}: {g} ({why})", soft_wrap=True)
     console.print(
         f"queries: {result.queried} drawn (seed {result.seed}): {result.paid} paid, "
-        f"{result.cached} from the cache, {result.unparsed} unparsed (dropped)", soft_wrap=True)
+        f"{result.cached} from the cache, {result.unparsed} unusable (unparsed, refused or truncated; dropped)", soft_wrap=True)

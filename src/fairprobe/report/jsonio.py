@@ -80,25 +80,31 @@ def _umask() -> int:
 
 def write_json(path: str | os.PathLike[str], obj: Any) -> Path:
     """Write ``obj`` as indented JSON to ``path`` atomically (temporary file, then rename)."""
+    return write_text(path, json.dumps(to_jsonable(obj), indent=2, allow_nan=False) + "\n",
+                      "JSON output")
+
+
+def write_text(path: str | os.PathLike[str], data: str, what: str = "output") -> Path:
+    """Write ``data`` to ``path`` atomically (temporary file, then rename): the one writer of
+    ``--json`` and ``--csv`` outputs."""
     target = Path(path)
-    _check_writable(target, "JSON output")
-    data = json.dumps(to_jsonable(obj), indent=2, allow_nan=False)
+    _check_writable(target, what)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     except OSError as exc:
         raise DataError(
-            f"cannot write JSON output {target}: {exc.strerror or exc}; choose another path."
+            f"cannot write {what} {target}: {exc.strerror or exc}; choose another path."
         ) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(data + "\n")
+            fh.write(data)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; results follow the umask
         os.replace(tmp, target)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
         raise DataError(
-            f"cannot write JSON output {target}: {exc.strerror or exc}; choose another path."
+            f"cannot write {what} {target}: {exc.strerror or exc}; choose another path."
         ) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -38,7 +38,7 @@ def print_audit(result: AuditResult, console: Console) -> None:
         "queries",
         f"{result.queried} drawn (seed {result.seed}): {result.paid} paid, "
         f"{result.cached} from the cache (repeated records or earlier runs), "
-        f"{result.unparsed} unparsed (dropped)",
+        f"{result.unparsed} unusable (unparsed, refused or truncated; dropped)",
     )
     table.add_row("model", result.backend)
     console.print(table)

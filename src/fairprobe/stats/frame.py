@@ -127,7 +127,8 @@ def _binary_labels(values: Any, name: str, pos_label: Any) -> npt.NDArray[np.boo
             return np.asarray(arr == 1, dtype=bool)
         shown = ", ".join(repr(v) for v in pd.unique(arr)[:5])
         raise DataError(
-            f"{name} holds non-numeric labels ({shown}): pass pos_label (e.g. pos_label='>50K')."
+            f"{name} holds non-numeric labels ({shown}): name the positive one with --pos-label "
+            "(pos_label in Python), e.g. --pos-label '>50K'."
         )
     uniq = pd.unique(arr)
     if len(uniq) > 2:
@@ -285,12 +286,28 @@ class AuditFrame:
         Reference group of the ``vs_reference`` comparisons (label, value or tuple of values).
     tolerance, threshold : float
         Fair band of differences (default 0.05) and floor of ratios (default 0.8).
+    sample_weight : array-like of float >= 0, optional
+        Instance weights (fairlearn's ``sample_params={"sample_weight": w}``): every rate is
+        weighted, its interval the Wilson interval at Kish's effective size, and the summaries
+        use ``method="bonferroni"`` on the effective counts (see :mod:`fairprobe.stats.dropin`;
+        coverage measured in ``docs/stats.md``).
+    metrics : callable, list or dict of callables, optional
+        MetricFrame's ``metrics``: ``by_group`` then holds exactly these columns. fairlearn's and
+        scikit-learn's rate functions are computed vectorised; other callables
+        ``f(y_true, y_pred)`` per group, with percentile-bootstrap intervals.
+    control_features : like ``sensitive_features``, optional
+        Groups are control x sensitive intersections; the aggregates are computed within each
+        control level.
+    n_boot, seed : int
+        Bootstrap resamples of callable metrics, and their seed.
 
     Notes
     -----
     Point estimates equal fairlearn's ``MetricFrame`` with ``selection_rate``,
     ``true_positive_rate``, ``false_positive_rate``, ``precision_score``, ``accuracy_score``
-    (tested to 1e-12 on Adult).
+    (tested to 1e-12 on Adult), with and without ``sample_weight``; its documented examples run
+    through ``AuditFrame`` in ``tests/stats/test_migration.py`` (with ``min_group_size=1``:
+    fairlearn compares every group, fairprobe by default only groups of 20 or more).
     """
 
     def __init__(
@@ -304,12 +321,24 @@ class AuditFrame:
         min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
         confidence_level: float = 0.95,
         group_interval: str = "wilson",
-        method: str = "exact",
+        method: str | None = None,
         reference: Any = None,
         tolerance: float = 0.05,
         threshold: float = 0.8,
+        sample_weight: Any = None,
+        metrics: Any = None,
+        control_features: Any = None,
+        n_boot: int = 200,
+        seed: int = 0,
     ) -> None:
         owner = "AuditFrame"
+        from fairprobe.stats import dropin
+
+        if method is None:
+            method = "exact" if sample_weight is None else "bonferroni"
+        elif method == "exact" and sample_weight is not None:
+            raise DataError("method='exact' enumerates integer counts; weighted rates take "
+                            "method='bonferroni' (the default with sample_weight).")
         self.confidence_level = check_real(confidence_level, "confidence_level", owner,
                                            lo=0.0, hi=1.0, closed="neither")
         self.group_interval = check_choice(group_interval, "group_interval", owner,
@@ -318,6 +347,17 @@ class AuditFrame:
         self.tolerance = check_real(tolerance, "tolerance", owner, lo=0.0)
         self.threshold = check_real(threshold, "threshold", owner, lo=0.0, hi=1.0,
                                     closed="right")
+        self.control_names: tuple[str, ...] = ()
+        if control_features is not None:
+            from fairprobe.stats.groups import _columns_of
+
+            ccols, cnames = _columns_of(control_features)
+            scols, snames = _columns_of(sensitive_features)
+            if set(cnames) & set(snames):
+                raise DataError("control_features and sensitive_features share a column name "
+                                f"({sorted(set(cnames) & set(snames))}); rename one.")
+            self.control_names = tuple(cnames)
+            sensitive_features = dict(zip([*cnames, *snames], [*ccols, *scols], strict=True))
         self.groups: GroupLabels = group_labels(sensitive_features, min_group_size=min_group_size)
         n = self.groups.codes.shape[0]
         pred = _binary_labels(y_pred, "y_pred", pos_label)
@@ -327,7 +367,15 @@ class AuditFrame:
             sc = np.asarray(as_1d(scores, "scores"), dtype=np.float64)
             if not np.isfinite(sc).all():
                 raise DataError("scores contain NaN or infinite values: drop or repair them.")
-        for name, col in (("y_pred", pred), ("y_true", true), ("scores", sc)):
+        w = None
+        if sample_weight is not None:
+            w = np.asarray(as_1d(sample_weight, "sample_weight"), dtype=np.float64)
+            if not np.isfinite(w).all() or (w < 0).any() or not (w > 0).any():
+                raise DataError("sample_weight must hold finite weights >= 0, not all 0.")
+            if sc is not None:
+                raise DataError("scores with sample_weight are not supported yet: drop one.")
+        self.sample_weight = w
+        for name, col in (("y_pred", pred), ("y_true", true), ("scores", sc), ("sample_weight", w)):
             if col is not None and col.shape[0] != n:
                 raise DataError(f"{name} has {col.shape[0]} entries but sensitive_features has "
                                 f"{n}: pass one entry per instance.")
@@ -345,6 +393,24 @@ class AuditFrame:
         size = self.groups.sizes
         npos = count(pred)
         self._counts["selection_rate"] = (npos, size)
+        self._wsums: list[tuple[npt.NDArray[np.float64], ...]] = []
+        if w is not None:  # weighted rates as Kish effective counts (floats)
+            def kish(x: Any, d: Any) -> Any:
+                ke, ne, swx, sw = dropin.kish_counts(np.asarray(x, dtype=np.float64),
+                                                     np.asarray(d, dtype=bool), w, codes, g)
+                self._wsums.append((swx, sw))
+                return ke, ne
+
+            allrows = np.ones(n, dtype=bool)
+            self._counts["selection_rate"] = kish(pred, allrows)
+            if true is not None:
+                self._counts["true_positive_rate"] = kish(pred, true)
+                self._counts["false_positive_rate"] = kish(pred, ~true)
+                self._counts["positive_predictive_value"] = kish(true, pred)
+                self._counts["accuracy"] = kish(pred == true, allrows)
+                self._counts["error_rate"] = kish(pred != true, allrows)
+            self._weighted = dict(zip(self._counts, self._wsums, strict=True))
+            true = None  # the unweighted counts below are not used
         if true is not None:
             tp = count(pred & true)
             ntrue = count(true)
@@ -370,6 +436,20 @@ class AuditFrame:
             self._means = (mean, var, nf)
             self._rest_means = (rmean, rvar, rn)
             self._scores_total = (tot1 / n,)
+        self._columns = None if metrics is None else dropin.metric_columns(metrics)
+        self._custom: dict[str, tuple[npt.NDArray[np.float64], ...]] = {}
+        self._custom_fn: dict[str, Any] = {}
+        self._raw = (None if y_true is None else np.asarray(as_1d(y_true, "y_true")),
+                     np.asarray(as_1d(y_pred, "y_pred")))
+        for cname, what in self._columns or []:
+            if isinstance(what, str):
+                if what != "count":
+                    self._check_rate(what)
+                continue
+            self._custom_fn[cname] = what
+            self._custom[cname] = dropin.bootstrap_by_group(
+                what, self._raw[0], self._raw[1], codes, g, w, n_boot=n_boot,
+                confidence_level=self.confidence_level, seed=seed)
 
     # --- the by-group table ------------------------------------------------------------------
 
@@ -410,9 +490,20 @@ class AuditFrame:
             raise DataError(f"The rate {rate!r} needs {needs}; pass them to AuditFrame.")
         return rate
 
+    def _column_values(self, name: str, what: Any) -> npt.NDArray[np.float64]:
+        if not isinstance(what, str):
+            return self._custom[name][0]
+        if what == "count":
+            return self.groups.sizes.astype(np.float64)
+        return self._rate_values(what)
+
     @property
     def by_group(self) -> pd.DataFrame:
-        """Each group's rates (rows: groups, columns: rates), fairlearn's ``by_group`` shape."""
+        """Each group's rates (rows: groups, columns: rates), fairlearn's ``by_group`` shape;
+        with ``metrics``, exactly those columns."""
+        if self._columns is not None:
+            return pd.DataFrame({c: self._column_values(c, w) for c, w in self._columns},
+                                index=self.groups.index())
         return pd.DataFrame({r: self._rate_values(r) for r in self.rates},
                             index=self.groups.index())
 
@@ -427,18 +518,50 @@ class AuditFrame:
                               else self.groups.sizes)
             cols[f"{r}_low"] = lo
             cols[f"{r}_high"] = hi
+        for c, (val, lo, hi) in self._custom.items():  # callables: bootstrap intervals
+            cols[c], cols[f"{c}_n"], cols[f"{c}_low"], cols[f"{c}_high"] = (
+                val, self.groups.sizes, lo, hi)
         return pd.DataFrame(cols, index=self.groups.index())
 
-    def overall(self) -> pd.Series:
-        """Each rate over all instances (fairlearn's ``overall``)."""
-        out = {}
-        for r in self.rates:
-            if r == "mean_score":
-                out[r] = self._scores_total[0]
-            else:
-                k, n = self._counts[r]
-                out[r] = float(k.sum() / n.sum()) if n.sum() > 0 else float("nan")
-        return pd.Series(out)
+    def _overall_of(self, rows: npt.NDArray[np.bool_]) -> dict[str, float]:
+        """Every column over the instances of the groups ``rows`` (a mask over groups)."""
+        out: dict[str, float] = {}
+        cols = self._columns if self._columns is not None else [(r, r) for r in self.rates]
+        for c, what in cols:
+            if not isinstance(what, str):
+                inst = rows[self.groups.codes]
+                yt = None if self._raw[0] is None else self._raw[0][inst]
+                kw = {} if self.sample_weight is None or not _takes_weight(what) else {
+                    "sample_weight": self.sample_weight[inst]}
+                out[c] = float(what(yt, self._raw[1][inst], **kw))
+            elif what == "count":
+                out[c] = float(self.groups.sizes[rows].sum())
+            elif what == "mean_score":
+                out[c] = self._scores_total[0]
+            else:  # weighted: sum(w x) / sum(w) over the groups, not the effective counts
+                k, n = self._weighted[what] if self.sample_weight is not None \
+                    else self._counts[what]
+                out[c] = float(k[rows].sum() / n[rows].sum()) if n[rows].sum() > 0 \
+                    else float("nan")
+        return out
+
+    def overall(self) -> pd.Series | pd.DataFrame:
+        """Each rate over all instances (fairlearn's ``overall``); with control features, one
+        row per control level."""
+        g = self.groups.n_groups
+        if not self.control_names:
+            return pd.Series(self._overall_of(np.ones(g, dtype=bool)))
+        levels = self._control_levels()
+        rows = {lev: self._overall_of(levels == lev) for lev in dict.fromkeys(levels.tolist())}
+        return pd.DataFrame.from_dict(rows, orient="index").rename_axis(
+            self.control_names[0] if len(self.control_names) == 1 else None)
+
+    def _control_levels(self) -> npt.NDArray[np.object_]:
+        k = len(self.control_names)
+        keys = [key[:k] if k > 1 else key[0] for key in self.groups.keys]
+        out = np.empty(len(keys), dtype=object)
+        out[:] = keys
+        return out
 
     # --- fairlearn-style aggregates (point estimates) ----------------------------------------
 
@@ -446,29 +569,48 @@ class AuditFrame:
         bg = self.by_group
         return bg[self.groups.eligible]
 
-    def group_max(self) -> pd.Series:
-        """Largest rate over the groups large enough to judge."""
-        return self._eligible_values().max()
+    def _per_control(self, frame: pd.DataFrame, how: str) -> Any:
+        if not self.control_names:
+            return getattr(frame, how)()
+        return getattr(frame.groupby(level=list(self.control_names)), how)()
 
-    def group_min(self) -> pd.Series:
-        """Smallest rate over the groups large enough to judge."""
-        return self._eligible_values().min()
+    def group_max(self) -> pd.Series | pd.DataFrame:
+        """Largest rate over the groups large enough to judge (per control level)."""
+        return self._per_control(self._eligible_values(), "max")
 
-    def difference(self, method: str = "between_groups") -> pd.Series:
-        """``between_groups``: max - min per rate; ``to_overall``: largest ``|rate - overall|``."""
+    def group_min(self) -> pd.Series | pd.DataFrame:
+        """Smallest rate over the groups large enough to judge (per control level)."""
+        return self._per_control(self._eligible_values(), "min")
+
+    def _vs_overall(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        v = self._eligible_values()
+        o = self.overall()
+        if not self.control_names:
+            return v, pd.DataFrame([o] * len(v), index=v.index)
+        k = len(self.control_names)
+        levels = [t[0] if k == 1 else tuple(t[:k]) for t in v.index]
+        assert isinstance(o, pd.DataFrame)
+        return v, pd.DataFrame(o.loc[levels].to_numpy(), index=v.index, columns=v.columns)
+
+    def difference(self, method: str = "between_groups") -> pd.Series | pd.DataFrame:
+        """``between_groups``: max - min per rate; ``to_overall``: largest ``|rate - overall|``
+        (per control level)."""
         check_choice(method, "method", "AuditFrame.difference", ("between_groups", "to_overall"))
         if method == "between_groups":
             return self.group_max() - self.group_min()
-        return (self._eligible_values() - self.overall()).abs().max()
+        v, o = self._vs_overall()
+        return self._per_control((v - o).abs(), "max")
 
-    def ratio(self, method: str = "between_groups") -> pd.Series:
+    def ratio(self, method: str = "between_groups") -> pd.Series | pd.DataFrame:
         """``between_groups``: min / max per rate; ``to_overall``: smallest of rate/overall and
-        overall/rate."""
+        overall/rate (per control level)."""
         check_choice(method, "method", "AuditFrame.ratio", ("between_groups", "to_overall"))
         if method == "between_groups":
             return self.group_min() / self.group_max()
-        v, o = self._eligible_values(), self.overall()
-        return pd.concat([v / o, o / v]).min()
+        v, o = self._vs_overall()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.fmin(v / o, o / v)
+        return self._per_control(pd.DataFrame(r, index=v.index, columns=v.columns), "min")
 
     # --- summaries with simultaneous intervals -----------------------------------------------
 
@@ -515,6 +657,9 @@ class AuditFrame:
         ``threshold`` overrides the frame's tolerance (differences) or floor (ratios).
         """
         name = fairness_metric_name(metric, "AuditFrame.summary")
+        if self.control_names:
+            raise DataError("summaries compare groups across the whole frame; with "
+                            "control_features, build one AuditFrame per control level.")
         rates, kind = FAIRNESS_METRICS[name]
         for r in rates:
             self._check_rate(r)
@@ -606,9 +751,10 @@ class AuditFrame:
                 "rates": {},
             }
             for r in self.rates:
+                nr = float(frame[f"{r}_n"].iloc[i])
                 row["rates"][r] = {
                     "value": _json(frame[r].iloc[i]),
-                    "n": int(frame[f"{r}_n"].iloc[i]),
+                    "n": int(nr) if nr.is_integer() else nr,  # effective n when weighted
                     "interval": _interval(frame[f"{r}_low"].iloc[i], frame[f"{r}_high"].iloc[i],
                                           self.confidence_level,
                                           "t" if r == "mean_score" else method),
@@ -661,6 +807,12 @@ class AuditFrame:
                 f"<table><tr><th>metric</th><th>worst</th><th>{pct} simultaneous "
                 f"({self.method})</th><th>pair</th><th>verdict</th></tr>{''.join(rows)}"
                 "</table></div>")
+
+
+def _takes_weight(f: Any) -> bool:
+    from fairprobe.stats.dropin import _accepts_weight
+
+    return _accepts_weight(f)
 
 
 def _plain(v: Any) -> Any:

@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
 from fairprobe.errors import DataError, EmptyGroupError, InvalidParameterError
 
 __all__ = [
@@ -175,11 +176,8 @@ def _sorted(values: list[Any]) -> list[Any]:
 
 # --- any number of groups and their intersections ------------------------------------------------
 
-#: The one group-filtering rule's default, for the CLI and Python alike: a group (or, for one rate,
-#: a group's denominator, e.g. its ``y_true = 1`` instances for TPR) below this is reported and
-#: left out of the summaries, and a two-group question on it is ``undetermined`` with the reason.
-#: ``min_group_size=1`` compares every group (fairlearn's ``MetricFrame`` behaviour).
-DEFAULT_MIN_GROUP_SIZE = 20
+# DEFAULT_MIN_GROUP_SIZE (the one group-filtering rule's default) lives in fairprobe._defaults,
+# which the CLI imports without numpy/pandas; re-exported here.
 
 
 @dataclass(frozen=True)

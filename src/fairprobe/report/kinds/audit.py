@@ -250,9 +250,27 @@ def adapt_audit(doc: Doc, source: str, label: str) -> Section:
             facts.append((key.replace("_", " "), fmt(doc[key]) if not isinstance(doc[key], str)
                           else doc[key]))
     sentence += _llm_extras(doc, views, figures, tables, facts, notes)
-    title = "Fixed-budget audit" + (f": {label}" if label else "")
+    title = _title(doc, views) + (f": {label}" if label else "")
     return Section("audit", title, source, verdict, sentence, short, facts, figures, tables,
                    A.AUDIT + extra_assumptions(doc), notes)
+
+
+def _title(doc: Doc, views: list[dict[str, Any]]) -> str:
+    """What was audited: the metrics, the groups and the model (an LLM, a served model, a
+    predictions file), e.g. ``Demographic parity difference by sex of LLM gpt-x``."""
+    names = list(dict.fromkeys(metric_label(v["name"]) for v in views))
+    what = ", ".join(names) or "Audit"
+    what = what[:1].upper() + what[1:]
+    cols = doc.get("group_col")
+    by = ", ".join(map(str, cols)) if isinstance(cols, list) else (str(cols) if cols else "")
+    backend = mapping(get(doc, "provenance", "backend")) or {}
+    kind = str(backend.get("kind") or "")
+    model = backend.get("model_id") or (mapping(backend.get("llm")) or {}).get("model")
+    who = {"openai-chat": "LLM", "predictions": "predictions"}.get(kind, "model")
+    if kind == "predictions":
+        model = backend.get("file")
+    return (f"{what}" + (f" by {by}" if by else "") + f" of {who}"
+            + (f" {model}" if model else (f" ({kind})" if kind and who == "model" else "")))
 
 
 def _llm_extras(doc: Doc, views: list[dict[str, Any]], figures: list[FigureSpec],

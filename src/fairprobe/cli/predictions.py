@@ -1,0 +1,106 @@
+"""``fairprobe audit --predictions FILE``: audit predictions already made (nothing is paid).
+
+The table is read once, hashed (the file's SHA-256 enters the provenance and the result's
+``backend``), and audited by :func:`fairprobe.predictions.audit_predictions` through the
+every-group verdict path; the terminal table, the JSON and the report are those of an audit of a
+live model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fairprobe.cli._common import (
+    check_flag_choice,
+    check_flag_int,
+    check_flag_real,
+    check_output_path,
+    console,
+    read_table,
+    split_list,
+)
+
+#: Flags that ask a model, meaningless with --predictions.
+MODEL_FLAGS = ("--url", "--backend-config", "--queries", "--feature-cols", "--send-group",
+               "--label-col", "--group-a", "--group-b", "--prompt-variants", "--name-swap",
+               "--strict")
+
+
+def predictions_audit(
+    *, predictions: str, y_pred_col: str | None, y_true_col: str | None, score_col: str | None,
+    sample_weight_col: str | None, group_col: str, metric: str, budget: int | None, seed: int,
+    tolerance: float | None, threshold: float | None, confidence_level: float,
+    json_path: Path | None, csv_path: Path | None, min_group_size: int,
+    reference: str | None, pos_label: Any, method: str, given: dict[str, Any],
+    fail_on: Any = None,
+) -> None:
+    """Flags first, then the file, then the audit; one ``error:`` line for any bad input."""
+    from fairprobe.errors import InvalidParameterError
+
+    for flag, value in given.items():
+        if value:
+            raise InvalidParameterError(
+                f"{flag} does not apply to --predictions (it audits the decisions in the file): "
+                f"drop {flag}; the columns are --y-pred-col, --y-true-col, --score-col, "
+                "--group-col.")
+    if y_pred_col is None:
+        raise InvalidParameterError("--predictions needs --y-pred-col, the column of decisions.")
+    from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS
+
+    choices = {"di": "disparate_impact_ratio", "dp": "demographic_parity_difference",
+               **FAIRNESS_ALIASES, **{m: m for m in FAIRNESS_METRICS}}
+    names = list(dict.fromkeys(check_flag_choice(m, "--metric", choices)
+                               for m in (split_list(metric) or [])))
+    if not names:
+        raise InvalidParameterError("--metric names no metric; give e.g. --metric dp,eo.")
+    if budget is not None:
+        check_flag_int(budget, "--budget", lo=2)
+    check_flag_int(seed, "--seed", lo=0, hi=2**63 - 1)
+    check_flag_int(min_group_size, "--min-group-size", lo=1)
+    check_flag_real(confidence_level, "--confidence-level", lo=0.0, hi=1.0)
+    if tolerance is not None:
+        check_flag_real(tolerance, "--tolerance", lo=0.0, hi=1.0)
+    if threshold is not None:
+        check_flag_real(threshold, "--threshold", lo=0.0, hi=1.0, closed="right")
+    check_output_path(json_path, "--json")
+    check_output_path(csv_path, "--csv")
+
+    from fairprobe.access.local import file_sha256
+    from fairprobe.predictions import audit_predictions, predictions_identity
+    from fairprobe.provenance import Provenance, pool_digest
+    from fairprobe.report.groups import print_group_audit
+
+    df = read_table(predictions)
+    sha = file_sha256(predictions)
+    cols = split_list(group_col) or []
+    result = audit_predictions(
+        df, y_pred_col=y_pred_col, y_true_col=y_true_col, score_col=score_col,
+        sample_weight_col=sample_weight_col, group_col=cols, metrics=names, pos_label=pos_label, budget=budget, seed=seed,
+        min_group_size=min_group_size, reference=reference, tolerance=tolerance,
+        threshold=threshold, confidence_level=confidence_level, method=method,
+        backend=predictions_identity(Path(predictions).name, sha))
+    used = [c for c in (y_pred_col, y_true_col, score_col, sample_weight_col, *cols)
+            if c is not None]
+    prov = Provenance.capture(
+        seed=seed,
+        query_pool={**pool_digest(df, predictions), "file_sha256": sha},
+        backend={"kind": "predictions", "identity": result.backend, "file": predictions,
+                 "file_sha256": sha},
+        extra={"columns": {"y_pred": y_pred_col, "y_true": y_true_col, "score": score_col,
+                           "sample_weight": sample_weight_col, "groups": cols, "used": used}},
+    )
+    print_group_audit(result, console)
+    if sample_weight_col is not None:
+        console.print(f"weighted by {sample_weight_col}: rates are weighted, their intervals "
+                      "Wilson at Kish's effective size (asymptotic), summaries bonferroni",
+                      soft_wrap=True)
+    console.print(f"predictions: {result.queried} of {len(df)} rows of {predictions} (sha256 "
+                  f"{sha[:12]}...), nothing paid")
+    if csv_path is not None:
+        from fairprobe.report.tables import group_table, write_csv
+
+        write_csv(csv_path, group_table(result))
+    from fairprobe.cli.gate import emit
+
+    emit(json_path, "audit", result, prov, fail_on)  # writes --json, then gates on --fail-on

@@ -1,0 +1,142 @@
+"""Audits of predictions already made: a table of ``y_pred`` (and ``y_true``, scores, groups).
+
+No model is asked and nothing is paid: the table's rows are the answers. The verdict path is the
+every-group audit's (:class:`fairprobe.audit.GroupAudit`, an
+:class:`~fairprobe.stats.frame.AuditFrame`): the same by-group rates, exact intervals,
+simultaneous intervals, summaries and verdict as an audit of a live model, so point estimates
+equal fairlearn's ``MetricFrame`` on the same columns.
+
+>>> from fairprobe.predictions import audit_predictions
+>>> res = audit_predictions(df, y_pred_col="p", y_true_col="y", group_col="race",
+...                         metrics=["dp", "eo"])                       # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fairprobe.errors import DataError
+
+__all__ = ["audit_predictions", "predictions_identity"]
+
+
+def predictions_identity(source: str, sha256: str) -> str:
+    """The ``backend`` string of a predictions audit: ``predictions:<file>#<sha256[:12]>``."""
+    return f"predictions:{source}#{sha256[:12]}"
+
+
+def _column(df: pd.DataFrame, col: str | None, flag: str) -> None:
+    if col is not None and col not in df.columns:
+        have = ", ".join(map(str, df.columns[:12]))
+        raise DataError(f"{flag} {col!r} is not a column of the predictions (columns: {have}).")
+
+
+def audit_predictions(
+    df: pd.DataFrame,
+    *,
+    y_pred_col: str,
+    group_col: str | Sequence[str],
+    metrics: Sequence[str] = ("dp",),
+    y_true_col: str | None = None,
+    score_col: str | None = None,
+    sample_weight_col: str | None = None,
+    pos_label: Any = None,
+    budget: int | None = None,
+    seed: int = 0,
+    min_group_size: int = 20,
+    reference: Any = None,
+    tolerance: float | None = None,
+    threshold: float | None = None,
+    confidence_level: float = 0.95,
+    method: str = "exact",
+    backend: str = "predictions",
+) -> Any:
+    """Audit a table of predictions: every group (or intersection) on every metric.
+
+    Parameters
+    ----------
+    df : DataFrame
+        One row per decision.
+    y_pred_col : str
+        The decisions: 0/1, booleans, or labels with ``pos_label``.
+    group_col : str or sequence of str
+        Sensitive column(s); several audit their intersections.
+    y_true_col : str, optional
+        True labels (needed by every metric but ``dp``/``di``/``score-gap``).
+    score_col : str, optional
+        Scores in [0, 1] (for ``score-gap``).
+    sample_weight_col : str, optional
+        Instance weights: every rate is weighted (fairlearn's ``sample_params``), its interval
+        the Wilson interval at Kish's effective size, the summaries ``bonferroni`` (an ``exact``
+        ``method`` becomes ``bonferroni``; weighted counts are not integers).
+    pos_label : scalar, optional
+        The positive value of ``y_pred_col`` and ``y_true_col`` when they hold labels, as in
+        fairlearn's metrics (``">50K"``).
+    budget : int, optional
+        Rows drawn uniformly without replacement (seeded); default every row.
+    Others
+        As in :func:`fairprobe.audit.run_group_audit`.
+
+    Returns
+    -------
+    fairprobe.audit.GroupAudit
+        With ``paid = cached = 0`` and ``backend`` naming the table.
+    """
+    from fairprobe.audit import GroupAudit, check_group_audit, draw_queries
+    from fairprobe.stats.frame import _binary_labels
+
+    for col, flag in ((y_pred_col, "--y-pred-col"), (y_true_col, "--y-true-col"),
+                      (score_col, "--score-col"), (sample_weight_col, "--sample-weight-col")):
+        _column(df, col, flag)
+    n = len(df)
+    if budget is None:
+        budget = n
+    elif budget > n:
+        raise DataError(f"--budget {budget} is larger than the predictions table ({n} rows); "
+                        "lower it or use --budget all.")
+    if n < 2:
+        raise DataError(f"The predictions table has {n} row(s); an audit needs at least 2.")
+    cols, names, _ = check_group_audit(
+        df, group_col=group_col, metrics=metrics, label_col=y_true_col,
+        feature_cols=[y_pred_col], budget=budget, seed=seed, min_group_size=min_group_size,
+        confidence_level=confidence_level, method=method, tolerance=tolerance,
+        threshold=threshold)
+    sample = df if budget >= n else draw_queries(df, budget, seed)
+    sample = sample.reset_index(drop=True)
+    y_pred = _binary_labels(sample[y_pred_col], f"The prediction column {y_pred_col!r} "
+                            "(--y-pred-col)", pos_label).astype(np.int64)
+    y_true = None if y_true_col is None else _binary_labels(
+        sample[y_true_col], f"The label column {y_true_col!r} (--y-true-col)",
+        pos_label).astype(np.int64)
+    scores = None
+    if score_col is not None:
+        scores = pd.to_numeric(sample[score_col], errors="coerce").to_numpy(dtype=float)
+        if np.isnan(scores).any() or (scores < 0).any() or (scores > 1).any():
+            raise DataError(f"The score column {score_col!r} (--score-col) must hold numbers in "
+                            "[0, 1] on every row.")
+    elif "mean_score_difference" in names:
+        raise DataError("score-gap needs scores: give --score-col.")
+    weights = None
+    if sample_weight_col is not None:
+        weights = pd.to_numeric(sample[sample_weight_col], errors="coerce").to_numpy(dtype=float)
+        if not np.isfinite(weights).all() or (weights < 0).any():
+            raise DataError(f"The weight column {sample_weight_col!r} (--sample-weight-col) must "
+                            "hold finite numbers >= 0 on every row.")
+        method = "bonferroni" if method == "exact" else method
+    if reference is not None:
+        from fairprobe.stats.groups import group_labels
+
+        group_labels(sample[cols]).position(reference)
+    return GroupAudit(
+        metrics=names, budget=budget, queried=len(sample), paid=0, cached=0, unparsed=0,
+        seed=seed, backend=backend, group_cols=cols, unparsed_by_group={},
+        y_pred=y_pred, y_true=y_true, sensitive_features=sample[cols], scores=scores,
+        sample_weight=weights,
+        min_group_size=min_group_size, confidence_level=confidence_level, method=method,
+        reference=reference, tolerance=0.05 if tolerance is None else tolerance,
+        threshold=0.8 if threshold is None else threshold,
+    )
