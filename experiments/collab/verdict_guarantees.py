@@ -15,7 +15,8 @@ verification bound ``(1 - c)^flip_mass`` over the decided runs.
 
     python experiments/collab/verdict_guarantees.py [--fair-seeds 200] [--seeds 10]
 
-Writes ``experiments/results/collab/verdict_guarantees.json`` (regenerated, never resumed).
+Writes ``experiments/results/collab/verdict_guarantees.json`` (the tables; every run's row in
+``runs/verdict_guarantees_runs.json``, not committed); regenerated, never resumed.
 """
 
 from __future__ import annotations
@@ -213,8 +214,10 @@ def main() -> None:
         "populations": {k: {"true_dp": p.true_dp} for k, p in FAIR.items()},
         "no_liar": part_a, "liars": part_b, "wrong_with_declared_liars": wrong_declared,
         "wall_seconds": wall, "load_average": list(os.getloadavg()),
-        "runs": {"no_liar": rows_a, "liars": rows_b},
     })
+    # every run's row (~4 MB): next to the other sweeps' rows, git-ignored
+    write_json(RESULTS / "runs" / "verdict_guarantees_runs.json",
+               {"no_liar": rows_a, "liars": rows_b})
 
 
 def _hist(xs: list[int]) -> dict[int, int]:
