@@ -207,7 +207,7 @@ def main() -> None:
     print(f"\nwrong bounded verdicts with <= the declared liars: {wrong_declared} of "
           f"{sum(r['declared'] == r['liars'] for r in rows_b)} (regulator); "
           f"wall {wall:.0f} s, load average {os.getloadavg()[0]:.1f}")
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "runs").mkdir(parents=True, exist_ok=True)
     write_json(RESULTS / "verdict_guarantees.json", {
         "command": "python experiments/collab/verdict_guarantees.py "
                    f"--fair-seeds {a.fair_seeds} --seeds {a.seeds} --rate {a.rate}",
