@@ -571,11 +571,12 @@ class GroupAudit(AuditFrame):
     def verdict(self) -> str:
         """The worst verdict over the metrics: unfair > undetermined > fair; ``undetermined``
         when a metric could not be summarised."""
-        order = {"unfair": 2, "undetermined": 1, "fair": 0}
+        from fairprobe.stats.headline import combine
+
         verdicts = [s.verdict for s in self.summaries().values()]
         if self.not_summarised():
             verdicts.append("undetermined")
-        return max(verdicts, key=order.__getitem__)
+        return combine(verdicts)
 
     def to_dict(self, metrics: Sequence[str] | None = None,  # type: ignore[override]
                 per_instance: bool = True) -> dict[str, Any]:

@@ -130,3 +130,46 @@ def test_fail_on_gates_a_release(work: Path, tmp_path: Path) -> None:
                "--group-b", "White", "--metric", "dp", "--tolerance", "0.001", "--budget", "200",
                "--no-progress", "--cache", "c.sqlite", "--fail-on", "undetermined", cwd=work)
     assert und.returncode == 6, und.stderr
+
+
+def _comparable(doc: dict) -> dict:
+    """A result document without what differs between two runs of one audit: times, the command
+    line, the cache file's path and the host."""
+    out = json.loads(json.dumps(doc))
+    prov = out["provenance"]
+    for key in ("created_utc", "created", "time", "started", "finished", "command", "argv", "host",
+                "python", "platform"):
+        prov.pop(key, None)
+    prov.get("extra", {}).get("cache", {}).pop("path", None)
+    return out
+
+
+@pytest.mark.parametrize("form", ["every-group", "two-group"])
+def test_library_returns_the_document_the_cli_writes(work: Path, form: str) -> None:
+    import os
+
+    from fairprobe.access.config import load_backend
+    from fairprobe.auditing import audit_model
+
+    args = (["--group-col", "colour", "--metric", "dp,eo"] if form == "every-group" else
+            ["--group-col", "colour", "--group-a", "Black", "--group-b", "White", "--metric",
+             "eo"])
+    r = _cli("audit", "--backend-config", "unfair.toml", "--queries", "pool.csv",
+             "--label-col", "released", "--budget", "1500", "--seed", "4", "--no-progress",
+             "--cache", f"cli-{form}.sqlite", "--json", f"cli-{form}.json", *args, cwd=work)
+    assert r.returncode == 0, r.stderr
+    cwd = os.getcwd()
+    os.chdir(work)  # the config names its model file relative to the working directory
+    try:
+        job = audit_model(
+            load_backend("unfair.toml"), queries="pool.csv", group_col="colour",
+            metric="dp,eo" if form == "every-group" else "eo",
+            group_a=None if form == "every-group" else "Black",
+            group_b=None if form == "every-group" else "White", label_col="released",
+            budget=1500, seed=4, cache=f"lib-{form}.sqlite")
+    finally:
+        os.chdir(cwd)
+    cli = _comparable(json.loads((work / f"cli-{form}.json").read_text()))
+    lib = _comparable(job.to_dict())
+    assert lib == cli
+    assert job.verdict == cli["verdict"]

@@ -15,47 +15,31 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
+from fairprobe.auditing import (
+    DEFAULT_CACHE,
+    DEFAULT_GROUPS,
+    METRIC_CHOICES,
+    plan_audit,
+    plan_group_audit,  # noqa: F401  (re-exported: the every-group plan)
+)
 from fairprobe.cli._common import (
     build_backend,
-    cache_policy,
     check_flag_choice,
     check_flag_int,
     check_flag_real,
     check_output_path,
     console,
-    open_blackbox,
-    read_table,
     split_list,
 )
 from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
-DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"
-
-#: ``--metric`` values (case-insensitive) -> metric names.
-METRIC_CHOICES = {
-    "di": "disparate_impact_ratio",
-    "dp": "demographic_parity_difference",
-    "sp": "demographic_parity_difference",
-    "eo": "equal_opportunity_difference",
-    "accuracy-gap": "performance_gap",
-    "gap": "performance_gap",
-    "disparate_impact_ratio": "disparate_impact_ratio",
-    "demographic_parity_difference": "demographic_parity_difference",
-    "equal_opportunity_difference": "equal_opportunity_difference",
-    "performance_gap": "performance_gap",
-}
-_NEEDS_LABEL = ("equal_opportunity_difference", "performance_gap")
-#: Group defaults that follow ``--group-col`` (only for a column of that name).
-DEFAULT_GROUPS = {"sex": ("Female", "Male")}
 #: Upper bounds of the access flags (what one machine and a sane retry policy can do).
 MAX_CONCURRENCY = 256
 MAX_RETRIES = 100
 MAX_TIMEOUT = 86_400.0
-#: ``--group-b`` values meaning "every other value".
-REST_WORDS = ("*", "rest")
 
 
 class Simultaneous(StrEnum):
@@ -147,68 +131,6 @@ def check_access_flags(
     check_output_path(json_path, "--json")
     if not no_cache:
         check_output_path(cache, "--cache")
-
-
-def _group_value(pool: pd.DataFrame, col: str, value: str, flag: str) -> Any:
-    """The pool's value of ``col`` that ``value`` (a CLI string) names; DataError if absent."""
-    from fairprobe.errors import DataError
-
-    values = pool[col].dropna().unique().tolist()
-    for v in values:
-        if v == value or str(v) == value:
-            return v
-    shown = ", ".join(map(str, sorted(values, key=str)[:12]))
-    more = f" and {len(values) - 12} more" if len(values) > 12 else ""
-    raise DataError(f"{flag} {value!r} is not a value of {col!r} in the pool (values: {shown}{more}).")
-
-
-def resolve_groups(
-    pool: pd.DataFrame, group_col: str, group_a: str | None, group_b: str | None
-) -> tuple[Any, Any]:
-    """Group A and group B (``None``: every other value), checked against the pool.
-
-    Defaults follow ``--group-col``: ``sex`` defaults to Female vs Male; any other column needs
-    ``--group-a`` (the message lists its values). ``--group-b rest`` (or ``*``) means every
-    other value, as does omitting it when ``--group-a`` is given.
-    """
-    from fairprobe.errors import DataError
-
-    if pool[group_col].isna().any():
-        raise DataError(f"The group column {group_col!r} has missing values; drop those rows.")
-    values = set(map(str, pool[group_col].unique().tolist()))
-    if group_a is None and group_b is None and group_col in DEFAULT_GROUPS:
-        da, db = DEFAULT_GROUPS[group_col]
-        if {da, db} <= values:
-            group_a, group_b = da, db
-    if group_a is None:
-        shown = ", ".join(sorted(values)[:12])
-        raise DataError(
-            f"--group-a is required with --group-col {group_col} (values: {shown}); "
-            "--group-b defaults to every other value."
-        )
-    a = _group_value(pool, group_col, group_a, "--group-a")
-    b = None
-    if group_b is not None and not (group_b in REST_WORDS and group_b not in values):
-        b = _group_value(pool, group_col, group_b, "--group-b")
-        if b == a:
-            raise DataError("--group-a and --group-b name the same group; give two groups.")
-    return a, b
-
-
-def _platform_fields(url: str | None, path: str, feature_cols: str | None = None
-                     ) -> list[str] | None:
-    """The input fields the endpoint behind ``--url`` declares (``GET {url}/schema``, the
-    platform's shape); ``None`` (send every column but the label and the sensitive one) when it
-    declares none or ``--feature-cols`` says what to send. Never assumes the platform."""
-    if url is None or feature_cols is not None:
-        return None
-    from fairprobe.access.http import HttpJsonBackend
-
-    backend = HttpJsonBackend(url=url, path=path)
-    try:
-        return backend.declared_inputs()
-    finally:
-        backend.close()
 
 
 def audit(
@@ -344,46 +266,33 @@ def audit(
         from fairprobe.cli import main as cli_main
 
         cli_main.INTERRUPT_MESSAGE = "interrupted; nothing was cached (--no-cache)."
-    from fairprobe.audit import run_audit
+    from fairprobe.auditing import audit_model
     from fairprobe.report.text import print_audit
 
     extra: dict[str, Any] = {}
     requests = {"paid": 0, "cached": 0, "runs": 0}  # every run's BlackBox: one source of truth
 
     def one(be: Any, swap: bool = False) -> tuple[Any, Any]:
-        n_budget = plan["budget"] * (2 if swap and name_swap is not None else 1)
-        with open_blackbox(
-            be, cache=cache, no_cache=no_cache, refresh=refresh, budget=n_budget,
-            retries=retries, timeout=timeout, concurrency=concurrency, progress=progress,
-            seed=seed,
-        ) as bb:
-            res = run_audit(
-                bb, plan["pool"], group_col=group_col, metric=name, group_a=plan["group_a"],
-                group_b=plan["group_b"], label_col=plan["label"],
-                feature_cols=plan["columns"].sent, budget=plan["budget"], seed=seed,
-                tolerance=tolerance, threshold=threshold, confidence_level=confidence_level,
-                max_unusable_share=limit, interval=_two_group_interval(interval.value, name),
-                min_group_size=min_group_size, pos_label=plan.get("pos_label"),
-            )
-            prov = audit_provenance(bb, plan, seed=seed, cache=cache, no_cache=no_cache,
-                                    refresh=refresh)
-            if swap and name_swap is not None:
-                from fairprobe.access.variation import name_swap_audit
-                from fairprobe.audit import draw_queries
-
-                sample = draw_queries(plan["pool"], plan["budget"], seed)[plan["columns"].sent]
-                extra["name_swap"] = name_swap_audit(
-                    bb, sample, name_swap, seed=seed, confidence_level=confidence_level
-                ).to_dict()
-            requests["paid"] += bb.spent
-            requests["cached"] += bb.from_cache
-            requests["runs"] += 1
+        job = audit_model(
+            be, queries=queries, group_col=group_col, group_a=group_a, group_b=group_b,
+            metric=name, every_group=False, label_col=label_col, feature_cols=feature_cols,
+            send_group=send_group, budget=budget, seed=seed, tolerance=tolerance,
+            threshold=threshold, confidence_level=confidence_level,
+            interval=_two_group_interval(interval.value, name), min_group_size=min_group_size,
+            pos_label=_label_value(pos_label), cache=None if no_cache else cache,
+            refresh=refresh, concurrency=concurrency, retries=retries, timeout=timeout,
+            progress=progress, max_unusable_share=limit,
+            name_swap=name_swap if swap else None, url=url, path=path)
+        extra.update(job.extra)
+        requests["paid"] += job.requests["paid"]
+        requests["cached"] += job.requests["cached"]
+        requests["runs"] += 1
         usage = getattr(be, "usage", None)
         if isinstance(usage, dict):  # tokens the server reported, summed over every run
             total = extra.setdefault("usage", dict.fromkeys(usage, 0))
             for k, v in usage.items():
                 total[k] = total.get(k, 0) + v
-        return res, prov
+        return job.result, job.provenance
 
     result, prov = one(backend, swap=True)
     if templates is not None:
@@ -396,7 +305,7 @@ def audit(
 
         extra["prompt_variation"] = prompt_sensitivity(templates, run_variant).to_dict()
     print_audit(result, console)
-    print_trust_summary(prov, plan, console)
+    print_trust_summary(prov, plan, console)  # the plan audit_model re-made from these inputs
     print_llm_dimensions(extra, console)
     if requests["runs"] > 1 or name_swap is not None:
         extra["requests"] = dict(requests)
@@ -432,148 +341,6 @@ def print_llm_dimensions(extra: dict[str, Any], out: Any) -> None:
             f"prompt sensitivity: spread {pv['spread']:.4f}, verdicts "
             f"{'agree' if pv['verdicts_agree'] else 'DISAGREE'}"
         )
-
-
-def plan_audit(
-    *,
-    url: str | None,
-    path: str,
-    queries: str | None,
-    group_col: str,
-    group_a: str | None,
-    group_b: str | None,
-    label_col: str | None,
-    feature_cols: str | None,
-    send_group: bool,
-    metric: str,
-    budget: int | str | None,
-    seed: int,
-    name_swap: str | None = None,
-    pos_label: Any = None,
-) -> dict[str, Any]:
-    """Read the pool and check everything that depends on it, before any backend call.
-
-    Returns the pool, its source, the column plan, the groups, the label and the budget.
-    """
-    from fairprobe.audit import draw_queries, plan_columns
-    from fairprobe.errors import DataError
-
-    if queries is None:
-        from fairprobe.datasets import load_adult
-        from fairprobe.platform.model import AUDIT_FEATURES
-
-        if name_swap is None:
-            pool = load_adult("test", names_seed=None)[[*AUDIT_FEATURES, "income"]]
-            source = "bundled Adult test split"
-        else:  # records with first names, for the name swap (the sex column is not sent)
-            from fairprobe.platform.core import USER_FEATURES
-
-            cols = list(dict.fromkeys([*USER_FEATURES, group_col, "income"]))
-            pool = load_adult("test", names_seed=seed)[cols]
-            source = f"bundled Adult test split with first names (names seed {seed})"
-        label = label_col or ("income" if metric in _NEEDS_LABEL else None)
-    else:
-        pool = read_table(queries)
-        source = queries
-        label = label_col
-    if group_col not in pool.columns:
-        have = ", ".join(map(str, pool.columns[:12]))
-        raise DataError(f"--group-col {group_col!r} is not a column of the pool (columns: {have}).")
-    if metric in _NEEDS_LABEL and label is None:
-        raise DataError(f"--metric {metric} needs true labels: give --label-col.")
-    required = _platform_fields(url, path, feature_cols)
-    columns = plan_columns(
-        pool, group_cols=[group_col], label_col=label, feature_cols=split_list(feature_cols),
-        send_group=send_group, required=required,
-    )
-    if metric not in _NEEDS_LABEL and label_col is None:
-        label = None  # a column withheld as label-like is not needed by DP/DI
-    if label is not None and metric in _NEEDS_LABEL:
-        _check_binary_labels(pool[label], label, pos_label)
-    if name_swap is not None and name_swap not in columns.sent:
-        raise DataError(
-            f"--name-swap {name_swap!r} is not a column sent to the model (sent: "
-            f"{', '.join(columns.sent)})."
-        )
-    a, b = resolve_groups(pool, group_col, group_a, group_b)
-    n = len(pool)
-    if budget is None:
-        budget = min(2000, n)
-    elif not isinstance(budget, int):  # "all"
-        budget = n
-    elif budget > n:
-        raise DataError(
-            f"--budget {budget} is larger than the query pool ({n} rows); lower it or give a "
-            "larger --queries file."
-        )
-    if budget < 2:
-        raise DataError(f"The query pool has {n} row(s); an audit needs at least 2.")
-    sample = draw_queries(pool, budget, seed)
-    for flag, g in (("--group-a", a), ("--group-b", b)):
-        if g is None:
-            in_g = int((sample[group_col] != a).sum())
-        else:
-            in_g = int((sample[group_col] == g).sum())
-        if in_g == 0:
-            total = int((pool[group_col] == g).sum()) if g is not None else n - int(
-                (pool[group_col] == a).sum())
-            raise DataError(
-                f"The {budget} queries drawn (seed {seed}) hold no member of {flag} "
-                f"{'rest' if g is None else g!r} ({total} of the {n} rows of the pool): raise "
-                "--budget or change --seed."
-            )
-    return {
-        "pool": pool, "source": source, "columns": columns, "group_a": a, "group_b": b,
-        "label": label, "budget": budget, "sample_groups": sample[group_col].to_numpy(),
-        "group_col": group_col, "pos_label": pos_label,
-    }
-
-
-def _check_binary_labels(labels: pd.Series, col: str, pos_label: Any = None) -> None:
-    from fairprobe.errors import DataError
-
-    if pos_label is not None:  # labels such as '>50K': the library's check names --pos-label
-        from fairprobe.audit import _check_labels
-
-        _check_labels(labels, col, pos_label)
-        return
-    if labels.isna().any():
-        raise DataError(f"The label column {col!r} has missing values; drop those rows.")
-    vals = set(labels.unique().tolist())
-    if not vals <= {0, 1}:  # also True/False and 0.0/1.0
-        shown = ", ".join(map(str, sorted(vals, key=str)[:6]))
-        raise DataError(f"The label column {col!r} must hold 0/1 labels; found {shown}: name "
-                        "the positive label with --pos-label.")
-
-
-def audit_provenance(bb: Any, plan: dict[str, Any], *, seed: int, cache: Path, no_cache: bool,
-                     refresh: bool) -> Any:
-    """The provenance block of an audit: pool hash, backend identity, answers per group."""
-    from fairprobe.access.identity import describe_backend
-    from fairprobe.provenance import Provenance, answer_counts_by_group, pool_digest
-
-    check = bb.identity_check
-    prov = Provenance.capture(
-        seed=seed,
-        query_pool=pool_digest(plan["pool"], plan["source"]),
-        backend=describe_backend(bb.backend, check),
-        retries=bb.retried,
-        notes=[check.note] if check is not None and check.note else [],
-        extra={
-            "columns": plan["columns"].to_dict(),
-            "cache": {
-                "path": None if no_cache else str(cache),
-                "policy": cache_policy(no_cache, refresh),
-                "fingerprint_paid": bb.fingerprint_paid,
-                "resumed_in_flight": bb.resumed_in_flight,
-            },
-        },
-    )
-    outcomes, cached = bb.answer_log()
-    groups = plan["sample_groups"]
-    if len(outcomes) == len(groups):
-        prov = prov.with_answers(answer_counts_by_group(groups, outcomes, cached))
-    return prov
 
 
 def print_trust_summary(prov: Any, plan: dict[str, Any], out: Any) -> None:
@@ -648,7 +415,7 @@ def _group_audit(
     csv_path: Path | None = None, fail_on: FailOn | None = None,
 ) -> None:
     """The every-group audit: flags, then the pool and columns, then the paid queries."""
-    from fairprobe.errors import DataError, InvalidParameterError
+    from fairprobe.errors import InvalidParameterError
 
     for flag, given in (("--prompt-variants", prompt_variants), ("--name-swap", name_swap)):
         if given is not None:
@@ -657,7 +424,7 @@ def _group_audit(
                 "drop it or audit two groups.")
     limit = (check_flag_real(max_unusable, "--max-unusable", lo=0.0, hi=1.0, closed="left")
              if strict else None)
-    from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS, RATES
+    from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS
 
     choices = {"di": "disparate_impact_ratio", "dp": "demographic_parity_difference",
                **FAIRNESS_ALIASES, **{m: m for m in FAIRNESS_METRICS}}
@@ -679,63 +446,20 @@ def _group_audit(
         seed=seed, confidence_level=confidence_level, concurrency=concurrency, retries=retries,
         timeout=timeout, no_cache=no_cache, refresh=refresh, json_path=json_path, cache=cache,
     )
-    needs_label = any("y_true" in RATES[r][0] for n in names for r in FAIRNESS_METRICS[n][0])
-
-    from fairprobe.audit import check_group_audit, draw_queries, plan_columns
-
-    if queries is None:
-        from fairprobe.datasets import load_adult
-        from fairprobe.platform.model import AUDIT_FEATURES
-
-        pool = load_adult("test", names_seed=None)[[*AUDIT_FEATURES, "income"]]
-        source = "bundled Adult test split"
-        label = label_col or ("income" if needs_label else None)
-    else:
-        pool = read_table(queries)
-        source = queries
-        label = label_col
-    for c in cols:
-        if c not in pool.columns:
-            have = ", ".join(map(str, pool.columns[:12]))
-            raise DataError(f"--group-col {c!r} is not a column of the pool (columns: {have}).")
-    if needs_label and label is None:
-        raise DataError(f"--metric {names[0]} needs true labels: give --label-col.")
-    columns = plan_columns(pool, group_cols=cols, label_col=label,
-                           feature_cols=split_list(feature_cols), send_group=send_group,
-                           required=_platform_fields(url, path, feature_cols))
-    if not needs_label and label_col is None:
-        label = None
-    n = len(pool)
-    if budget is None:
-        budget = min(2000, n)
-    elif not isinstance(budget, int):  # "all"
-        budget = n
-    elif budget > n:
-        raise DataError(f"--budget {budget} is larger than the query pool ({n} rows); lower it "
-                        "or give a larger --queries file.")
-    kwargs: dict[str, Any] = dict(
-        group_col=cols, metrics=names, label_col=label, feature_cols=columns.sent,
-        budget=budget, seed=seed, min_group_size=min_group_size,
-        confidence_level=confidence_level, method=method, tolerance=tolerance,
-        threshold=threshold)
-    check_group_audit(pool, **kwargs)
-    sample = draw_queries(pool, budget, seed)
-    plan = {"pool": pool, "source": source, "columns": columns, "label": label,
-            "budget": budget, "group_col": ", ".join(cols),
-            "sample_groups": sample[cols].astype(str).agg(", ".join, axis=1).to_numpy()}
     backend = build_backend(url, backend_config, path)  # no network yet
-    from fairprobe.audit import run_group_audit
+    from fairprobe.auditing import audit_model
     from fairprobe.report.groups import print_group_audit
 
-    with open_blackbox(
-        backend, cache=cache, no_cache=no_cache, refresh=refresh, budget=budget,
-        retries=retries, timeout=timeout, concurrency=concurrency, progress=progress, seed=seed,
-    ) as bb:
-        result = run_group_audit(bb, pool, reference=reference,
-                                 pos_label=_label_value(pos_label), max_unusable_share=limit,
-                                 **kwargs)
-        prov = audit_provenance(bb, plan, seed=seed, cache=cache, no_cache=no_cache,
-                                refresh=refresh)
+    job = audit_model(
+        backend, queries=queries, group_col=cols, metric=names, every_group=True,
+        label_col=label_col, feature_cols=feature_cols, send_group=send_group, budget=budget,
+        seed=seed, tolerance=tolerance, threshold=threshold, confidence_level=confidence_level,
+        interval="exact" if method == "exact" else "score", min_group_size=min_group_size,
+        reference=reference, pos_label=_label_value(pos_label),
+        cache=None if no_cache else cache, refresh=refresh, concurrency=concurrency,
+        retries=retries, timeout=timeout, progress=progress, max_unusable_share=limit,
+        url=url, path=path)
+    result, prov, plan = job.result, job.provenance, job.plan
     print_group_audit(result, console)
     print_trust_summary(prov, plan, console)
     if csv_path is not None:

@@ -1,0 +1,523 @@
+"""The audit job: a backend and a query pool in, the result document the CLI writes out.
+
+``fairprobe audit`` is a thin wrapper over this module: the column plan, every check that can be
+made before a query is paid, the draw, the run and the provenance block live here, so a Python
+user gets the same checks and the same document as the command line::
+
+    from fairprobe.access.config import load_backend
+    from fairprobe.auditing import audit_model
+
+    job = audit_model(load_backend("backend.toml"), queries="applicants.csv",
+                      group_col="race", metric=["dp", "eo"], label_col="income")
+    job.verdict              # fair / unfair / undetermined (the verdict engine's)
+    job.to_dict()            # the document ``fairprobe audit --json`` writes
+
+The check messages name the command-line flag of each parameter (``--group-col`` for
+``group_col``), so one message serves both ways in.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "DEFAULT_CACHE",
+    "AuditJob",
+    "audit_model",
+    "audit_provenance",
+    "plan_audit",
+    "plan_group_audit",
+    "resolve_groups",
+]
+
+DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"
+
+#: ``--metric`` values of the two-group form (case-insensitive) -> metric names.
+METRIC_CHOICES = {
+    "di": "disparate_impact_ratio",
+    "dp": "demographic_parity_difference",
+    "sp": "demographic_parity_difference",
+    "eo": "equal_opportunity_difference",
+    "accuracy-gap": "performance_gap",
+    "gap": "performance_gap",
+    "disparate_impact_ratio": "disparate_impact_ratio",
+    "demographic_parity_difference": "demographic_parity_difference",
+    "equal_opportunity_difference": "equal_opportunity_difference",
+    "performance_gap": "performance_gap",
+}
+_NEEDS_LABEL = ("equal_opportunity_difference", "performance_gap")
+#: Group defaults that follow ``--group-col`` (only for a column of that name).
+DEFAULT_GROUPS = {"sex": ("Female", "Male")}
+#: ``--group-b`` values meaning "every other value".
+REST_WORDS = ("*", "rest")
+
+
+def _split(value: str | Sequence[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [str(v) for v in value]
+
+
+def _read_pool(queries: str | os.PathLike[str] | pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    import pandas as pd
+
+    if isinstance(queries, pd.DataFrame):
+        return queries, "DataFrame"
+    from fairprobe._io import read_table
+
+    return read_table(queries, "File"), str(queries)
+
+
+def _group_value(pool: pd.DataFrame, col: str, value: str, flag: str) -> Any:
+    """The pool's value of ``col`` that ``value`` (a CLI string) names; DataError if absent."""
+    from fairprobe.errors import DataError
+
+    values = pool[col].dropna().unique().tolist()
+    for v in values:
+        if v == value or str(v) == value:
+            return v
+    shown = ", ".join(map(str, sorted(values, key=str)[:12]))
+    more = f" and {len(values) - 12} more" if len(values) > 12 else ""
+    raise DataError(f"{flag} {value!r} is not a value of {col!r} in the pool (values: {shown}{more}).")
+
+
+def resolve_groups(
+    pool: pd.DataFrame, group_col: str, group_a: str | None, group_b: str | None
+) -> tuple[Any, Any]:
+    """Group A and group B (``None``: every other value), checked against the pool.
+
+    Defaults follow ``--group-col``: ``sex`` defaults to Female vs Male; any other column needs
+    ``--group-a`` (the message lists its values). ``--group-b rest`` (or ``*``) means every
+    other value, as does omitting it when ``--group-a`` is given.
+    """
+    from fairprobe.errors import DataError
+
+    if pool[group_col].isna().any():
+        raise DataError(f"The group column {group_col!r} has missing values; drop those rows.")
+    values = set(map(str, pool[group_col].unique().tolist()))
+    if group_a is None and group_b is None and group_col in DEFAULT_GROUPS:
+        da, db = DEFAULT_GROUPS[group_col]
+        if {da, db} <= values:
+            group_a, group_b = da, db
+    if group_a is None:
+        shown = ", ".join(sorted(values)[:12])
+        raise DataError(
+            f"--group-a is required with --group-col {group_col} (values: {shown}); "
+            "--group-b defaults to every other value."
+        )
+    a = _group_value(pool, group_col, group_a, "--group-a")
+    b = None
+    if group_b is not None and not (group_b in REST_WORDS and group_b not in values):
+        b = _group_value(pool, group_col, group_b, "--group-b")
+        if b == a:
+            raise DataError("--group-a and --group-b name the same group; give two groups.")
+    return a, b
+
+
+def _platform_fields(url: str | None, path: str,
+                     feature_cols: str | Sequence[str] | None = None) -> list[str] | None:
+    """The input fields the endpoint behind ``--url`` declares (``GET {url}/schema``, the
+    platform's shape); ``None`` (send every column but the label and the sensitive one) when it
+    declares none or ``--feature-cols`` says what to send. Never assumes the platform."""
+    if url is None or feature_cols is not None:
+        return None
+    from fairprobe.access.http import HttpJsonBackend
+
+    backend = HttpJsonBackend(url=url, path=path)
+    try:
+        return backend.declared_inputs()
+    finally:
+        backend.close()
+
+
+
+def plan_audit(
+    *,
+    url: str | None,
+    path: str,
+    queries: str | os.PathLike[str] | pd.DataFrame | None,
+    group_col: str,
+    group_a: str | None,
+    group_b: str | None,
+    label_col: str | None,
+    feature_cols: str | Sequence[str] | None,
+    send_group: bool,
+    metric: str,
+    budget: int | str | None,
+    seed: int,
+    name_swap: str | None = None,
+    pos_label: Any = None,
+) -> dict[str, Any]:
+    """Read the pool and check everything that depends on it, before any backend call.
+
+    Returns the pool, its source, the column plan, the groups, the label and the budget.
+    """
+    from fairprobe.audit import draw_queries, plan_columns
+    from fairprobe.errors import DataError
+
+    if queries is None:
+        from fairprobe.datasets import load_adult
+        from fairprobe.platform.model import AUDIT_FEATURES
+
+        if name_swap is None:
+            pool = load_adult("test", names_seed=None)[[*AUDIT_FEATURES, "income"]]
+            source = "bundled Adult test split"
+        else:  # records with first names, for the name swap (the sex column is not sent)
+            from fairprobe.platform.core import USER_FEATURES
+
+            cols = list(dict.fromkeys([*USER_FEATURES, group_col, "income"]))
+            pool = load_adult("test", names_seed=seed)[cols]
+            source = f"bundled Adult test split with first names (names seed {seed})"
+        label = label_col or ("income" if metric in _NEEDS_LABEL else None)
+    else:
+        pool, source = _read_pool(queries)
+        label = label_col
+    if group_col not in pool.columns:
+        have = ", ".join(map(str, pool.columns[:12]))
+        raise DataError(f"--group-col {group_col!r} is not a column of the pool (columns: {have}).")
+    if metric in _NEEDS_LABEL and label is None:
+        raise DataError(f"--metric {metric} needs true labels: give --label-col.")
+    required = _platform_fields(url, path, feature_cols)
+    columns = plan_columns(
+        pool, group_cols=[group_col], label_col=label, feature_cols=_split(feature_cols),
+        send_group=send_group, required=required,
+    )
+    if metric not in _NEEDS_LABEL and label_col is None:
+        label = None  # a column withheld as label-like is not needed by DP/DI
+    if label is not None and metric in _NEEDS_LABEL:
+        _check_binary_labels(pool[label], label, pos_label)
+    if name_swap is not None and name_swap not in columns.sent:
+        raise DataError(
+            f"--name-swap {name_swap!r} is not a column sent to the model (sent: "
+            f"{', '.join(columns.sent)})."
+        )
+    a, b = resolve_groups(pool, group_col, group_a, group_b)
+    n = len(pool)
+    if budget is None:
+        budget = min(2000, n)
+    elif not isinstance(budget, int):  # "all"
+        budget = n
+    elif budget > n:
+        raise DataError(
+            f"--budget {budget} is larger than the query pool ({n} rows); lower it or give a "
+            "larger --queries file."
+        )
+    if budget < 2:
+        raise DataError(f"The query pool has {n} row(s); an audit needs at least 2.")
+    sample = draw_queries(pool, budget, seed)
+    for flag, g in (("--group-a", a), ("--group-b", b)):
+        if g is None:
+            in_g = int((sample[group_col] != a).sum())
+        else:
+            in_g = int((sample[group_col] == g).sum())
+        if in_g == 0:
+            total = int((pool[group_col] == g).sum()) if g is not None else n - int(
+                (pool[group_col] == a).sum())
+            raise DataError(
+                f"The {budget} queries drawn (seed {seed}) hold no member of {flag} "
+                f"{'rest' if g is None else g!r} ({total} of the {n} rows of the pool): raise "
+                "--budget or change --seed."
+            )
+    return {
+        "pool": pool, "source": source, "columns": columns, "group_a": a, "group_b": b,
+        "label": label, "budget": budget, "sample_groups": sample[group_col].to_numpy(),
+        "group_col": group_col, "pos_label": pos_label,
+    }
+
+
+def _check_binary_labels(labels: pd.Series, col: str, pos_label: Any = None) -> None:
+    from fairprobe.errors import DataError
+
+    if pos_label is not None:  # labels such as '>50K': the library's check names --pos-label
+        from fairprobe.audit import _check_labels
+
+        _check_labels(labels, col, pos_label)
+        return
+    if labels.isna().any():
+        raise DataError(f"The label column {col!r} has missing values; drop those rows.")
+    vals = set(labels.unique().tolist())
+    if not vals <= {0, 1}:  # also True/False and 0.0/1.0
+        shown = ", ".join(map(str, sorted(vals, key=str)[:6]))
+        raise DataError(f"The label column {col!r} must hold 0/1 labels; found {shown}: name "
+                        "the positive label with --pos-label.")
+
+
+def audit_provenance(bb: Any, plan: dict[str, Any], *, seed: int, cache: Path | None,
+                     no_cache: bool, refresh: bool) -> Any:
+    """The provenance block of an audit: pool hash, backend identity, answers per group."""
+    from fairprobe.access.identity import describe_backend
+    from fairprobe.provenance import Provenance, answer_counts_by_group, pool_digest
+
+    check = bb.identity_check
+    prov = Provenance.capture(
+        seed=seed,
+        query_pool=pool_digest(plan["pool"], plan["source"]),
+        backend=describe_backend(bb.backend, check),
+        retries=bb.retried,
+        notes=[check.note] if check is not None and check.note else [],
+        extra={
+            "columns": plan["columns"].to_dict(),
+            "cache": {
+                "path": None if no_cache else str(cache),
+                "policy": "off" if no_cache else "refresh" if refresh else "reuse",
+                "fingerprint_paid": bb.fingerprint_paid,
+                "resumed_in_flight": bb.resumed_in_flight,
+            },
+        },
+    )
+    outcomes, cached = bb.answer_log()
+    groups = plan["sample_groups"]
+    if len(outcomes) == len(groups):
+        prov = prov.with_answers(answer_counts_by_group(groups, outcomes, cached))
+    return prov
+
+
+
+
+def plan_group_audit(
+    *, url: str | None, path: str, queries: str | os.PathLike[str] | pd.DataFrame | None,
+    group_cols: Sequence[str], metrics: Sequence[str], label_col: str | None,
+    feature_cols: str | Sequence[str] | None, send_group: bool, budget: int | str | None,
+    seed: int, min_group_size: int, confidence_level: float, method: str,
+    tolerance: float | None, threshold: float | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The every-group audit's plan (pool, columns, label, budget, draw) and the keyword
+    arguments of :func:`fairprobe.audit.run_group_audit`, every check made before any query."""
+    from fairprobe.errors import DataError
+    from fairprobe.stats.frame import FAIRNESS_METRICS, RATES
+
+    cols = list(group_cols)
+    names = list(metrics)
+    needs_label = any("y_true" in RATES[r][0] for n in names for r in FAIRNESS_METRICS[n][0])
+
+    from fairprobe.audit import check_group_audit, draw_queries, plan_columns
+
+    if queries is None:
+        from fairprobe.datasets import load_adult
+        from fairprobe.platform.model import AUDIT_FEATURES
+
+        pool = load_adult("test", names_seed=None)[[*AUDIT_FEATURES, "income"]]
+        source = "bundled Adult test split"
+        label = label_col or ("income" if needs_label else None)
+    else:
+        pool, source = _read_pool(queries)
+        label = label_col
+    for c in cols:
+        if c not in pool.columns:
+            have = ", ".join(map(str, pool.columns[:12]))
+            raise DataError(f"--group-col {c!r} is not a column of the pool (columns: {have}).")
+    if needs_label and label is None:
+        raise DataError(f"--metric {names[0]} needs true labels: give --label-col.")
+    columns = plan_columns(pool, group_cols=cols, label_col=label,
+                           feature_cols=_split(feature_cols), send_group=send_group,
+                           required=_platform_fields(url, path, feature_cols))
+    if not needs_label and label_col is None:
+        label = None
+    n = len(pool)
+    if budget is None:
+        budget = min(2000, n)
+    elif not isinstance(budget, int):  # "all"
+        budget = n
+    elif budget > n:
+        raise DataError(f"--budget {budget} is larger than the query pool ({n} rows); lower it "
+                        "or give a larger --queries file.")
+    kwargs: dict[str, Any] = dict(
+        group_col=cols, metrics=names, label_col=label, feature_cols=columns.sent,
+        budget=budget, seed=seed, min_group_size=min_group_size,
+        confidence_level=confidence_level, method=method, tolerance=tolerance,
+        threshold=threshold)
+    check_group_audit(pool, **kwargs)
+    sample = draw_queries(pool, budget, seed)
+    plan = {"pool": pool, "source": source, "columns": columns, "label": label,
+            "budget": budget, "group_col": ", ".join(cols),
+            "sample_groups": sample[cols].astype(str).agg(", ".join, axis=1).to_numpy()}
+    return plan, kwargs
+
+
+@dataclass(frozen=True)
+class AuditJob:
+    """A finished audit: the result, what it was computed from, and the document of both.
+
+    Attributes
+    ----------
+    result : AuditResult or GroupAudit
+        The two-group or every-group result (its findings carry the verdicts).
+    provenance : Provenance
+        Pool hash, backend identity, answers per group, cache policy, columns sent.
+    plan : dict
+        The pool, its source, the column plan, the groups and the budget.
+    extra : dict
+        Fields the command adds to the document (e.g. LLM usage, name swaps).
+    """
+
+    result: Any
+    provenance: Any
+    plan: dict[str, Any] = field(repr=False)
+    extra: dict[str, Any] = field(default_factory=dict)
+    #: answers this run paid for and replayed from the cache (name swaps included)
+    requests: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        return str(self.result.verdict)
+
+    def body(self) -> dict[str, Any]:
+        out: dict[str, Any] = self.result.to_dict()
+        out.update(self.extra)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result document (``{"schema", "kind": "audit", "provenance", ...}``) that
+        ``fairprobe audit --json`` writes for the same inputs."""
+        from fairprobe.report.jsonio import result_document
+
+        return result_document("audit", self.body(), self.provenance)
+
+
+def _metric_names(metric: str | Sequence[str]) -> list[str]:
+    from fairprobe.errors import InvalidParameterError
+    from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS
+
+    choices = {"di": "disparate_impact_ratio", "dp": "demographic_parity_difference",
+               **FAIRNESS_ALIASES, **{m: m for m in FAIRNESS_METRICS}}
+    out = []
+    for m in _split(metric) or []:
+        key = m.strip().lower()
+        if key not in choices:
+            raise InvalidParameterError(
+                f"--metric must be one of {', '.join(sorted(choices))}; got {m!r}.")
+        out.append(choices[key])
+    if not out:
+        raise InvalidParameterError("--metric names no metric; give e.g. --metric dp,eo.")
+    return list(dict.fromkeys(out))
+
+
+def audit_model(
+    backend: Any,
+    *,
+    queries: str | os.PathLike[str] | pd.DataFrame | None = None,
+    group_col: str | Sequence[str] = "sex",
+    group_a: str | None = None,
+    group_b: str | None = None,
+    metric: str | Sequence[str] = "di",
+    every_group: bool | None = None,
+    label_col: str | None = None,
+    feature_cols: str | Sequence[str] | None = None,
+    send_group: bool = False,
+    budget: int | str | None = None,
+    seed: int = 0,
+    tolerance: float | None = None,
+    threshold: float | None = None,
+    confidence_level: float = 0.95,
+    interval: str = "exact",
+    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
+    reference: str | None = None,
+    pos_label: Any = None,
+    cache: str | os.PathLike[str] | None = DEFAULT_CACHE,
+    refresh: bool = False,
+    concurrency: int = 4,
+    retries: int = 5,
+    timeout: float | None = None,
+    progress: bool = False,
+    max_unusable_share: float | None = None,
+    name_swap: str | None = None,
+    url: str | None = None,
+    path: str = "/audit/predict",
+) -> AuditJob:
+    """Audit ``backend`` on a query pool: what ``fairprobe audit`` does, as one call.
+
+    Parameters mirror the command's flags (``docs/audit.md``). ``every_group`` chooses the form:
+    ``None`` (default) audits two groups when ``group_a``/``group_b`` are given or for the
+    ``sex`` column with one two-group metric, every group otherwise. ``cache=None`` keeps
+    answers in memory only (``--no-cache``). ``interval``: ``exact`` (default), ``score``,
+    ``newcombe`` or ``katz`` (two-group DI only). ``url`` (with ``path``) lets the plan read the
+    endpoint's declared inputs, as ``--url`` does. ``name_swap`` (two-group form): the field
+    holding a first name; each record is also asked with the name swapped to the other sex and
+    the flip rate goes to ``extra["name_swap"]``.
+
+    Returns
+    -------
+    AuditJob
+        ``.result``, ``.provenance``, ``.verdict`` and ``.to_dict()``, the document the command
+        writes with ``--json`` for the same inputs (its provenance times aside).
+    """
+    from fairprobe.access.blackbox import BlackBox
+    from fairprobe.audit import run_audit, run_group_audit
+
+    cols = _split(group_col) or []
+    names = _split(metric) or []
+    if every_group is None:
+        every_group = not (group_a is not None or group_b is not None) and (
+            len(cols) != 1 or cols[0] not in DEFAULT_GROUPS or len(names) != 1
+            or names[0].strip().lower() not in METRIC_CHOICES)
+    no_cache = cache is None
+    cache_path = None if cache is None else Path(cache)
+    if every_group:
+        method = "exact" if interval == "exact" else "bonferroni"
+        plan, kwargs = plan_group_audit(
+            url=url, path=path, queries=queries, group_cols=cols, metrics=_metric_names(names),
+            label_col=label_col, feature_cols=feature_cols, send_group=send_group,
+            budget=budget, seed=seed, min_group_size=min_group_size,
+            confidence_level=confidence_level, method=method, tolerance=tolerance,
+            threshold=threshold)
+        with BlackBox(backend, cache=cache_path, refresh=refresh, budget=plan["budget"],
+                      retries=retries, timeout=timeout, concurrency=concurrency,
+                      progress=progress, seed=seed) as bb:
+            result = run_group_audit(bb, plan["pool"], reference=reference, pos_label=pos_label,
+                                     max_unusable_share=max_unusable_share, **kwargs)
+            prov = audit_provenance(bb, plan, seed=seed, cache=cache_path, no_cache=no_cache,
+                                    refresh=refresh)
+            requests = {"paid": bb.spent, "cached": bb.from_cache}
+        return AuditJob(result, prov, plan, requests=requests)
+    if len(cols) != 1 or len(names) != 1:
+        from fairprobe.errors import InvalidParameterError
+
+        raise InvalidParameterError(
+            "A two-group audit (--group-a/--group-b) takes one metric and one --group-col; "
+            "drop --group-a/--group-b to audit every group.")
+    key = names[0].strip().lower()
+    if key not in METRIC_CHOICES:
+        from fairprobe.errors import InvalidParameterError
+
+        raise InvalidParameterError(
+            f"--metric must be one of {', '.join(sorted(METRIC_CHOICES))} in a two-group audit; "
+            f"got {names[0]!r}.")
+    name = METRIC_CHOICES[key]
+    plan = plan_audit(url=url, path=path, queries=queries, group_col=cols[0], group_a=group_a,
+                      group_b=group_b, label_col=label_col, feature_cols=feature_cols,
+                      send_group=send_group, metric=name, budget=budget, seed=seed,
+                      pos_label=pos_label, name_swap=name_swap)
+    n_budget = plan["budget"] * (2 if name_swap is not None else 1)
+    extra: dict[str, Any] = {}
+    with BlackBox(backend, cache=cache_path, refresh=refresh, budget=n_budget,
+                  retries=retries, timeout=timeout, concurrency=concurrency, progress=progress,
+                  seed=seed) as bb:
+        res = run_audit(bb, plan["pool"], group_col=cols[0], metric=name,
+                        group_a=plan["group_a"], group_b=plan["group_b"],
+                        label_col=plan["label"], feature_cols=plan["columns"].sent,
+                        budget=plan["budget"], seed=seed, tolerance=tolerance,
+                        threshold=threshold, confidence_level=confidence_level,
+                        max_unusable_share=max_unusable_share, interval=interval,
+                        min_group_size=min_group_size, pos_label=plan.get("pos_label"))
+        prov = audit_provenance(bb, plan, seed=seed, cache=cache_path, no_cache=no_cache,
+                                refresh=refresh)
+        if name_swap is not None:
+            from fairprobe.access.variation import name_swap_audit
+            from fairprobe.audit import draw_queries
+
+            sample = draw_queries(plan["pool"], plan["budget"], seed)[plan["columns"].sent]
+            extra["name_swap"] = name_swap_audit(
+                bb, sample, name_swap, seed=seed, confidence_level=confidence_level).to_dict()
+        requests = {"paid": bb.spent, "cached": bb.from_cache}
+    return AuditJob(res, prov, plan, extra, requests)
