@@ -11,6 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
+from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, gate_verdict
+
 __all__ = ["collab_app", "register"]
 
 collab_app = typer.Typer(
@@ -147,6 +149,7 @@ def simulate_cmd(
     max_liars: MaxLiars = 0,
     json_path: Path | None = typer.Option(None, "--json", help="Write the result here (JSON)."),
     csv_path: Path | None = typer.Option(None, "--csv", help="Write the printed table (one row per method) as CSV."),
+    fail_on: FailOn | None = typer.Option(None, "--fail-on", case_sensitive=False, help=FAIL_ON_HELP + " (here: the default method's verdict on the simulated model)"),
 ) -> None:
     """Simulate one audit; print every method's estimate and verdict."""
     from fairprobe.cli._common import check_output_path
@@ -193,6 +196,7 @@ def simulate_cmd(
         write_result(
             json_path, "collab-simulate", res.to_dict(), Provenance.capture(seed=cfg.seed)
         )
+    gate_verdict(str(res.verdicts[res.default_method]), fail_on)
 
 
 @collab_app.command("sweep")

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import typer
 
+from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, gate_verdict
+
 __all__ = ["register"]
 
 node_app = typer.Typer(
@@ -110,6 +112,9 @@ def demo_cmd(
     ),
     workdir: Path | None = typer.Option(None, help="Keep keys, roster, configs and state here."),
     json_path: Path | None = typer.Option(None, "--json", help="Write nodes and median (JSON)."),
+    fail_on: FailOn | None = typer.Option(
+        None, "--fail-on", case_sensitive=False,
+        help=FAIL_ON_HELP + " (here: the regulator's verdict over the honest nodes)"),
 ) -> None:
     """Start N honest and K attacker nodes on 127.0.0.1 and run the audit to the end."""
 
@@ -127,13 +132,14 @@ def demo_cmd(
         _demo(honest, attackers, seed, case, n, rounds, max_rounds, alpha, round_timeout,
               url, workdir, json_path, attack=attack.lower(), method=method.lower(),
               verify=verify, verify_rate=verify_rate, verify_records=verify_records.lower(),
-              max_liars=max_liars)
+              max_liars=max_liars, fail_on=fail_on)
 
 
 def _demo(
     honest: int, attackers: int, seed: int, case: str, n: int, rounds: int | None,
     max_rounds: int, alpha: float, round_timeout: float, platform: str | None,
-    workdir: Path | None, json_path: Path | None, **extra: object,
+    workdir: Path | None, json_path: Path | None, fail_on: FailOn | None = None,
+    **extra: object,
 ) -> None:
     from fairprobe.collab.net.launcher import DemoSpec, run_demo
 
@@ -201,6 +207,7 @@ def _demo(
             notes=("collaborative audit run by real node processes on 127.0.0.1",),
         )
         write_result(json_path, "collab-nodes", out, provenance=prov)
+    gate_verdict(str(out["verdict"]), fail_on)
 
 
 def _num(x: float | None) -> str:
