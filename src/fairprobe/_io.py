@@ -1,15 +1,18 @@
-"""Reading tables: the one place every command and module reads CSV or Parquet files."""
+"""Tables in, files out: the one place every command reads CSV or Parquet files and the one
+writer of every output file (results, reports, CSV tables, caches, node state)."""
 
 from __future__ import annotations
 
 import os
+import stat
+import tempfile
 from pathlib import Path
 
 import pandas as pd
 
 from fairprobe.errors import DataError, FairprobeError
 
-__all__ = ["read_table"]
+__all__ = ["check_output", "prepare_private_file", "read_table", "write_file"]
 
 _CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst", ".tsv")
 _PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -41,3 +44,154 @@ def read_table(path: str | os.PathLike[str], what: str = "Table file") -> pd.Dat
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DataError(f"Cannot read {what.lower()} {p.name}: {first}") from None
     raise DataError(f"{what} {p.name} must end in .csv, .tsv or .parquet.")
+
+
+# -- writing: the one writer of every output file -----------------------------------------------
+#
+# Policy (docs/threat-model.md, "Output files"): an output path must be missing or a regular
+# file. Anything else (a directory, a device such as /dev/full, a FIFO, a socket) is refused in
+# one line, and so is a symbolic link *as the last component* of the path, whatever it points to:
+# replacing a link atomically would swap the link out and leave its target untouched, and
+# writing through it would let whoever placed the link choose which file is overwritten.
+# Symbolic links among the parent directories are followed (they are the user's own layout).
+# Files that hold answers or keys (``private=True``: answer caches, node state, key files) are
+# created 0600 whatever the umask; other outputs (results, reports) follow the umask.
+
+
+def _lstat(p: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(p)
+    except (FileNotFoundError, NotADirectoryError):  # a file as parent: check_output says so
+        return None
+    except OSError as exc:
+        raise DataError(f"cannot inspect {p}: {exc.strerror or exc}.") from None
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def check_output(path: str | os.PathLike[str], what: str = "output",
+                 error: type[FairprobeError] = DataError) -> Path:
+    """Refuse, in one line, an output path that is anything but a regular file or missing.
+
+    Also refuses a parent that is a file or a directory that cannot be written. ``what`` names
+    the flag or setting in the message (``--json``, ``--cache``, ...). Returns the path.
+    """
+    p = Path(path)
+    st = _lstat(p)
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise error(f"{what} {str(p)!r} is a directory; give a file path.")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        hint = ("give the path of the file itself (symbolic links are not followed for "
+                "outputs)" if stat.S_ISLNK(st.st_mode) else "give a regular file path")
+        raise error(f"{what} {str(p)!r} is {_kind(st.st_mode)}; fairprobe writes only regular "
+                    f"files; {hint}.")
+    parent = p.parent.absolute()
+    for d in (parent, *parent.parents):
+        if d.exists():
+            if not d.is_dir():
+                raise error(f"{what} {str(p)!r}: {str(d)!r} is a file, not a directory.")
+            if not os.access(d, os.W_OK | os.X_OK):
+                raise error(f"{what} {str(p)!r}: the directory {str(d)!r} is not writable; "
+                            "choose another path.")
+            break
+    if st is not None and not os.access(p, os.W_OK):
+        raise error(f"{what} {str(p)!r} is not writable; choose another path.")
+    return p
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_file(path: str | os.PathLike[str], data: str | bytes, *, what: str = "output",
+               private: bool = False) -> Path:
+    """Write ``data`` to ``path`` atomically (temporary file in the same directory, then rename).
+
+    Parameters
+    ----------
+    path : str or PathLike
+        Must be missing or a regular file (:func:`check_output`); its directory is created.
+    data : str or bytes
+        Text is written as UTF-8.
+    what : str
+        The flag or setting that names the path, for error messages (``--json``, ``--csv``).
+    private : bool
+        Create the file 0600 (answers, keys); otherwise ``0666 & ~umask``.
+
+    Raises
+    ------
+    DataError
+        The path is a directory, device, FIFO, socket or symbolic link, or cannot be written.
+    """
+    target = check_output(path, what)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as exc:
+        raise DataError(f"cannot write {what} {target}: {exc.strerror or exc}; choose another "
+                        "path.") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+        os.chmod(tmp, 0o600 if private else 0o666 & ~_umask())
+        check_output(target, what)  # narrow the window between the check and the rename
+        os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise DataError(f"cannot write {what} {target}: {exc.strerror or exc}; choose another "
+                        "path.") from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def prepare_private_file(path: str | os.PathLike[str], what: str,
+                         error: type[FairprobeError] = DataError) -> Path:
+    """Make sure ``path`` is a regular file that a database may open: create it 0600 if missing.
+
+    For SQLite files (answer caches, node state), which SQLite opens itself: the same refusal
+    as :func:`check_output`, and a missing file is created empty with mode 0600 (no symlink
+    followed, ``O_EXCL``), so the answers or counts it will hold are never readable by others.
+    SQLite creates its ``-wal`` and ``-shm`` files with the mode of the database file.
+    """
+    p = check_output(path, what, error)
+    if _lstat(p) is None:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0),
+                         0o600)
+        except FileExistsError:
+            return check_output(p, what, error)  # created meanwhile by another process
+        except OSError as exc:
+            raise error(f"cannot create {what} {str(p)!r}: {exc.strerror or exc}; choose "
+                        "another path.") from None
+        try:
+            os.fchmod(fd, 0o600)
+        finally:
+            os.close(fd)
+        return p
+    # an existing database (and the journal files SQLite keeps beside it) is narrowed to 0600:
+    # what it holds (answers, a node's counts) reveals a private query set
+    for q in (p, *(Path(str(p) + side) for side in ("-wal", "-shm", "-journal"))):
+        try:
+            if q.is_file() and not q.is_symlink() and q.stat().st_mode & 0o077:
+                q.chmod(0o600)
+        except OSError:
+            pass  # not ours to change (another owner): SQLite's own open decides
+    return p

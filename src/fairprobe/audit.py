@@ -201,6 +201,7 @@ def plan_columns(
     feature_cols: Sequence[str] | None = None,
     send_group: bool = False,
     required: Sequence[str] | None = None,
+    answer_cols: Sequence[str] = (),
 ) -> ColumnPlan:
     """Decide which columns leave the process: the features, never the label.
 
@@ -222,6 +223,9 @@ def plan_columns(
         Send the sensitive column(s) too (``--send-group``).
     required : sequence of str, optional
         The input fields of a known endpoint shape (e.g. the platform's ``AUDIT_FEATURES``).
+    answer_cols : sequence of str
+        Columns holding recorded answers (a replay table's decision, score and logit columns,
+        when the pool is that table): withheld by default, like the label.
 
     Raises
     ------
@@ -262,8 +266,10 @@ def plan_columns(
             )
         sent = [c for c in required if c not in labels or c in groups]
     else:
+        answers = set(map(str, answer_cols)) - set(groups)
         sent = [str(c) for c in pool.columns
-                if str(c) not in labels and (send_group or str(c) not in groups)]
+                if str(c) not in labels and str(c) not in answers
+                and (send_group or str(c) not in groups)]
         if send_group:
             sent += [g for g in groups if g not in sent]
     if not sent:
@@ -279,6 +285,8 @@ def plan_columns(
             withheld[c] = "label: named like a label; pass --label-col or --feature-cols to choose"
         elif c in groups:
             withheld[c] = "sensitive: pass --send-group to send it"
+        elif c in answer_cols:
+            withheld[c] = "answer: the replay table's recorded answers"
         else:
             withheld[c] = "not a feature"
     return ColumnPlan(

@@ -158,10 +158,12 @@ def plan_audit(
     seed: int,
     name_swap: str | None = None,
     pos_label: Any = None,
+    answer_cols: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Read the pool and check everything that depends on it, before any backend call.
 
     Returns the pool, its source, the column plan, the groups, the label and the budget.
+    ``answer_cols``: recorded-answer columns (a replay table used as the pool), never sent.
     """
     from fairprobe.audit import draw_queries, plan_columns
     from fairprobe.errors import DataError
@@ -191,7 +193,7 @@ def plan_audit(
     required = _platform_fields(url, path, feature_cols)
     columns = plan_columns(
         pool, group_cols=[group_col], label_col=label, feature_cols=_split(feature_cols),
-        send_group=send_group, required=required,
+        send_group=send_group, required=required, answer_cols=answer_cols,
     )
     if metric not in _NEEDS_LABEL and label_col is None:
         label = None  # a column withheld as label-like is not needed by DP/DI
@@ -290,7 +292,7 @@ def plan_group_audit(
     group_cols: Sequence[str], metrics: Sequence[str], label_col: str | None,
     feature_cols: str | Sequence[str] | None, send_group: bool, budget: int | str | None,
     seed: int, min_group_size: int, confidence_level: float, method: str,
-    tolerance: float | None, threshold: float | None,
+    tolerance: float | None, threshold: float | None, answer_cols: Sequence[str] = (),
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The every-group audit's plan (pool, columns, label, budget, draw) and the keyword
     arguments of :func:`fairprobe.audit.run_group_audit`, every check made before any query."""
@@ -321,7 +323,8 @@ def plan_group_audit(
         raise DataError(f"--metric {names[0]} needs true labels: give --label-col.")
     columns = plan_columns(pool, group_cols=cols, label_col=label,
                            feature_cols=_split(feature_cols), send_group=send_group,
-                           required=_platform_fields(url, path, feature_cols))
+                           required=_platform_fields(url, path, feature_cols),
+                           answer_cols=answer_cols)
     if not needs_label and label_col is None:
         label = None
     n = len(pool)
@@ -472,7 +475,7 @@ def audit_model(
             label_col=label_col, feature_cols=feature_cols, send_group=send_group,
             budget=budget, seed=seed, min_group_size=min_group_size,
             confidence_level=confidence_level, method=method, tolerance=tolerance,
-            threshold=threshold)
+            threshold=threshold, answer_cols=getattr(backend, "answer_columns", ()))
         with BlackBox(backend, cache=cache_path, refresh=refresh, budget=plan["budget"],
                       retries=retries, timeout=timeout, concurrency=concurrency,
                       progress=progress, seed=seed) as bb:
@@ -499,7 +502,8 @@ def audit_model(
     plan = plan_audit(url=url, path=path, queries=queries, group_col=cols[0], group_a=group_a,
                       group_b=group_b, label_col=label_col, feature_cols=feature_cols,
                       send_group=send_group, metric=name, budget=budget, seed=seed,
-                      pos_label=pos_label, name_swap=name_swap)
+                      pos_label=pos_label, name_swap=name_swap,
+                      answer_cols=getattr(backend, "answer_columns", ()))
     swap = name_swap if run_name_swap else None
     n_budget = plan["budget"] * (2 if swap is not None else 1)
     extra: dict[str, Any] = {}

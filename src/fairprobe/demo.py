@@ -189,7 +189,7 @@ def run_demo(cfg: DemoConfig, console: Console | None = None) -> dict[str, Any]:
     from fairprobe.platform.model import AUDIT_FEATURES
     from fairprobe.platform.process import PlatformProcess
 
-    console = console or Console(highlight=False)
+    console = console or Console(highlight=False, emoji=False)
     check_int(cfg.seed, "seed", "run_demo", lo=0)
     cfg.cache_dir.mkdir(parents=True, exist_ok=True)
     pool = load_adult("test", names_seed=cfg.seed)

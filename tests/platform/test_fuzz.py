@@ -52,5 +52,6 @@ def test_generated_requests_never_get_a_5xx(plat: PlatformProcess) -> None:
     for path in ("/v1/models/", "/v1/nothing", "/v1/chat/completions"):
         r = httpx.get(plat.url + path)  # unknown paths and wrong methods: OpenAI's shape too
         assert r.status_code in (404, 405) and "message" in r.json()["error"], (path, r.text)
-    # the generator reached the handlers, not only the routing layer
-    assert any(c in (400, 404, 422) for c in seen["POST /v1/chat/completions"]), seen
+    # the generator reached the handlers, not only the routing layer: the schema says exactly
+    # what is answered, so generated (schema-valid) chats are answered
+    assert 200 in seen["POST /v1/chat/completions"], seen

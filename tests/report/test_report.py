@@ -227,8 +227,9 @@ def test_markdown_with_figure_files(tmp_path: Path) -> None:
     for rel in links:
         svg = (tmp_path / rel).read_text()
         assert svg.startswith("<svg") and 'xmlns="http://www.w3.org/2000/svg"' in svg
-    assert ("\n| disparate impact (ratio of positive rates) | 0.252 [0.201, 0.313] (95%, score): "
-            "unfair |\n") in text
+    # data is escaped for Markdown: the interval's brackets are written \[ \]
+    assert ("\n| disparate impact (ratio of positive rates) | 0.252 \\[0.201, 0.313\\] (95%, "
+            "score): unfair |\n") in text
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -250,7 +251,7 @@ def test_cli_report(tmp_path: Path) -> None:
     r = _cli("report", str(tmp_path / "missing.json"), "--html", str(out))
     assert r.returncode == 2 and r.stderr.startswith("error: File not found")
     r = _cli("report", str(DATA / "legacy-demo.json"), "--md", str(tmp_path))
-    assert r.returncode == 2 and "is a directory; give a file name" in r.stderr
+    assert r.returncode == 2 and "is a directory; give a file path" in r.stderr
 
 
 def _fixtures() -> list[Path]:

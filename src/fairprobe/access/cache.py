@@ -201,6 +201,9 @@ class ResponseCache:
                     f"cannot create cache {self.path!r}: the directory {str(p.parent)!r} is not "
                     "writable; choose another --cache path."
                 )
+            from fairprobe._io import prepare_private_file
+
+            prepare_private_file(p, "cache", CacheError)  # answers: 0600, regular files only
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         try:

@@ -116,7 +116,9 @@ class ReplayBackend(Backend):
             digest = file_sha256(table)[:16]
         self.max_batch = max_batch
         self.key_column = key_column
-        answer_cols = {decision_column, score_column, logit_column}
+        #: the recorded-answer columns: withheld from the queries when the table is the pool
+        self.answer_columns = (decision_column, score_column, logit_column)
+        answer_cols = set(self.answer_columns)
         if decision_column not in df.columns:
             raise DataError(
                 f"replay table {self.source} has no decision column {decision_column!r}; "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +13,7 @@ from fairprobe.errors import ConfigError, InvalidParameterError
 if TYPE_CHECKING:
     import pandas as pd
 
-console = Console(stderr=False, highlight=False)
+console = Console(stderr=False, highlight=False, emoji=False)  # no :codes: from data
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
@@ -34,6 +33,19 @@ def build_backend(url: str | None, backend_config: str | None, path: str = "/aud
     if backend_config is not None:
         return load_backend(backend_config)
     return HttpJsonBackend(url=url, path=path)
+
+
+def answer_columns(backend_config: str | None) -> list[str]:
+    """The recorded-answer columns of a replay backend config (withheld from the queries when
+    the pool is the replay table itself); none for other backends."""
+    if backend_config is None:
+        return []
+    from fairprobe.access.config import ReplayConfig, _read_file, parse_config
+
+    cfg = parse_config(_read_file(Path(backend_config)))
+    if not isinstance(cfg, ReplayConfig):
+        return []
+    return [cfg.decision_column, cfg.score_column, cfg.logit_column]
 
 
 def split_list(value: str | None) -> list[str] | None:
@@ -138,27 +150,13 @@ def check_flag_choice(value: str, flag: str, choices: Mapping[str, str]) -> str:
 
 
 def check_output_path(path: Path | None, flag: str) -> None:
-    """Fail before any work when ``path`` cannot be written (a directory, a read-only place)."""
+    """Fail before any work when ``path`` cannot be written: a directory, a device, a FIFO, a
+    symbolic link, a read-only place (:func:`fairprobe._io.check_output`)."""
     if path is None:
         return
-    p = Path(path)
-    if p.is_dir():
-        raise InvalidParameterError(f"{flag} {str(p)!r} is a directory; give a file path.")
-    parent = p.parent.absolute()
-    for d in (parent, *parent.parents):
-        if d.exists():
-            if not d.is_dir():
-                raise InvalidParameterError(
-                    f"{flag} {str(p)!r}: {str(d)!r} is a file, not a directory."
-                )
-            if not os.access(d, os.W_OK | os.X_OK):
-                raise InvalidParameterError(
-                    f"{flag} {str(p)!r}: the directory {str(d)!r} is not writable; choose "
-                    "another path."
-                )
-            break
-    if p.exists() and not os.access(p, os.W_OK):
-        raise InvalidParameterError(f"{flag} {str(p)!r} is not writable; choose another path.")
+    from fairprobe._io import check_output
+
+    check_output(path, flag, InvalidParameterError)
 
 
 def open_blackbox(

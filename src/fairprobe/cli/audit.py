@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
+from fairprobe._text import term
 from fairprobe.auditing import (
     DEFAULT_CACHE,
     DEFAULT_GROUPS,
@@ -23,6 +24,7 @@ from fairprobe.auditing import (
     plan_group_audit,  # noqa: F401  (re-exported: the every-group plan)
 )
 from fairprobe.cli._common import (
+    answer_columns,
     build_backend,
     check_flag_choice,
     check_flag_int,
@@ -251,7 +253,7 @@ def audit(
         url=url, path=path, queries=queries, group_col=group_col, group_a=group_a,
         group_b=group_b, label_col=label_col, feature_cols=feature_cols, send_group=send_group,
         metric=name, budget=budget, seed=seed, name_swap=name_swap,
-        pos_label=_label_value(pos_label),
+        pos_label=_label_value(pos_label), answer_cols=answer_columns(backend_config),
     )
     backend = build_backend(url, backend_config, path)  # no network yet
     if templates is not None:
@@ -336,7 +338,7 @@ def print_llm_dimensions(extra: dict[str, Any], out: Any) -> None:
     pv = extra.get("prompt_variation")
     if pv is not None:
         for v in pv["variants"]:
-            out.print(f"prompt {v['name']}: estimate {v['estimate']:.4f}, {v['verdict']}")
+            out.print(f"prompt {term(v['name'])}: estimate {v['estimate']:.4f}, {v['verdict']}")
         out.print(
             f"prompt sensitivity: spread {pv['spread']:.4f}, verdicts "
             f"{'agree' if pv['verdicts_agree'] else 'DISAGREE'}"
@@ -352,17 +354,17 @@ def print_trust_summary(prov: Any, plan: dict[str, Any], out: Any) -> None:
     how = backend.get("identity_source", "?")
     out.print(
         f"answers: {total.get('paid', '?')} paid, {total.get('cached', '?')} from the cache, "
-        f"of model {who} (identity {how})"
+        f"of model {term(who)} (identity {term(how)})"
     )
     for g, c in answers.get("by_group", {}).items():
         out.print(
-            f"  {plan['group_col']}={g}: {c['asked']} asked, {c['paid']} paid, "
+            f"  {term(plan['group_col'])}={term(g)}: {c['asked']} asked, {c['paid']} paid, "
             f"{c['cached']} cached, {c['unparsed']} unparsed, {c['refused']} refused, "
             f"{c.get('truncated', 0)} truncated"
         )
-    out.print(f"columns {plan['columns'].summary()}")
+    out.print(f"columns {term(plan['columns'].summary())}")
     for note in prov.notes:
-        out.print(f"[bold yellow]note:[/] {note}")
+        out.print(f"[bold yellow]note:[/] {term(note)}")
 
 
 # --- every group (issue 11): kept apart from the two-group path above ------------------------

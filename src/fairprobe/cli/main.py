@@ -81,9 +81,10 @@ _register_all()
 
 
 def _fail(message: str, code: int) -> None:
+    from fairprobe._text import visible
     from fairprobe.provenance import redact_text
 
-    sys.stderr.write(f"error: {redact_text(message)}\n")
+    sys.stderr.write(f"error: {visible(redact_text(message))}\n")
     sys.exit(code)
 
 

@@ -95,7 +95,9 @@ def info_cmd(
         f"{d['positive_rate_male']:.4f}, disparate impact by sex {d['disparate_impact_sex']:.4f}\n"
     )
     if json_path is not None:
-        json_path.write_text(json.dumps(d, indent=2) + "\n")
+        from fairprobe._io import write_file
+
+        write_file(json_path, json.dumps(d, indent=2) + "\n", what="--json")
 
 
 def register(app: typer.Typer) -> None:

@@ -34,6 +34,7 @@ def report(
     ] = None,
 ) -> None:
     """Combine result JSON files into one audit report: verdict, evidence and figures, provenance."""
+    from fairprobe.cli._common import check_output_path
     from fairprobe.errors import InvalidParameterError
 
     if html is None and md is None:
@@ -43,8 +44,7 @@ def report(
             continue
         if out.resolve() in {p.resolve() for p in results}:
             raise InvalidParameterError(f"The report {out} would overwrite one of its inputs.")
-        if out.is_dir():
-            raise InvalidParameterError(f"The report path {out} is a directory; give a file name.")
+        check_output_path(out, "--html" if out is html else "--md")
 
     from fairprobe._extras import import_optional
     from fairprobe.report.build import build_report, load_results
@@ -55,9 +55,13 @@ def report(
     import_optional("matplotlib", feature="fairprobe report")
     from rich.console import Console
 
+    from fairprobe._text import term
     from fairprobe.report.render import write_html, write_markdown
 
-    console = Console(stderr=True, highlight=False)
+    console = Console(stderr=True, highlight=False, emoji=False)
+    for s in rep.sections:
+        for w in s.warnings:
+            console.print(f"warning: {term(s.source)}: {term(w)}", soft_wrap=True)
     if html is not None:
         write_html(rep, html)
         console.print(f"report ({len(rep.sections)} sections, verdict {rep.overall}) -> {html}")

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -183,18 +182,12 @@ def run_group(
 
 def _write_compact(path: Path, doc: dict[str, Any]) -> None:
     """Atomic JSON write, one run row per line (cheap to rewrite as results arrive)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from fairprobe._io import write_file
+
     head = json.dumps({k: v for k, v in doc.items() if k != "runs"}, allow_nan=False)[:-1]
     lines = ",\n".join(json.dumps(to_jsonable(r), allow_nan=False) for r in doc["runs"])
     text = f'{head}, "runs": [\n{lines}\n]}}\n'
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_file(path, text, what="--json")
 
 
 def _base_dict(base: SimConfig) -> dict[str, Any]:

@@ -221,32 +221,37 @@ def _object_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def extract_record(messages: Any) -> dict[str, Any]:
-    """The record in the last user message: its first ``{...}`` that is a JSON object.
+#: Roles a chat message may have (a conversation the platform answers).
+CHAT_ROLES = ("system", "developer", "user", "assistant")
 
-    Linear in the message length: the balanced spans come from one pass
-    (:func:`_object_spans`, which skips spans whose first character after ``{`` cannot start a
-    JSON object, ``{x`` or ``{'a'``), and the parsing of the others stops once it has read twice the
-    message length (plus 64 KiB), so nested or repeated braces cannot make it quadratic. A JSON
-    object nested deeper than the decoder allows is skipped.
-    """
-    if not isinstance(messages, list) or not messages:
-        raise ChatError(400, "'messages' must be a non-empty list of chat messages.", "messages")
-    user_msgs = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
-    if not user_msgs:
-        raise ChatError(400, "'messages' holds no message with role 'user'.", "messages")
-    content = user_msgs[-1].get("content")
+
+def _message_text(m: Any, i: int) -> tuple[str, str]:
+    """``(role, text)`` of message ``i``: an object with a known ``role`` and a ``content`` that
+    is a string or a list of text parts (joined)."""
+    if not isinstance(m, dict) or m.get("role") not in CHAT_ROLES or "content" not in m:
+        raise ChatError(400, f"messages[{i}] must be an object with a 'role' (one of "
+                        f"{', '.join(CHAT_ROLES)}) and a 'content'.", "messages")
+    content = m["content"]
+    if isinstance(content, list) and m["role"] == "user" and len(content) != 1:
+        raise ChatError(400, f"messages[{i}]: a user message has one text part (the record).",
+                        "messages")
     if isinstance(content, list):  # content parts: join the text parts
         texts = []
         for p in content:
-            if isinstance(p, dict) and p.get("type") == "text":
-                t = p.get("text")
-                if not isinstance(t, str):
-                    raise ChatError(400, "A text content part needs a string 'text'.", "messages")
-                texts.append(t)
+            if not isinstance(p, dict) or p.get("type") != "text":
+                raise ChatError(400, f"messages[{i}]: content parts must be text parts.",
+                                "messages")
+            t = p.get("text")
+            if not isinstance(t, str):
+                raise ChatError(400, "A text content part needs a string 'text'.", "messages")
+            texts.append(t)
         content = "".join(texts)
     if not isinstance(content, str):
-        raise ChatError(400, "The last user message has no text content.", "messages")
+        raise ChatError(400, f"messages[{i}] has no text content.", "messages")
+    return str(m["role"]), content
+
+
+def _first_object(content: str) -> dict[str, Any] | None:
     budget = 2 * len(content) + 65536
     for a, b in _object_spans(content):
         budget -= b - a
@@ -258,7 +263,36 @@ def extract_record(messages: Any) -> dict[str, Any]:
             continue
         if isinstance(obj, dict):
             return obj
-    raise ChatError(400, "The last user message holds no JSON object with the record.", "messages")
+    return None
+
+
+def extract_record(messages: Any) -> dict[str, Any]:
+    """The record in the last user message: its first ``{...}`` that is a JSON object.
+
+    Every message must be an object with a role of :data:`CHAT_ROLES` and a text content, and
+    every user message must carry a record (the last one is answered): what the served OpenAPI
+    schema says, exactly.
+
+    Linear in the message length: the balanced spans come from one pass
+    (:func:`_object_spans`, which skips spans whose first character after ``{`` cannot start a
+    JSON object, ``{x`` or ``{'a'``), and the parsing of the others stops once it has read twice the
+    message length (plus 64 KiB), so nested or repeated braces cannot make it quadratic. A JSON
+    object nested deeper than the decoder allows is skipped.
+    """
+    if not isinstance(messages, list) or not messages:
+        raise ChatError(400, "'messages' must be a non-empty list of chat messages.", "messages")
+    texts = [_message_text(m, i) for i, m in enumerate(messages)]
+    users = [t for role, t in texts if role == "user"]
+    if not users:
+        raise ChatError(400, "'messages' holds no message with role 'user'.", "messages")
+    record: dict[str, Any] | None = None
+    for j, content in enumerate(users):
+        record = _first_object(content)
+        if record is None:
+            which = "The last user message" if j == len(users) - 1 else f"User message {j + 1}"
+            raise ChatError(400, f"{which} holds no JSON object with the record.", "messages")
+    assert record is not None
+    return record
 
 
 def _json_mode(response_format: Any) -> bool:
@@ -282,6 +316,8 @@ def _int_param(body: dict[str, Any], name: str, lo: int, hi: int, default: int |
     v = body.get(name)
     if v is None:
         return default
+    if isinstance(v, float) and v.is_integer() and lo <= v <= hi:
+        v = int(v)  # JSON has one number type: 3.0 is the integer 3 (as JSON Schema says)
     if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
         raise ChatError(400, f"'{name}' must be an integer in [{lo}, {hi}]. Got {v!r:.40}.", name)
     return v

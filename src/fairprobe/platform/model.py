@@ -279,11 +279,10 @@ class PlatformModel:
         linear = LinearAdultModel.from_pipeline(train_default_model(seed))
         if path is not None:
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_text(linear.to_json())
-                os.replace(tmp, path)
-            except OSError:
+                from fairprobe._io import write_file
+
+                write_file(path, linear.to_json(), what="model cache")
+            except (OSError, DataError):
                 pass  # a read-only cache only costs the training time
         return cls(DEFAULT_MODEL_ID, linear)
 

@@ -231,8 +231,8 @@ def _record_schema(features: tuple[str, ...]) -> dict[str, Any]:
             props[f] = {"type": "number"}
         elif f in CATEGORIES:
             props[f] = {"type": "string", "enum": list(CATEGORIES[f])}
-        else:
-            props[f] = {"type": "string"}
+        else:  # first_name: a string with a letter (unanchored pattern)
+            props[f] = {"type": "string", "pattern": "[A-Za-z]"}
     return {"type": "object", "required": list(features), "properties": props}
 
 
@@ -244,41 +244,120 @@ def _instances_body(features: tuple[str, ...]) -> dict[str, Any]:
     return _json_body({
         "type": "object",
         "required": ["instances"],
-        "properties": {"instances": {"type": "array", "items": _record_schema(features)}},
+        "properties": {"instances": {"type": "array", "minItems": 1,
+                                     "items": _record_schema(features)}},
     })
 
 
-def _chat_body(model_id: str) -> dict[str, Any]:
-    message = {
+_DETAIL = {"type": "object", "required": ["detail"], "properties": {"detail": {"type": "string"}}}
+_OAI_ERROR = {"type": "object", "required": ["error"], "properties": {"error": {
+    "type": "object", "required": ["message", "type", "param", "code"],
+    "properties": {"message": {"type": "string"}, "type": {"type": "string"},
+                   "param": {"type": ["string", "null"]}, "code": {"type": ["string", "null"]}}}}}
+_WHY = {400: "The body is not JSON, is nested too deeply, or (OpenAI API) is malformed.",
+        404: "Unknown model.",
+        408: "The body did not arrive within the body timeout.",
+        413: "The body is larger than --max-body-bytes.",
+        422: "The body has the wrong shape, a NaN, an unknown category or too many instances.",
+        429: "Injected rate limit (--fail-rate); retry after Retry-After.",
+        503: "Injected unavailability (--fail-rate); retry."}
+
+
+def _errors(*codes: int, openai: bool = False) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for the error statuses an operation can answer, with their body."""
+    schema = _OAI_ERROR if openai else _DETAIL
+    return {c: {"description": _WHY[c], "content": {"application/json": {"schema": schema}}}
+            for c in codes}
+
+
+_NUMBER_RE = r"-?(?:0|[1-9][0-9]{0,5})(?:\.[0-9]{1,3})?"
+
+
+def _record_pattern(features: tuple[str, ...]) -> str:
+    """A regular expression of a chat message carrying one record of ``features`` as JSON (the
+    documented prompt shape: some text, the record, some text)."""
+    import re
+
+    def _lit(text: str) -> str:  # a literal; '-' needs no escape outside a class (ECMA regex)
+        return re.escape(text).replace("\\-", "-")
+
+    parts = []
+    for f in features:
+        if f in NUMERIC_FEATURES:
+            value = _NUMBER_RE
+        elif f in CATEGORIES:
+            value = '"(?:' + "|".join(_lit(c) for c in CATEGORIES[f]) + ')"'
+        else:
+            value = '"[A-Za-z]{1,20}"'
+        parts.append(f'"{_lit(f)}": {value}')
+    text = r"[A-Za-z0-9 .,:;!?'-]{0,60}"
+    return f"^{text}\\{{{', '.join(parts)}\\}}{text}$"
+
+
+def _chat_body(model_id: str, reasoning: bool = False) -> dict[str, Any]:
+    """The request schema of ``/v1/chat/completions``: exactly what the endpoint answers with a
+    200 (schemathesis checks that a schema-valid request is not refused). The last user message
+    carries the record as a JSON object (user-interface fields, or audit fields with ``sex``)."""
+    patterns = [_record_pattern(USER_FEATURES), _record_pattern(tuple(AUDIT_FEATURES))]
+    record_text = {"type": "string", "anyOf": [{"pattern": p} for p in patterns]}
+    one_part = {"type": "array", "minItems": 1, "maxItems": 1, "items": {
+        "type": "object", "required": ["type", "text"],
+        "properties": {"type": {"const": "text"}, "text": record_text}}}
+    parts = {"type": "array", "items": {
+        "type": "object", "required": ["type", "text"],
+        "properties": {"type": {"const": "text"}, "text": {"type": "string"}}}}
+    other = {
         "type": "object",
         "required": ["role", "content"],
-        "properties": {
-            "role": {"type": "string", "enum": ["system", "user", "assistant"]},
-            "content": {"anyOf": [
-                {"type": "string"},
-                {"type": "array", "items": {"type": "object", "properties": {
-                    "type": {"type": "string"}, "text": {"type": "string"}}}},
-            ]},
-        },
+        "properties": {"role": {"type": "string", "enum": ["system", "developer", "assistant"]},
+                       "content": {"anyOf": [{"type": "string"}, parts]}},
     }
-    return _json_body({
+    user = {
         "type": "object",
-        "required": ["model", "messages"],
-        "properties": {
-            "model": {"type": "string", "enum": [model_id]},
-            "messages": {"type": "array", "items": message},
-            "temperature": {"type": "number"},
-            "top_p": {"type": "number"},
-            "seed": {"type": "integer"},
-            "n": {"type": "integer"},
-            "max_tokens": {"type": "integer"},
-            "max_completion_tokens": {"type": "integer"},
-            "logprobs": {"type": "boolean"},
-            "top_logprobs": {"type": "integer"},
-            "stream": {"type": "boolean"},
-            "response_format": {"type": "object"},
-        },
-    })
+        "required": ["role", "content"],
+        "properties": {"role": {"type": "string", "enum": ["user"]},
+                       "content": {"anyOf": [record_text, one_part]}},
+    }
+    def opt(schema: dict[str, Any]) -> dict[str, Any]:  # null means "not given"
+        return {**schema, "type": [schema["type"], "null"]}
+
+    integer = {"type": "integer"}
+    props: dict[str, Any] = {
+        "model": {"type": "string", "enum": [model_id]},
+        # every user message carries a record: the last one is read
+        "messages": {"type": "array", "minItems": 1,
+                     "items": {"anyOf": [other, user]},
+                     "contains": {"type": "object", "properties": {"role": {"enum": ["user"]}},
+                                  "required": ["role"]}},
+        "temperature": opt({"type": "number", "minimum": 0, "maximum": 2}),
+        "top_p": opt({"type": "number", "exclusiveMinimum": 0, "maximum": 1}),
+        "seed": opt({"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1}),
+        "n": opt({"type": "integer", "minimum": 1, "maximum": 128}),
+        "max_completion_tokens": opt({"type": "integer", "minimum": 1, "maximum": 2**31 - 1}),
+        "logprobs": opt({"type": "boolean"}),
+        "top_logprobs": opt({"type": "integer", "minimum": 0, "maximum": 20}),
+        "stream": opt({"type": "boolean"}),
+        "stream_options": opt({"type": "object"}),
+        "response_format": opt({"type": "object", "required": ["type"], "properties": {
+            "type": {"type": "string", "enum": ["text", "json_object", "json_schema"]}}}),
+    }
+    rules: list[dict[str, Any]] = [
+        {"if": {"required": ["top_logprobs"],
+                "properties": {"top_logprobs": {**integer, "minimum": 1}}},
+         "then": {"required": ["logprobs"], "properties": {"logprobs": {"const": True}}}},
+        {"if": {"required": ["stream_options"],
+                "properties": {"stream_options": {"type": "object"}}},
+         "then": {"required": ["stream"], "properties": {"stream": {"const": True}}}},
+    ]
+    if reasoning:  # reasoning models take max_completion_tokens only, like OpenAI's
+        props["max_tokens"] = {"type": "null"}
+    else:
+        props["max_tokens"] = opt({"type": "integer", "minimum": 1, "maximum": 2**31 - 1})
+        rules.append({"not": {"required": ["max_tokens", "max_completion_tokens"],
+                              "properties": {"max_tokens": integer,
+                                             "max_completion_tokens": integer}}})
+    return _json_body({"type": "object", "required": ["model", "messages"],
+                       "properties": props, "allOf": rules})
 
 
 def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
@@ -350,7 +429,7 @@ def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
         pred = platform.user_predict(inst) if user else platform.audit_predict(inst)
         return {"predictions": pred.to_json()}
 
-    @app.post("/audit/predict",
+    @app.post("/audit/predict", responses=_errors(400, 408, 413, 422, 429, 503),
               openapi_extra={"requestBody": _instances_body(tuple(AUDIT_FEATURES))})
     async def audit_predict(request: Request) -> Any:
         body, err = await prelude(request)
@@ -361,7 +440,8 @@ def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
         except DataError as exc:
             return error(422, str(exc))
 
-    @app.post("/user/predict", openapi_extra={"requestBody": _instances_body(USER_FEATURES)})
+    @app.post("/user/predict", responses=_errors(400, 408, 413, 422, 429, 503),
+              openapi_extra={"requestBody": _instances_body(USER_FEATURES)})
     async def user_predict(request: Request) -> Any:
         body, err = await prelude(request)
         if err is not None:
@@ -375,7 +455,7 @@ def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
     async def v1_models() -> dict[str, Any]:
         return models_list(model.model_id)
 
-    @app.get("/v1/models/{model_name:path}")
+    @app.get("/v1/models/{model_name:path}", responses=_errors(404, openai=True))
     async def v1_model(model_name: str) -> Any:
         if model_name != model.model_id:
             return oai_error(404, f"The model '{model_name[:80]}' does not exist.", "model",
@@ -383,7 +463,13 @@ def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
         return models_list(model.model_id)["data"][0]
 
     @app.post("/v1/chat/completions",
-              openapi_extra={"requestBody": _chat_body(model.model_id)})
+              responses={200: {"description": "A chat completion (a stream of server-sent "
+                                                "events with stream=true).",
+                               "content": {"application/json": {"schema": {"type": "object"}},
+                                           "text/event-stream": {"schema": {}}}},
+                         **_errors(400, 404, 408, 413, 422, 429, 503, openai=True)},
+              openapi_extra={"requestBody": _chat_body(model.model_id,
+                                                       cfg.llm_reasoning != "none")})
     async def v1_chat(request: Request) -> Any:
         body, err = await prelude(request, openai=True)
         if err is not None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextvars
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["floats", "fmt", "fmt_interval", "get", "interval", "mapping", "num", "pct", "wilson"]
+__all__ = ["floats", "non_numbers", "fmt", "fmt_interval", "get", "interval", "mapping", "num", "pct", "wilson"]
 
 Doc = Mapping[str, Any]
 
@@ -29,9 +31,33 @@ def mapping(x: Any) -> Mapping[str, Any]:
     """``x`` if it is a JSON object, else an empty one."""
     return x if isinstance(x, Mapping) else {}
 
+_NON_NUMBERS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "non_numbers", default=None)
+
+
+@contextmanager
+def non_numbers() -> Iterator[list[str]]:
+    """Collect the values :func:`num` was given where a number belongs but that are text, lists
+    or objects (a hand-edited or hostile result): the report warns about them."""
+    token = _NON_NUMBERS.set([])
+    try:
+        yield _NON_NUMBERS.get() or []
+    finally:
+        _NON_NUMBERS.reset(token)
+
+
+def _record_non_number(x: Any) -> None:
+    seen = _NON_NUMBERS.get()
+    if seen is not None and isinstance(x, str | list | tuple | Mapping):
+        text = repr(x) if isinstance(x, str) else type(x).__name__ if not x else (
+            "a list" if isinstance(x, list | tuple) else "an object")
+        seen.append(text if len(text) <= 40 else text[:37] + "...")
+
+
 def num(x: Any) -> float | None:
-    """A finite float, or None."""
+    """A finite float, or None (text, lists and objects are recorded for :func:`non_numbers`)."""
     if isinstance(x, bool) or not isinstance(x, int | float):
+        _record_non_number(x)
         return None
     f = float(x)
     return f if math.isfinite(f) else None

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from fairprobe.report._read import Doc, extra_assumptions, fmt, get, mapping
-from fairprobe.report.document import Provenance, Section, Table
+from fairprobe.report._read import Doc, extra_assumptions, fmt, get, mapping, non_numbers
+from fairprobe.report.document import Provenance, Section, Table, polarity
 from fairprobe.report.jsonio import RESULT_KINDS
 from fairprobe.report.kinds.audit import adapt_audit
 from fairprobe.report.kinds.collab import (
@@ -279,8 +279,40 @@ _ADAPTERS: dict[str, Callable[[Doc, str, str], Section]] = {
 }
 
 def adapt(kind: str, doc: Doc, source: str, label: str = "") -> Section:
-    """The report section of one result (part) of a given kind."""
+    """The report section of one result (part) of a given kind.
+
+    Values read where a number belongs that are text, lists or objects, and a fairness verdict
+    that no recorded estimate backs, become warnings of the section (the stored verdict is
+    shown as recorded, and flagged as not checked).
+    """
     fn = _ADAPTERS.get(kind)
-    if fn is None:
-        return adapt_generic(doc, source, label, kind)
-    return fn(doc, source, label)
+    with non_numbers() as bad:
+        section = adapt_generic(doc, source, label, kind) if fn is None else fn(doc, source, label)
+    if bad:
+        shown = ", ".join(dict.fromkeys(bad[:5]))
+        section.warnings.append(
+            f"{len(bad)} value{'s' if len(bad) != 1 else ''} where a number belongs "
+            f"{'are' if len(bad) != 1 else 'is'} not a number ({shown}); "
+            f"{'they are' if len(bad) != 1 else 'it is'} left out, and the stored verdict "
+            f"{section.verdict!r} is shown as recorded, not checked.")
+    unbacked = unbacked_verdict(kind, doc)
+    if unbacked:
+        section.warnings.append(unbacked)
+    section.notes[:0] = [f"Warning: {w}" for w in section.warnings]
+    return section
+
+
+def unbacked_verdict(kind: str, doc: Doc) -> str | None:
+    """A warning when an audit states a fair/unfair verdict but records no finite estimate."""
+    if kind != "audit":
+        return None
+    parts = [v for v in mapping(doc.get("summaries")).values() if isinstance(v, Mapping)]
+    if not parts and isinstance(doc.get("metric"), Mapping):
+        parts = [doc["metric"]]
+    missing = [str(p.get("metric", "metric")) for p in parts
+               if polarity(str(p.get("verdict"))) in (-1, 1)
+               and not isinstance(p.get("estimate"), int | float)]
+    if not missing:
+        return None
+    return (f"the verdict of {', '.join(missing[:3])} is not backed by a recorded estimate "
+            f"(null or missing); it is shown as recorded, not checked.")

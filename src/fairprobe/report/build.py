@@ -22,7 +22,8 @@ from fairprobe.errors import DataError
 from fairprobe.report._read import get
 from fairprobe.report.adapters import adapt, provenance_of, split_document
 from fairprobe.report.document import Report, Section, polarity
-from fairprobe.report.jsonio import read_json
+from fairprobe.report.figures import bounded_spec
+from fairprobe.report.jsonio import RESULT_KINDS, SCHEMA, read_json
 from fairprobe.stats.headline import Headline, headline
 
 __all__ = ["build_report", "load_results", "overall_verdict"]
@@ -38,8 +39,21 @@ def load_results(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[str, Map
         if not isinstance(doc, Mapping):
             raise DataError(f"{p} is not a fairprobe result: expected a JSON object, found "
                             f"{type(doc).__name__}.")
+        _check_schema(p, doc)
         out.append((Path(p).name, doc))
     return out
+
+
+def _check_schema(path: str | os.PathLike[str], doc: Mapping[str, Any]) -> None:
+    """Refuse a foreign schema version or an unknown kind (a legacy file has neither field)."""
+    if "schema" in doc:
+        if doc["schema"] != SCHEMA:
+            raise DataError(f"{path} has schema {str(doc['schema'])[:60]!r}; this fairprobe "
+                            f"reads {SCHEMA!r} (a newer or foreign file: upgrade fairprobe or "
+                            f"regenerate the result).")
+        if doc.get("kind") not in RESULT_KINDS:
+            raise DataError(f"{path} has the unknown kind {str(doc.get('kind'))[:60]!r}; "
+                            f"expected one of {', '.join(RESULT_KINDS)}.")
 
 
 def overall_verdict(sections: Sequence[Section]) -> str:
@@ -169,6 +183,7 @@ def build_report(results: Sequence[tuple[str, Mapping[str, Any]]], title: str | 
     used: set[str] = set()
     for s in sections:
         s.anchor = _anchor(s.title, used)
+        s.figures = [bounded_spec(f) for f in s.figures]  # captions and alt text cut
     overall = overall_verdict(sections)
     headline = _headline(sections)
     models = {v for p in provenance for k, v in p.items if k == "model" and v != "n/a"}

@@ -76,6 +76,9 @@ class Section:
     #: False for simulations with a known truth (method evaluations): shown, but not counted in
     #: the overall verdict on the audited model
     counts: bool = True
+    #: problems with the result itself (numbers that are not numbers, a verdict no number
+    #: backs): shown in the section and printed as warnings by ``fairprobe report``
+    warnings: list[str] = field(default_factory=list)
     #: which question the section answers (sections with one key are one question) and the
     #: error level of its verdict; set by :func:`fairprobe.report.build.build_report`
     question: str = ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import math
 import re
+import warnings
 from collections.abc import Callable
 from html import escape
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 from fairprobe._extras import import_optional
 from fairprobe.report.document import FigureSpec
 
-__all__ = ["render_svg"]
+__all__ = ["MAX_GROUPS", "MAX_LABEL", "bounded_spec", "render_svg", "short"]
 
 BLUE, ORANGE, GREEN, RED, GREY, PURPLE = (
     "#0072B2", "#E69F00", "#009E73", "#D55E00", "#777777", "#CC79A7")
@@ -467,13 +468,79 @@ def _accessible(svg: str, prefix: str, spec: FigureSpec) -> str:
             f'<desc id="{prefix}-desc">{escape(spec.alt)}</desc>' + svg[head_end:])
 
 
+#: At most this many groups (bars, rows, nodes, series) per figure; the section's tables keep
+#: them all. More would make the figure unreadable and its layout slow (2,000 bars).
+MAX_GROUPS = 30
+#: Text from data (group names, labels) is cut to this many characters in figures.
+MAX_LABEL = 40
+#: The text alternative (``<desc>``) is cut to this many characters.
+MAX_ALT = 4000
+_CAPPED = ("groups", "rows", "nodes", "methods", "di", "detectors")
+
+
+def short(text: str, limit: int = MAX_LABEL) -> str:
+    """``text`` cut to ``limit`` characters (with an ellipsis)."""
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
+def _bounded(x: Any, capped: list[int], key: str = "") -> Any:
+    """Data of a figure with every string cut to :data:`MAX_LABEL` and every per-group list or
+    series mapping cut to :data:`MAX_GROUPS` (the numbers of elements dropped go to ``capped``)."""
+    if isinstance(x, str):
+        return short(x)
+    if isinstance(x, dict):
+        items = list(x.items())
+        if key == "series" and len(items) > MAX_GROUPS:
+            capped.append(len(items))
+            items = items[:MAX_GROUPS]
+        return {k: _bounded(v, capped, k) for k, v in items}
+    if isinstance(x, list):
+        if key in _CAPPED and len(x) > MAX_GROUPS:
+            capped.append(len(x))
+            x = x[:MAX_GROUPS]
+        return [_bounded(v, capped) for v in x]
+    return x
+
+
+def bounded_spec(spec: FigureSpec) -> FigureSpec:
+    """``spec`` as it is drawn: labels cut, at most :data:`MAX_GROUPS` groups (the caption says
+    how many are shown), caption and text alternative at most :data:`MAX_ALT` characters.
+    Idempotent (the report applies it when built, :func:`render_svg` again)."""
+    if spec.data.get("_bounded"):
+        return spec
+    capped: list[int] = []
+    data = _bounded(spec.data, capped)
+    data["_bounded"] = True
+    total = data.get("n_groups")
+    if isinstance(total, int) and total > len(data.get("groups") or ()):
+        capped.append(total)  # the adapter chose which groups to draw
+    caption = spec.caption
+    if capped:
+        caption += (f" The figure shows the first {MAX_GROUPS} of {max(capped):,}; the table "
+                    f"lists them all.")
+    alt = spec.alt if len(spec.alt) <= MAX_ALT else (
+        spec.alt[:MAX_ALT - 60] + "\u2026 (cut; the tables list every value)")
+    if len(caption) > MAX_ALT:
+        caption = caption[:MAX_ALT - 1] + "\u2026"
+    return FigureSpec(spec.plot, data, alt, caption)
+
+
 def render_svg(spec: FigureSpec, prefix: str) -> str:
-    """The figure of ``spec`` as inline SVG markup with ids prefixed by ``prefix``."""
+    """The figure of ``spec`` as inline SVG markup with ids prefixed by ``prefix``.
+
+    Text from data is drawn literally: mathtext is off (``$...$`` in a group name is text, not
+    a formula) and TeX is never used. Labels are cut and groups capped (:func:`bounded_spec`).
+    Matplotlib's warnings (layout) are kept off the terminal: the figure is drawn either way.
+    """
     mpl = import_optional("matplotlib", feature="the report's figures")
+    spec = bounded_spec(spec)
     fn = _PLOTS[spec.plot]
     with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "fairprobe",
                          "font.size": 9, "axes.spines.top": False,
-                         "axes.spines.right": False, "font.family": "sans-serif"}):
+                         "axes.spines.right": False, "font.family": "sans-serif",
+                         "text.parse_math": False, "text.usetex": False}), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         fig = fn(spec.data)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None})

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from fairprobe._text import term
 from fairprobe.report.text import verdict_markup
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
     # two rates per table, so each table fits 80 columns
     for c in range(0, len(rates), 2):
         chunk = rates[c:c + 2]
-        title = (f"by group ({', '.join(result.group_cols)}): rates with {pct} intervals "
+        title = (f"by group ({term(', '.join(result.group_cols))}): rates with {pct} intervals "
                  f"({result.group_interval})") if c == 0 else None
         table = Table(title=title, title_justify="left", box=None, pad_edge=False)
         table.add_column("group", overflow="fold")
@@ -65,7 +66,7 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
                     cells.append(str(int(row[r + "_n"])))
                 cells.append(f"[{_f(row[r + '_low'])}, {_f(row[r + '_high'])}]")
             small = " *" if bool(row["too_small"]) else ""
-            table.add_row(f"{label}{small}", str(int(row["n"])), *cells)
+            table.add_row(f"{term(label)}{small}", str(int(row["n"])), *cells)
         console.print(table)
     if result.groups.too_small.any():
         console.print(f"* too small (< {result.groups.min_group_size} answers): listed, left out "
@@ -76,15 +77,15 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
         what = "smallest ratio" if s.kind == "ratio" else "largest gap"
         rate = f" of {_SHORT.get(s.rate, s.rate)}" if m == "equalized_odds_difference" else ""
         console.print(
-            f"  {m}: {what}{rate} {s.estimate:.4f} ({s.pair[0]} vs {s.pair[1]})  "
+            f"  {m}: {what}{rate} {s.estimate:.4f} ({term(s.pair[0])} vs {term(s.pair[1])})  "
             f"[{_f(s.low)}, {_f(s.high)}]  rule {rule}: {verdict_markup(s.verdict)}",
             soft_wrap=True)
     for m, why_not in result.not_summarised().items():
-        console.print(f"  {m}: not summarised: {why_not}", soft_wrap=True)
+        console.print(f"  {m}: not summarised: {term(why_not)}", soft_wrap=True)
     for m, s in result.summaries().items():
         for g, why in s.excluded.items():
             if not why.startswith("too small"):
-                console.print(f"  left out of {m}: {g} ({why})", soft_wrap=True)
+                console.print(f"  left out of {m}: {term(g)} ({term(why)})", soft_wrap=True)
     console.print(
         f"queries: {result.queried} drawn (seed {result.seed}): {result.paid} paid, "
         f"{result.cached} from the cache, {result.unparsed} unusable (unparsed, refused or truncated; dropped)", soft_wrap=True)

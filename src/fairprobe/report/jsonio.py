@@ -6,7 +6,6 @@ import dataclasses
 import json
 import math
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -72,64 +71,28 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def write_json(path: str | os.PathLike[str], obj: Any, what: str = "JSON output") -> Path:
+    """Write ``obj`` as indented JSON to ``path`` atomically (:func:`fairprobe._io.write_file`:
+    only a missing path or a regular file is replaced)."""
+    from fairprobe._io import check_output, write_file
 
-
-def write_json(path: str | os.PathLike[str], obj: Any) -> Path:
-    """Write ``obj`` as indented JSON to ``path`` atomically (temporary file, then rename)."""
-    return write_text(path, json.dumps(to_jsonable(obj), indent=2, allow_nan=False) + "\n",
-                      "JSON output")
+    check_output(path, what)
+    data = json.dumps(to_jsonable(obj), indent=2, allow_nan=False)
+    return write_file(path, data + "\n", what=what)
 
 
 def write_text(path: str | os.PathLike[str], data: str, what: str = "output") -> Path:
-    """Write ``data`` to ``path`` atomically (temporary file, then rename): the one writer of
-    ``--json`` and ``--csv`` outputs."""
-    target = Path(path)
-    _check_writable(target, what)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    except OSError as exc:
-        raise DataError(
-            f"cannot write {what} {target}: {exc.strerror or exc}; choose another path."
-        ) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; results follow the umask
-        os.replace(tmp, target)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise DataError(
-            f"cannot write {what} {target}: {exc.strerror or exc}; choose another path."
-        ) from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    """Write ``data`` to ``path`` atomically: the one writer of ``--json`` and ``--csv``
+    outputs (:func:`fairprobe._io.write_file`: only a missing path or a regular file is
+    replaced, in one line otherwise)."""
+    from fairprobe._io import write_file
+
+    return write_file(path, data, what=what)
 
 
 def interval_dict(low: float, high: float, level: float, method: str) -> dict[str, Any]:
     """The one JSON shape of a confidence interval: ``{"low", "high", "level", "method"}``."""
     return {"low": float(low), "high": float(high), "level": float(level), "method": str(method)}
-
-
-def _check_writable(target: Path, what: str) -> None:
-    if target.is_dir():
-        raise DataError(f"{what} {target} is a directory; give a file path.")
-    parent = target.parent.absolute()
-    for p in (parent, *parent.parents):
-        if p.exists():
-            if not p.is_dir():
-                raise DataError(f"{what} {target}: {p} is a file, not a directory.")
-            if not os.access(p, os.W_OK | os.X_OK):
-                raise DataError(
-                    f"{what} {target}: the directory {p} is not writable; choose another path."
-                )
-            break
 
 
 def write_result(
@@ -206,12 +169,98 @@ def read_result(path: str | os.PathLike[str], kind: str | None = None) -> dict[s
     return doc
 
 
+#: Bounds of :func:`read_json` (a result file is far inside them; a hostile one is refused).
+MAX_BYTES = 256 * 1024 * 1024
+MAX_DEPTH = 64
+MAX_VALUES = 5_000_000
+MAX_INT_DIGITS = 30
+
+
+class _Refused(Exception):
+    """A number :func:`read_json` refuses (raised from the decoder's hooks)."""
+
+
+def _parse_int(s: str) -> int:
+    if len(s.lstrip("-")) > MAX_INT_DIGITS:
+        raise _Refused(f"an integer of {len(s.lstrip('-')):,} digits (at most {MAX_INT_DIGITS})")
+    return int(s)
+
+
+def _parse_float(s: str) -> float:
+    f = float(s)
+    if not math.isfinite(f):
+        raise _Refused(f"the number {s[:40]} is outside the range of a float")
+    return f
+
+
+def _parse_constant(s: str) -> Any:
+    raise _Refused(f"{s}, which is not JSON (write null for a missing number)")
+
+
+def _check_shape(doc: Any) -> None:
+    """Depth at most :data:`MAX_DEPTH`, at most :data:`MAX_VALUES` values (iterative walk)."""
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    count = 0
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > MAX_VALUES:
+            raise _Refused(f"more than {MAX_VALUES:,} values")
+        if isinstance(node, dict | list):
+            if depth > MAX_DEPTH:
+                raise _Refused(f"nesting deeper than {MAX_DEPTH} levels")
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+            count += sum(1 for c in children if not isinstance(c, dict | list))
+
+
 def read_json(path: str | os.PathLike[str]) -> Any:
-    """Read a JSON file, raising :class:`DataError` with the path on any failure."""
+    """Read a JSON file within bounds, raising :class:`DataError` in one line naming the file.
+
+    Refused: a missing file, a directory or any other non-regular file (a FIFO would block),
+    more than :data:`MAX_BYTES` bytes, text that is not UTF-8 or not JSON, nesting deeper than
+    :data:`MAX_DEPTH`, more than :data:`MAX_VALUES` values, integers of more than
+    :data:`MAX_INT_DIGITS` digits, numbers beyond the float range (``1e400``) and the non-JSON
+    constants ``NaN``/``Infinity``.
+    """
+    import stat
+
+    name = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+        st = os.stat(path)
     except FileNotFoundError:
-        raise DataError(f"File not found: {path}.") from None
+        raise DataError(f"File not found: {name}.") from None
+    except OSError as exc:
+        raise DataError(f"Cannot read {name}: {exc.strerror or exc}.") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise DataError(f"{name} is a directory, not a result JSON file.")
+    if not stat.S_ISREG(st.st_mode):
+        raise DataError(f"{name} is not a regular file (a device, FIFO or socket); give a "
+                        f"result JSON file.")
+    if st.st_size > MAX_BYTES:
+        raise DataError(f"{name} is {st.st_size / 2**20:,.0f} MiB; result files are read up to "
+                        f"{MAX_BYTES // 2**20} MiB.")
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise DataError(f"Cannot read {name}: {exc.strerror or exc}.") from None
+    if len(raw) > MAX_BYTES:
+        raise DataError(f"{name} is larger than {MAX_BYTES // 2**20} MiB; result files are read "
+                        f"up to that size.")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{name} is not UTF-8 text (byte {exc.start:,}); give a result JSON "
+                        f"file.") from None
+    try:
+        doc = json.loads(text, parse_int=_parse_int, parse_float=_parse_float,
+                         parse_constant=_parse_constant)
+        _check_shape(doc)
     except json.JSONDecodeError as exc:
-        raise DataError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}.") from None
+        raise DataError(f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}.") from None
+    except RecursionError:
+        raise DataError(f"{name} is refused: nesting deeper than {MAX_DEPTH} levels.") from None
+    except _Refused as exc:
+        raise DataError(f"{name} is refused: it holds {exc}.") from None
+    return doc

@@ -9,7 +9,7 @@ relatively, so the pair can be published in a repository.
 from __future__ import annotations
 
 import os
-import tempfile
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +31,44 @@ def _env(autoescape: bool) -> Any:
     )
     env.filters["md"] = _md_cell
     env.filters["alt"] = _md_alt
+    env.filters["href"] = _md_href
     return env, jinja2
 
 
+#: Data -> inert Markdown text: HTML special characters as entities, the ASCII punctuation that
+#: Markdown gives a meaning backslash-escaped (CommonMark escapes any punctuation; these are the
+#: characters Python-Markdown's escapes and its tables extension know), line breaks and other
+#: control characters as spaces (parentheses make a link only after an unescaped ``]``, and
+#: there is none). ``-``, ``+`` and ``1.`` mean something only at the start of a
+#: line (a list item), where ``_MD_LEAD`` escapes them; every value is one line.
+_MD_TABLE = str.maketrans({
+    **{c: "\\" + c for c in "\\`*_{}[]#!|"},
+    "&": "&amp;", "<": "&lt;", ">": "&gt;",
+    **{chr(i): " " for i in (*range(32), 127)},
+})
+
+_MD_LEAD = re.compile(r"^(\s*|\s*\d+)((?<=\d)\.|(?<!\d)[-+])(?=\s|$)")
+
+
 def _md_cell(value: Any) -> str:
-    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """``value`` as Markdown text that renders as exactly that text (see ``_MD_TABLE``).
+
+    Everything a report shows comes from result files (group names, titles, notes), so every
+    value goes through this filter: no raw HTML, link, image, emphasis, heading or table-cell
+    boundary can come from data.
+    """
+    return _MD_LEAD.sub(r"\1\\\2", str(value).translate(_MD_TABLE))
 
 
 def _md_alt(value: Any) -> str:
     # square brackets would end the image's alt text early: intervals are written (a, b) there
-    return str(value).replace("[", "(").replace("]", ")").replace("\n", " ")
+    return _md_cell(str(value).replace("[", "(").replace("]", ")"))
+
+
+def _md_href(path: str) -> str:
+    from urllib.parse import quote
+
+    return quote(path)
 
 
 def _svgs(report: Report) -> list[list[str]]:
@@ -73,25 +101,16 @@ def render_markdown(report: Report, figure_dir: str) -> tuple[str, dict[str, str
     return str(text), files
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _atomic_write(path: Path, text: str, what: str) -> None:
+    from fairprobe._io import write_file
+
+    write_file(path, text, what=what)
 
 
 def write_html(report: Report, path: str | os.PathLike[str]) -> Path:
     """Write the HTML report to ``path`` (atomically)."""
     target = Path(path)
-    _atomic_write(target, render_html(report))
+    _atomic_write(target, render_html(report), "--html")
     return target
 
 
@@ -99,7 +118,10 @@ def write_markdown(report: Report, path: str | os.PathLike[str]) -> Path:
     """Write the Markdown report to ``path`` and its SVG figures to ``<stem>_figures/``."""
     target = Path(path)
     text, files = render_markdown(report, f"{target.stem}_figures")
+    from fairprobe._io import check_output
+
+    check_output(target, "--md")  # refused before any figure file is written
     for rel, svg in files.items():
-        _atomic_write(target.parent / rel, svg)
-    _atomic_write(target, text)
+        _atomic_write(target.parent / rel, svg, "--md figure")
+    _atomic_write(target, text, "--md")
     return target

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from fairprobe._text import term
+
 if TYPE_CHECKING:
     from fairprobe.audit import AuditResult
     from fairprobe.stats import MetricResult
@@ -24,7 +26,7 @@ def metric_line(m: MetricResult) -> str:
     ci = m.confidence_interval()
     rule = f">= {m.threshold:g}" if m.kind == "ratio" else f"|.| <= {m.threshold:g}"
     return (
-        f"{m.metric} ({m.groups[0]} vs {m.groups[1]}) = {m.estimate:.4f}  "
+        f"{m.metric} ({term(m.groups[0])} vs {term(m.groups[1])}) = {m.estimate:.4f}  "
         f"[{ci.low:.4f}, {ci.high:.4f}] ({m.confidence_level:.0%} CI, {m.method})  "
         f"rule {rule}: {verdict_markup(str(m.verdict))}"
     )
@@ -40,5 +42,5 @@ def print_audit(result: AuditResult, console: Console) -> None:
         f"{result.cached} from the cache (repeated records or earlier runs), "
         f"{result.unparsed} unusable (unparsed, refused or truncated; dropped)",
     )
-    table.add_row("model", result.backend)
+    table.add_row("model", term(result.backend))
     console.print(table)

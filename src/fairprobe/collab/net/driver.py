@@ -239,9 +239,10 @@ class Driver:
             raise ConfigError("An honest node needs a [backend] table (how to ask the model).")
         cache = be.pop("cache", None)
         if isinstance(cache, str) and cache not in ("", ":memory:"):
-            from fairprobe.collab.net.store import private_file
+            from fairprobe._io import prepare_private_file
 
-            private_file(cache)  # the cached answers reveal the private query set: 0600
+            # the cached answers reveal the private query set: 0600
+            prepare_private_file(cache, "node answer cache", ConfigError)
         self.bb = BlackBox(load_backend(be), cache=cache)
 
     def close(self) -> None:

@@ -534,6 +534,7 @@ def _term_is_exit() -> None:
 @contextlib.contextmanager
 def _workdir(path: Path | None) -> Iterator[Path]:
     if path is not None:
+        path = path.absolute()  # node configs name their files relative to their own folder
         path.mkdir(parents=True, exist_ok=True)
         yield path
     else:

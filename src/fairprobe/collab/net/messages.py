@@ -19,7 +19,14 @@ import base64
 import binascii
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    field_validator,
+)
 
 from fairprobe.collab.net.keys import entry_bytes, envelope_bytes
 
@@ -34,11 +41,23 @@ __all__ = [
     "max_body_bytes",
 ]
 
+def _integral(v: Any) -> Any:
+    """JSON Schema's integers include ``28.0``: accept an integral float as that integer (text,
+    booleans and fractions stay refused)."""
+    if isinstance(v, float) and v.is_integer() and abs(v) < 2.0**64:
+        return int(v)
+    return v
+
+
 I63 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
 IdStr = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
-SigStr = Annotated[StrictStr, Field(min_length=88, max_length=88)]
+#: Base64 of 64 bytes (an Ed25519 signature); the pattern lets the served schema say exactly
+#: what is accepted (schemathesis checks that schema-valid bodies are not refused as malformed).
+SigStr = Annotated[StrictStr, Field(min_length=88, max_length=88,
+                                    pattern=r"^[A-Za-z0-9+/]{86}==$")]
 #: An entry's signature field: 64 bytes, or 96 with the records root of the verification layer.
-EntrySigStr = Annotated[StrictStr, Field(min_length=88, max_length=128)]
+EntrySigStr = Annotated[StrictStr, Field(min_length=88, max_length=128,
+                                         pattern=r"^(?:[A-Za-z0-9+/]{86}==|[A-Za-z0-9+/]{128})$")]
 
 #: Upper bound on the JSON size of one entry (64-char id, 19-digit integers, 88-char signature).
 MAX_ENTRY_BYTES = 400
@@ -84,6 +103,8 @@ class EntryMessage(BaseModel):
     sig: EntrySigStr
 
     _check_sig = field_validator("sig")(classmethod(lambda cls, v: _b64_entry_sig(v)))
+    _ints = field_validator("round", "a", "A", "b", "B", mode="before")(
+        classmethod(lambda cls, v: _integral(v)))
 
     @property
     def signature(self) -> bytes:
@@ -118,6 +139,7 @@ class TableMessage(BaseModel):
     sig: SigStr
 
     _check_sig = field_validator("sig")(classmethod(lambda cls, v: _b64_64(v)))
+    _ints = field_validator("round", mode="before")(classmethod(lambda cls, v: _integral(v)))
 
     @property
     def signature(self) -> bytes:
@@ -202,10 +224,13 @@ class ChallengeMessage(BaseModel):
     round: Annotated[StrictInt, Field(ge=1, le=2**31)]
     m: Annotated[StrictInt, Field(ge=1, le=2**40)]
     count: Annotated[StrictInt, Field(ge=1, le=64)]
-    root: Annotated[StrictStr, Field(min_length=44, max_length=44)]
+    root: Annotated[StrictStr, Field(min_length=44, max_length=44,
+                                     pattern=r"^[A-Za-z0-9+/]{43}=$")]
     sig: SigStr
 
     _check_sig = field_validator("sig")(classmethod(lambda cls, v: _b64_64(v)))
+    _ints = field_validator("round", "m", "count", mode="before")(
+        classmethod(lambda cls, v: _integral(v)))
 
 
 class ProofMessage(BaseModel):

@@ -46,7 +46,13 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect
 
-from fairprobe.collab.net.messages import ChallengeMessage, ProofMessage, TableMessage
+from fairprobe.collab.net.messages import (
+    MAX_ENTRY_BYTES,
+    ChallengeMessage,
+    ProofMessage,
+    TableMessage,
+    max_body_bytes,
+)
 from fairprobe.platform.netutil import header_timeout_protocol
 
 __all__ = ["Refused", "TableSink", "create_app", "header_timeout_protocol"]
@@ -267,6 +273,14 @@ def create_app(
                 for k, v in sch.pop("$defs", {}).items():
                     comps.setdefault(k, v)
                 comps[name] = sch
+            # a message addressed to another node is refused: say which address this node has
+            me = str(sink.status().get("id", ""))
+            if me:
+                comps["TableMessage"]["properties"]["receiver"]["enum"] = [me]
+                comps["ChallengeMessage"]["properties"]["prover"]["enum"] = [me]
+            # a table holds at most one entry per auditor: the body limit is sized for that
+            n_auditors = max(1, (sink.max_body - max_body_bytes(0)) // MAX_ENTRY_BYTES)
+            comps["TableMessage"]["properties"]["entries"]["maxItems"] = n_auditors
             app.openapi_schema = doc
         return app.openapi_schema
 

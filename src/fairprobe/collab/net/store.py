@@ -36,12 +36,12 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import stat
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from fairprobe._io import prepare_private_file
 from fairprobe.errors import ConfigError
 
 __all__ = ["NodeStore"]
@@ -66,36 +66,13 @@ _SCHEMA = [
 ]
 
 
-def private_file(path: str | os.PathLike[str]) -> Path:
-    """Create ``path`` (and its directory) readable by its owner only, 0600, before SQLite opens
-    it; SQLite gives the ``-wal`` / ``-shm`` files it creates next to it the same mode. An
-    existing regular file is narrowed to 0600 (a node's state, keys and cached answers are its
-    private query set); anything else is left for the opener to refuse."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(p, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    except OSError:
-        return p
-    try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            os.fchmod(fd, 0o600)
-    finally:
-        os.close(fd)
-    for side in ("-wal", "-shm", "-journal"):
-        q = Path(str(p) + side)
-        if q.is_file() and not q.is_symlink():
-            q.chmod(0o600)
-    return p
-
-
 class NodeStore:
     """The persistent state of one node (thread-safe; one connection under a lock)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         try:
-            private_file(self.path)
+            prepare_private_file(self.path, "node state database", ConfigError)  # 0600
             self._conn = sqlite3.connect(
                 str(self.path), isolation_level=None, check_same_thread=False, timeout=30
             )

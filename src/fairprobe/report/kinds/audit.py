@@ -169,7 +169,7 @@ def _figure(v: dict[str, Any]) -> FigureSpec:
     pair = f" ({v['pair'][0]} vs {v['pair'][1]})" if len(v["pair"]) == 2 else ""
     return FigureSpec(
         plot="audit",
-        data={"groups": rows, "estimate": v["estimate"], "interval": v["interval"], "band": band,
+        data={"groups": _drawn(rows, v["pair"]), "n_groups": len(rows), "estimate": v["estimate"], "interval": v["interval"], "band": band,
               "metric": label, "pair": pair.strip(" ()"), "verdict": v["verdict"],
               "level": level, "rate": _rate_label(v["rate"]), "excluded": list(v["excluded"])},
         alt=(f"Left: {_rate_label(v['rate'])} per group with {level:.0%} intervals ({rates}). "
@@ -180,6 +180,21 @@ def _figure(v: dict[str, Any]) -> FigureSpec:
         caption=(f"{_rate_label(v['rate']).capitalize()} by group (bars, {level:.0%} intervals) "
                  f"and the {label}{pair} against the fair band (shaded): {v['verdict']}."),
     )
+
+
+def _drawn(rows: list[dict[str, Any]], pair: list[str]) -> list[dict[str, Any]]:
+    """At most ``MAX_GROUPS`` rows for the figure, the compared pair always among them (the
+    figure says how many it shows; the table lists every group)."""
+    from fairprobe.report.figures import MAX_GROUPS
+
+    if len(rows) <= MAX_GROUPS:
+        return rows
+    keep = {i for i, r in enumerate(rows) if r["group"] in pair}
+    for i in range(len(rows)):
+        if len(keep) >= MAX_GROUPS:
+            break
+        keep.add(i)
+    return [rows[i] for i in sorted(keep)]
 
 
 def _sentence(v: dict[str, Any]) -> str:
