@@ -54,7 +54,9 @@ def main() -> None:
     args = ap.parse_args()
     cases = CASES[args.dataset]
     tag = "table2" if args.dataset == "bios" else "table4"
-    runs_path = RESULTS / f"{tag}_runs.json"
+    # the run rows (~10 MB) are not committed: they go to results/collab/runs/ (git-ignored);
+    # the sweep resumes from them only if the current code wrote them (sweep.ROWS_VERSION)
+    runs_path = RESULTS / "runs" / f"{tag}_runs.json"
     t0, c0 = time.perf_counter(), time.process_time()
     res = sweep(
         SimConfig(case=cases[0]),

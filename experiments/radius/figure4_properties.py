@@ -1,9 +1,13 @@
 """Figure 4: properties of the consistency radius (paper Section 6.3, the experts' two questions).
 
-Synthetic audit datasets "with balanced binary groups and randomly sampled metric values": each
-dataset has 100 points per group; the values of each group are drawn from a Beta(a, b) with
-a, b ~ U(0.5, 5) drawn per group and dataset, so group means (and phi) vary; the tolerance is
-eps ~ U(0.01, 0.3). Radii are exact (KL, certified) for every dataset.
+Synthetic audit datasets "with balanced binary groups and randomly sampled metric values"; the
+tolerance is eps ~ U(0.01, 0.3); radii are exact (KL, certified) for every dataset. Two set-ups:
+
+* ``literal`` (the primary result: the paper's words read literally): 100 points per group,
+  every metric value drawn uniformly on [0, 1], each dataset drawn independently;
+* ``heterogeneous`` (our extension, not the paper's set-up): each group's values from its own
+  Beta(a, b) with a, b ~ U(0.5, 5) drawn per group and dataset, so group means (and phi) vary
+  widely between datasets.
 
 * **4a** (Query 1, "can the audit margin serve as a safety proxy?"): Kendall's tau between the
   audit margin ``||phi(P)| - eps|`` and the radius over DATASETS datasets, with its p-value, for
@@ -14,8 +18,9 @@ eps ~ U(0.01, 0.3). Radii are exact (KL, certified) for every dataset.
   the two: shares below r_min, between, above r_max. A merge can change the conclusion (two
   unfair audits with opposite signs of phi merge into a fair one); those pairs are counted and
   reported apart (their radius answers another question). Two variants, since the paper does not
-  say how its datasets relate: *independent* (each dataset its own population) and
-  *same_population* (two audit samples of one population).
+  say how its datasets relate, the heterogeneous set-up has two variants: *independent* (each
+  dataset its own population) and *same_population* (two audit samples of one population); in
+  the literal set-up every dataset is an independent sample of one population (U[0, 1]).
 
 Run:  .venv/bin/python experiments/radius/figure4_properties.py [--quick]
 """
@@ -42,27 +47,46 @@ PER_GROUP = 100
 SEED = 2026
 
 
-def population(rng: np.random.Generator) -> np.ndarray:
-    """Beta parameters (a0, b0, a1, b1) of the two groups."""
-    return rng.uniform(0.5, 5, 4)
+SETUPS = {
+    "literal": "U(0,1) for every value, both groups (the paper's words)",
+    "heterogeneous": "Beta(a,b), a,b~U(0.5,5) per group and dataset (our extension)",
+}
 
 
-def dataset(rng: np.random.Generator, pop: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    a0, b0, a1, b1 = population(rng) if pop is None else pop
-    v = np.concatenate([rng.beta(a0, b0, PER_GROUP), rng.beta(a1, b1, PER_GROUP)])
+def population(rng: np.random.Generator, setup: str = "heterogeneous") -> np.ndarray:
+    """Beta parameters (a0, b0, a1, b1) of the two groups (literal: Beta(1, 1) = U(0, 1))."""
+    return np.ones(4) if setup == "literal" else rng.uniform(0.5, 5, 4)
+
+
+def dataset(rng: np.random.Generator, pop: np.ndarray | None = None,
+            setup: str = "heterogeneous") -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    a0, b0, a1, b1 = population(rng, setup) if pop is None else pop
+    if setup == "literal":
+        v = rng.uniform(0.0, 1.0, 2 * PER_GROUP)
+    else:
+        v = np.concatenate([rng.beta(a0, b0, PER_GROUP), rng.beta(a1, b1, PER_GROUP)])
     return v, np.repeat([0, 1], PER_GROUP)
 
 
 def main() -> None:
     quick = "--quick" in sys.argv
+    results = {setup: run(setup, quick) for setup in SETUPS}
+    print("\nPrimary result: the literal set-up; heterogeneous is our extension.")
+    name = "figure4_properties.json" if not quick else "figure4_properties_quick.json"
+    path = save(name, {"primary": "literal", **results})
+    print(f"wrote {path}")
+
+
+def run(setup: str, quick: bool) -> dict[str, object]:
     n_datasets, n_pairs = (60, 40) if quick else (400, 300)
     rng = np.random.default_rng(SEED)
     t0 = time.perf_counter()
+    print(f"=== set-up {setup!r}: {SETUPS[setup]}")
 
     # ---- 4a: margin vs radius ----------------------------------------------------------------
     rows = []
     for _ in range(n_datasets):
-        v, g = dataset(rng)
+        v, g = dataset(rng, setup=setup)
         eps = float(rng.uniform(0.01, 0.3))
         r = consistency_radius(v, g, eps)
         rows.append({"phi": r.phi, "eps": eps, "margin": abs(abs(r.phi) - eps),
@@ -84,8 +108,8 @@ def main() -> None:
         while len(out) < n_pairs and tries < 20 * n_pairs:
             tries += 1
             eps = float(rng.uniform(0.01, 0.3))
-            pop = population(rng) if same_population else None
-            (v1, g1), (v2, g2) = dataset(rng, pop), dataset(rng, pop)
+            pop = population(rng, setup) if same_population else None
+            (v1, g1), (v2, g2) = dataset(rng, pop, setup), dataset(rng, pop, setup)
             r1 = consistency_radius(v1, g1, eps)
             r2 = consistency_radius(v2, g2, eps)
             if r1.fair != r2.fair or r1.infinite or r2.infinite:
@@ -105,7 +129,9 @@ def main() -> None:
 
     fig4b: dict[str, dict[str, object]] = {}
     all_pairs: dict[str, list[dict[str, float]]] = {}
-    for variant, same_pop in (("independent", False), ("same_population", True)):
+    variants = (("independent", False),) if setup == "literal" else (
+        ("independent", False), ("same_population", True))
+    for variant, same_pop in variants:
         pairs = merge_pairs(same_pop)
         same = [p for p in pairs if p["merged_fair"] == p["fair"]]
         all_pairs[variant] = pairs
@@ -118,11 +144,12 @@ def main() -> None:
     secs = time.perf_counter() - t0
     paper = {"4a": "significant positive Kendall correlation between margin and radius",
              "4b": "r_merge surpasses r_min but not necessarily r_max; part between"}
-    path = save("figure4_properties.json" if not quick else "figure4_properties_quick.json",
-                {"setup": {"per_group": PER_GROUP, "values": "Beta(a,b), a,b~U(0.5,5) per group",
-                           "eps": "U(0.01,0.3)", "seed": SEED, "method": "exact (KL)"},
-                 "fig4a": fig4a, "fig4b": fig4b, "paper": paper, "seconds": secs,
-                 "datasets": rows, "pairs": all_pairs})
+    result: dict[str, object] = {
+        "setup": {"per_group": PER_GROUP, "values": SETUPS[setup], "eps": "U(0.01,0.3)",
+                  "seed": SEED, "method": "exact (KL)"},
+        "fig4a": fig4a, "fig4b": fig4b, "paper": paper, "seconds": secs,
+        "datasets": rows, "pairs": all_pairs,
+    }  # fmt: skip
 
     print(f"Figure 4a - Kendall tau(margin, radius) over {len(fin)} datasets "
           f"({n_datasets - len(fin)} with infinite radius left out)")
@@ -142,7 +169,7 @@ def main() -> None:
                   f"above {t['above_r_max']:.1%} (n {t['n']})")
     s = fig4b["independent"]["shares"]  # type: ignore[assignment]
     print(f"  paper : {paper['4b']}")
-    print(f"({secs:.0f} s) wrote {path}")
+    print(f"({secs:.0f} s)")
 
     import matplotlib
 
@@ -173,9 +200,14 @@ def main() -> None:
     axes[1].set_title(f"(b) vs r_min: {s['below_r_min']:.0%} below")
     axes[2].set_title(f"(b) vs r_max: {s['above_r_max']:.0%} above")
     fig.tight_layout()
-    png = RESULTS / ("figure4_properties.png" if not quick else "figure4_properties_quick.png")
+    fig.suptitle(f"set-up: {setup} ({SETUPS[setup]})", fontsize=9)
+    fig.tight_layout()
+    stem = "figure4_properties" if setup == "literal" else f"figure4_properties_{setup}"
+    png = RESULTS / (f"{stem}.png" if not quick else f"{stem}_quick.png")
     fig.savefig(png, dpi=120)
+    plt.close(fig)
     print(f"wrote {png}")
+    return result
 
 
 if __name__ == "__main__":

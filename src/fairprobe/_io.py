@@ -185,4 +185,13 @@ def prepare_private_file(path: str | os.PathLike[str], what: str,
             os.fchmod(fd, 0o600)
         finally:
             os.close(fd)
+        return p
+    # an existing database (and the journal files SQLite keeps beside it) is narrowed to 0600:
+    # what it holds (answers, a node's counts) reveals a private query set
+    for q in (p, *(Path(str(p) + side) for side in ("-wal", "-shm", "-journal"))):
+        try:
+            if q.is_file() and not q.is_symlink() and q.stat().st_mode & 0o077:
+                q.chmod(0o600)
+        except OSError:
+            pass  # not ours to change (another owner): SQLite's own open decides
     return p

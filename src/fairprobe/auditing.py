@@ -435,6 +435,7 @@ def audit_model(
     progress: bool = False,
     max_unusable_share: float | None = None,
     name_swap: str | None = None,
+    run_name_swap: bool = True,
     url: str | None = None,
     path: str = "/audit/predict",
 ) -> AuditJob:
@@ -447,7 +448,8 @@ def audit_model(
     ``newcombe`` or ``katz`` (two-group DI only). ``url`` (with ``path``) lets the plan read the
     endpoint's declared inputs, as ``--url`` does. ``name_swap`` (two-group form): the field
     holding a first name; each record is also asked with the name swapped to the other sex and
-    the flip rate goes to ``extra["name_swap"]``.
+    the flip rate goes to ``extra["name_swap"]`` (``run_name_swap=False``: the records carry
+    the names, e.g. for a prompt variant, but are not asked again swapped).
 
     Returns
     -------
@@ -502,7 +504,8 @@ def audit_model(
                       send_group=send_group, metric=name, budget=budget, seed=seed,
                       pos_label=pos_label, name_swap=name_swap,
                       answer_cols=getattr(backend, "answer_columns", ()))
-    n_budget = plan["budget"] * (2 if name_swap is not None else 1)
+    swap = name_swap if run_name_swap else None
+    n_budget = plan["budget"] * (2 if swap is not None else 1)
     extra: dict[str, Any] = {}
     with BlackBox(backend, cache=cache_path, refresh=refresh, budget=n_budget,
                   retries=retries, timeout=timeout, concurrency=concurrency, progress=progress,
@@ -516,12 +519,12 @@ def audit_model(
                         min_group_size=min_group_size, pos_label=plan.get("pos_label"))
         prov = audit_provenance(bb, plan, seed=seed, cache=cache_path, no_cache=no_cache,
                                 refresh=refresh)
-        if name_swap is not None:
+        if swap is not None:
             from fairprobe.access.variation import name_swap_audit
             from fairprobe.audit import draw_queries
 
             sample = draw_queries(plan["pool"], plan["budget"], seed)[plan["columns"].sent]
             extra["name_swap"] = name_swap_audit(
-                bb, sample, name_swap, seed=seed, confidence_level=confidence_level).to_dict()
+                bb, sample, swap, seed=seed, confidence_level=confidence_level).to_dict()
         requests = {"paid": bb.spent, "cached": bb.from_cache}
     return AuditJob(res, prov, plan, extra, requests)

@@ -119,6 +119,11 @@ def _sequential_section(ctx: dict[str, Any], cfg: DemoConfig, console: Console) 
             if cs is not None and ev is not None:
                 extra = (f"; 95% confidence sequence [{cs[0]:+.3f}, {cs[1]:+.3f}], e-value "
                          f"against compliance {ev['against_compliance']:.3g}")
+            f = res.finding
+            said = {"violation": "unfair", "compliant": "fair"}.get(res.outcome, "undetermined")
+            if f.verdict != said:  # the finding keeps what the confidence sequence supports
+                extra += (f"; finding {f.verdict}: the sequence still reaches the band "
+                          f"+/-{tol:g}")
             console.print(
                 f"  {access:<9}: [bold]{res.outcome}[/] after {res.queries} queries "
                 f"(gap estimate {res.gap_estimate:+.3f}{extra}; budget 4000)"

@@ -173,3 +173,12 @@ def test_library_returns_the_document_the_cli_writes(work: Path, form: str) -> N
     lib = _comparable(job.to_dict())
     assert lib == cli
     assert job.verdict == cli["verdict"]
+
+
+def test_collab_simulate_gates_on_its_default_verdict(tmp_path: Path) -> None:
+    r = _cli("collab", "simulate", "--case", "bios-moderate", "--seed", "1", "--json",
+             "s.json", "--fail-on", "unfair", cwd=tmp_path)
+    doc = json.loads((tmp_path / "s.json").read_text())
+    assert doc["default_method"] == "bounded"
+    verdict = doc["verdicts"][doc["default_method"]]
+    assert r.returncode == {"unfair": 5}.get(verdict, 0), (r.returncode, verdict, r.stderr)

@@ -128,7 +128,12 @@ def test_cli_simulate_json(tmp_path: Path) -> None:
     src = doc["sources"]
     assert len(src["weight"]) == 22 and src["role"].count("attacker") == 2
     assert len(src["scores_by_round"][0]) == doc["rounds"]
-    assert {"none", "auditopus", "robust"} <= set(doc["certified_k"])
+    # the default method's certificate (the issue-15 ones need legacy_certificates=True)
+    assert "bounded" in doc["certified_k"] and doc["default_method"] == "bounded"
+    b = next(r for r in doc["runs"] if r["method"] == "bounded")
+    assert {"interval", "flip_mass", "escape_bound", "finding", "max_liars"} <= set(b)
+    assert b["finding"]["verdict"] == b["verdict"] == doc["verdicts"]["bounded"]
+    assert b["finding"]["question"]["subject"] == "simulation"
 
 
 def test_cli_decisive_threshold_zero_is_the_previous_robust(tmp_path: Path) -> None:

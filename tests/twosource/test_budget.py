@@ -40,20 +40,52 @@ def test_sigma_b_grows_as_the_proxy_weakens_and_is_infinite_at_chance():
     assert vals[0] >= di_sigma(*RATES) * 0.99
 
 
-def test_thresholds_and_boundaries():
+def test_thresholds_and_boundaries_of_the_matrix_model():
+    """B alone with known confusion rates (``b_estimator="matrix"``): t_B from sigma_B."""
     sa, sb = di_sigma(*RATES), sigma_b(*RATES, 0.91)
     t_a = required_budget(sa, 0.1)
     assert t_a == math.ceil((z_quantile(0.05) * sa / 0.1) ** 2 - 1e-9)
     t_b = required_budget(sb, 0.1)
-    assert plan_budget(t_a, 0.1, 0.91, *RATES).regime == "pareto"
-    assert plan_budget(t_b, 0.1, 0.91, *RATES).regime == "pareto"
-    big = plan_budget(t_b + 1, 0.1, 0.91, *RATES)
+    kw = {"b_estimator": "matrix"}
+    assert plan_budget(t_a, 0.1, 0.91, *RATES, **kw).regime == "pareto"
+    assert plan_budget(t_b, 0.1, 0.91, *RATES, **kw).regime == "pareto"
+    big = plan_budget(t_b + 1, 0.1, 0.91, *RATES, **kw)
     assert big.regime == "large" and big.recommended["t_fraud"] == 1
     with pytest.raises(BudgetError, match=f"t_A = {t_a}"):
-        plan_budget(t_a - 1, 0.1, 0.91, *RATES)
+        plan_budget(t_a - 1, 0.1, 0.91, *RATES, **kw)
     # t > 2 t_B: half the budget on each side, every B answer checked
-    huge = plan_budget(10 * t_b, 0.1, 0.91, *RATES)
+    huge = plan_budget(10 * t_b, 0.1, 0.91, *RATES, **kw)
     assert huge.recommended["n_b"] == huge.recommended["n_a"] == 5 * t_b
+
+
+def test_sigma_b_from_per_group_accuracies():
+    """Per-group accuracies enter sigma_B; equal ones give the single-p_phi model."""
+    both = sigma_b(*RATES, 0.8, accuracy_unprivileged=0.8, accuracy_privileged=0.8)
+    assert both == pytest.approx(sigma_b(*RATES, 0.8), rel=1e-12)
+    # the first-name rule on the Adult pool: 0.648 (women), 0.838 (men)
+    per_group = sigma_b(*RATES, 0.775, accuracy_unprivileged=0.648, accuracy_privileged=0.838)
+    assert per_group > sigma_b(*RATES, 0.775)
+    assert math.isinf(sigma_b(*RATES, 0.7, accuracy_unprivileged=0.3, accuracy_privileged=0.7))
+
+
+def test_double_sampling_threshold_is_the_smallest_budget_reaching_epsilon():
+    """Default planner: t_B is the smallest t with a split whose planned margin <= epsilon."""
+    from fairprobe.twosource.budget import large_regime_margin
+    from fairprobe.twosource.correction import expected_cells
+
+    kw = {"accuracy_unprivileged": 0.648, "accuracy_privileged": 0.838}
+    plan = plan_budget(3000, 0.1, 0.775, *RATES, **kw)
+    assert plan.regime == "large" and plan.recommended["b_estimator"] == "double-sampling"
+    t_b = plan.t_b
+    cells = expected_cells(*RATES, 0.648, 0.838)
+    k = np.arange(1, (t_b - 1) // 2 + 1)
+    assert (large_regime_margin(t_b - 1 - k, k, cells) > 0.1).all()  # t_B - 1: no split works
+    rec = plan.recommended
+    assert rec["n_b"] + rec["n_a"] == 3000 and rec["n_a"] <= rec["n_b"]
+    assert rec["epsilon_b"] <= 0.1
+    assert plan_budget(t_b - 1, 0.1, 0.775, *RATES, **kw).regime == "pareto"
+    assert plan_budget(t_b, 0.1, 0.775, *RATES, **kw).regime == "pareto"
+    assert plan_budget(t_b + 1, 0.1, 0.775, *RATES, **kw).regime == "large"
 
 
 def test_bad_parameters_before_any_work():

@@ -115,7 +115,8 @@ def test_plan_large_budget_estimates_from_b(
     assert d["regime"] == "large" and d["t_b"] < 3000
     rec = d["recommended"]
     assert rec["source_of_estimate"] == "B" and rec["n_b"] >= d["t_b"]
-    assert rec["n_b"] + rec["n_a"] == 3000 and rec["t_fraud"] == 3000 - d["t_b"]
+    assert rec["n_b"] + rec["n_a"] == 3000 and rec["t_fraud"] == rec["n_a"]
+    assert rec["epsilon_b"] <= 0.1 and rec["b_estimator"] == "double-sampling"
     assert rec["epsilon_b"] <= 0.1 and "pareto" not in d
 
 

@@ -284,7 +284,7 @@ def audit(
             pos_label=_label_value(pos_label), cache=None if no_cache else cache,
             refresh=refresh, concurrency=concurrency, retries=retries, timeout=timeout,
             progress=progress, max_unusable_share=limit,
-            name_swap=name_swap if swap else None, url=url, path=path)
+            name_swap=name_swap, run_name_swap=swap, url=url, path=path)
         extra.update(job.extra)
         requests["paid"] += job.requests["paid"]
         requests["cached"] += job.requests["cached"]

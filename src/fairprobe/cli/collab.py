@@ -11,6 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
+from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, gate_verdict
+
 __all__ = ["collab_app", "register"]
 
 collab_app = typer.Typer(
@@ -59,6 +61,14 @@ RobustCDecisive = Annotated[
 Betas = Annotated[
     str | None, typer.Option("--betas", help="Extra trimming fractions, e.g. 0.1,0.3")
 ]
+MaxLiars = Annotated[
+    int,
+    typer.Option(
+        "--max-liars",
+        help="Declared liar bound K of the default 'bounded' verdict: it says fair/unfair only "
+        "if that holds whichever <= K auditors lie (else undetermined).",
+    ),
+]
 
 
 _CASES_HELP = (
@@ -84,6 +94,7 @@ def _config(
     betas: str | None,
     robust_c: float = 4.0,
     robust_c_decisive: float = 2.0,
+    max_liars: int = 0,
 ) -> object:
     from fairprobe.collab.simulate import SimConfig
     from fairprobe.errors import InvalidParameterError
@@ -113,6 +124,7 @@ def _config(
         extra_betas=extra,
         robust_c=robust_c,
         robust_c_decisive=None if robust_c_decisive == 0 else robust_c_decisive,
+        max_liars=max_liars,
     )
 
 
@@ -134,8 +146,10 @@ def simulate_cmd(
     betas: Betas = None,
     robust_c: RobustC = 4.0,
     robust_c_decisive: RobustCDecisive = 2.0,
+    max_liars: MaxLiars = 0,
     json_path: Path | None = typer.Option(None, "--json", help="Write the result here (JSON)."),
     csv_path: Path | None = typer.Option(None, "--csv", help="Write the printed table (one row per method) as CSV."),
+    fail_on: FailOn | None = typer.Option(None, "--fail-on", case_sensitive=False, help=FAIL_ON_HELP + " (here: the default method's verdict on the simulated model)"),
 ) -> None:
     """Simulate one audit; print every method's estimate and verdict."""
     from fairprobe.cli._common import check_output_path
@@ -151,7 +165,7 @@ def simulate_cmd(
     cfg = _config(
         case, attackers, seed, honest=honest, alpha=alpha, n=n, rounds=rounds, tau=tau,
         z_max=z_max, beta=beta, replacement=replacement, degree=degree, attack=attack, betas=betas,
-        robust_c=robust_c, robust_c_decisive=robust_c_decisive,
+        robust_c=robust_c, robust_c_decisive=robust_c_decisive, max_liars=max_liars,
     )
     assert isinstance(cfg, SimConfig)
     res = simulate(cfg)
@@ -159,19 +173,21 @@ def simulate_cmd(
         title=f"{case}: N={honest}, K={attackers}, seed={seed}, {res.rounds} rounds, "
         f"true DP {res.true_dp:+.4f}"
     )
-    for col in ("method", "estimate", "error", "verdict", "certified_k"):
+    for col in ("method", "estimate", "interval", "verdict", "certified_k"):
         table.add_column(col)
     for row in res.rows():
         est = row["estimate"]
         k = row.get("certified_k")
+        iv = row.get("interval")
         table.add_row(
-            row["method"] + (" (recommended)" if row["method"] == "robust" else ""),
+            row["method"] + (" (default)" if row["method"] == res.default_method else ""),
             "n/a" if est is None else f"{est:+.4f}",
-            "n/a" if est is None else f"{row['error']:+.4f}",
-            "FAIR (fooled)" if row["fooled"] else "unfair",
-            "-" if k is None else str(k),
+            _interval(iv) if iv else "point",
+            str(row["verdict"]) + (" (wrong)" if row["wrong"] else ""),
+            "-" if k is None or k < 0 else str(k),
         )
     Console().print(table)
+    Console().print(_certificate_line(res.bounded, max_liars), soft_wrap=True)
     if csv_path is not None:
         from fairprobe.report.tables import findings_table, write_csv
 
@@ -180,6 +196,7 @@ def simulate_cmd(
         write_result(
             json_path, "collab-simulate", res.to_dict(), Provenance.capture(seed=cfg.seed)
         )
+    gate_verdict(str(res.verdicts[res.default_method]), fail_on)
 
 
 @collab_app.command("sweep")
@@ -208,6 +225,7 @@ def sweep_cmd(
     betas: Betas = None,
     robust_c: RobustC = 4.0,
     robust_c_decisive: RobustCDecisive = 2.0,
+    max_liars: MaxLiars = 0,
 ) -> None:
     """Run cases x attackers x seeds on Dask; resumable (rerun to finish an interrupted sweep)."""
     from rich.console import Console
@@ -233,7 +251,7 @@ def sweep_cmd(
     cfg = _config(
         case_list[0], 0, 0, honest=honest, alpha=alpha, n=n, rounds=rounds, tau=tau,
         z_max=z_max, beta=beta, replacement=replacement, degree=degree, attack=attack, betas=betas,
-        robust_c=robust_c, robust_c_decisive=robust_c_decisive,
+        robust_c=robust_c, robust_c_decisive=robust_c_decisive, max_liars=max_liars,
     )
     assert isinstance(cfg, SimConfig)
     import os
@@ -276,6 +294,10 @@ def sweep_cmd(
             for m in ("none", "median", "auditopus", "robust")
             if m in best and best[m]["mae"] is not None
         ]
+        if "bounded" in best:
+            d = best["bounded"]
+            parts.append(f"bounded (K={max_liars}) wrong {d['wrong']:.1f}% undetermined "
+                         f"{d['undetermined']:.1f}%")
         out.print("; ".join(parts), soft_wrap=True)
     out.print(f"{n_runs} runs, {len(res['runs'])} rows -> {json_path}", soft_wrap=True)
 
@@ -298,12 +320,14 @@ def _summary_table(
     krange = f"{ks[0]}-{ks[-1]}" if len(ks) > 1 else str(ks[0])
     t = Table(
         title=f"attack {attack}, K = {krange}, {seeds} seeds: attack success % / mean abs error",
-        caption="robust is the recommended method; certified_k: mean over runs (robust)",
+        caption="bounded is the default verdict (interval; never wrong with <= --max-liars "
+        "liars); certified_k: mean over runs (robust)",
     )
     t.add_column("case")
     for m in methods:
         t.add_column(m, justify="right")
     t.add_column("cert. k", justify="right")
+    t.add_column("bounded: wrong / undet. %", justify="right")
     for c in cases:
         cells = []
         for m in methods:
@@ -313,9 +337,37 @@ def _summary_table(
             else:
                 cells.append(f"{d['asr']:.1f} / {d['mae']:.3f}")
         rk = by.get((c, "robust"), {}).get("certified_k")
+        b = by.get((c, "bounded"))
         name = c.split("-", 1)[1] if strip and c != "all" else c
-        t.add_row(name, *cells, "" if rk is None else f"{rk:.2f}")
+        t.add_row(name, *cells, "" if rk is None else f"{rk:.2f}",
+                  "" if b is None else f"{b['wrong']:.1f} / {b['undetermined']:.1f}")
     return t
+
+
+def _interval(iv: dict[str, Any]) -> str:
+    lo, hi = iv.get("low"), iv.get("high")
+    return "[" + ("-inf" if lo is None else f"{lo:+.4f}") + ", " + (
+        "inf" if hi is None else f"{hi:+.4f}") + "]"
+
+
+def _certificate_line(b: dict[str, Any], max_liars: int) -> str:
+    """The certificate of the default verdict, in one line."""
+    if not b:
+        return ""
+    k = b.get("certified_k")
+    fm = b.get("flip_mass")
+    eb = b.get("escape_bound")
+    out = (f"certificate (bounded): verdict {b['verdict']} {_interval(b['interval'])}, declared "
+           f"liars K={max_liars}, certified_k="
+           f"{'-' if k is None or k < 0 else k}")
+    if fm is not None:
+        out += f", flip_mass {fm:.0f} answers"
+        if eb is not None:
+            out += (f", a fabricator that could flip it escapes verification at rate "
+                    f"{b['verification_rate']:g} with probability <= {eb:.3g}")
+        else:
+            out += " (no verification: run with challenges to bound a fabricator)"
+    return out
 
 
 def register(app: typer.Typer) -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import typer
 
+from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, gate_verdict
+
 __all__ = ["register"]
 
 node_app = typer.Typer(
@@ -87,9 +89,15 @@ def demo_cmd(
         "consistent-exact, selective.",
     ),
     method: str = typer.Option(
-        "robust", "--method",
-        help="Aggregation run by honest nodes: robust (recommended), auditopus, none, median, "
-        "trimmed-mean, median-local-dp, trimmed-mean-local-dp.",
+        "bounded", "--method",
+        help="Aggregation run by honest nodes: bounded (default: an interval verdict that holds "
+        "whichever --max-liars auditors lie), robust, auditopus, none, median, trimmed-mean, "
+        "median-local-dp, trimmed-mean-local-dp.",
+    ),
+    max_liars: int = typer.Option(
+        0, "--max-liars",
+        help="Declared liar bound K of the bounded verdict: fair/unfair only if that holds "
+        "whichever <= K auditors lie (else undetermined).",
     ),
     verify: bool = typer.Option(
         False, "--verify/--no-verify",
@@ -104,6 +112,9 @@ def demo_cmd(
     ),
     workdir: Path | None = typer.Option(None, help="Keep keys, roster, configs and state here."),
     json_path: Path | None = typer.Option(None, "--json", help="Write nodes and median (JSON)."),
+    fail_on: FailOn | None = typer.Option(
+        None, "--fail-on", case_sensitive=False,
+        help=FAIL_ON_HELP + " (here: the regulator's verdict over the honest nodes)"),
 ) -> None:
     """Start N honest and K attacker nodes on 127.0.0.1 and run the audit to the end."""
 
@@ -120,13 +131,15 @@ def demo_cmd(
         url = plat.url if serve_platform else platform  # type: ignore[attr-defined]
         _demo(honest, attackers, seed, case, n, rounds, max_rounds, alpha, round_timeout,
               url, workdir, json_path, attack=attack.lower(), method=method.lower(),
-              verify=verify, verify_rate=verify_rate, verify_records=verify_records.lower())
+              verify=verify, verify_rate=verify_rate, verify_records=verify_records.lower(),
+              max_liars=max_liars, fail_on=fail_on)
 
 
 def _demo(
     honest: int, attackers: int, seed: int, case: str, n: int, rounds: int | None,
     max_rounds: int, alpha: float, round_timeout: float, platform: str | None,
-    workdir: Path | None, json_path: Path | None, **extra: object,
+    workdir: Path | None, json_path: Path | None, fail_on: FailOn | None = None,
+    **extra: object,
 ) -> None:
     from fairprobe.collab.net.launcher import DemoSpec, run_demo
 
@@ -147,6 +160,12 @@ def _demo(
     for node in out["nodes"]:
         ck = node.get("certified_k")
         extra_cols = "" if ck is None else f"  certified_k {ck}"
+        f = node.get("finding")
+        if node["role"] == "honest" and f is not None:
+            iv = f["interval"]
+            extra_cols = f"  {f['verdict']:<12}" + (
+                f"  [{_num(iv['low'])}, {_num(iv['high'])}]" if spec.method == "bounded" else ""
+            ) + extra_cols
         if node["excluded"]:
             extra_cols += "  excluded " + ", ".join(
                 f"{a}@{r}" for a, r in sorted(node["excluded"].items()))
@@ -161,10 +180,19 @@ def _demo(
         f"; DP of the honest auditors' data {out['honest_dp']:+.6f}"
         if out["honest_dp"] is not None else ""
     )
-    typer.echo(
-        f"median estimate {out['median']:+.6f} -> {out['verdict']} (tau = {out['tau']}{truth})"
-    )
-    if out.get("certified_k") is not None:
+    if out.get("default_method") == "bounded":
+        iv = out["interval"]
+        typer.echo(
+            f"verdict (bounded, declared liars K = {out['max_liars']}): {out['verdict']}, "
+            f"interval [{_num(iv['low'])}, {_num(iv['high'])}] (tau = {out['tau']}{truth})"
+        )
+        typer.echo(_certificate(out, spec.n))
+    else:
+        typer.echo(
+            f"median estimate {out['median']:+.6f} -> {out['verdict']} (tau = {out['tau']}"
+            f"{truth})"
+        )
+    if out.get("certified_k") is not None and out.get("default_method") != "bounded":
         typer.echo(
             f"{out['verdict']}, holds against up to {out['certified_k']} fabricating auditors "
             f"({spec.n} queries per round each; method {spec.method})"
@@ -179,6 +207,27 @@ def _demo(
             notes=("collaborative audit run by real node processes on 127.0.0.1",),
         )
         write_result(json_path, "collab-nodes", out, provenance=prov)
+    gate_verdict(str(out["verdict"]), fail_on)
+
+
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.6f}"
+
+
+def _certificate(out: dict[str, object], n: int) -> str:
+    """The certificate of the bounded verdict (K, certified_k, verification bound), one line."""
+    k, fm, eb = out.get("certified_k"), out.get("flip_mass"), out.get("escape_bound")
+    line = (f"certificate: declared K = {out['max_liars']}, certified_k = "
+            f"{'-' if k is None else k} (the verdict stands whichever that many auditors lie)")
+    if isinstance(fm, (int, float)):
+        line += f"; flipping it needs >= {fm:.0f} fabricated answers"
+        if isinstance(eb, (int, float)):
+            line += (f", which challenges at rate {out['verification_rate']} catch except with "
+                     f"probability <= {eb:.3g} (not covered: truthful answers on chosen records, "
+                     "which only K covers)")
+        else:
+            line += " (no verification: --verify bounds the chance such a fabricator escapes)"
+    return line
 
 
 def register(app: typer.Typer) -> None:

@@ -132,7 +132,7 @@ def sequential(
     tolerance: Annotated[float, typer.Option(help="delta in (0, 1): H0 |g| <= delta is compliance.")] = 0.1,
     access: Annotated[AccessChoice, typer.Option(case_sensitive=False, help="What the model reveals.")] = AccessChoice.decisions,
     test: Annotated[TestChoice | None, typer.Option(case_sensitive=False, help="Default mixture: anytime-valid (type-I <= alpha, type-II <= beta at any stop). glr-wald: the paper's GLR, fast but measured type-I 0.19 at gap = delta for alpha = 0.05 (docs/sequential.md).")] = None,
-    logit_bound: Annotated[float | None, typer.Option(help="Default test with logits: range [-b, b] of the logits (live mode default 10; pool mode: the pool's range).")] = None,
+    logit_bound: Annotated[float | None, typer.Option(hidden=True, help="Removed: logit access audits sigmoid(logit), on the probability scale.")] = None,
     alpha: Annotated[float, typer.Option(help="Nominal type-I error (false violation).")] = 0.05,
     beta: Annotated[float, typer.Option(help="Nominal type-II error (false compliance).")] = 0.2,
     min_per_group: Annotated[int | None, typer.Option(help="GLR/fixed: answers per group before the statistic may move.")] = None,
@@ -162,11 +162,9 @@ def sequential(
             raise ConfigError("--min-per-group applies to --test glr-wald or fixed only.")
         opts["min_per_group"] = min_per_group
     if logit_bound is not None:
-        if name != "mixture" or access != AccessChoice.logits:
-            raise ConfigError("--logit-bound applies to the default test with --access logits.")
-        if not logit_bound > 0:
-            raise ConfigError(f"--logit-bound must be > 0; got {logit_bound}.")
-        opts["bounds"] = (-logit_bound, logit_bound)
+        raise ConfigError(
+            "--logit-bound is no longer needed: with --access logits the default test audits "
+            "sigmoid(logit), the probability-scale gap, with --tolerance in its units; drop it.")
     live = url is not None or backend_config is not None
     if input_path is not None and live:
         raise ConfigError("Give --input (pool mode) or --url/--backend-config (live mode), not both.")

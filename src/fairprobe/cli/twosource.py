@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from fairprobe.cli._common import console, read_table, split_list
+from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit
 
 DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"
 
@@ -109,11 +110,36 @@ def twosource(
     json_path: Annotated[
         Path | None, typer.Option("--json", help="Write the result as JSON.")
     ] = None,
+    epsilon: Annotated[
+        float | None,
+        typer.Option(
+            help="DI margin of error: follow the budget's regime (Appendix B): below t_A refuse, "
+            "t_A..t_B the paper's split, above t_B the verdict from the corrected DI through B."
+        ),
+    ] = None,
+    policy: Annotated[
+        str, typer.Option(help="Large regime: fixed (the plan's split) or thompson (bandit).")
+    ] = "fixed",
+    b_groups: Annotated[
+        str,
+        typer.Option(
+            help="Large regime: B records with a known group: checks (the checked ones) or known (all)."
+        ),
+    ] = "checks",
+    rate_unprivileged: Annotated[
+        float, typer.Option(help="With --epsilon: planning positive rate, unprivileged.")
+    ] = PLATFORM_RATE_FEMALE,
+    rate_privileged: Annotated[
+        float, typer.Option(help="With --epsilon: planning positive rate, privileged.")
+    ] = PLATFORM_RATE_MALE,
     csv_path: Annotated[
         Path | None, typer.Option("--csv", help="Write the findings (DI through A and B, each detector) as CSV.")
     ] = None,
+    fail_on: Annotated[
+        FailOn | None, typer.Option(case_sensitive=False, help=FAIL_ON_HELP)
+    ] = None,
 ) -> None:
-    """Two-source audit: conclude fair / unfair / manipulated with the evidence."""
+    """Two-source audit: conclude fair / unfair / undetermined / manipulated with the evidence."""
     if ctx.invoked_subcommand is not None:
         return
     from fairprobe.cli._common import check_output_path
@@ -121,7 +147,6 @@ def twosource(
     check_output_path(csv_path, "--csv")
     from fairprobe.access.blackbox import BlackBox
     from fairprobe.errors import InvalidParameterError
-    from fairprobe.report import write_result
     from fairprobe.twosource import LearnedProxy, proxy_from_spec, run_two_source_audit
     from fairprobe.twosource.detectors import DETECTORS
 
@@ -135,6 +160,26 @@ def twosource(
             f"--detectors names {what}; give a comma-separated list of "
             f"{', '.join(DETECTORS)}."
         )
+
+    if epsilon is not None:
+        from fairprobe._validation import check_choice, check_real
+
+        check_real(epsilon, "epsilon", "twosource", lo=0.0, closed="neither")
+        if epsilon == float("inf"):
+            raise InvalidParameterError("--epsilon must be finite.")
+        if checks is not None:
+            raise InvalidParameterError(
+                "--checks and --epsilon exclude each other: with --epsilon the budget's regime "
+                "sets the checks (see `fairprobe twosource plan --epsilon`)."
+            )
+        check_choice(policy, "policy", "twosource (--policy)", ["fixed", "thompson"])
+        check_choice(b_groups, "b_groups", "twosource (--b-groups)", ["checks", "known"])
+        check_real(rate_unprivileged, "rate_unprivileged", "twosource", lo=0.0, hi=1.0,
+                   closed="right")  # fmt: skip
+        check_real(rate_privileged, "rate_privileged", "twosource", lo=0.0, hi=1.0,
+                   closed="right")  # fmt: skip
+    elif policy != "fixed" or b_groups != "checks":
+        raise InvalidParameterError("--policy and --b-groups need --epsilon (the large regime).")
 
     if queries is None:
         from fairprobe.datasets.adult import load_adult
@@ -155,14 +200,25 @@ def twosource(
         BlackBox(a_backend, cache=cache, retries=retries, timeout=timeout, seed=seed) as api,
         BlackBox(b_backend, cache=cache, retries=retries, timeout=timeout, seed=seed) as ui,
     ):
-        result = run_two_source_audit(
-            api, ui, pool, px, budget=budget, beta=beta, t_fraud=checks,
-            group_column=group_col, privileged=privileged, api_columns=split_list(api_cols),
-            ui_columns=split_list(ui_cols), alpha=alpha, threshold=threshold, p_phi=p_phi,
-            null=null.value,
-            detectors=dets, batch_size=batch_size, seed=seed,
-            progress=progress,
-        )  # fmt: skip
+        if epsilon is not None:
+            from fairprobe.twosource import run_budgeted_audit
+
+            result = run_budgeted_audit(
+                api, ui, pool, px, budget=budget, epsilon=epsilon,
+                rates=(rate_unprivileged, rate_privileged), policy=policy, b_groups=b_groups,
+                group_column=group_col, privileged=privileged, alpha=alpha,
+                threshold=threshold, null=null.value, detectors=dets, seed=seed,
+                api_columns=split_list(api_cols), ui_columns=split_list(ui_cols),
+            )  # fmt: skip
+        else:
+            result = run_two_source_audit(
+                api, ui, pool, px, budget=budget, beta=beta, t_fraud=checks,
+                group_column=group_col, privileged=privileged, api_columns=split_list(api_cols),
+                ui_columns=split_list(ui_cols), alpha=alpha, threshold=threshold, p_phi=p_phi,
+                null=null.value,
+                detectors=dets, batch_size=batch_size, seed=seed,
+                progress=progress,
+            )  # fmt: skip
     console.print(str(result), markup=False)
     if csv_path is not None:
         from fairprobe.report.tables import findings_table, write_csv
@@ -171,19 +227,21 @@ def twosource(
         rows = [{"row": "DI through A", **d["di_a"]}]
         if d["di_b_proxy"] is not None:
             rows.append({"row": "DI through B + proxy", **d["di_b_proxy"]})
+        if d.get("di_b_corrected") is not None:  # the large regime's estimate and its finding
+            rows.append({"row": "DI through B, corrected", **d["di_b_corrected"],
+                         "verdict": d["finding"]["verdict"]})  # fmt: skip
         rows += [{"row": f"detector {o['detector']}", **o} for o in d["detectors"]]
         write_csv(csv_path, findings_table(rows))
-    if json_path is not None:
-        from fairprobe.access.identity import describe_backend
-        from fairprobe.provenance import Provenance, pool_digest
+    from fairprobe.access.identity import describe_backend
+    from fairprobe.provenance import Provenance, pool_digest
 
-        prov = Provenance.capture(
-            seed=seed,
-            query_pool=pool_digest(pool, "adult:test" if queries is None else str(queries)),
-            backend=describe_backend(a_backend),
-            extra={"backend_b": describe_backend(b_backend), "cache": str(cache)},
-        )
-        write_result(json_path, "twosource", result, prov)
+    prov = Provenance.capture(
+        seed=seed,
+        query_pool=pool_digest(pool, "adult:test" if queries is None else str(queries)),
+        backend=describe_backend(a_backend),
+        extra={"backend_b": describe_backend(b_backend), "cache": str(cache)},
+    )
+    emit(json_path, "twosource", result, prov, fail_on)
 
 
 @twosource_app.command("plan")
@@ -234,6 +292,19 @@ def plan(
     json_path: Annotated[
         Path | None, typer.Option("--json", help="Write the plan as JSON.")
     ] = None,
+    accuracy_unprivileged: Annotated[
+        float | None,
+        typer.Option(help="Proxy accuracy in the unprivileged group (default: p_phi)."),
+    ] = None,
+    accuracy_privileged: Annotated[
+        float | None, typer.Option(help="Proxy accuracy in the privileged group (default: p_phi).")
+    ] = None,
+    b_estimator: Annotated[
+        str,
+        typer.Option(
+            help="Large regime's DI through B: double-sampling (checks validate) or matrix (B alone)."
+        ),
+    ] = "double-sampling",
 ) -> None:
     """Lemma 2's n_max and p_manip; with --budget, its regime and the allocations (Figure 4).
 
@@ -282,7 +353,8 @@ def plan(
             bp = plan_budget(
                 budget, epsilon, proxy_accuracy, rate_unprivileged, rate_privileged,
                 share_unprivileged, alpha=alpha, gamma=g_front, sigma_a=sigma_a,
-                sigma_b_value=sigma_b,
+                sigma_b_value=sigma_b, accuracy_unprivileged=accuracy_unprivileged,
+                accuracy_privileged=accuracy_privileged, b_estimator=b_estimator,
             )  # fmt: skip
             out.update(bp.to_dict())
             t_b = "unreachable" if bp.t_b > MAX_BUDGET else str(bp.t_b)
@@ -295,10 +367,10 @@ def plan(
             rec = bp.recommended
             if bp.regime == "large":
                 console.print(
-                    f"  t > t_B: estimate DI from B alone with {rec['n_b']} queries (margin "
-                    f"{rec['epsilon_b']:.4f}); A is used only for {rec['t_fraud']} consistency "
-                    f"checks (n_max {rec['n_max']}, p_manip {rec['p_manip']:.4f} at gamma "
-                    f"{rec['gamma']:g})",
+                    f"  t > t_B: estimate DI from B alone with {rec['n_b']} queries, corrected "
+                    f"for the proxy ({rec['b_estimator']}; margin {rec['epsilon_b']:.4f}); A is "
+                    f"used only for {rec['t_fraud']} consistency checks (n_max {rec['n_max']}, "
+                    f"p_manip {rec['p_manip']:.4f} at gamma {rec['gamma']:g})",
                     markup=False,
                 )
             else:

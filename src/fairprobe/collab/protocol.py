@@ -374,6 +374,10 @@ class _Base:
         self.phase = "stamped"
         return self.own_entry()
 
+    def pass_round(self) -> Entry:
+        """Stamp an empty increment (a closing round: the counts stay as they are)."""
+        return self._stamp((0, 0, 0, 0))
+
     def own_entry(self) -> Entry:
         h = self.held[self.auditor_id]
         return Entry(self.auditor_id, h.round, CountsVector(*h.counts), h.sig)
@@ -421,8 +425,9 @@ class _Base:
             return "ignore"
         if e.round == h.round and c == h.counts:
             return "ignore"  # the same entry along another path
-        if c[1] + c[3] > self.n * e.round:
-            return "impossible-counts"
+        cap = getattr(self, "max_round", None)
+        if c[1] + c[3] > self.n * (e.round if cap is None else min(e.round, cap)):
+            return "impossible-counts"  # (after the last querying round, no more queries)
         # verify before blaming the author: a tampered relayed copy is a bad signature
         if not self.verifier.verify_entry(e.auditor, e.round, *c, e.sig):
             return "bad-signature"

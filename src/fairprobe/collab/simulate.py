@@ -39,6 +39,13 @@ import fairprobe.collab.liars  # noqa: F401 - registers the self-consistent liar
 from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.collab.attacker import ATTACKS, AttackContext, AttackStrategy, get_attack
 from fairprobe.collab.baselines import get_aggregator
+from fairprobe.collab.bounded import (
+    bounded_intervals,
+    escape_bound,
+    flip_masses,
+    global_interval,
+    make_finding,
+)
 from fairprobe.collab.certificate import certify_many, global_certified_k, robust_certified_k
 from fairprobe.collab.graph import connected_erdos_renyi, gossip_lags
 from fairprobe.collab.partition import (
@@ -57,9 +64,11 @@ from fairprobe.collab.robust import RobustParams, robust_estimate
 from fairprobe.collab.score import Z_MAX, suspicion_scores
 from fairprobe.datasets.populations import POPULATIONS, get_population
 from fairprobe.stats.counts import CountsVector
+from fairprobe.stats.finding import decide_array
 
 __all__ = [
     "BASE_METHODS",
+    "DEFAULT_METHOD",
     "AuditPlan",
     "RunResult",
     "SimConfig",
@@ -81,7 +90,17 @@ BASE_METHODS = (
     "trimmed-mean-local-dp",
     "auditopus",
     "robust",
+    "bounded",
 )
+
+#: The method the CLI, the nodes and the report use when none is named (issue 21).
+DEFAULT_METHOD = "bounded"
+
+#: Methods whose verdict comes from a point estimate against the band (no interval).
+POINT_METHODS = BASE_METHODS[:-1]
+
+#: The robust-aggregation baselines over raw tables (:mod:`.baselines`).
+AGGREGATORS = BASE_METHODS[:5]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -112,6 +131,9 @@ class SimConfig:
     max_redraws: int = 1000
     robust_c: float = 4.0
     robust_c_decisive: float | None = 2.0
+    max_liars: int = 0
+    verify_rate: float | None = None
+    legacy_certificates: bool = False
 
     def __post_init__(self) -> None:
         o = "SimConfig"
@@ -134,6 +156,9 @@ class SimConfig:
         check_real(self.robust_c, "robust_c", o, lo=0.0)
         if self.robust_c_decisive is not None:
             check_real(self.robust_c_decisive, "robust_c_decisive", o, lo=0.0, closed="neither")
+        check_int(self.max_liars, "max_liars", o, lo=0)
+        if self.verify_rate is not None:
+            check_real(self.verify_rate, "verify_rate", o, lo=0.0, hi=1.0)
 
     @property
     def robust_params(self) -> RobustParams:
@@ -179,6 +204,11 @@ class RunResult:
     certified: dict[str, int] = field(default_factory=dict)
     node_certified: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)
     sources: dict[str, Any] = field(default_factory=dict)
+    verdicts: dict[str, str] = field(default_factory=dict)
+    node_verdicts: dict[str, npt.NDArray[np.str_]] = field(default_factory=dict)
+    findings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bounded: dict[str, Any] = field(default_factory=dict)
+    default_method: str = DEFAULT_METHOD
 
     def nodes(self) -> list[dict[str, Any]]:
         """Each honest auditor's estimate per method and its ``certified_k`` (figure data)."""
@@ -196,6 +226,12 @@ class RunResult:
                     "id": f"a{j:04d}",
                     "estimates": est,
                     "certified_k": {m: int(k[i]) for m, k in self.node_certified.items()},
+                    "verdicts": {m: str(v[i]) for m, v in self.node_verdicts.items()},
+                    "interval": (
+                        {"low": _num(self.bounded["low"][i]), "high": _num(self.bounded["high"][i]),
+                         "flip_mass": _num(self.bounded["node_flip_mass"][i])}
+                        if self.bounded else None
+                    ),
                 }
             )
         return out
@@ -204,8 +240,10 @@ class RunResult:
         """One JSON-ready row per method (the keys of ``fairprobe collab simulate --json``)."""
         c = self.config
         out = []
+        truth = "fair" if abs(self.honest_dp) <= c.tau else "unfair"
         for m, est in self.estimates.items():
             e = None if math.isnan(est) else float(est)
+            verdict = self.verdicts.get(m)
             out.append(
                 {
                     "case": c.case,
@@ -215,12 +253,21 @@ class RunResult:
                     "estimate": e,
                     "true_dp": self.true_dp,
                     "error": None if e is None else e - self.true_dp,
-                    "fooled": bool(e is not None and abs(e) <= c.tau),
+                    "fooled": verdict == "fair" if verdict else bool(
+                        e is not None and abs(e) <= c.tau),
+                    "verdict": verdict,
+                    "wrong": verdict in ("fair", "unfair") and verdict != truth,
+                    "undetermined": verdict == "undetermined",
                     "honest": c.honest,
                     "rounds": self.rounds,
                     "certified_k": self.certified.get(m),
+                    "max_liars": c.max_liars,
+                    "finding": self.findings.get(m),
                 }
             )
+            if m == "bounded" and self.bounded:
+                out[-1].update({k: self.bounded[k] for k in (
+                    "interval", "flip_mass", "verification_rate", "escape_bound")})
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -233,12 +280,20 @@ class RunResult:
             "band": {"low": -self.config.tau, "high": self.config.tau},
             "runs": self.rows(),
             "certified_k": dict(self.certified),
+            "verdicts": dict(self.verdicts),
+            "default_method": self.default_method,
+            "max_liars": self.config.max_liars,
+            "finding": self.findings.get(self.default_method),
             "nodes": self.nodes(),
             "sources": self.sources,
         }
         if self.trajectory is not None:
             d["trajectory"] = {k: v.tolist() for k, v in self.trajectory.items()}
         return d
+
+
+def _num(x: Any) -> float | None:
+    return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
 def _streams(seed: int) -> tuple[np.random.Generator, np.random.Generator, np.random.SeedSequence]:
@@ -462,12 +517,20 @@ def simulate(
     tables = H[s_idx, cols]
     held = s_idx >= 1
     per["robust"] = robust_estimate(weighted, tables, held, cfg.robust_params).estimate
-    for m in BASE_METHODS[:-2]:
+    for m in AGGREGATORS:
         per[m] = get_aggregator(m, cfg.beta)(tables, held)
     for b in cfg.extra_betas:
         per[f"trimmed-mean@{b:g}"] = get_aggregator("trimmed-mean", b)(tables, held)
+    b_tables, b_round = closing_view(H, lag, hon)
+    bres = bounded_run(cfg, R, b_tables, b_round, K)
+    per["bounded"] = bres.pop("estimate")
     estimates = {m: _global(per[m], K) for m in cfg.methods}
-    node_k, glob_k = _certificates(cfg, R, per, weighted, tables, held)
+    node_k, glob_k = (
+        _certificates(cfg, R, per, weighted, tables, held) if cfg.legacy_certificates else ({}, {})
+    )
+    node_k["bounded"] = bres.pop("node_certified_k")
+    glob_k["bounded"] = int(bres["certified_k"]) if bres["certified_k"] is not None else -1
+    verdicts, node_verdicts, findings = _verdicts(cfg, estimates, per, bres)
     rob0 = robust_estimate(weighted[:1], tables[:1], held[:1], cfg.robust_params)
     empty = (delta[..., 1] + delta[..., 3]) == 0  # (R, V)
     raw_mass = (H[R, :, 1] + H[R, :, 3]).astype(np.float64)
@@ -512,6 +575,10 @@ def simulate(
         certified=glob_k,
         node_certified=node_k,
         sources=sources,
+        verdicts=verdicts,
+        node_verdicts=node_verdicts,
+        findings=findings,
+        bounded=bres,
         views=(
             {"tables": tables, "weighted": weighted, "held": held, "w": w, "score": hist.score,
              "H": H, "lag": lag, "hon": hon}
@@ -519,6 +586,115 @@ def simulate(
             else None
         ),
     )
+
+
+def closing_view(
+    H: IntArray, lag: IntArray, hon: IntArray
+) -> tuple[IntArray, IntArray]:
+    """What honest auditors hold after the closing rounds of ``bounded`` (the largest gossip lag
+    ``D`` rounds after the last querying round ``R``, in which nobody adds queries): every
+    source's round-``R`` counts, held from round ``R + D - lag_ij >= R``. The nodes run the same
+    closing rounds (``[audit] closing``); attackers add nothing in them (entries counting more
+    than ``n R`` queries are refused)."""
+    R = H.shape[0] - 1
+    D = int(lag.max()) if lag.size else 0
+    rounds = (R + D - lag[hon]).astype(np.int64)  # (N, V)
+    tables = np.broadcast_to(H[R][None], (hon.size, *H[R].shape)).copy()
+    return tables, np.where(rounds >= 1, rounds, 0)
+
+
+def bounded_run(
+    cfg: SimConfig,
+    rounds: int,
+    tables: IntArray,
+    held_round: IntArray,
+    attackers: int,
+    *,
+    proven: npt.NDArray[np.bool_] | None = None,
+    verify_rate: float | None = None,
+) -> dict[str, Any]:
+    """The ``bounded`` verdicts of one audit (:mod:`fairprobe.collab.bounded`): each honest
+    auditor's interval from its final table, the regulator's interval (attackers report
+    ``[0, 0]``), ``certified_k`` (per auditor and global) and the verification bound."""
+    K = cfg.max_liars
+    kw: dict[str, Any] = {"n": cfg.n, "rounds": rounds}
+    est, lo, hi = bounded_intervals(tables, held_round, max_liars=K, proven=proven, **kw)
+    ver = decide_array(lo, hi, kind="difference", threshold=cfg.tau)
+    # proofs are transferable: the regulator drops the reports of proven liars (each one uses
+    # up one of K; more proven than declared: no verdict)
+    n_proven = int(proven.any(axis=0).sum()) if proven is not None else 0
+    K_reg, reports = K - n_proven, attackers - n_proven
+    g_lo, g_hi = (global_interval(lo, hi, K_reg, liar_reports=reports) if K_reg >= 0
+                  else (math.nan, math.nan))
+    g_ver = str(decide_array(g_lo, g_hi, kind="difference", threshold=cfg.tau))
+    # certified_k, per auditor and of the regulator's rule: intervals grow with k, so one pass
+    # k = K + 1, K + 2, ... until every decided verdict has failed
+    kmax = min(tables.shape[1], CERTIFY_MAX_AUDITORS)
+    node_k = np.where(ver == "undetermined", -1, K).astype(np.int64)
+    alive = ver != "undetermined"
+    g_k: int | None = None if g_ver == "undetermined" else K
+    g_alive = g_k is not None
+    k = K
+    while (alive.any() or g_alive) and k < kmax:
+        k += 1
+        rows = np.flatnonzero(alive) if not g_alive else np.arange(ver.size)
+        pr = None if proven is None else proven[rows]
+        _, lo_k, hi_k = bounded_intervals(tables[rows], held_round[rows], max_liars=k,
+                                          proven=pr, **kw)
+        same = decide_array(lo_k, hi_k, kind="difference", threshold=cfg.tau) == ver[rows]
+        same &= alive[rows]
+        node_k[rows[same]] = k
+        alive[rows[~same]] = False
+        if g_alive:
+            gl, gh = global_interval(lo_k, hi_k, k - n_proven, liar_reports=reports)
+            if str(decide_array(gl, gh, kind="difference", threshold=cfg.tau)) == g_ver:
+                g_k = k
+            else:
+                g_alive = False
+    held = (held_round >= 1) & (True if proven is None else ~proven)  # proven liars dropped
+    flip = flip_masses(np.where(held[..., None], tables, 0), cfg.tau, ver)
+    g_flip = (
+        float(np.nanmin(flip[ver == g_ver])) if g_ver != "undetermined" and (ver == g_ver).any()
+        else math.nan
+    )
+    rate = verify_rate if verify_rate is not None else cfg.verify_rate
+    return {
+        "estimate": est, "low": lo, "high": hi, "verdicts": ver, "node_certified_k": node_k,
+        "interval": {"low": _num(g_lo), "high": _num(g_hi)},
+        "verdict": g_ver, "certified_k": g_k,
+        "flip_mass": _num(g_flip), "node_flip_mass": flip,
+        "verification_rate": rate,
+        "escape_bound": escape_bound(_num(g_flip), rate),
+    }
+
+
+def _verdicts(
+    cfg: SimConfig, estimates: dict[str, float], per: dict[str, FloatArray], b: dict[str, Any]
+) -> tuple[dict[str, str], dict[str, npt.NDArray[np.str_]], dict[str, dict[str, Any]]]:
+    """Every method's verdict (point methods: their estimate against the band; ``bounded``: its
+    interval), per honest auditor too, and the findings (subject "simulation": the truth is
+    known)."""
+    verdicts: dict[str, str] = {}
+    node: dict[str, npt.NDArray[np.str_]] = {}
+    findings: dict[str, dict[str, Any]] = {}
+    for m, e in estimates.items():
+        if m == "bounded":
+            iv = b["interval"]
+            lo = math.nan if iv["low"] is None else iv["low"]
+            hi = math.nan if iv["high"] is None else iv["high"]
+            node[m] = b["verdicts"]
+            counts = {"certified_k": b["certified_k"], "flip_mass": b["flip_mass"],
+                      "verification_rate": b["verification_rate"],
+                      "escape_bound": b["escape_bound"]}
+        else:
+            lo = hi = e
+            node[m] = decide_array(per[m], per[m], kind="difference", threshold=cfg.tau)
+            counts = {}
+        f = make_finding(e, lo, hi, tau=cfg.tau, subject="simulation", max_liars=cfg.max_liars,
+                         method="bounded" if m == "bounded" else m, counts=counts)
+        verdicts[m] = f.verdict
+        findings[m] = f.to_dict()
+    return verdicts, node, findings
 
 
 def _masked(x: FloatArray, mask: npt.NDArray[np.bool_], digits: int) -> list[list[float | None]]:
@@ -609,10 +785,27 @@ def simulate_reference(cfg: SimConfig, *, setup: HonestSetup | None = None) -> R
     per["robust"] = np.array(
         [c.robust_estimate(cfg.robust_params) for c in honest_cores]
     )
-    for m in BASE_METHODS[:-2]:
+    for m in AGGREGATORS:
         per[m] = get_aggregator(m, cfg.beta)(tables_arr, held)
     for b in cfg.extra_betas:
         per[f"trimmed-mean@{b:g}"] = get_aggregator("trimmed-mean", b)(tables_arr, held)
+    # bounded: the closing rounds (no queries) after the last querying round
+    D = int(gossip_lags(adj).max()) if V > 1 else 0
+    for c in cores:
+        c.max_round = R  # type: ignore[union-attr]
+    for _t in range(R + 1, R + D + 1):
+        for core in cores:
+            core.start_round()
+            core.pass_round()
+        tabs = [core.table_entries() for core in cores]
+        for j, core in enumerate(cores):
+            for u in nbrs[j]:
+                core.merge(tabs[u])
+            core.end_round()
+    held_round = np.stack([np.array([c.held[a].round for a in roster]) for c in honest_cores])
+    b_tables = np.stack([c.table_counts() for c in honest_cores])
+    bres = bounded_run(cfg, R, b_tables, held_round, K)
+    per["bounded"] = bres.pop("estimate")
     estimates = {m: _global(per[m], K) for m in cfg.methods}
     honest_total = np.sum([c.own for c in honest_cores], axis=0)
     return RunResult(
@@ -623,6 +816,7 @@ def simulate_reference(cfg: SimConfig, *, setup: HonestSetup | None = None) -> R
         estimates=estimates,
         per_auditor=per,
         attacker_positions=tuple(int(x) for x in att),
+        bounded=bres,
     )
 
 

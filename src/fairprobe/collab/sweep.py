@@ -48,6 +48,14 @@ __all__ = [
 
 RunKey = tuple[str, int, int]
 
+#: Version of the run rows: a file written by other code is never resumed (its rows would be
+#: stale). Bump it whenever ``RunResult.rows`` changes what it writes.
+ROWS_VERSION = "2026-12-issue21"
+
+#: Keys every resumable row must carry.
+ROW_KEYS = frozenset({"case", "attackers", "seed", "method", "estimate", "verdict", "wrong",
+                      "undetermined", "fooled", "max_liars", "finding"})
+
 #: Config fields that must match for a file to be resumed (the grid itself may grow).
 _GRID_FIELDS = ("case", "attackers", "seed")
 
@@ -205,6 +213,14 @@ def _load_done(path: Path, base: dict[str, Any]) -> tuple[list[dict[str, Any]], 
     if doc.get("kind", "collab-sweep") != "collab-sweep":
         raise ConfigError(f"{path} holds a {doc.get('kind')!r} result, not a sweep.")
     rows = doc["runs"]
+    if doc.get("rows_version") != ROWS_VERSION or any(
+        not ROW_KEYS <= set(r) for r in rows
+    ):
+        raise ConfigError(
+            f"{path} holds rows written by another version of the simulator (rows version "
+            f"{doc.get('rows_version')!r}, this one writes {ROWS_VERSION!r}); it is not resumed: "
+            "delete it or use another --json path."
+        )
     return rows, {(r["case"], int(r["attackers"]), int(r["seed"])) for r in rows}
 
 
@@ -287,14 +303,18 @@ def sweep(
             futs = [client.submit(run_group, bd, c, s, todo, pure=False) for c, s, todo in groups]
             sizes = {f.key: len(g[2]) for f, g in zip(futs, groups, strict=True)}
             last = time.monotonic()
+            spent = 0.0
             for fut in as_completed(futs):
                 rows.extend(fut.result())
                 n_done += sizes[fut.key]
                 if on_progress:
                     on_progress(n_done, total)
-                if time.monotonic() - last >= flush_every:
+                # rewriting the file costs more as rows pile up: at most ~10% of the wall time
+                if time.monotonic() - last >= max(flush_every, 10 * spent):
+                    t0 = time.monotonic()
                     flush(False)
                     last = time.monotonic()
+                    spent = last - t0
         finally:
             client.close()
             if cluster is not None:
@@ -332,6 +352,7 @@ def _envelope(bd: dict[str, Any], complete: bool, rows: list[dict[str, Any]]) ->
         "kind": "collab-sweep",
         "provenance": Provenance.capture().to_dict(),
         "config": bd,
+        "rows_version": ROWS_VERSION,
         "complete": complete,
         "summary": summarize(rows, float(bd.get("tau", 0.05))),
         "runs": rows,
@@ -341,7 +362,9 @@ def _envelope(bd: dict[str, Any], complete: bool, rows: list[dict[str, Any]]) ->
 def summarize(rows: Sequence[dict[str, Any]], tau: float = 0.05) -> list[dict[str, Any]]:
     """Table II layout: per case (and all cases) and method, attack success and mean error.
 
-    ``asr`` is the share of runs whose estimate lies in the fair band (%), ``mae`` the mean
+    ``asr`` is the share of runs whose verdict is "fair" (%: the attack success on the unfair
+    Table I models; for point methods, the estimate in the band), ``wrong`` the share of wrong
+    fair/unfair verdicts, ``undetermined`` the share of undetermined ones, ``mae`` the mean
     absolute error of the estimate, ``certified_k`` the mean certificate (methods that have one),
     over every run of the rows (all attacker counts in them).
     """
@@ -361,6 +384,8 @@ def summarize(rows: Sequence[dict[str, Any]], tau: float = 0.05) -> list[dict[st
                 "method": method,
                 "runs": len(rs),
                 "asr": 100.0 * sum(bool(r["fooled"]) for r in rs) / len(rs),
+                "wrong": 100.0 * sum(bool(r.get("wrong")) for r in rs) / len(rs),
+                "undetermined": 100.0 * sum(bool(r.get("undetermined")) for r in rs) / len(rs),
                 "mae": sum(err) / len(err) if err else None,
                 "certified_k": sum(ks) / len(ks) if ks else None,
                 "attackers": sorted({int(r["attackers"]) for r in rs}),

@@ -55,7 +55,7 @@ import math
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -263,6 +263,10 @@ def leaf_salt(key: bytes, k: int) -> bytes:
     return hmac.new(key, struct.pack(">Q", k), hashlib.sha256).digest()[:16]
 
 
+#: Earlier-round trees a :class:`LeafLog` keeps (challenges of old rounds).
+TREE_CACHE = 8
+
+
 @dataclass
 class LeafLog:
     """The records an auditor has counted, in order, and its Merkle sum tree over them.
@@ -293,15 +297,26 @@ class LeafLog:
         return self.tree.root()
 
     def tree_at(self, m: int) -> MerkleSumTree:
-        """The tree over the first ``m`` leaves (the root of an earlier round)."""
+        """The tree over the first ``m`` leaves (the root of an earlier round).
+
+        Earlier trees are cached (the last :data:`TREE_CACHE` sizes asked for): a challenge of
+        an old round rebuilds its tree once, not on every request."""
         if m == self.tree.size:
             return self.tree
         if not 0 <= m <= self.tree.size:
             raise ProtocolError(f"No root over {m} leaves: {self.tree.size} counted.")
+        cache = self.__dict__.setdefault("_trees", {})
+        if m in cache:
+            cache[m] = cache.pop(m)  # most recently used last
+            return cast(MerkleSumTree, cache[m])
         hashes = [self._leaf(k) for k in range(m)]
         g = [it[1] for it in self.items[:m]]
         y = [it[2] for it in self.items[:m]]
-        return MerkleSumTree.build(hashes, leaf_counts(g, y))
+        tree = MerkleSumTree.build(hashes, leaf_counts(g, y))
+        cache[m] = tree
+        while len(cache) > TREE_CACHE:
+            cache.pop(next(iter(cache)))
+        return tree
 
     def open(self, auditor: str, round_: int, m: int, indices: Iterable[int], signer: Signer
              ) -> list[Opening]:
@@ -326,6 +341,7 @@ class LeafLog:
         arr = np.frombuffer(raw, dtype="<i8").reshape(-1, 3)
         self.items = []
         self.tree = MerkleSumTree()
+        self.__dict__.pop("_trees", None)
         if arr.size:
             self.add(arr[:, 0], arr[:, 1], arr[:, 2])
 
@@ -465,7 +481,12 @@ class Opening:
                        self.answer, self.salt, self.path, bytes(signer.sign(self.message())))
 
     def record_dict(self) -> dict[str, Any]:
-        return dict(json.loads(self.record.decode("utf-8")))
+        """The opened record as a JSON object (:class:`ProtocolError` if it is not one)."""
+        rec = record_of(self.record)
+        if rec is None:
+            raise ProtocolError("The opened record is not a UTF-8 JSON object.")
+        return rec
+
 
     def to_dict(self) -> dict[str, Any]:
         """Wire form: bytes in base64 (the signed :meth:`message` does not depend on it)."""
@@ -499,6 +520,16 @@ class Opening:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(f"Malformed opening: {exc}.") from None
+
+
+def record_of(raw: bytes) -> dict[str, Any] | None:
+    """``raw`` decoded as a UTF-8 JSON object, or None (what a proof's record must be: the
+    checker re-asks the model with it)."""
+    try:
+        d = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return d if isinstance(d, dict) else None
 
 
 def verify_opening(op: Opening, counts: Sequence[int], root: bytes) -> bool:
@@ -568,7 +599,13 @@ class FraudProof:
             return "bad-opening-signature"
         if not verifier.verify(self.challenger, self.message(), self.challenger_sig):
             return "bad-challenger-signature"
+        if self.challenger == op.auditor:
+            return "self-accusation"
+        if r < 1 or not 0 <= op.index < op.m or op.m != A + B:
+            return "no-such-leaf"
         consistent = verify_opening(op, (a, A, b, B), root)
+        if self.kind == "wrong-answer" and consistent and record_of(op.record) is None:
+            return "undecodable-record"
         if self.kind == "bad-opening":
             return None if not consistent else "opening-is-consistent"
         if not consistent:
@@ -690,6 +727,14 @@ class VerifyConfig:
     def budget(self, issued: int) -> int:
         """Leaves a node challenges in a round in which it issued ``issued`` queries."""
         return max(1, int(math.floor(self.rate * issued)))
+
+
+def opening_cap(rate: float, n: int) -> int:
+    """Openings a node serves one challenger per round of its own (and in total, times its
+    rounds): ``max(1, ceil(rate n))``. An honest challenger never asks more (its budget is
+    ``max(1, floor(rate n))`` a round over all its neighbours, :meth:`VerifyConfig.budget`),
+    so no neighbour sees more than ``max(1, ceil(rate n)) / n`` of a node's records."""
+    return max(1, int(math.ceil(float(rate) * int(n))))
 
 
 def challenge_allocation(budget: int, neighbours: Sequence[str], round_: int) -> dict[str, int]:
@@ -863,4 +908,7 @@ def simulate_verification(
         # number of distinct leaves opened / its query set)
         "revealed_fraction_median": float(np.median(rev)),
         "revealed_fraction_max": float(rev.max()),
+        # proven[i][j]: honest auditor i excluded source j on a proof by the end (the
+        # bounded verdict drops it as a certain liar)
+        "proven": (~keep).tolist(),
     }

@@ -12,7 +12,10 @@ from fairprobe.twosource.audit import (
     run_two_source_audit,
     stratified_sample,
 )
+from fairprobe.twosource.bandit import POLICIES, FixedSplit, ThompsonSplit, make_policy
+from fairprobe.twosource.correction import CorrectedDI, double_sampling_di, matrix_corrected_di
 from fairprobe.twosource.detectors import DETECTORS, Detector, DetectorOutcome, make_detector
+from fairprobe.twosource.large import run_budgeted_audit, run_large_regime_audit
 from fairprobe.twosource.proxies import (
     PROXIES,
     IdentityProxy,
@@ -38,6 +41,15 @@ from fairprobe.twosource.theory import (
 
 __all__ = [
     "DETECTORS",
+    "POLICIES",
+    "CorrectedDI",
+    "FixedSplit",
+    "ThompsonSplit",
+    "double_sampling_di",
+    "make_policy",
+    "matrix_corrected_di",
+    "run_budgeted_audit",
+    "run_large_regime_audit",
     "PROXIES",
     "Detector",
     "DetectorOutcome",

@@ -17,8 +17,10 @@ cache and nothing paid for is lost), pairs the answers through a proxy, and conc
    groups) and through B with the proxy (B answers, proxy groups) are computed with Koopman
    score intervals, and every requested detector decides (Bonferroni: each at
    ``alpha / len(detectors)``).
-4. Verdict: ``manipulated`` if any detector fires; otherwise ``unfair`` if the DI through A is
-   below the threshold (the paper's rule, Section 4.1), else ``fair``.
+4. Verdict: ``manipulated`` if any detector fires; otherwise the verdict of the DI through A as a
+   :class:`~fairprobe.stats.finding.Finding` (``di_a.finding``): ``fair`` if its interval lies
+   above the threshold, ``unfair`` if below, ``undetermined`` if it straddles it (the paper's
+   rule compares the point estimate, Section 4.1).
 """
 
 from __future__ import annotations
@@ -61,7 +63,25 @@ __all__ = [
     "stratified_sample",
 ]
 
-VERDICTS = ("fair", "unfair", "manipulated")
+VERDICTS = ("fair", "unfair", "undetermined", "manipulated")
+
+
+def a_route_finding(finding: Any, manipulated: bool) -> Any:
+    """The DI-through-A finding of a two-source audit, with what its coverage rests on.
+
+    Its interval covers the platform's DI only if A answered truthfully (no fairwashing that
+    escaped the detectors): ``coverage="conditional"``. When a detector proved manipulation the
+    answers of A are no evidence about the model: the finding is forced ``undetermined``.
+    """
+    import dataclasses
+
+    if manipulated:
+        return dataclasses.replace(
+            finding, coverage="conditional", forced="undetermined",
+            reason="the audit API A was found manipulated (a fairwashing detector fired): its "
+            "answers are no evidence about the model's disparate impact",
+        )  # fmt: skip
+    return dataclasses.replace(finding, coverage="conditional")
 
 
 def default_columns() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -127,7 +147,7 @@ class TwoSourceResult:
 
     Attributes
     ----------
-    verdict : {"fair", "unfair", "manipulated"}
+    verdict : {"fair", "unfair", "undetermined", "manipulated"}
     di_a : MetricResult
         Disparate impact through A (all A answers, true groups), Koopman interval.
     di_b : MetricResult or None
@@ -239,6 +259,20 @@ class TwoSourceResult:
     def __str__(self) -> str:
         cons = self.consistency
         lines = [f"two-source audit: {self.verdict.upper()}"]
+        if "regime" in self.extra:
+            lines.append(
+                f"  regime               : {self.extra['regime']} (estimate through "
+                f"{self.extra.get('source_of_estimate', 'A')})"
+            )
+        corr = self.extra.get("di_b_corrected")
+        if corr is not None:
+            iv = corr["interval"]
+            ivs = "undefined" if None in iv else f"[{iv[0]:.3f}, {iv[1]:.3f}]"
+            est = "n/a" if corr["estimate"] is None else f"{corr['estimate']:.3f}"
+            lines.append(
+                f"  DI through B, corrected: {est} {ivs} ({corr['method']}, "
+                f"{corr['confidence_level']:.0%}) -> {self.extra['finding']['verdict']}"
+            )
         lines.append(f"  DI through A         : {self.di_a}")
         if self.di_b is not None:
             lines.append(f"  DI through B + proxy : {self.di_b}")
@@ -613,10 +647,8 @@ def run_two_source_audit(
         dec_a_chk[:b_done], dec_b_chk[:b_done], proxy_groups[:b_done],
         true_groups[check_idx[:b_done]], check_idx.size, bs, pp, alpha_each,
     )  # fmt: skip
-    if any(o.detected for o in outcomes):
-        verdict = "manipulated"
-    else:
-        verdict = "fair" if di_a.estimate >= th else "unfair"
+    finding = a_route_finding(di_a.finding, any(o.detected for o in outcomes))
+    verdict = "manipulated" if any(o.detected for o in outcomes) else finding.verdict
     return TwoSourceResult(
         verdict=verdict,
         threshold=th,
@@ -641,6 +673,7 @@ def run_two_source_audit(
         seed=seed,
         checks_to_detection=checks_to_detection,
         checks_path=checks_path,
+        extra={"source_of_estimate": "A", "finding": finding.to_dict()},
     )
 
 

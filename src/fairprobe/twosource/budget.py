@@ -4,9 +4,13 @@ Two budgets frame the decision, both for a requested margin of error ``epsilon``
 disparate impact at level ``alpha`` (Section 4.1, :math:`\\epsilon = z_\\alpha\\sigma/\\sqrt{t}`):
 
 * ``t_A = ceil((z_alpha sigma_A / epsilon)^2)``: queries to the audit API A alone;
-* ``t_B = ceil((z_alpha sigma_B / epsilon)^2)``: queries to the user interface B alone, whose
-  answers reach the auditor grouped only through the proxy (see :func:`sigma_b`), so
-  ``t_B >= t_A``.
+* ``t_B``: the smallest budget at which the DI estimated from the user interface B reaches
+  ``epsilon``. B's answers reach the auditor grouped only through the proxy; the large regime
+  corrects that by double sampling (:mod:`fairprobe.twosource.correction`), the checked records
+  being the validated ones, so ``t_B`` is the smallest ``t`` with a split ``n_B + n_checks = t``
+  whose planned margin (:func:`large_regime_margin`, per-group proxy accuracies) is within
+  ``epsilon``. With ``b_estimator="matrix"`` (B alone, known confusion rates) it is
+  ``ceil((z_alpha sigma_B / epsilon)^2)`` with :func:`sigma_b`. Always ``t_B >= t_A``.
 
 The regimes (Appendix B, Figure 5):
 
@@ -16,20 +20,21 @@ The regimes (Appendix B, Figure 5):
 * ``t_A <= t <= t_B`` (**pareto**): Section 5.3, the Pareto frontier of
   :func:`~fairprobe.twosource.theory.pareto_frontier`; the recommended allocation is the one with
   the largest ``p_manip`` among those whose margin through A is within ``epsilon``.
-* ``t > t_B`` (**large**): mu is estimated from B alone (manipulation-free); A serves only the
-  consistency checks. Each check pairs one A answer with one B answer on the same record, so the
-  B queries of the estimate can be checked by one A query each: with ``n_B`` queries on B and
-  ``t - n_B`` on A there are ``min(n_B, t - n_B)`` checks, maximised under ``n_B >= t_B`` by
+* ``t > t_B`` (**large**): mu is estimated from B (manipulation-free); A serves only the
+  consistency checks, each an A query on a record already asked of B. Double sampling: the split
+  with the most checks whose planned margin is within ``epsilon``; matrix:
   ``t_fraud = min(t - t_B, floor(t / 2))``.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from fairprobe._validation import check_int, check_real
 from fairprobe.errors import BudgetError, InvalidParameterError
@@ -42,29 +47,50 @@ from fairprobe.twosource.theory import (
     z_quantile,
 )
 
-__all__ = ["REGIMES", "BudgetPlan", "plan_budget", "required_budget", "sigma_b"]
+__all__ = [
+    "B_ESTIMATORS",
+    "REGIMES",
+    "BudgetPlan",
+    "large_regime_margin",
+    "plan_budget",
+    "required_budget",
+    "sigma_b",
+]
 
 #: The three regimes of Appendix B, by increasing budget.
 REGIMES: tuple[str, ...] = ("small", "pareto", "large")
 
+#: How the large regime estimates the DI through B (:mod:`fairprobe.twosource.correction`).
+B_ESTIMATORS: tuple[str, ...] = ("double-sampling", "matrix")
+
 
 def sigma_b(
-    rate_unprivileged: float, rate_privileged: float, share_unprivileged: float, p_phi: float
+    rate_unprivileged: float,
+    rate_privileged: float,
+    share_unprivileged: float,
+    p_phi: float,
+    *,
+    accuracy_unprivileged: float | None = None,
+    accuracy_privileged: float | None = None,
 ) -> float:
     r"""Per-query standard deviation of the disparate impact estimated from B alone.
 
-    Model: B answers carry no protected attribute; the auditor groups them with a proxy that is
-    right with probability ``p_phi`` in both groups, and corrects the misclassification by
-    inverting its 2x2 confusion matrix (shares :math:`\pi` known). With positive masses
-    :math:`s_g = \pi_g r_g`, the observed masses by proxy group are
-    :math:`o = M s`, :math:`M = \begin{pmatrix} p & 1-p\\ 1-p & p\end{pmatrix}`, estimated from
-    ``t`` multinomial answers (covariance :math:`(\mathrm{diag}(o) - o o^\top)/t`), and
-    :math:`\mu = (s_u/\pi_u)/(s_p/\pi_p)`. The delta method gives
+    Model: B answers carry no protected attribute; the auditor groups them with a proxy right
+    with probability :math:`a_u` in the unprivileged and :math:`a_p` in the privileged group
+    (both ``p_phi`` unless ``accuracy_unprivileged`` / ``accuracy_privileged`` are given; the
+    first-name rule: 0.648 for women, 0.838 for men on the Adult pool), errors independent of the
+    decision, and corrects the misclassification by inverting its 2x2 confusion matrix (shares
+    :math:`\pi` known; the matrix method of :mod:`fairprobe.twosource.correction`). With
+    positive masses :math:`s_g = \pi_g r_g`, the observed masses by proxy group are
+    :math:`o = M s`, :math:`M = \begin{pmatrix} a_u & 1-a_p\\ 1-a_u & a_p\end{pmatrix}`,
+    estimated from ``t`` multinomial answers (covariance :math:`(\mathrm{diag}(o) - o o^\top)/t`),
+    and :math:`\mu = (s_u/\pi_u)/(s_p/\pi_p)`. The delta method gives
 
     .. math:: \sigma_B^2 = g^\top(\mathrm{diag}(o) - o o^\top) g, \qquad
               g = M^{-\top}\,\mu\,(1/s_u, -1/s_p).
 
-    Infinite at ``p_phi = 1/2`` (a proxy no better than chance tells nothing about the groups).
+    Infinite when :math:`a_u + a_p = 1` (a proxy no better than chance tells nothing about the
+    groups).
     """
     owner = "sigma_b"
     ru = check_real(rate_unprivileged, "rate_unprivileged", owner, lo=0.0, hi=1.0, closed="right")
@@ -72,15 +98,85 @@ def sigma_b(
     pu = check_real(share_unprivileged, "share_unprivileged", owner, lo=0.0, hi=1.0,
                     closed="neither")  # fmt: skip
     p = check_real(p_phi, "p_phi", owner, lo=0.0, hi=1.0)
-    if abs(2.0 * p - 1.0) < 1e-12:
+    au = (
+        p
+        if accuracy_unprivileged is None
+        else check_real(accuracy_unprivileged, "accuracy_unprivileged", owner, lo=0.0, hi=1.0)
+    )
+    ap = (
+        p
+        if accuracy_privileged is None
+        else check_real(accuracy_privileged, "accuracy_privileged", owner, lo=0.0, hi=1.0)
+    )
+    if abs(au + ap - 1.0) < 1e-12:
         return math.inf
     s = np.array([pu * ru, (1.0 - pu) * rp])
     mu = ru / rp
-    m = np.array([[p, 1.0 - p], [1.0 - p, p]])
+    m = np.array([[au, 1.0 - ap], [1.0 - au, ap]])
     o = m @ s
     g = np.linalg.solve(m.T, mu * np.array([1.0 / s[0], -1.0 / s[1]]))
     cov = np.diag(o) - np.outer(o, o)
     return float(math.sqrt(max(float(g @ cov @ g), 0.0)))
+
+
+def large_regime_margin(
+    n_b: npt.ArrayLike,
+    n_checks: npt.ArrayLike,
+    cells: npt.ArrayLike,
+    alpha: float = 0.05,
+) -> npt.NDArray[np.float64]:
+    r"""Planned margin of the double-sampling DI through B (vectorised over ``n_b, n_checks``).
+
+    ``n_b`` B queries, ``n_checks`` of them checked on A and so validated (true group known);
+    ``cells``: :math:`P(g, \hat g, y)` of the planning model
+    (:func:`~fairprobe.twosource.correction.expected_cells`). The margin is
+    :math:`z_\alpha\,\mu\,se(\log\hat\mu_B)` at the expected counts (delta method), the same
+    formula the audit applies to its observed counts.
+    """
+    from fairprobe.twosource.correction import double_sampling_se
+
+    nb = np.asarray(n_b, dtype=np.float64)
+    nv = np.asarray(n_checks, dtype=np.float64)
+    c = np.asarray(cells, dtype=np.float64)
+    marg = c.reshape(2, 4).sum(axis=0)
+    u = (nb - nv)[..., None] * marg
+    v = nv[..., None] * c
+    c3 = c.reshape(2, 2, 2).sum(axis=1)
+    mu = (c3[0, 1] / c3[0].sum()) / (c3[1, 1] / c3[1].sum())
+    return np.asarray(z_quantile(alpha) * mu * double_sampling_se(u, v), dtype=np.float64)
+
+
+def _large_split(t: int, eps: float, cells: npt.NDArray[np.float64], alpha: float) -> int | None:
+    """The most checks a budget ``t`` allows with the margin through B within ``eps`` (or None)."""
+    hi = t // 2
+    if hi < 1:
+        return None
+    grid = np.unique(np.linspace(1, hi, min(hi, 2001)).round().astype(np.int64))
+    m = large_regime_margin(t - grid, grid, cells, alpha)
+    ok = np.flatnonzero(m <= eps)
+    return int(grid[ok[-1]]) if ok.size else None
+
+
+def _large_threshold(t_a: int, eps: float, cells: npt.NDArray[np.float64], alpha: float) -> int:
+    """Smallest budget whose best split reaches ``eps`` through B (bisection; capped)."""
+    return _large_threshold_cached(t_a, eps, tuple(float(c) for c in cells), alpha)
+
+
+@functools.lru_cache(maxsize=256)
+def _large_threshold_cached(t_a: int, eps: float, cells_t: tuple[float, ...], alpha: float) -> int:
+    cells = np.array(cells_t)
+    lo, hi = max(t_a, 2), max(2 * t_a, 4)
+    while _large_split(hi, eps, cells, alpha) is None:
+        lo, hi = hi, 2 * hi
+        if hi > MAX_BUDGET:
+            return MAX_BUDGET + 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _large_split(mid, eps, cells, alpha) is None:
+            lo = mid + 1
+        else:
+            hi = mid
+    return hi
 
 
 def required_budget(sigma: float, epsilon: float, alpha: float = 0.05) -> int:
@@ -156,8 +252,18 @@ def plan_budget(
     sigma_a: float | None = None,
     sigma_b_value: float | None = None,
     threshold: float = 0.8,
+    accuracy_unprivileged: float | None = None,
+    accuracy_privileged: float | None = None,
+    b_estimator: str = "double-sampling",
 ) -> BudgetPlan:
     """Classify ``t`` into the regimes of Appendix B and plan it (module docstring).
+
+    ``b_estimator`` sets ``t_B``: ``"double-sampling"`` (default; the audit's estimator, the
+    checks validate the B answers they pair): the smallest budget with a split whose planned
+    margin (:func:`large_regime_margin`, per-group accuracies) is within ``epsilon``, and the
+    large-regime split is the one with the most checks within ``epsilon``; ``"matrix"`` (or a
+    given ``sigma_b_value``): B alone with known confusion rates, ``t_B`` from :func:`sigma_b`,
+    and ``t_fraud = min(t - t_B, t // 2)``.
 
     Raises
     ------
@@ -180,13 +286,37 @@ def plan_budget(
         if sigma_a is None
         else check_real(sigma_a, "sigma_a", owner, lo=0.0)
     )
-    sb = (
-        sigma_b(rate_unprivileged, rate_privileged, share_unprivileged, p)
+    from fairprobe._validation import check_choice
+    from fairprobe.twosource.correction import expected_cells
+
+    check_choice(b_estimator, "b_estimator", owner, list(B_ESTIMATORS))
+    au = (
+        p
+        if accuracy_unprivileged is None
+        else check_real(accuracy_unprivileged, "accuracy_unprivileged", owner, lo=0.0, hi=1.0)
+    )
+    ap = (
+        p
+        if accuracy_privileged is None
+        else check_real(accuracy_privileged, "accuracy_privileged", owner, lo=0.0, hi=1.0)
+    )
+    sb_matrix = (
+        sigma_b(rate_unprivileged, rate_privileged, share_unprivileged, p,
+                accuracy_unprivileged=au, accuracy_privileged=ap)
         if sigma_b_value is None
         else check_real(sigma_b_value, "sigma_b", owner, lo=0.0)
-    )
+    )  # fmt: skip
     t_a = required_budget(sa, eps, a)
-    t_b = max(required_budget(sb, eps, a), t_a)
+    double = b_estimator == "double-sampling" and sigma_b_value is None
+    cells = expected_cells(rate_unprivileged, rate_privileged, share_unprivileged, au, ap)
+    if double:
+        t_b = max(_large_threshold(t_a, eps, cells, a), t_a)
+    else:
+        t_b = max(required_budget(sb_matrix, eps, a), t_a)
+    sb = sb_matrix
+    if double and t_b <= MAX_BUDGET:  # per-B-query sd at the threshold's best split
+        k = _large_split(t_b, eps, cells, a) or 1
+        sb = float(large_regime_margin(t_b - k, k, cells, a)) * math.sqrt(t_b - k) / z_quantile(a)
     base = dict(t=tt, epsilon=eps, alpha=a, p_phi=p, gamma=gamma, t_a=t_a, t_b=t_b,
                 sigma_a=sa, sigma_b=sb)  # fmt: skip
     if tt < t_a:
@@ -206,8 +336,14 @@ def plan_budget(
         rec = front.best_for_epsilon(eps)
         rec["source_of_estimate"] = "A"
         return BudgetPlan("pareto", recommended=rec, frontier=front, **base)  # type: ignore[arg-type]
-    t_fraud = min(tt - t_b, tt // 2)
-    n_b = tt - t_fraud
+    if double:
+        t_fraud = _large_split(tt, eps, cells, a) or min(tt - t_b, tt // 2)
+        n_b = tt - t_fraud
+        eps_b = float(large_regime_margin(n_b, t_fraud, cells, a))
+    else:
+        t_fraud = min(tt - t_b, tt // 2)
+        n_b = tt - t_fraud
+        eps_b = float(z_quantile(a) * sb / math.sqrt(n_b))
     g_eval = 0.1 if gamma is None else gamma
     test = detection_test(t_fraud, p, a, gamma=g_eval)
     rec = {
@@ -215,7 +351,11 @@ def plan_budget(
         "n_b": n_b,
         "n_a": t_fraud,
         "t_fraud": t_fraud,
-        "epsilon_b": float(z_quantile(a) * sb / math.sqrt(n_b)),
+        "epsilon_b": eps_b,
+        "b_estimator": "double-sampling" if double else "matrix",
+        "accuracy_unprivileged": au,
+        "accuracy_privileged": ap,
+        "sigma_b_proxy_only": sb_matrix if math.isfinite(sb_matrix) else None,
         "n_max": test.n_max,
         "size": test.size,
         "gamma": g_eval,

@@ -26,7 +26,7 @@ CASE = "civil-near-fair"
 
 def test_fabricators_are_excluded_network_wide_and_cherry_pickers_are_not(tmp_path):
     spec = DemoSpec(honest=6, attackers=2, seed=4, case=CASE, n=800, round_timeout=120,
-                    verify=True, verify_rate=0.04)
+                    verify=True, verify_rate=0.04, method="robust")
     with LocalNetwork(spec, tmp_path / "net") as net:
         net.write()
         attackers = [k for k, p in net.procs.items() if p.role == "attacker"]

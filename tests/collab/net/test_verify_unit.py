@@ -22,6 +22,7 @@ from fairprobe.collab.verify import (
     FraudProof,
     Opening,
     challenge_message,
+    opening_cap,
     split_signature,
     verify_opening,
 )
@@ -80,12 +81,21 @@ def test_a_challenge_is_answered_with_openings_of_the_committed_root(trio):
     e1 = _stamp(a0, 1)
     a0.driver.end_round()
     e2 = _stamp(a0, 2)
+    cap = opening_cap(a0.cfg.verify.rate, a0.n)  # 2 openings per challenger and round
+    msg, _ = _challenge(s, "a1", "a0", e2, count=cap + 1)
+    with pytest.raises(Refused) as exc:  # more than a challenger may ask in a round
+        a0.answer_challenge(msg)
+    assert exc.value.status == 429
     for e in (e1, e2):  # the latest root and an earlier one
-        msg, root = _challenge(s, "a1", "a0", e)
+        msg, root = _challenge(s, "a1", "a0", e, count=cap)
         ops = [Opening.from_dict(o) for o in a0.answer_challenge(msg)["openings"]]
-        assert len(ops) == 5 and all(op.round == e.round for op in ops)
+        assert len(ops) == cap and all(op.round == e.round for op in ops)
         assert all(verify_opening(op, e.counts.as_tuple(), root) for op in ops)
         assert all(a0.verifier.verify("a0", op.message(), op.sig) for op in ops)
+    msg, _ = _challenge(s, "a1", "a0", e2, count=1)
+    with pytest.raises(Refused) as exc:  # its budget of 2 rounds x 2 openings is spent
+        a0.answer_challenge(msg)
+    assert exc.value.status == 429
     msg, _ = _challenge(s, "a2", "a0", e2)  # a2 is not a0's neighbour
     with pytest.raises(Refused) as exc:
         a0.answer_challenge(msg)

@@ -81,8 +81,21 @@ class AuditConfig:
     z_max: float = 8.0
     replacement: bool = False
     seed: int = 0
+    #: Closing rounds after the last querying round: entries keep circulating, no source may
+    #: add queries, so every honest node ends holding every source's final counts (``bounded``).
+    closing: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``[audit]`` table; ``closing`` only when set (files and state fingerprints of
+        audits without closing rounds stay what they were before it existed)."""
+        d = asdict(self)
+        if not self.closing:
+            d.pop("closing")
+        return d
 
     def __post_init__(self) -> None:
+        if not 0 <= self.closing <= 10_000:
+            raise ConfigError(f"[audit] closing must be an int in [0, 10000]. Got {self.closing}.")
         if self.n < 1:
             raise ConfigError(f"[audit] n must be an int >= 1. Got {self.n}.")
         if not 1 <= self.rounds <= 100_000:
@@ -107,6 +120,10 @@ class TimeoutConfig:
                 raise ConfigError(f"[timeouts] {k} must be a float > 0. Got {v}.")
 
 
+#: How an attacker node answers challenges (``[verify] answers``).
+ANSWERS = ("all", "none", "truthful")
+
+
 @dataclass(frozen=True)
 class VerifyNodeConfig:
     """``[verify]``: the optional verification of answers (:mod:`fairprobe.collab.verify`).
@@ -121,6 +138,18 @@ class VerifyNodeConfig:
     enabled: bool = False
     rate: float = 0.04
     records: str = "random"
+    #: For an attacker node only: which requested leaves it opens (``all``; ``none``: answers
+    #: ``{"openings": []}``; ``truthful``: only the leaves whose answers are true). Honest
+    #: challengers count anything but ``all`` as a failed challenge (issue 21).
+    answers: str = "all"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``[verify]`` table; ``answers`` only when not the default (older files and
+        fingerprints unchanged)."""
+        d = asdict(self)
+        if self.answers == "all":
+            d.pop("answers")
+        return d
 
     def __post_init__(self) -> None:
         if not 0 <= self.rate <= 1:
@@ -128,6 +157,8 @@ class VerifyNodeConfig:
         if self.records not in ("random", "chosen"):
             raise ConfigError(
                 f"[verify] records must be \"random\" or \"chosen\". Got {self.records!r}.")
+        if self.answers not in ANSWERS:
+            raise ConfigError(f"[verify] answers must be one of {ANSWERS}. Got {self.answers!r}.")
 
 
 @dataclass(frozen=True)
@@ -146,8 +177,11 @@ class NodeConfig:
     query_set: dict[str, Any] = field(default_factory=dict)
     backend: dict[str, Any] = field(default_factory=dict)
     verify: VerifyNodeConfig = field(default_factory=VerifyNodeConfig)
-    #: Aggregation run by an honest node (a name of ``fairprobe.collab`` aggregation methods).
-    method: str = "robust"
+    #: Aggregation run by an honest node (a name of ``fairprobe.collab`` aggregation methods):
+    #: ``bounded``, the interval verdict that holds whichever ``max_liars`` sources lie.
+    method: str = "bounded"
+    #: Declared liar bound of the ``bounded`` verdict (issue 21).
+    max_liars: int = 0
     #: Attack strategy of an attacker node (a name of ``fairprobe.collab.attacker.ATTACKS``).
     attack: str = "adaptive"
     #: What the platform tells a calibrated attacker (``AttackContext.to_dict()``; attackers
@@ -172,22 +206,27 @@ class NodeConfig:
 
         if self.attack not in list(ATTACKS):
             raise ConfigError(f"attack must be one of {sorted(ATTACKS)}. Got {self.attack!r}.")
-        methods = ["auditopus", "robust", *AGGREGATORS]
+        methods = ["bounded", "auditopus", "robust", *AGGREGATORS]
         if self.method not in methods:
             raise ConfigError(f"method must be one of {methods}. Got {self.method!r}.")
+        if isinstance(self.max_liars, bool) or not isinstance(self.max_liars, int) or \
+                self.max_liars < 0:
+            raise ConfigError(f"max_liars must be an int >= 0. Got {self.max_liars!r}.")
 
     def fingerprint(self) -> str:
         """Hash of everything that fixes the audit's outcome (not timeouts or the collector)."""
-        doc = {
+        doc: dict[str, Any] = {
             "id": self.id,
             "role": self.role,
-            "audit": asdict(self.audit),
+            "audit": self.audit.to_dict(),
             "query_set": self.query_set,
             "backend": {k: v for k, v in self.backend.items() if k != "cache"},
         }
         if self.verify.enabled:
-            doc["verify"] = asdict(self.verify)
+            doc["verify"] = self.verify.to_dict()
         doc["method"] = self.method
+        if self.max_liars:
+            doc["max_liars"] = self.max_liars
         if self.role == "attacker" and self.attack != "adaptive":
             doc["attack"] = self.attack
             doc["attack_context"] = self.attack_context
@@ -202,12 +241,13 @@ class NodeConfig:
             "state_db": str(self.state_db),
             "listen": self.listen,
             "collector_url": self.collector_url,
-            "audit": asdict(self.audit),
+            "audit": self.audit.to_dict(),
             "timeouts": asdict(self.timeouts),
             "query_set": self.query_set or None,
             "backend": self.backend or None,
-            "verify": asdict(self.verify) if self.verify.enabled else None,
+            "verify": self.verify.to_dict() if self.verify.enabled else None,
             "method": self.method,
+            "max_liars": self.max_liars or None,
             "attack": self.attack,
             "attack_context": self.attack_context or None,
         }
@@ -232,7 +272,7 @@ class NodeConfig:
 
         a = _section(doc, "audit")
         t = _section(doc, "timeouts")
-        unknown_a = set(a) - {"n", "rounds", "tau", "z_max", "replacement", "seed"}
+        unknown_a = set(a) - {"n", "rounds", "tau", "z_max", "replacement", "seed", "closing"}
         if unknown_a:
             raise ConfigError(f"[audit] has unknown keys {sorted(unknown_a)}.")
         unknown_t = set(t) - {"round", "request", "finish"}
@@ -245,6 +285,7 @@ class NodeConfig:
             z_max=_num(a, "z_max", 8.0, float, "[audit]"),
             replacement=bool(a.get("replacement", False)),
             seed=_num(a, "seed", 0, int, "[audit]"),
+            closing=_num(a, "closing", 0, int, "[audit]"),
         )
         timeouts = TimeoutConfig(
             round=_num(t, "round", 20.0, float, "[timeouts]"),
@@ -252,7 +293,7 @@ class NodeConfig:
             finish=_num(t, "finish", 10.0, float, "[timeouts]"),
         )
         vs = _section(doc, "verify")
-        unknown_v = set(vs) - {"enabled", "rate", "records"}
+        unknown_v = set(vs) - {"enabled", "rate", "records", "answers"}
         if unknown_v:
             raise ConfigError(f"[verify] has unknown keys {sorted(unknown_v)}.")
         if not isinstance(vs.get("enabled", False), bool):
@@ -261,8 +302,9 @@ class NodeConfig:
             enabled=bool(vs.get("enabled", False)),
             rate=_num(vs, "rate", 0.04, float, "[verify]"),
             records=str(vs.get("records", "random")),
+            answers=str(vs.get("answers", "all")),
         )
-        method = doc.get("method", "robust")
+        method = doc.get("method", "bounded")
         attack = doc.get("attack", "adaptive")
         for k, v in (("method", method), ("attack", attack)):
             if not isinstance(v, str):
@@ -276,7 +318,7 @@ class NodeConfig:
         known = {
             "id", "key", "roster", "state_db", "role", "listen", "collector_url",
             "audit", "timeouts", "query_set", "backend", "verify", "method", "attack",
-            "attack_context",
+            "attack_context", "max_liars",
         }
         unknown = set(doc) - known
         if unknown:
@@ -296,6 +338,7 @@ class NodeConfig:
                 backend=be,
                 verify=verify,
                 method=method,
+                max_liars=doc.get("max_liars", 0),
                 attack=attack,
                 attack_context=_section(doc, "attack_context"),
             )

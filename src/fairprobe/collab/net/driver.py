@@ -179,6 +179,7 @@ class Driver:
         self.verifying = cfg.verify.enabled
         self.log: Any = None
         self.excluded: dict[str, int] = {}
+        self.proven: set[str] = set()  # excluded on a proof of fraud (the others: a failed challenge)
         self.pool_pos = [0, 0]
         self.issued_last = 0
         self.trajectory: list[float | None] = []
@@ -227,6 +228,7 @@ class Driver:
             from fairprobe.collab.verify import LeafLog, salt_key
 
             self.log = LeafLog(salt_key(self._base_signer), self.records)
+        self._set_closing()
 
     def _open_backend(self) -> None:
         import fairprobe.collab.net.population  # noqa: F401 - registers kind "population"
@@ -236,6 +238,11 @@ class Driver:
         if not be:
             raise ConfigError("An honest node needs a [backend] table (how to ask the model).")
         cache = be.pop("cache", None)
+        if isinstance(cache, str) and cache not in ("", ":memory:"):
+            from fairprobe._io import prepare_private_file
+
+            # the cached answers reveal the private query set: 0600
+            prepare_private_file(cache, "node answer cache", ConfigError)
         self.bb = BlackBox(load_backend(be), cache=cache)
 
     def close(self) -> None:
@@ -249,6 +256,9 @@ class Driver:
         if r != t:
             raise ConfigError(f"Node state is at round {r - 1}, asked to run round {t}.")
         self.issued_last = 0
+        if t > self.cfg.audit.rounds:  # a closing round: nobody adds queries
+            with self.lock:
+                return self.core.pass_round()
         if isinstance(self.core, AttackerCore):
             with self.lock:  # its leaves are built while the entry is signed
                 return self.core.fabricate()
@@ -342,6 +352,13 @@ class Driver:
         assert self.log is not None
         return list(self.log.open(self.cfg.id, round_, m, indices, self._base_signer))
 
+    def truthful_leaf(self, k: int) -> bool:
+        """Whether leaf ``k`` of an attacker's log carries the model's true answer."""
+        assert self.log is not None
+        ri, _, y = self.log.items[k]
+        truth = getattr(self, "truth", None)
+        return truth is not None and int(truth[ri]) == int(y)
+
     def reask(self, records: list[dict[str, Any]]) -> list[int | None]:
         """The model's answers to opened records (None when unparsed); honest nodes only."""
         if self.bb is None or not records:
@@ -350,10 +367,17 @@ class Driver:
         return [int(d) if ok else None
                 for d, ok in zip(batch.decisions.tolist(), batch.parsed.tolist(), strict=True)]
 
-    def exclude(self, auditor: str, round_: int) -> None:
+    def exclude(self, auditor: str, round_: int, *, proven: bool = False) -> None:
+        """Stop merging and relaying ``auditor``'s entries and drop its weighted vector.
+        ``proven``: on a checked proof of fraud (``bounded`` then drops it as a certain liar);
+        else on a failed challenge (``bounded`` keeps its last counts: it may be honest)."""
         from fairprobe.collab.verify import exclude_source
 
-        if auditor in self.excluded or auditor == self.cfg.id:
+        if auditor == self.cfg.id:
+            return
+        if proven:
+            self.proven.add(auditor)
+        if auditor in self.excluded:
             return
         self.excluded[auditor] = round_
         if isinstance(self.core, AuditorCore):
@@ -371,12 +395,50 @@ class Driver:
         core = self.core
         if not isinstance(core, AuditorCore):
             return 0.0
+        if self.method == "bounded":
+            return float(self.bounded(certify=False)["estimate"])
         if self.method in ("auditopus", "robust") or not self.excluded:
             return float(core.estimate_of(self.method))
         from fairprobe.collab.baselines import get_aggregator
 
         agg = get_aggregator(self.method)
         return float(agg(core.table_counts()[None], self._held_mask()[None])[0])
+
+    def bounded(self, *, certify: bool = True) -> dict[str, Any]:
+        """This node's ``bounded`` interval, verdict and certificate
+        (:mod:`fairprobe.collab.bounded`): every held source counts (one excluded on a failed
+        challenge too: it may be honest), sources excluded on a proof are certain liars and use
+        up ``max_liars``."""
+        from fairprobe.collab.bounded import (
+            bounded_intervals,
+            certified_ks,
+            escape_bound,
+            flip_masses,
+        )
+        from fairprobe.stats.finding import decide_array
+
+        core = self.core
+        assert isinstance(core, AuditorCore)
+        tab = core.table_counts()[None]
+        hr = np.array([[core.held[a].round for a in core.roster]], dtype=np.int64)
+        pr = np.array([[a in self.proven for a in core.roster]])
+        kw: dict[str, Any] = {"n": core.n, "rounds": self.cfg.audit.rounds, "proven": pr}
+        K = self.cfg.max_liars
+        est, lo, hi = bounded_intervals(tab, hr, max_liars=K, **kw)
+        if not certify:  # the estimate after each round (trajectory): no certificate
+            return {"estimate": float(est[0]), "low": float(lo[0]), "high": float(hi[0])}
+        ver = decide_array(lo, hi, kind="difference", threshold=core.tau)
+        ck = certified_ks(tab, hr, ver, tau=core.tau, start=K, max_k=len(core.roster), **kw)
+        keep = (hr >= 1) & ~pr
+        flip = flip_masses(np.where(keep[..., None], tab, 0), core.tau, ver)
+        rate = self.cfg.verify.rate if self.verifying else None
+        fm = None if not np.isfinite(flip[0]) else float(flip[0])
+        return {
+            "estimate": float(est[0]), "low": float(lo[0]), "high": float(hi[0]),
+            "verdict": str(ver[0]), "certified_k": None if ck[0] < 0 else int(ck[0]),
+            "max_liars": K, "proven_liars": sorted(self.proven), "flip_mass": fm,
+            "verification_rate": rate, "escape_bound": escape_bound(fm, rate),
+        }
 
     def certified_k(self) -> int | None:
         """``certified_k`` of this node's verdict (:mod:`fairprobe.collab.certificate`): no
@@ -387,6 +449,9 @@ class Driver:
         from fairprobe.collab.protocol import dp_of
 
         core = self.core
+        if isinstance(core, AuditorCore) and self.method == "bounded":
+            k = self.bounded()["certified_k"]
+            return None if k is None else int(k)
         if not isinstance(core, AuditorCore) or self.method not in ("auditopus", "robust", "none"):
             return None
         budget = core.n * core.round
@@ -430,11 +495,18 @@ class Driver:
         if self.log is not None:
             out["verify"] = {
                 "log": self.log.to_state(), "excluded": self.excluded, "pool_pos": self.pool_pos,
+                "proven": sorted(self.proven),
             }
         return out
 
+    def _set_closing(self) -> None:
+        """With closing rounds, no entry may count more than ``n`` times the querying rounds."""
+        if self.cfg.audit.closing:
+            self.core.max_round = self.cfg.audit.rounds  # type: ignore[union-attr]
+
     def load_state(self, state: Mapping[str, Any]) -> None:
         self.core = core_from_dict(state["core"], signer=self._signer, verifier=self._verifier)
+        self._set_closing()
         if isinstance(self.core, AttackerCore):
             self.core.strategy = self._strategy  # calibrated (the state stores only its name)
         self.trajectory = list(state.get("trajectory", []))
@@ -442,6 +514,8 @@ class Driver:
         if v is not None and self.log is not None:
             self.log.load_state(v["log"])
             self.excluded = {str(k): int(x) for k, x in v["excluded"].items()}
+            # states written before issue 21 knew only proofs
+            self.proven = set(v.get("proven", list(self.excluded)))
             self.pool_pos = [int(x) for x in v["pool_pos"]]
         saved = state.get("sampler")
         if saved is not None:

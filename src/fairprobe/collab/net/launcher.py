@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 
 from fairprobe._proc import die_with_parent
 from fairprobe._validation import check_int, check_real
@@ -78,8 +79,10 @@ class DemoSpec:
     adult_split: str = "test"
     #: Attack strategy of the attacker nodes.
     attack: str = "adaptive"
-    #: Aggregation method of the honest nodes (the recommended ``robust`` by default).
-    method: str = "robust"
+    #: Aggregation method of the honest nodes (``bounded``, the interval verdict, by default).
+    method: str = "bounded"
+    #: Declared liar bound of the ``bounded`` verdict.
+    max_liars: int = 0
     #: Verification of answers (fairprobe.collab.verify): on/off, challenge rate, and how the
     #: attackers back their counts with records (``random`` or ``chosen``).
     verify: bool = False
@@ -103,7 +106,9 @@ class DemoSpec:
         from fairprobe.collab.baselines import AGGREGATORS
 
         check_choice(self.attack, "attack", owner, list(ATTACKS))
-        check_choice(self.method, "method", owner, ["auditopus", "robust", *AGGREGATORS])
+        check_choice(self.method, "method", owner,
+                     ["bounded", "auditopus", "robust", *AGGREGATORS])
+        check_int(self.max_liars, "max_liars", owner, lo=0)
         check_choice(self.verify_records, "verify_records", owner, ["random", "chosen"])
         if self.platform_url is not None and self.attackers and self.attack != "adaptive":
             from fairprobe.errors import InvalidParameterError
@@ -186,6 +191,8 @@ class LocalNetwork:
             members.append(Member(nid, kp.public_key_b64, "127.0.0.1", port, nb))
         self.roster = Roster(tuple(members), name=f"demo-{s.case}-{s.seed}")
         roster_path = self.roster.write(self.workdir / "roster.toml")
+        # bounded: closing rounds until every honest node holds every source's final counts
+        closing = closing_rounds(plan.neighbours) if s.method == "bounded" else 0
         for i, nid in enumerate(plan.ids):
             role = "attacker" if plan.is_attacker[i] else "honest"
             qs: dict[str, Any] = {}
@@ -250,7 +257,7 @@ class LocalNetwork:
                 collector_url=s.collector_url,
                 audit=AuditConfig(
                     n=s.n, rounds=plan.rounds, tau=s.tau, z_max=s.z_max,
-                    replacement=s.replacement, seed=s.seed,
+                    replacement=s.replacement, seed=s.seed, closing=closing,
                 ),
                 timeouts=TimeoutConfig(
                     round=s.round_timeout, request=s.request_timeout, finish=s.finish_timeout
@@ -261,6 +268,7 @@ class LocalNetwork:
                     enabled=s.verify, rate=s.verify_rate, records=s.verify_records
                 ),
                 method=s.method,
+                max_liars=s.max_liars,
                 attack=s.attack,
                 attack_context=ctx,
             )
@@ -397,6 +405,18 @@ class LocalNetwork:
         self.close()
 
 
+def closing_rounds(neighbours: Sequence[Sequence[int]]) -> int:
+    """The largest gossip lag of the graph (an entry of round ``R`` reaches a node ``h`` hops
+    away at the end of round ``R + h - 1``): the closing rounds ``bounded`` needs."""
+    from fairprobe.collab.graph import gossip_lags
+
+    v = len(neighbours)
+    adj = np.zeros((v, v), dtype=bool)
+    for i, nb in enumerate(neighbours):
+        adj[i, list(nb)] = True
+    return int(gossip_lags(adj).max()) if v > 1 else 0
+
+
 def summarise(results: dict[str, dict[str, Any]], tau: float) -> dict[str, Any]:
     """``nodes`` (id, role, estimate, verdict), the ``median`` estimate over all nodes
     (attackers report 0) and its ``verdict`` against ``tau`` (Section VI-A)."""
@@ -404,7 +424,9 @@ def summarise(results: dict[str, dict[str, Any]], tau: float) -> dict[str, Any]:
         {"id": k, "role": v["role"], "estimate": v["estimate"], "verdict": v["verdict"],
          "method": v.get("method", "auditopus"), "certified_k": v.get("certified_k"),
          "excluded": v.get("excluded", {}), "verification": v.get("verification", {}),
-         "trajectory": v.get("trajectory", []), "source_weights": v.get("source_weights", {})}
+         "trajectory": v.get("trajectory", []), "source_weights": v.get("source_weights", {}),
+         "finding": v.get("finding"), "bounded": v.get("bounded"),
+         "max_liars": v.get("max_liars", 0)}
         for k, v in sorted(results.items())
     ]
     med = float(statistics.median(x["estimate"] for x in nodes))
@@ -419,6 +441,13 @@ def summarise(results: dict[str, dict[str, Any]], tau: float) -> dict[str, Any]:
         for x in nodes
         if any(x["id"] in h["excluded"] for h in honest) or x["role"] == "attacker"
     }
+    bounded = [x["bounded"] for x in honest]
+    if honest and all(b is not None for b in bounded):
+        return {
+            "nodes": nodes, "exclusions": exclusions, "median": med, "tau": tau,
+            **_bounded_summary(bounded, len(nodes) - len(honest), tau,
+                               subject=str(get_subject(honest))),
+        }
     cks = [x["certified_k"] for x in honest]
     gk = None
     if honest and all(k is not None for k in cks):
@@ -436,8 +465,58 @@ def summarise(results: dict[str, dict[str, Any]], tau: float) -> dict[str, Any]:
     }
 
 
+def get_subject(honest: list[dict[str, Any]]) -> str:
+    """``model`` when the nodes audited a live platform, ``simulation`` when they replayed a
+    bundled population (the truth is known: a report does not count it in its headline)."""
+    subj = {str(((x.get("finding") or {}).get("question") or {}).get("subject", "model"))
+            for x in honest}
+    return "model" if "model" in subj else "simulation"
+
+
+def _bounded_summary(bounded: list[dict[str, Any]], liars: int, tau: float, *,
+                     subject: str = "model") -> dict[str, Any]:
+    """The regulator's ``bounded`` verdict from the honest nodes' intervals (attackers report
+    ``[0, 0]``): :func:`fairprobe.collab.bounded.global_interval` and ``decide``."""
+    from fairprobe.collab.bounded import escape_bound, global_interval, make_finding
+
+    K = int(bounded[0]["max_liars"])
+    nan = float("nan")
+    lo = [nan if b["low"] is None else float(b["low"]) for b in bounded]
+    hi = [nan if b["high"] is None else float(b["high"]) for b in bounded]
+    # proofs are transferable: the proven liars' reports are dropped, each uses up one of K
+    proven = set().union(*(b.get("proven_liars") or [] for b in bounded))
+    k_reg = K - len(proven)
+    g_lo, g_hi = (global_interval(lo, hi, k_reg, liar_reports=max(liars - len(proven), 0))
+                  if k_reg >= 0 else (nan, nan))
+    flips = [b["flip_mass"] for b in bounded if b.get("flip_mass") is not None]
+    fm = min(flips) if flips else None
+    rate = bounded[0].get("verification_rate")
+    f = make_finding((g_lo + g_hi) / 2, g_lo, g_hi, tau=tau, subject=subject, max_liars=K,
+                     counts={"flip_mass": fm, "verification_rate": rate,
+                             "escape_bound": escape_bound(fm, rate)})
+    cks = [b.get("certified_k") for b in bounded]
+    return {
+        "verdict": f.verdict, "finding": f.to_dict(), "max_liars": K,
+        "interval": {"low": _finite(g_lo), "high": _finite(g_hi)},
+        "certified_k": _global_k(cks, len(proven)) if f.verdict != "undetermined" else None,
+        "flip_mass": fm, "verification_rate": rate, "escape_bound": escape_bound(fm, rate),
+        "default_method": "bounded",
+    }
+
+
+def _global_k(cks: list[int | None], proven: int = 0) -> int | None:
+    """The regulator's rule with ``k`` liars (``proven`` of them dropped) needs
+    ``k - proven + 1`` honest intervals deciding at ``k``: the largest such ``k``."""
+    ks = sorted((k for k in cks if k is not None), reverse=True)
+    best = None
+    for k in range(proven, proven + len(ks)):
+        if ks[k - proven] >= k:
+            best = k
+    return best
+
+
 def _finite(x: float) -> float | None:
-    return None if math.isnan(x) else float(x)
+    return None if not math.isfinite(x) else float(x)
 
 
 def _term_is_exit() -> None:

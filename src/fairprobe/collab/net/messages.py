@@ -160,7 +160,7 @@ class NodeResult(BaseModel):
     role: Literal["honest", "attacker"]
     rounds: int
     estimate: float
-    verdict: Literal["fair", "unfair"]
+    verdict: Literal["fair", "unfair", "undetermined"]
     tau: float
     #: Entries rejected, by reason (see :class:`fairprobe.collab.net.validate.Reason`).
     rejected: dict[str, int]
@@ -202,6 +202,15 @@ class NodeResult(BaseModel):
     trajectory: list[float | None] = Field(default_factory=list)
     #: Per source, weighted over raw query mass as this node weighs it (0 once excluded).
     source_weights: dict[str, float] = Field(default_factory=dict)
+    #: The verdict's finding (``fairprobe.stats.finding.Finding.to_dict()``): question,
+    #: estimate, interval with its construction, three-way verdict.
+    finding: dict[str, Any] | None = None
+    #: Declared liar bound of the ``bounded`` verdict.
+    max_liars: int = 0
+    #: The ``bounded`` interval, certificate and verification bound (None for other methods):
+    #: ``{low, high, certified_k, max_liars, proven_liars, flip_mass, verification_rate,
+    #: escape_bound}``.
+    bounded: dict[str, Any] | None = None
 
 
 class ChallengeMessage(BaseModel):

@@ -127,7 +127,7 @@ class Node:
         self.verifier = roster.verifier()
         self.max_body = max_body_bytes(len(roster))
         self.n = cfg.audit.n
-        self.last_round = cfg.audit.rounds
+        self.last_round = cfg.audit.rounds + cfg.audit.closing  # closing rounds: no queries
         listen = cfg.listen or me.address
         self.host, self.port = parse_address(listen, allow_remote=roster.allow_remote)
         self.store = NodeStore(cfg.state_db)
@@ -216,7 +216,12 @@ class Node:
     # -- wire ---------------------------------------------------------------------------------
     # -- verification of answers (fairprobe.collab.verify) -------------------------------------
     def answer_challenge(self, msg: ChallengeMessage) -> dict[str, Any]:
-        from fairprobe.collab.verify import challenge_indices, challenge_message, split_signature
+        from fairprobe.collab.verify import (
+            challenge_indices,
+            challenge_message,
+            opening_cap,
+            split_signature,
+        )
 
         if not self.driver.verifying:
             raise Refused(404, "verification-off")
@@ -238,7 +243,21 @@ class Node:
         counts, esig = mine
         if split_signature(esig)[1] != root or counts[1] + counts[3] != msg.m:
             raise Refused(409, "no-such-root")
+        # at most ceil(rate n) openings per challenger per round of this node (in total over the
+        # audit: a neighbour sees at most that share of the records, whatever it asks)
+        per_round = opening_cap(self.cfg.verify.rate, self.n)
+        served = self.counters[f"verify:served:{msg.challenger}"]
+        rounds = max(1, self.round, int(self.driver.core.round))
+        if msg.count > per_round or served + msg.count > per_round * rounds:
+            self.counters["verify:challenges-over-budget"] += 1
+            raise Refused(429, "challenge-budget")
+        self.counters[f"verify:served:{msg.challenger}"] += msg.count
         idx = challenge_indices(sig, msg.m, msg.count)
+        if self.cfg.role == "attacker" and self.cfg.verify.answers != "all":
+            # an attacker that hides its falsified leaves (issue 21, finding 1)
+            keep = [] if self.cfg.verify.answers == "none" else [
+                k for k in idx if self.driver.truthful_leaf(k)]
+            idx = keep
         with self.driver.lock:
             ops = self.driver.open_leaves(msg.round, msg.m, idx)
         self.counters["verify:openings-served"] += len(ops)
@@ -306,27 +325,37 @@ class Node:
         from fairprobe.collab.verify import FraudProof
 
         for accused, digest, body in self.store.proofs_pending():
-            d = json.loads(body)
-            proof = FraudProof.from_dict(d)
-            if accused not in self.driver.excluded and accused != self.id:
-                answer = None
-                if proof.kind == "wrong-answer":
-                    answers = await asyncio.to_thread(
-                        self.driver.reask, [proof.opening.record_dict()]
-                    )
-                    answer = answers[0]
-                    self.counters["verify:reasked"] += 1
-                if proof.confirmed_by(answer):
-                    self._exclude(accused, t, d)
-                else:
-                    self.counters["verify:proof-not-confirmed"] += 1
+            try:
+                d = json.loads(body)
+                proof = FraudProof.from_dict(d)
+                why = proof.check_signatures(self.verifier)
+                if why is not None:
+                    raise ProtocolError(why)
+                if accused not in self.driver.proven and accused != self.id:
+                    answer = None
+                    if proof.kind == "wrong-answer":
+                        answers = await asyncio.to_thread(
+                            self.driver.reask, [proof.opening.record_dict()]
+                        )
+                        answer = answers[0]
+                        self.counters["verify:reasked"] += 1
+                    if proof.confirmed_by(answer):
+                        self._exclude(accused, t, d)
+                    else:
+                        self.counters["verify:proof-not-confirmed"] += 1
+            except Exception as exc:  # noqa: BLE001 - a proof must never stop the node
+                # discarded, never retried: a proof that cannot be processed is not evidence
+                reason = type(exc).__name__
+                self.counters[f"verify:proof-discarded:{reason}"] += 1
+                log.warning("%s: discarded a proof against %s that cannot be processed (%s: %s)",
+                            self.id, accused, reason, exc)
             self.store.proof_done(accused, digest)
 
     def _exclude(
         self, accused: str, t: int, proof_dict: dict[str, Any], *, found: bool = False
     ) -> None:
         with self.driver.lock:
-            self.driver.exclude(accused, t)
+            self.driver.exclude(accused, t, proven=True)
         self.counters["verify:excluded"] += 1
         log.warning("%s: excluded %s at round %d on a proof of fraud", self.id, accused, t)
         self._forward_proof(proof_dict, skip={accused}, everyone=found)
@@ -391,23 +420,25 @@ class Node:
         body = msg.model_dump_json().encode()
         self.counters["verify:challenges-sent"] += 1
         self.counters["verify:challenge-bytes-sent"] += len(body)
-        r = await self._post_json(u, "/v1/challenge", body)
+        r = None
+        for attempt in range(2):  # one retry: a slow honest node is not a liar
+            r = await self._post_json(u, "/v1/challenge", body)
+            if r is not None and r.status_code < 500:
+                break
+            await asyncio.sleep(0.2 * (attempt + 1))
         if r is None or r.status_code != 200:
-            self.counters["verify:challenges-unanswered"] += 1
-            why = "no-answer" if r is None else str(r.status_code)
-            log.warning("%s: challenge of %s round %d unanswered (%s)", self.id, u, h.round, why)
-            return []
+            return self._failed(u, h.round, "no-answer" if r is None else f"http-{r.status_code}")
         self.counters["verify:opening-bytes-received"] += len(r.content)
-        want = challenge_indices(csig, m, msg.count)
+        want = set(challenge_indices(csig, m, msg.count))
         try:
             ops = [Opening.from_dict(o) for o in r.json()["openings"]]
         except (ValueError, KeyError, TypeError, ProtocolError):
-            self.counters["verify:challenges-unanswered"] += 1
-            return []
+            return self._failed(u, h.round, "malformed")
         entry = (h.round, *h.counts)
         out = []
+        opened: set[int] = set()
         for op in ops:
-            if not self.verifier.verify(u, op.message(), op.sig):
+            if op.auditor != u or not self.verifier.verify(u, op.message(), op.sig):
                 self.counters["verify:openings-unsigned"] += 1
                 continue
             if op.index not in want or op.round != h.round or op.m != m:
@@ -416,8 +447,25 @@ class Node:
             if not verify_opening(op, h.counts, root):
                 self._make_proof("bad-opening", entry, h.sig, op, None, self.round)
                 return []
-            out.append((u, entry, h.sig, op))
+            if op.index not in opened:
+                opened.add(op.index)
+                out.append((u, entry, h.sig, op))
+        if opened != want:
+            # every requested leaf must be opened: a selective answer hides the falsified ones
+            return self._failed(u, h.round, "missing-openings")
         return out
+
+    def _failed(self, u: str, round_: int, reason: str) -> list[tuple[str, Any, bytes, Any]]:
+        """A challenge not (fully) answered counts as failed: the source is excluded here (not
+        network-wide: there is no transferable proof), counted per reason."""
+        self.counters["verify:challenges-unanswered"] += 1
+        self.counters[f"verify:challenge-failed:{reason}"] += 1
+        log.warning("%s: challenge of %s round %d failed (%s): excluded", self.id, u, round_,
+                    reason)
+        with self.driver.lock:
+            self.driver.exclude(u, self.round)
+        self.counters["verify:excluded-failed-challenge"] += 1
+        return []
 
     def _table_entries(self) -> list[EntryMessage]:
         return [EntryMessage.model_validate(e.to_dict()) for e in self.driver.table()]
@@ -605,14 +653,29 @@ class Node:
         return self._result()
 
     def _result(self) -> NodeResult:
+        from fairprobe.collab.bounded import make_finding
+
         honest = self.cfg.role == "honest"
         est = float(self.driver.estimate()) if honest else 0.0
+        tau = self.cfg.audit.tau
+        # a replayed bundled population is a simulation (its truth is known), a platform a model
+        subject = "simulation" if self.cfg.backend.get("kind") == "population" else "model"
+        b = self.driver.bounded() if honest and self.driver.method == "bounded" else None
+        if b is not None:
+            finding = make_finding(
+                est, b["low"], b["high"], tau=tau, subject=subject, max_liars=b["max_liars"],
+                counts={k: b[k] for k in ("certified_k", "flip_mass", "verification_rate",
+                                          "escape_bound", "proven_liars")},
+            )
+        else:
+            finding = make_finding(est, est, est, tau=tau, subject=subject,
+                                   max_liars=self.cfg.max_liars, method=self.driver.method)
         return NodeResult(
             id=self.id,
             role="honest" if honest else "attacker",
             rounds=self.last_round,
             estimate=est,
-            verdict="fair" if abs(est) <= self.cfg.audit.tau else "unfair",
+            verdict=finding.verdict,
             tau=self.cfg.audit.tau,
             rejected=dict(sorted(self.rejections.items())),
             stale=self.counters["stale-entries"],
@@ -642,8 +705,14 @@ class Node:
             source_weights=self.driver.source_weights(),
             verification={
                 k.split(":", 1)[1]: v for k, v in sorted(self.counters.items())
-                if k.startswith("verify:")
+                if k.startswith("verify:") and not k.startswith("verify:served:")
             },
+            finding=finding.to_dict(),
+            max_liars=self.cfg.max_liars,
+            bounded=(
+                None if b is None else {k: (None if isinstance(v, float) and v != v else v)
+                                        for k, v in b.items() if k != "estimate"}
+            ),
         )
 
     async def _post_result(self, client: httpx.AsyncClient, result: NodeResult) -> None:

@@ -95,17 +95,22 @@ def adapt_collab_simulate(doc: Doc, source: str, label: str) -> Section:
     true_dp = num(doc.get("true_dp"))
     runs = [r for r in doc.get("runs") or [] if isinstance(r, Mapping)]
     by_method = {str(r.get("method")): r for r in runs}
-    main = next((by_method[m] for m in ("robust", "auditopus") if m in by_method),
+    default = str(doc.get("default_method") or "robust")
+    main = next((by_method[m] for m in (default, "robust", "auditopus") if m in by_method),
                 runs[-1] if runs else {})
     est = num(main.get("estimate")) if main else num(doc.get("estimate"))
-    verdict = _band_verdict(est, tau)
+    verdict = str(main.get("verdict") or _band_verdict(est, tau))
     true_verdict = _band_verdict(true_dp, tau)
+    iv = mapping(main.get("interval"))
     sentence = (
         f"With {fmt(cfg.get('attackers'))} attacker(s) among {fmt(cfg.get('honest'))} honest "
         f"auditors ({cfg.get('case', 'population')}), {main.get('method', 'the protocol')} "
-        f"estimates the demographic parity gap at {fmt(est)} (true {fmt(true_dp)}; fair band "
-        f"+/-{fmt(tau, 2)}): {verdict}"
-        + (" - the attackers did not flip the verdict" if verdict == true_verdict
+        + (f"puts the demographic parity gap in [{fmt(iv.get('low'))}, {fmt(iv.get('high'))}] "
+           f"whichever {fmt(cfg.get('max_liars', 0))} auditor(s) lie" if iv else
+           f"estimates the demographic parity gap at {fmt(est)}")
+        + f" (true {fmt(true_dp)}; fair band +/-{fmt(tau, 2)}): {verdict}"
+        + (" - undetermined is never wrong" if verdict == "undetermined"
+           else " - the attackers did not flip the verdict" if verdict == true_verdict
            else f" - the attackers flipped the verdict (truth: {true_verdict})")
         + " (a simulation with a known truth: it evaluates the method, not the audited model)."
     )
@@ -165,13 +170,22 @@ def adapt_collab_simulate(doc: Doc, source: str, label: str) -> Section:
              ("fair band", f"|DP| <= {fmt(tau, 3)}"), ("true DP", fmt(true_dp)),
              ("seed", fmt(cfg.get("seed")))]
     for m, k in cert.items():
-        facts.append((f"certified: {m}'s verdict holds against up to", f"{fmt(k)} attackers"))
+        if isinstance(k, int | float) and k >= 0:
+            facts.append((f"certified: {m}'s verdict holds against up to", f"{fmt(k)} liars"))
+    if iv:
+        facts += [("declared liar bound K", fmt(cfg.get("max_liars", 0))),
+                  ("flip mass (fabricated answers needed to flip)", fmt(main.get("flip_mass"))),
+                  ("escape bound (1-c)^flip_mass", fmt(main.get("escape_bound"))
+                   if main.get("escape_bound") is not None else "no verification")]
     tables = [Table(
-        caption="Final estimate per aggregation method",
-        header=["method", "estimate", "error", "verdict", "fooled", "certified k"],
-        rows=[[str(r.get("method")), fmt(r.get("estimate")), fmt(r.get("error")),
-               _band_verdict(num(r.get("estimate")), tau), "yes" if r.get("fooled") else "no",
-               fmt(r.get("certified_k")) if r.get("certified_k") is not None else "n/a"]
+        caption="Final estimate and verdict per aggregation method",
+        header=["method", "estimate", "interval", "verdict", "wrong", "certified k"],
+        rows=[[str(r.get("method")), fmt(r.get("estimate")),
+               (f"[{fmt(get(r, 'interval', 'low'))}, {fmt(get(r, 'interval', 'high'))}]"
+                if isinstance(r.get("interval"), Mapping) else "point"),
+               str(r.get("verdict") or _band_verdict(num(r.get("estimate")), tau)),
+               "yes" if r.get("wrong", r.get("fooled")) else "no",
+               fmt(r.get("certified_k")) if (r.get("certified_k") or -1) >= 0 else "n/a"]
               for r in runs],
     )] if runs else []
     section = Section("collab-simulate",
@@ -281,6 +295,10 @@ def adapt_collab_nodes(doc: Doc, source: str, label: str) -> Section:
         f"the demographic parity gap is {fmt(est)} (fair band +/-{fmt(tau, 2)}"
         + (f"; honest auditors' data {fmt(true_dp)}" if true_dp is not None else "")
         + f"): {verdict}"
+        + (f" (bounded interval [{fmt(get(doc, 'interval', 'low'))}, "
+           f"{fmt(get(doc, 'interval', 'high'))}] whichever {fmt(doc.get('max_liars'))} "
+           f"auditor(s) lie; escape bound {fmt(doc.get('escape_bound'))})"
+           if doc.get("default_method") == "bounded" else "")
         + _certified(doc.get("certified_k"))
         + (f"; {len(caught)} attacker(s) excluded on a proof of fraud" if caught else "")
         + "."
@@ -327,7 +345,11 @@ def adapt_collab_nodes(doc: Doc, source: str, label: str) -> Section:
                fmt(n.get("certified_k")) if n.get("certified_k") is not None else "n/a",
                f"{n.get('excluded_by', 0)} honest nodes"] for n in nodes],
     )] if nodes else []
-    return Section("collab-nodes", "Collaborative audit over the network"
-                   + (f": {label}" if label else ""), source, verdict, sentence,
-                   f"{verdict}: median estimate {fmt(est)}", facts, figures, tables,
-                   A.COLLAB + extra_assumptions(doc), notes)
+    section = Section("collab-nodes", "Collaborative audit over the network"
+                      + (f": {label}" if label else ""), source, verdict, sentence,
+                      f"{verdict}: median estimate {fmt(est)}", facts, figures, tables,
+                      A.COLLAB + extra_assumptions(doc), notes)
+    # a replay of a bundled population is a simulation: it does not count in the headline
+    subject = get(doc, "finding", "question", "subject")
+    section.counts = subject != "simulation"
+    return section
