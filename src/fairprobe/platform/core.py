@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,11 @@ __all__ = [
     "record_key",
     "user_key",
 ]
+
+#: What makes a first name: one letter (any script). The OpenAPI schema states the same pattern
+#: (``fairprobe.platform.server``), so the schema and the check agree to the character.
+NAME_LETTER_PATTERN = r"[^\W\d_]"
+NAME_LETTER = re.compile(NAME_LETTER_PATTERN)
 
 #: Features of the user interface: the audit features without ``sex``, plus ``first_name``.
 USER_FEATURES: tuple[str, ...] = tuple(f for f in AUDIT_FEATURES if f != "sex") + ("first_name",)
@@ -129,7 +135,7 @@ def _validate(instances: Any, features: Sequence[str], where: str) -> dict[str, 
                         f"{list(CATEGORIES[f])}. Got {v!r} instead."
                     )
             elif f == "first_name":
-                if not isinstance(v, str) or not any(c.isalpha() for c in v):
+                if not isinstance(v, str) or NAME_LETTER.search(v) is None:
                     raise DataError(
                         f"{where}: instance {i} 'first_name' must be a string with a letter. "
                         f"Got {v!r} instead."

@@ -33,6 +33,7 @@ from fairprobe.errors import ConfigError, DataError
 from fairprobe.platform.core import (
     EXAMPLE_AUDIT_RECORD,
     EXAMPLE_USER_RECORD,
+    NAME_LETTER_PATTERN,
     USER_FEATURES,
     Platform,
 )
@@ -231,8 +232,8 @@ def _record_schema(features: tuple[str, ...]) -> dict[str, Any]:
             props[f] = {"type": "number"}
         elif f in CATEGORIES:
             props[f] = {"type": "string", "enum": list(CATEGORIES[f])}
-        else:  # first_name: a string with a letter (unanchored pattern)
-            props[f] = {"type": "string", "pattern": "[A-Za-z]"}
+        else:  # first_name: a string with a letter of any script (unanchored pattern)
+            props[f] = {"type": "string", "pattern": NAME_LETTER_PATTERN}
     return {"type": "object", "required": list(features), "properties": props}
 
 
