@@ -309,6 +309,21 @@ class TwoSourceResult:
         return "\n".join(lines)
 
 
+def two_groups(pool: pd.DataFrame, group_column: str, privileged: str,
+               proxy: Any) -> tuple[npt.NDArray[np.object_], str]:
+    """Each record's true group (as text) and the unprivileged label; the column must hold
+    exactly two values including ``privileged``, both of which ``proxy`` can tell."""
+    true_groups = pool[group_column].astype(str).to_numpy(dtype=object)
+    labels = sorted(set(true_groups))
+    if len(labels) != 2 or privileged not in labels:
+        raise DataError(
+            f"The group column {group_column!r} must hold exactly two values including the "
+            f"privileged {privileged!r}. Got {labels}."
+        )
+    proxy.check_groups(labels)
+    return true_groups, next(x for x in labels if x != privileged)
+
+
 def _source_error(exc: FairprobeError, source: str) -> FairprobeError:
     msg = (
         f"source {source}: {str(exc).rstrip('.')}; answers paid for so far are in the cache, "
@@ -476,15 +491,7 @@ def run_two_source_audit(
         pool = queries.reset_index(drop=True)
     if pool[group_column].isna().any():
         raise DataError(f"The group column {group_column!r} has missing values.")
-    true_groups = pool[group_column].astype(str).to_numpy(dtype=object)
-    labels = sorted(set(true_groups))
-    if len(labels) != 2 or privileged not in labels:
-        raise DataError(
-            f"The group column {group_column!r} must hold exactly two values including the "
-            f"privileged {privileged!r}. Got {labels}."
-        )
-    unprivileged = next(x for x in labels if x != privileged)
-    proxy.check_groups(labels)
+    true_groups, unprivileged = two_groups(pool, group_column, privileged, proxy)
 
     # ---- plan ---------------------------------------------------------------------------------
     if t_fraud is None:
@@ -492,7 +499,7 @@ def run_two_source_audit(
     else:
         k = check_int(t_fraud, "t_fraud", owner, lo=0, hi=t // 2)
         alloc = Allocation(t, t - k, k)
-    need = len(labels)
+    need = 2  # one query per group at least
     if alloc.t_fair < need or (dets and alloc.t_fraud < need):
         raise BudgetError(
             f"A budget of {t} (t_fair={alloc.t_fair} on A, t_fraud={alloc.t_fraud} checks on B) "

@@ -29,6 +29,7 @@ from fairprobe.twosource.audit import (
     _ask,
     _counts,
     default_columns,
+    two_groups,
 )
 from fairprobe.twosource.bandit import BudgetPolicy, FixedSplit, PolicyState, ThompsonSplit
 from fairprobe.twosource.correction import (
@@ -157,15 +158,7 @@ def run_large_regime_audit(
     if missing:
         raise DataError(f"The query pool lacks the column(s) {missing}.")
     pool = queries.reset_index(drop=True)
-    true_groups = pool[group_column].astype(str).to_numpy(dtype=object)
-    labels = sorted(set(true_groups))
-    if len(labels) != 2 or privileged not in labels:
-        raise DataError(
-            f"The group column {group_column!r} must hold exactly two values including the "
-            f"privileged {privileged!r}. Got {labels}."
-        )
-    unprivileged = next(x for x in labels if x != privileged)
-    proxy.check_groups(labels)
+    true_groups, unprivileged = two_groups(pool, group_column, privileged, proxy)
     if t > pool.shape[0]:
         raise BudgetError(f"The query pool holds {pool.shape[0]} records; the budget is {t}.")
     acc = proxy.accuracy(pool, true_groups) if proxy_accuracy is None else proxy_accuracy
@@ -312,15 +305,7 @@ def run_budgeted_audit(
     pool = queries.reset_index(drop=True)
     if group_column not in pool.columns:
         raise DataError(f"The query pool lacks the group column {group_column!r}.")
-    true_groups = pool[group_column].astype(str).to_numpy(dtype=object)
-    labels = sorted(set(true_groups))
-    if len(labels) != 2 or privileged not in labels:
-        raise DataError(
-            f"The group column {group_column!r} must hold exactly two values including the "
-            f"privileged {privileged!r}. Got {labels}."
-        )
-    unprivileged = next(x for x in labels if x != privileged)
-    proxy.check_groups(labels)
+    true_groups, unprivileged = two_groups(pool, group_column, privileged, proxy)
     acc = proxy.accuracy(pool, true_groups) if proxy_accuracy is None else proxy_accuracy
     au, ap = per_group_accuracy(acc, unprivileged, privileged)
     share_u = float(np.mean(true_groups == unprivileged))
