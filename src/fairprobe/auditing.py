@@ -69,6 +69,21 @@ def _split(value: str | Sequence[str] | None) -> list[str] | None:
     return [str(v) for v in value]
 
 
+def _resolve_budget(budget: int | str | None, n: int) -> int:
+    """``--budget``: a number (at most the pool's ``n`` rows), ``"all"``, or the default
+    (2,000, or the whole pool if smaller)."""
+    from fairprobe.errors import DataError
+
+    if budget is None:
+        return min(2000, n)
+    if not isinstance(budget, int):  # "all"
+        return n
+    if budget > n:
+        raise DataError(f"--budget {budget} is larger than the query pool ({n} rows); lower it "
+                        "or give a larger --queries file.")
+    return budget
+
+
 def _read_pool(queries: str | os.PathLike[str] | pd.DataFrame) -> tuple[pd.DataFrame, str]:
     import pandas as pd
 
@@ -206,15 +221,7 @@ def plan_audit(
         )
     a, b = resolve_groups(pool, group_col, group_a, group_b)
     n = len(pool)
-    if budget is None:
-        budget = min(2000, n)
-    elif not isinstance(budget, int):  # "all"
-        budget = n
-    elif budget > n:
-        raise DataError(
-            f"--budget {budget} is larger than the query pool ({n} rows); lower it or give a "
-            "larger --queries file."
-        )
+    budget = _resolve_budget(budget, n)
     if budget < 2:
         raise DataError(f"The query pool has {n} row(s); an audit needs at least 2.")
     sample = draw_queries(pool, budget, seed)
@@ -328,13 +335,7 @@ def plan_group_audit(
     if not needs_label and label_col is None:
         label = None
     n = len(pool)
-    if budget is None:
-        budget = min(2000, n)
-    elif not isinstance(budget, int):  # "all"
-        budget = n
-    elif budget > n:
-        raise DataError(f"--budget {budget} is larger than the query pool ({n} rows); lower it "
-                        "or give a larger --queries file.")
+    budget = _resolve_budget(budget, n)
     kwargs: dict[str, Any] = dict(
         group_col=cols, metrics=names, label_col=label, feature_cols=columns.sent,
         budget=budget, seed=seed, min_group_size=min_group_size,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
@@ -336,8 +337,9 @@ class _ServedModel(HttpBackend):
             + f"#{hashlib.sha256(ident.encode()).hexdigest()[:12]}"
         )
 
+    @abstractmethod
     def _endpoint(self, c: Any) -> str:
-        raise NotImplementedError
+        """The prediction URL of this protocol for config ``c``."""
 
     def _columns(self, records: Sequence[Record]) -> list[str]:
         if self.config.feature_columns is not None:
