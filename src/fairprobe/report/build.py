@@ -172,6 +172,13 @@ def build_report(results: Sequence[tuple[str, Mapping[str, Any]]], title: str | 
             fv = get(part, "finding", "verdict")
             if isinstance(fv, str):  # the verdict engine's verdict, where the result has one
                 sec.decided = fv
+                if polarity(sec.verdict) is not None and polarity(sec.verdict) != polarity(fv):
+                    # a method's word the finding does not support (a sequential stop the
+                    # confidence sequence does not back yet): the finding is what is shown
+                    sec.short = f"{sec.short}; finding {fv}"
+                    sec.sentence = (f"{sec.sentence} The finding is {fv}: "
+                                    f"{get(part, 'finding', 'reason') or 'see its interval'}.")
+                    sec.verdict = fv
             sec.counts = sec.counts and _about_model(kind, part)
             sections.append(sec)
     if unknown:
