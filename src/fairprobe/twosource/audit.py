@@ -309,6 +309,21 @@ class TwoSourceResult:
         return "\n".join(lines)
 
 
+def source_columns(queries: pd.DataFrame, api_columns: Sequence[str] | None,
+                   ui_columns: Sequence[str] | None, group_column: str,
+                   proxy: Any) -> tuple[list[str], list[str]]:
+    """The columns sent to A and to B (defaults: :func:`default_columns`), all present in the
+    pool together with the group column and what the proxy reads."""
+    dflt_a, dflt_b = default_columns()
+    a_cols = list(dflt_a if api_columns is None else api_columns)
+    b_cols = list(dflt_b if ui_columns is None else ui_columns)
+    needed = sorted({*a_cols, *b_cols, group_column, *proxy.required_columns})
+    missing = [c for c in needed if c not in queries.columns]
+    if missing:
+        raise DataError(f"The query pool lacks the column(s) {missing}.")
+    return a_cols, b_cols
+
+
 def two_groups(pool: pd.DataFrame, group_column: str, privileged: str,
                proxy: Any) -> tuple[npt.NDArray[np.object_], str]:
     """Each record's true group (as text) and the unprivileged label; the column must hold
@@ -473,15 +488,7 @@ def run_two_source_audit(
         )
     if not isinstance(queries, pd.DataFrame):
         raise DataError(f"{owner} needs the query pool as a pandas DataFrame.")
-    if api_columns is None or ui_columns is None:
-        dflt_a, dflt_b = default_columns()
-        api_columns = dflt_a if api_columns is None else api_columns
-        ui_columns = dflt_b if ui_columns is None else ui_columns
-    a_cols, b_cols = list(api_columns), list(ui_columns)
-    needed = sorted({*a_cols, *b_cols, group_column, *proxy.required_columns})
-    missing = [c for c in needed if c not in queries.columns]
-    if missing:
-        raise DataError(f"The query pool lacks the column(s) {missing}.")
+    a_cols, b_cols = source_columns(queries, api_columns, ui_columns, group_column, proxy)
     if group_column not in a_cols:
         raise DataError(f"The group column {group_column!r} must be sent to A (api_columns).")
     pool = queries

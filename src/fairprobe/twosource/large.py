@@ -28,7 +28,7 @@ from fairprobe.twosource.audit import (
     TwoSourceResult,
     _ask,
     _counts,
-    default_columns,
+    source_columns,
     two_groups,
 )
 from fairprobe.twosource.bandit import BudgetPolicy, FixedSplit, PolicyState, ThompsonSplit
@@ -148,15 +148,7 @@ def run_large_regime_audit(
     if policy is None:
         k = t // 2 if n_checks is None else check_int(n_checks, "n_checks", owner, lo=1, hi=t // 2)
         policy = FixedSplit(k)
-    if api_columns is None or ui_columns is None:
-        dflt_a, dflt_b = default_columns()
-        api_columns = dflt_a if api_columns is None else api_columns
-        ui_columns = dflt_b if ui_columns is None else ui_columns
-    a_cols, b_cols = list(api_columns), list(ui_columns)
-    needed = sorted({*a_cols, *b_cols, group_column, *proxy.required_columns})
-    missing = [c for c in needed if c not in queries.columns]
-    if missing:
-        raise DataError(f"The query pool lacks the column(s) {missing}.")
+    a_cols, b_cols = source_columns(queries, api_columns, ui_columns, group_column, proxy)
     pool = queries.reset_index(drop=True)
     true_groups, unprivileged = two_groups(pool, group_column, privileged, proxy)
     if t > pool.shape[0]:
