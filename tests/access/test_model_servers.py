@@ -9,7 +9,8 @@ server fails instead, so a green CI run always ran them.
 
 Guarantees: the decisions of the served model equal the local model's exactly and the scores to
 1e-12 on 600 Adult records; the CLI audit JSONs agree on every estimate, interval and verdict; the
-cache identity is what the server reports (v2: name + version) or a fingerprint (MLflow).
+cache identity is what the server reports (v2: name + version) or the sized check (MLflow, a v2 model
+without a version); a model swapped behind one URL (94% agreement) never gets the old answers.
 """
 
 from __future__ import annotations
@@ -63,6 +64,13 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         LogisticRegression(max_iter=1000),
     ).fit(train[FEATURES], train["income"])
     joblib.dump(model, d / "model.joblib")
+    # a second model agreeing with the first on about 94% of the pool (the swap test)
+    other = make_pipeline(
+        make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["race"]),
+                                remainder=StandardScaler()),
+        LogisticRegression(max_iter=1000, class_weight={0: 1.0, 1: 1.4}),
+    ).fit(train[FEATURES], train["income"])
+    joblib.dump(other, d / "other.joblib")
     pool = load_adult("test", names_seed=None)[[*FEATURES, "sex", "income"]].head(1500)
     pool.to_csv(d / "pool.csv", index=False)
     return d
@@ -82,6 +90,7 @@ def mlserver(model_dir: Path, wait_for_http: Any, stop_proc: Any) -> Iterator[st
         (root / name / "model-settings.json").write_text(json.dumps({
             "name": name, "implementation": "mlserver_sklearn.SKLearnModel",
             "parameters": {"uri": str(model_dir / "model.joblib"), "version": "v1"}, **extra}))
+    _swap_settings(root, model_dir / "model.joblib")
     # parallel_workers = 0: MLServer 1.7.1's default worker pool dies at start on this machine
     (root / "settings.json").write_text(json.dumps({
         "parallel_workers": 0, "host": "127.0.0.1", "http_port": port,
@@ -98,6 +107,15 @@ def mlserver(model_dir: Path, wait_for_http: Any, stop_proc: Any) -> Iterator[st
     finally:
         stop_proc(proc, 15.0)
         log.close()
+
+
+def _swap_settings(root: Path, uri: Path) -> None:
+    """The model ``swap``, with no version (the server then reports nothing that identifies
+    it), serving ``uri``."""
+    (root / "swap").mkdir(parents=True, exist_ok=True)
+    (root / "swap" / "model-settings.json").write_text(json.dumps({
+        "name": "swap", "implementation": "mlserver_sklearn.SKLearnModel",
+        "parameters": {"uri": str(uri)}}))
 
 
 @pytest.fixture(scope="module")
@@ -291,3 +309,46 @@ def test_prediction_shapes_and_malformed_answers_name_the_config_key() -> None:
         with pytest.raises(AnswerParseError, match=match):
             vals = [[0.5, 1.7]] if match.startswith("in") else preds
             _from_predictions(vals, n, c, "w", None, None)
+
+
+def test_a_model_swapped_behind_one_url_never_gets_the_old_answers(
+        mlserver: str, model_dir: Path, tmp_path: Path) -> None:
+    """Model A, then model B (94% agreement) behind the same MLServer URL and model name, no
+    version: the second audit with the same cache reports B's answers, exactly as a local audit
+    of B does; the sized check found the swap and dropped A's answers."""
+    import httpx
+    import pandas as pd
+
+    feats = pd.read_csv(model_dir / "pool.csv")[FEATURES]
+    import joblib
+
+    a = joblib.load(model_dir / "model.joblib").predict(feats)
+    b = joblib.load(model_dir / "other.joblib").predict(feats)
+    assert 0.93 <= float((a == b).mean()) <= 0.96  # about 94% agreement
+    cfg = {"kind": "kserve-v2", "url": mlserver, "model": "swap",
+           "decision_output": "predict", "score_output": "predict_proba"}
+    # every record of the pool (1500 rows), so that the check samples 688 of more
+    args = ("--group-col", "sex", "--metric", "dp", "--budget", "all")
+    cache = ("--cache", str(tmp_path / "shared.sqlite"))
+    first = _audit(cfg, model_dir, tmp_path, "first", *args, *cache)
+    local_a = _audit(_local_config(model_dir), model_dir, tmp_path, "local-a", *args)
+    assert _verdicts(first) == _verdicts(local_a)
+    # swap: unload, point the settings at model B, load (same URL, same name)
+    root = model_dir / "mlserver"
+    httpx.post(f"{mlserver}/v2/repository/models/swap/unload", timeout=60).raise_for_status()
+    _swap_settings(root, model_dir / "other.joblib")
+    httpx.post(f"{mlserver}/v2/repository/models/swap/load", timeout=120).raise_for_status()
+    second = _audit(cfg, model_dir, tmp_path, "second", *args, *cache)
+    local_b = _audit({**_local_config(model_dir), "path": str(model_dir / "other.joblib")},
+                     model_dir, tmp_path, "local-b", *args)
+    assert _verdicts(second) == _verdicts(local_b)
+    assert _verdicts(second) != _verdicts(first)  # the models' estimates differ
+    fp = second["provenance"]["backend"]["fingerprint"]
+    assert second["provenance"]["backend"]["identity_source"] == "fingerprint"
+    assert fp["reused_checked"] > 688 and fp["asked"] == 688 and fp["mismatched"] > 0
+    assert second["provenance"]["backend"]["invalidated"] >= 688
+    # and an unchanged model is reused after the check: the third run pays only the check
+    third = _audit(cfg, model_dir, tmp_path, "third", *args, *cache)
+    assert _verdicts(third) == _verdicts(local_b)
+    assert third["paid"] == 0 and third["provenance"]["backend"]["fingerprint"] == {
+        **fp, "mismatched": 0}

@@ -356,6 +356,12 @@ def print_trust_summary(prov: Any, plan: dict[str, Any], out: Any) -> None:
         f"answers: {total.get('paid', '?')} paid, {total.get('cached', '?')} from the cache, "
         f"of model {term(who)} (identity {term(how)})"
     )
+    fp = backend.get("fingerprint") or {}
+    if fp.get("asked"):
+        out.print(
+            f"identity check (the model reports no identity): {fp['asked']} cached answers asked "
+            f"again (paid, outside the budget), {fp['mismatched']} differed; "
+            f"{term(str(fp.get('detects') or ''))}")
     for g, c in answers.get("by_group", {}).items():
         out.print(
             f"  {term(plan['group_col'])}={term(g)}: {c['asked']} asked, {c['paid']} paid, "
