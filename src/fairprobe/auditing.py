@@ -18,8 +18,9 @@ The check messages name the command-line flag of each parameter (``--group-col``
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -269,6 +270,13 @@ def audit_provenance(bb: Any, plan: dict[str, Any], *, seed: int, cache: Path | 
     from fairprobe.provenance import Provenance, answer_counts_by_group, pool_digest
 
     check = bb.identity_check
+    columns = plan["columns"].to_dict()
+    reached = getattr(bb.backend, "sent_columns", None)
+    if isinstance(reached, list):  # what the backend sent (e.g. only a model's declared inputs)
+        for c in columns["sent"]:
+            if c not in reached:
+                columns["withheld"][c] = "not sent: not an input the model declares"
+        columns["sent"] = list(reached)
     prov = Provenance.capture(
         seed=seed,
         query_pool=pool_digest(plan["pool"], plan["source"]),
@@ -276,7 +284,7 @@ def audit_provenance(bb: Any, plan: dict[str, Any], *, seed: int, cache: Path | 
         retries=bb.retried,
         notes=[check.note] if check is not None and check.note else [],
         extra={
-            "columns": plan["columns"].to_dict(),
+            "columns": columns,
             "cache": {
                 "path": None if no_cache else str(cache),
                 "policy": "off" if no_cache else "refresh" if refresh else "reuse",
@@ -389,6 +397,25 @@ class AuditJob:
         return result_document("audit", self.body(), self.provenance)
 
 
+@contextlib.contextmanager
+def _resumable(bb: Any, cache: Path | None) -> Iterator[None]:
+    """An access failure mid-audit says what was kept and that the rerun resumes."""
+    from fairprobe.errors import AccessError
+
+    try:
+        yield
+    except AccessError as exc:
+        if exc.args and isinstance(exc.args[0], str):
+            if cache is None:
+                tail = " Nothing was kept (--no-cache): a rerun asks every record again."
+            else:
+                tail = (f" The {bb.spent} answer(s) paid for in this run are in the cache "
+                        f"{cache}: rerun the same command to resume (cached answers are not "
+                        "paid again).")
+            exc.args = (exc.args[0].rstrip() + tail, *exc.args[1:])
+        raise
+
+
 def _metric_names(metric: str | Sequence[str]) -> list[str]:
     from fairprobe.errors import InvalidParameterError
     from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS
@@ -479,7 +506,7 @@ def audit_model(
             threshold=threshold, answer_cols=getattr(backend, "answer_columns", ()))
         with BlackBox(backend, cache=cache_path, refresh=refresh, budget=plan["budget"],
                       retries=retries, timeout=timeout, concurrency=concurrency,
-                      progress=progress, seed=seed) as bb:
+                      progress=progress, seed=seed) as bb, _resumable(bb, cache_path):
             result = run_group_audit(bb, plan["pool"], reference=reference, pos_label=pos_label,
                                      max_unusable_share=max_unusable_share, **kwargs)
             prov = audit_provenance(bb, plan, seed=seed, cache=cache_path, no_cache=no_cache,
@@ -510,7 +537,7 @@ def audit_model(
     extra: dict[str, Any] = {}
     with BlackBox(backend, cache=cache_path, refresh=refresh, budget=n_budget,
                   retries=retries, timeout=timeout, concurrency=concurrency, progress=progress,
-                  seed=seed) as bb:
+                  seed=seed) as bb, _resumable(bb, cache_path):
         res = run_audit(bb, plan["pool"], group_col=cols[0], metric=name,
                         group_a=plan["group_a"], group_b=plan["group_b"],
                         label_col=plan["label"], feature_cols=plan["columns"].sent,

@@ -32,6 +32,7 @@ from fairprobe.access import BlackBox, load_backend
 REPO = Path(__file__).resolve().parents[2]
 SERVERS = Path(os.environ.get("FAIRPROBE_SERVERS_VENV", REPO / ".venv-servers"))
 FEATURES = ["age", "education-num", "race", "capital-gain", "hours-per-week"]
+NUMERIC = ["age", "education-num", "capital-gain", "hours-per-week"]
 
 
 def _server_bin(name: str, exe: str) -> Path:
@@ -71,6 +72,9 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         LogisticRegression(max_iter=1000, class_weight={0: 1.0, 1: 1.4}),
     ).fit(train[FEATURES], train["income"])
     joblib.dump(other, d / "other.joblib")
+    # a bare estimator on the numeric columns: it refuses any other column (the error test)
+    joblib.dump(LogisticRegression(max_iter=1000).fit(train[NUMERIC], train["income"]),
+                d / "strict.joblib")
     pool = load_adult("test", names_seed=None)[[*FEATURES, "sex", "income"]].head(1500)
     pool.to_csv(d / "pool.csv", index=False)
     return d
@@ -91,6 +95,10 @@ def mlserver(model_dir: Path, wait_for_http: Any, stop_proc: Any) -> Iterator[st
             "name": name, "implementation": "mlserver_sklearn.SKLearnModel",
             "parameters": {"uri": str(model_dir / "model.joblib"), "version": "v1"}, **extra}))
     _swap_settings(root, model_dir / "model.joblib")
+    (root / "strict").mkdir()
+    (root / "strict" / "model-settings.json").write_text(json.dumps({
+        "name": "strict", "implementation": "mlserver_sklearn.SKLearnModel",
+        "parameters": {"uri": str(model_dir / "strict.joblib")}}))
     # parallel_workers = 0: MLServer 1.7.1's default worker pool dies at start on this machine
     (root / "settings.json").write_text(json.dumps({
         "parallel_workers": 0, "host": "127.0.0.1", "http_port": port,
@@ -352,3 +360,35 @@ def test_a_model_swapped_behind_one_url_never_gets_the_old_answers(
     assert _verdicts(third) == _verdicts(local_b)
     assert third["paid"] == 0 and third["provenance"]["backend"]["fingerprint"] == {
         **fp, "mismatched": 0}
+
+
+def test_server_errors_say_what_went_wrong(mlserver: str, model_dir: Path,
+                                           tmp_path: Path) -> None:
+    """A column the model never saw (MLServer answers 500), a base URL with the protocol's
+    path, the platform shape at a model server: one line each, naming what to change, never
+    "unreachable"; an audit that fails says the rerun resumes."""
+    import pandas as pd
+
+    pool = pd.read_csv(model_dir / "pool.csv").assign(zip=1000)
+    pool.to_csv(tmp_path / "pool.csv", index=False)
+    cfg = tmp_path / "v2.toml"
+    cfg.write_text(f'kind = "kserve-v2"\nurl = "{mlserver}"\nmodel = "strict"\n')
+    base = ("audit", "--queries", str(tmp_path / "pool.csv"), "--group-col", "sex",
+            "--metric", "dp", "--budget", "50", "--no-progress", "--retries", "0",
+            "--cache", str(tmp_path / "c.sqlite"))
+    r = _cli(*base, "--backend-config", str(cfg), cwd=tmp_path)
+    assert r.returncode == 3, r.stderr
+    line = r.stderr.strip()
+    assert line.count("\n") == 0 and "unreachable" not in line
+    assert "answered HTTP 500" in line and "zip" in line and "--feature-cols" in line
+    assert "rerun the same command to resume" in line
+    # the columns the model takes: it answers
+    r = _cli(*base, "--backend-config", str(cfg), "--feature-cols", ",".join(NUMERIC),
+             cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    cfg.write_text(f'kind = "kserve-v2"\nurl = "{mlserver}/v2"\nmodel = "income"\n')
+    r = _cli(*base, "--backend-config", str(cfg), cwd=tmp_path)
+    assert r.returncode == 2 and f"url = '{mlserver}'" in r.stderr and "/v2/v2" not in r.stderr
+    r = _cli(*base, "--url", mlserver, "--feature-cols", ",".join(FEATURES), cwd=tmp_path)
+    assert r.returncode != 0 and "answered HTTP 404" in r.stderr
+    assert 'kind = "kserve-v2"' in r.stderr and "Traceback" not in r.stderr

@@ -43,6 +43,7 @@ from fairprobe.errors import (
     AccessError,
     AnswerParseError,
     BudgetError,
+    EndpointStatusError,
     EndpointUnreachableError,
     FairprobeError,
 )
@@ -70,6 +71,14 @@ def _close(a: float | None, b: float | None) -> bool:
     if a is None or b is None:
         return a is None and b is None
     return abs(a - b) <= 1e-6 + 1e-6 * abs(b)
+
+
+def _hint(backend: Backend, status: int | None) -> str:
+    try:
+        text = backend.error_hint(status)
+    except Exception:  # a hint must never hide the error it explains  # noqa: BLE001
+        return ""
+    return f"; {text}" if text else ""
 
 
 def _same_answer(cached: Answer | None, fresh: Answer) -> bool:
@@ -330,7 +339,6 @@ class BlackBox:
         return self._fingerprint(ident)
 
     def _fingerprint(self, ident: str) -> IdentityCheck:
-        import json
 
         if self.refresh:
             return IdentityCheck(ident, ident, None, "refreshed")
@@ -425,10 +433,18 @@ class BlackBox:
             except TransientAccessError as exc:
                 if attempt >= self.retries:
                     where = redact_text(str(getattr(backend, "endpoint", backend.identity)))
+                    status = getattr(exc, "status", None)
+                    hint = _hint(backend, status)
+                    if status is not None:  # it answered: not "unreachable"
+                        raise EndpointStatusError(
+                            f"{backend.kind} endpoint {where} answered HTTP {status} on each of "
+                            f"{attempt + 1} attempts ({time.monotonic() - t0:.1f} s): "
+                            f"{redact_text(str(exc))}{hint}"
+                        ) from exc
                     raise EndpointUnreachableError(
                         f"{backend.kind} endpoint {where} still unreachable after "
                         f"{attempt + 1} attempts in {time.monotonic() - t0:.1f} s; "
-                        f"last error: {redact_text(str(exc))}"
+                        f"last error: {redact_text(str(exc))}{hint}"
                     ) from exc
                 wait_s = self.backoff.delay(
                     attempt, self._rng.random(), getattr(exc, "retry_after", None)
@@ -707,9 +723,13 @@ class BlackBox:
         def call() -> Any:
             try:
                 return backend.ask(batch)
+            except TransientAccessError:
+                raise  # retried; the hint is added to the final error
             except FairprobeError as exc:
                 if exc.args and isinstance(exc.args[0], str):  # no credentials in messages
-                    exc.args = (redact_text(exc.args[0]), *exc.args[1:])
+                    status = getattr(exc, "status", None)
+                    hint = _hint(backend, status) if isinstance(status, int) else ""
+                    exc.args = (redact_text(exc.args[0]) + hint, *exc.args[1:])
                 raise
             except Exception as exc:
                 raise AccessError(

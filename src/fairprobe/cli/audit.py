@@ -368,7 +368,10 @@ def print_trust_summary(prov: Any, plan: dict[str, Any], out: Any) -> None:
             f"{c['cached']} cached, {c['unparsed']} unparsed, {c['refused']} refused, "
             f"{c.get('truncated', 0)} truncated"
         )
-    out.print(f"columns {term(plan['columns'].summary())}")
+    cols = (prov.extra or {}).get("columns") or plan["columns"].to_dict()
+    held = ", ".join(f"{c} ({why.split(':')[0]})" for c, why in cols["withheld"].items())
+    out.print(f"columns sent: {term(', '.join(cols['sent']))}"
+              + (f"; withheld: {term(held)}" if held else ""))
     for note in prov.notes:
         out.print(f"[bold yellow]note:[/] {term(note)}")
 
