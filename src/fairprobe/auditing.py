@@ -416,6 +416,28 @@ def _resumable(bb: Any, cache: Path | None) -> Iterator[None]:
         raise
 
 
+def as_backend(model: Any) -> Any:
+    """What :func:`audit_model` audits: a :class:`fairprobe.access.Backend` as is; a fitted
+    scikit-learn-style estimator (``predict``, ``classes_``), or its bound ``predict``, as a
+    local model with its scores; any callable ``f(DataFrame) -> decisions`` as a local model."""
+    from fairprobe.access.base import Backend
+
+    if isinstance(model, Backend):
+        return model
+    from fairprobe.access.local import LocalModelBackend
+    from fairprobe.errors import InvalidParameterError
+
+    owner = getattr(model, "__self__", None)
+    if getattr(model, "__name__", "") == "predict" and hasattr(owner, "classes_"):
+        model = owner  # estimator.predict: the estimator itself also gives the scores
+    if hasattr(model, "predict") or callable(model):
+        return LocalModelBackend(model)
+    raise InvalidParameterError(
+        f"audit_model takes a fitted estimator (with predict), a callable f(DataFrame) -> 0/1 "
+        f"decisions such as model.predict, or a fairprobe.access backend (e.g. "
+        f"load_backend('model.toml')); got a {type(model).__name__}.")
+
+
 def _metric_names(metric: str | Sequence[str]) -> list[str]:
     from fairprobe.errors import InvalidParameterError
     from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS
@@ -438,7 +460,7 @@ def audit_model(
     backend: Any,
     *,
     queries: str | os.PathLike[str] | pd.DataFrame | None = None,
-    group_col: str | Sequence[str] = "sex",
+    group_col: str | Sequence[str] | None = None,
     group_a: str | None = None,
     group_b: str | None = None,
     metric: str | Sequence[str] = "di",
@@ -469,7 +491,10 @@ def audit_model(
 ) -> AuditJob:
     """Audit ``backend`` on a query pool: what ``fairprobe audit`` does, as one call.
 
-    Parameters mirror the command's flags (``docs/audit.md``). ``every_group`` chooses the form:
+    ``backend`` is a :class:`fairprobe.access.Backend` (``load_backend("model.toml")``), a
+    fitted estimator, or a callable ``f(DataFrame) -> decisions`` such as ``model.predict``
+    (:func:`as_backend`). ``group_col`` is required with ``queries`` (default ``sex`` only on
+    the bundled Adult pool). Other parameters mirror the command's flags (``docs/audit.md``). ``every_group`` chooses the form:
     ``None`` (default) audits two groups when ``group_a``/``group_b`` are given or for the
     ``sex`` column with one two-group metric, every group otherwise. ``cache=None`` keeps
     answers in memory only (``--no-cache``). ``interval``: ``exact`` (default), ``score``,
@@ -488,6 +513,18 @@ def audit_model(
     from fairprobe.access.blackbox import BlackBox
     from fairprobe.audit import run_audit, run_group_audit
 
+    backend = as_backend(backend)
+    if group_col is None:
+        if queries is not None:
+            from fairprobe.errors import InvalidParameterError
+
+            have = ""
+            if hasattr(queries, "columns"):
+                have = f" (its columns: {', '.join(map(str, queries.columns[:30]))})"
+            raise InvalidParameterError(
+                f"group_col (--group-col) is required with a query pool: name its sensitive "
+                f"column(s){have}.")
+        group_col = "sex"  # the bundled Adult pool
     cols = _split(group_col) or []
     names = _split(metric) or []
     if every_group is None:

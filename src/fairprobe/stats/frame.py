@@ -151,10 +151,21 @@ def _binary_labels(values: Any, name: str, pos_label: Any) -> npt.NDArray[np.boo
     if len(uniq) > 2:
         shown = ", ".join(repr(v) for v in uniq[:5])
         raise DataError(f"{name} holds more than two labels ({shown}): binary labels only.")
+    if len(uniq) == 2 and not any(_same_label(u, pos_label) for u in uniq):
+        shown = " and ".join(repr(_plain(v)) for v in uniq)
+        raise DataError(f"{name} holds {shown}; the positive label {pos_label!r} (--pos-label, "
+                        "pos_label in Python) matches neither: name the positive one.")
     try:
         return np.asarray(arr == pos_label, dtype=bool)
     except (TypeError, ValueError):
         raise DataError(f"{name} cannot be compared with pos_label={pos_label!r}.") from None
+
+
+def _same_label(u: Any, v: Any) -> bool:
+    try:
+        return bool(u == v)
+    except (TypeError, ValueError):
+        return False
 
 
 def _json(x: float) -> float | None:
@@ -782,7 +793,7 @@ class AuditFrame:
                 raise DataError(
                     f"{name} needs two groups large enough to compare on {r}; only "
                     f"{[labels[i] for i in idx_r]} qualify (excluded: {exc_r}). Lower "
-                    "min_group_size or raise the budget."
+                    "min_group_size (--min-group-size) or add data (--budget)."
                 )
             idxs[r] = idx_r
             for lab, why in exc_r.items():
