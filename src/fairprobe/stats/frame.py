@@ -400,9 +400,16 @@ class AuditFrame:
         sample_params: Any = None,
         zero_division: Any = "warn",
         random_state: int | None = None,
+        ci_quantiles: Any = None,
     ) -> None:
         owner = "AuditFrame"
         from fairprobe.stats import dropin
+
+        if ci_quantiles is not None:
+            raise DataError(
+                "ci_quantiles: fairprobe gives every rate an exact or Wilson interval at "
+                "confidence_level (to_frame(): <rate>_low / <rate>_high) and every summary a "
+                "simultaneous one, without resampling; set confidence_level instead.")
 
         if sample_params is not None:
             sample_weight = _weight_of_sample_params(sample_params, sample_weight)
