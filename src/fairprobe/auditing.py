@@ -406,13 +406,16 @@ def _resumable(bb: Any, cache: Path | None) -> Iterator[None]:
         yield
     except AccessError as exc:
         if exc.args and isinstance(exc.args[0], str):
-            if cache is None:
-                tail = " Nothing was kept (--no-cache): a rerun asks every record again."
+            if bb.spent == 0:
+                tail = " Nothing was paid in this run."
+            elif cache is None:
+                tail = (f" The {bb.spent} answer(s) paid for were not kept (--no-cache): a "
+                        "rerun asks every record again.")
             else:
                 tail = (f" The {bb.spent} answer(s) paid for in this run are in the cache "
                         f"{cache}: rerun the same command to resume (cached answers are not "
                         "paid again).")
-            exc.args = (exc.args[0].rstrip() + tail, *exc.args[1:])
+            exc.args = (exc.args[0].rstrip().rstrip(".") + "." + tail, *exc.args[1:])
         raise
 
 

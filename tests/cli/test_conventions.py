@@ -138,3 +138,51 @@ def test_audit_model_takes_an_estimator_or_its_predict(tmp_path: Path) -> None:
         audit_model(42, **kw)
     with pytest.raises(InvalidParameterError, match="group_col .--group-col. is required"):
         audit_model(model, queries=pool, metric="dp", cache=None)
+
+
+def test_a_failed_audit_says_the_rerun_resumes(tmp_path: Path) -> None:
+    """The endpoint dies after 3 batches: the error says how many answers were kept and that the
+    rerun resumes; the rerun pays only for the rest."""
+    from collections.abc import Sequence
+
+    from fairprobe.access import Answer, Backend
+    from fairprobe.access.base import TransientAccessError
+    from fairprobe.auditing import audit_model
+    from fairprobe.errors import EndpointUnreachableError
+
+    class Dies(Backend):
+        kind = "dies"
+        max_batch = 50
+
+        def __init__(self, after: int | None) -> None:
+            self.after, self.calls, self.paid = after, 0, 0
+
+        @property
+        def identity(self) -> str:
+            return "dies:endpoint"
+
+        def model_identity(self) -> Any:  # a reported identity: no sized check in this test
+            from fairprobe.access.identity import identity_from_report
+
+            return identity_from_report({"model": "m1"})
+
+        def ask(self, records: Sequence[Any]) -> list[Answer]:
+            self.calls += 1
+            if self.after is not None and self.calls > self.after:
+                raise TransientAccessError("connection refused")
+            self.paid += len(records)
+            return [Answer(int(r["x"] > 0), None) for r in records]
+
+    rng = np.random.default_rng(1)
+    pool = pd.DataFrame({"x": rng.normal(size=400), "grp": rng.choice(["a", "b"], 400)})
+    kw: dict[str, Any] = {"queries": pool, "group_col": "grp", "metric": "dp",
+                          "feature_cols": "x", "budget": "all", "retries": 0, "concurrency": 1,
+                          "cache": tmp_path / "c.sqlite"}
+    with pytest.raises(EndpointUnreachableError) as err:
+        audit_model(Dies(after=3), **kw)
+    msg = str(err.value)
+    assert "still unreachable" in msg and "The 150 answer(s) paid for in this run are in the " \
+        "cache" in msg and "rerun the same command to resume" in msg
+    again = Dies(after=None)
+    audit_model(again, **kw)
+    assert again.paid == 400 - 150

@@ -437,9 +437,8 @@ class BlackBox:
                     hint = _hint(backend, status)
                     if status is not None:  # it answered: not "unreachable"
                         raise EndpointStatusError(
-                            f"{backend.kind} endpoint {where} answered HTTP {status} on each of "
-                            f"{attempt + 1} attempts ({time.monotonic() - t0:.1f} s): "
-                            f"{redact_text(str(exc))}{hint}"
+                            f"{redact_text(str(exc)).rstrip('.')} (on each of {attempt + 1} "
+                            f"attempts in {time.monotonic() - t0:.1f} s){hint}"
                         ) from exc
                     raise EndpointUnreachableError(
                         f"{backend.kind} endpoint {where} still unreachable after "
