@@ -44,15 +44,21 @@ def test_transient_statuses_are_retried(flaky_url: str, status: int) -> None:
     assert served(flaky_url, path) == 3 and bb.retried == 2 and bb.spent == 3
 
 
-def test_still_failing_is_unreachable_naming_url_and_status(flaky_url: str) -> None:
+def test_still_failing_status_names_url_status_body_and_fields(flaky_url: str) -> None:
+    """An endpoint that answers an error status is reachable: the error says what it answered
+    (never "unreachable"), how often, and what was sent."""
+    from fairprobe.errors import EndpointStatusError
+
     path = f"/fail/100/503/{uuid.uuid4().hex}/predict"
     bb = BlackBox(HttpJsonBackend(url=flaky_url, path=path), retries=2, backoff=FAST)
-    with pytest.raises(EndpointUnreachableError) as e:
+    with pytest.raises(EndpointStatusError) as e:
         bb.query(recs(2))
     msg = str(e.value)
-    assert "\n" not in msg and f"{flaky_url}{path}" in msg
-    assert "after 3 attempts" in msg and "HTTP 503" in msg
+    assert "\n" not in msg and f"{flaky_url}{path}" in msg and "unreachable" not in msg
+    assert "on each of 3 attempts" in msg and "HTTP 503: injected" in msg
+    assert "the request sent the fields x (--feature-cols chooses them)" in msg
     assert served(flaky_url, path) == 3
+    assert e.value.exit_code == 3
 
 
 def test_connection_refused(free_port_url: str) -> None:
