@@ -381,7 +381,8 @@ def test_server_errors_say_what_went_wrong(mlserver: str, model_dir: Path,
     line = r.stderr.strip()
     assert line.count("\n") == 0 and "unreachable" not in line
     assert "answered HTTP 500" in line and "zip" in line and "--feature-cols" in line
-    assert "rerun the same command to resume" in line
+    assert "feature names" in line  # the server's message (its traceback's last line)
+    assert "Nothing was paid in this run." in line
     # the columns the model takes: it answers
     r = _cli(*base, "--backend-config", str(cfg), "--feature-cols", ",".join(NUMERIC),
              cwd=tmp_path)
@@ -389,6 +390,13 @@ def test_server_errors_say_what_went_wrong(mlserver: str, model_dir: Path,
     cfg.write_text(f'kind = "kserve-v2"\nurl = "{mlserver}/v2"\nmodel = "income"\n')
     r = _cli(*base, "--backend-config", str(cfg), cwd=tmp_path)
     assert r.returncode == 2 and f"url = '{mlserver}'" in r.stderr and "/v2/v2" not in r.stderr
+    # a model that declares its inputs gets only them; the provenance lists what reached it
+    cfg.write_text(f'kind = "kserve-v2"\nurl = "{mlserver}"\nmodel = "income-declared"\n')
+    r = _cli(*base, "--backend-config", str(cfg), "--json", "d.json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    cols = json.loads((tmp_path / "d.json").read_text())["provenance"]["extra"]["columns"]
+    assert cols["sent"] == FEATURES and "zip" in cols["withheld"]
+    assert f"columns sent: {', '.join(FEATURES)};" in " ".join(r.stdout.split())
     r = _cli(*base, "--url", mlserver, "--feature-cols", ",".join(FEATURES), cwd=tmp_path)
     assert r.returncode != 0 and "answered HTTP 404" in r.stderr
     assert 'kind = "kserve-v2"' in r.stderr and "Traceback" not in r.stderr

@@ -149,6 +149,11 @@ def _retry_after(resp: httpx.Response) -> float | None:
 
 
 def _short(text: str, n: int = 160) -> str:
+    if "Traceback (most recent call last)" in text:  # a server's traceback: the exception says it
+        lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+        starts = [i for i, ln in enumerate(lines)
+                  if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)\b.*:", ln)]
+        text = " ".join(lines[starts[-1]:]) if starts else (lines[-1] if lines else text)
     one = " ".join(text[: 4 * n].split())
     return one if len(one) <= n else one[: n - 3] + "..."
 
