@@ -307,10 +307,11 @@ class BlackBox:
 
         1. The backend reports a model identity (:meth:`Backend.model_identity`: the platform's
            ``/health``, a model file hash): a reported digest refines the cache namespace.
-        2. Otherwise ``fingerprint_size`` records cached under this backend are asked again
-           (paid, outside the budget). If any answer differs, the model behind the endpoint
-           changed: every cached answer of this backend is dropped (``invalidated``) and
-           :attr:`IdentityCheck.note` says so.
+        2. Otherwise the source is ``fingerprint``: each :meth:`query` first asks
+           ``min(fingerprint_size, reused)`` of the cached answers it would reuse again (paid,
+           outside the budget; the sized check). If any answer differs, the model behind the
+           endpoint changed: every cached answer of this backend is dropped (``invalidated``)
+           and :attr:`IdentityCheck.note` says so.
 
         Returns
         -------

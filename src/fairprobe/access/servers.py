@@ -18,8 +18,8 @@ Three wire protocols cover most deployed classifiers:
 Each batch is one request; tensors are built column by column and answers read as numpy arrays
 (no per-record Python work beyond building the JSON body). The cache identity is what the server
 reports about the model (v2 metadata: name, versions, platform, inputs, outputs; v1: the model's
-version status), otherwise (MLflow reports nothing) the answers are fingerprinted by
-:meth:`fairprobe.access.BlackBox.resolve_identity`. See ``docs/access.md``.
+version status), otherwise (MLflow reports nothing) cached answers pass the sized check of
+:class:`fairprobe.access.BlackBox` before reuse. See ``docs/access.md``.
 """
 
 from __future__ import annotations
