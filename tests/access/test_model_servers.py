@@ -246,8 +246,8 @@ def _audit(config: dict[str, Any], model_dir: Path, tmp: Path, name: str,
     cfg.write_text(json.dumps(config))
     out = tmp / f"{name}-result.json"
     r = _cli("audit", "--backend-config", str(cfg), "--queries", str(model_dir / "pool.csv"),
-             "--budget", "800", "--no-progress", "--cache", str(tmp / f"{name}.sqlite"),
-             "--json", str(out), *extra, cwd=tmp)
+             "--group-col", "sex", "--budget", "800", "--no-progress", "--cache",
+             str(tmp / f"{name}.sqlite"), "--json", str(out), *extra, cwd=tmp)
     assert r.returncode == 0, r.stderr + r.stdout
     return dict(json.loads(out.read_text()))
 
@@ -336,7 +336,7 @@ def test_a_model_swapped_behind_one_url_never_gets_the_old_answers(
     cfg = {"kind": "kserve-v2", "url": mlserver, "model": "swap",
            "decision_output": "predict", "score_output": "predict_proba"}
     # every record of the pool (1500 rows), so that the check samples 688 of more
-    args = ("--group-col", "sex", "--metric", "dp", "--budget", "all")
+    args = ("--metric", "dp", "--budget", "all")
     cache = ("--cache", str(tmp_path / "shared.sqlite"))
     first = _audit(cfg, model_dir, tmp_path, "first", *args, *cache)
     local_a = _audit(_local_config(model_dir), model_dir, tmp_path, "local-a", *args)

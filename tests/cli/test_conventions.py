@@ -186,3 +186,25 @@ def test_a_failed_audit_says_the_rerun_resumes(tmp_path: Path) -> None:
     again = Dies(after=None)
     audit_model(again, **kw)
     assert again.paid == 400 - 150
+
+
+def test_y_true_col_and_label_col_are_one_flag_in_model_audits(tmp_path: Path) -> None:
+    import joblib
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(2)
+    pool = pd.DataFrame({"x": rng.normal(size=300), "grp": rng.choice(["a", "b"], 300)})
+    pool["label"] = (pool.x + rng.normal(scale=0.5, size=300) > 0).astype(int)
+    pool.to_csv(tmp_path / "pool.csv", index=False)
+    joblib.dump(LogisticRegression().fit(pool[["x"]], pool.label), tmp_path / "m.joblib")
+    (tmp_path / "m.toml").write_text('kind = "local"\npath = "m.joblib"\nallow_pickle = true\n')
+    docs = []
+    for flag in ("--y-true-col", "--label-col"):
+        out = f"{flag[2:]}.json"
+        r = _cli("audit", "--backend-config", "m.toml", "--queries", "pool.csv", "--group-col",
+                 "grp", "--metric", "eo", flag, "label", "--budget", "all", "--no-progress",
+                 "--no-cache", "--json", out, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        docs.append(json.loads((tmp_path / out).read_text()))
+    assert docs[0]["summaries"] == docs[1]["summaries"]
+    assert docs[0]["provenance"]["extra"]["columns"]["label"] == "label"
