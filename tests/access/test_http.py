@@ -159,3 +159,17 @@ def test_cache_name_replaces_the_url_in_the_identity() -> None:
     c = HttpJsonBackend(url="http://127.0.0.1:2", cache_name="platform-prod", path="/user/predict")
     assert a.identity == b.identity != c.identity
     assert "127.0.0.1" not in a.identity
+
+
+def test_a_v2_config_at_a_server_without_v2_says_so_at_once(flaky_url: str) -> None:
+    from fairprobe.access import load_backend
+    from fairprobe.errors import AccessError, ConfigError
+
+    bb = BlackBox(load_backend({"kind": "kserve-v2", "url": flaky_url, "model": "m"}),
+                  retries=5, backoff=FAST)
+    with pytest.raises(AccessError, match="no Open Inference Protocol v2 server at .*config key "
+                                          "url") as e:
+        bb.query(recs(1))
+    assert not isinstance(e.value, EndpointUnreachableError)
+    with pytest.raises(ConfigError, match=f"without '/v2': url = '{flaky_url}'"):
+        load_backend({"kind": "kserve-v2", "url": flaky_url + "/v2", "model": "m"})

@@ -444,7 +444,14 @@ class KServeV2Backend(_ServedModel):
         try:
             self._transport.request_json("GET", ready, None)
         except HttpStatusError as exc:
-            raise TransientAccessError(f"{ready} answered HTTP {exc.status}: not ready") from None
+            if exc.status == 404:  # no v2 server there: a wrong base URL, not a slow start
+                raise AccessError(
+                    f"{ready} answered HTTP 404: no Open Inference Protocol v2 server at "
+                    f"{c.url}; check the config key url (the server's base URL, e.g. "
+                    "http://127.0.0.1:8080) and kind.") from None
+            err = TransientAccessError(f"{ready} answered HTTP {exc.status}: not ready")
+            err.status = exc.status
+            raise err from None
         except AnswerParseError:
             pass  # some servers answer readiness with an empty body
         meta = self.metadata()
