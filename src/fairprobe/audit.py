@@ -491,6 +491,7 @@ def _query(
     """All answers; in strict mode by tenths, stopping when a group's unusable share is too high."""
     if limit is None:
         return blackbox.query(records)
+    blackbox.check_cached(records)  # one identity check for all the parts below
     n = len(records)
     step = max(STRICT_MIN_ANSWERS, -(-n // 10))
     parts: list[AnswerBatch] = []

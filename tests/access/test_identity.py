@@ -202,3 +202,17 @@ def test_sized_check_cost_and_what_it_states(tmp_path: Path) -> None:
         "asked": 688, "mismatched": 0, "reused_checked": 2000, "size": 688,
         "detects": "a model answering >= 1% of the 2000 reused records differently is caught "
                    "with probability >= 0.999"}
+
+
+def test_one_sized_check_covers_a_query_in_parts(tmp_path: Path) -> None:
+    cache = tmp_path / "c.sqlite"
+    records = [{"i": i} for i in range(2000)]
+    with BlackBox(Flips(), cache=cache) as bb:
+        bb.query(records)
+    same = Flips()
+    with BlackBox(same, cache=cache) as bb:
+        bb.check_cached(records)
+        parts = [bb.query(records[lo:lo + 200]) for lo in range(0, 2000, 200)]
+        check = bb.identity_check
+    assert same.paid == 688 and sum(p.n_cached for p in parts) == 2000
+    assert check is not None and check.reused_checked == 2000

@@ -498,6 +498,24 @@ class BlackBox:
             "resumed_in_flight": self.resumed_in_flight,
         }
 
+    def check_cached(self, records: Records) -> None:
+        """Run the sized identity check once on the cached answers of all ``records``, before
+        they are queried in parts (e.g. by tenths): each part then reuses what passed, instead
+        of paying a check of its own. A no-op when the model reports its identity."""
+        if self._closed:
+            raise AccessError("this BlackBox is closed; create a new one.")
+        dicts, canon = normalize_records(records)
+        index: dict[str, int] = {}
+        for i, c in enumerate(canon):
+            index.setdefault(record_key(c), i)
+        identity = self.resolve_identity().cache_identity
+        if not self._needs_check():
+            return
+        found = self.cache.get_many(identity, [k for k in index if k not in self._fresh])
+        if found:
+            with self._identity_lock:
+                self._sized_check(identity, found, {k: dicts[index[k]] for k in found})
+
     # -- the query --------------------------------------------------------------------------
     def query(self, records: Records) -> AnswerBatch:
         """Ask the model about ``records``; return the answers in input order.
