@@ -6,8 +6,10 @@ a Fairness Assessment", "Intersecting Groups", control features) are built with 
 the same arguments, on ``AuditFrame``'s defaults, and ``by_group``, ``overall``, ``group_min``,
 ``group_max``, ``difference`` and ``ratio`` (both methods, both ``errors``) are compared to
 1e-12; so are fairlearn's summary functions (``demographic_parity_difference`` & co.) against
-``summary(...).estimate``. Then ``sample_params`` on 5,000 random rows with three groups, and a
-callable fairlearn does not ship (bootstrap intervals, labelled as such).
+``summary(...).estimate``. Then ``sample_params`` on 5,000 random rows with three groups, a
+callable fairlearn does not ship (bootstrap intervals, labelled as such), scikit-learn's
+``zero_division``, and fairlearn's bootstrap (``n_boot``, ``ci_quantiles``, ``random_state``:
+every ``*_ci`` quantile equal).
 """
 
 from __future__ import annotations
@@ -231,3 +233,30 @@ def test_small_group_is_kept_and_makes_the_verdict_undetermined_with_the_reason(
     # min_group_size stays an option: the group is then left out, with the reason
     s20 = AuditFrame(y_pred=yp, sensitive_features=g, min_group_size=20).summary("dp")
     assert s20.excluded == {"tiny": "too small: 15 < min_group_size 20"}
+
+
+@pytest.mark.parametrize("kw", [
+    {"metrics": {"sel": fl.selection_rate, "acc": accuracy_score}, "y_true": Y_TRUE,
+     "y_pred": Y_PRED, "sensitive_features": SF},
+    {"metrics": {"tpr": recall_score, "count": fl.count}, "y_true": DECISION,
+     "y_pred": PREDICTION, "sensitive_features": {"SF": SENSITIVE},
+     "control_features": {"CF": CONTROL}},
+])
+def test_bootstrap_quantiles_are_fairlearns(kw: dict[str, Any]) -> None:
+    """``n_boot``, ``ci_quantiles``, ``random_state``: the same resamples as fairlearn, so the
+    same quantiles of every statistic."""
+    boot = {"n_boot": 40, "ci_quantiles": [0.05, 0.5, 0.95], "random_state": 13}
+    mf = fl.MetricFrame(**kw, **boot)
+    af = AuditFrame(**kw, **boot)
+    for ours, theirs in ((af.by_group_ci, mf.by_group_ci), (af.overall_ci, mf.overall_ci),
+                         (af.group_min_ci(), mf.group_min_ci()),
+                         (af.group_max_ci(), mf.group_max_ci()),
+                         (af.difference_ci(), mf.difference_ci()),
+                         (af.ratio_ci("to_overall"), mf.ratio_ci("to_overall"))):
+        assert len(ours) == len(theirs) == 3
+        for a, b in zip(ours, theirs, strict=True):
+            _same(a, b)
+    from fairprobe.errors import DataError
+
+    with pytest.raises(DataError, match="n_boot and ci_quantiles"):
+        AuditFrame(**kw).difference_ci()

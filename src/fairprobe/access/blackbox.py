@@ -340,7 +340,7 @@ class BlackBox:
         return self._fingerprint(ident)
 
     def _fingerprint(self, ident: str) -> IdentityCheck:
-
+        """The source when the model reports no identity (the check itself runs per query)."""
         if self.refresh:
             return IdentityCheck(ident, ident, None, "refreshed")
         temperature = getattr(getattr(self.backend, "config", None), "temperature", None)

@@ -366,7 +366,12 @@ class AuditFrame:
         group carries no evidence on that rate and is left out of its summary, with the reason.
     n_boot, seed : int
         Bootstrap resamples of callable metrics, and their seed (``random_state`` is taken as
-        ``seed``).
+        ``seed``). With ``ci_quantiles``, fairlearn's meaning: ``n_boot`` resamples of all rows,
+        drawn as fairlearn draws them, behind ``by_group_ci``, ``overall_ci``,
+        ``group_min_ci()``, ``group_max_ci()``, ``difference_ci()``, ``ratio_ci()``.
+    ci_quantiles : list of float, optional
+        fairlearn's bootstrap quantiles (with ``n_boot`` and ``random_state``); the intervals of
+        ``to_frame()`` and the summaries need no resampling.
 
     Notes
     -----
@@ -405,12 +410,6 @@ class AuditFrame:
         owner = "AuditFrame"
         from fairprobe.stats import dropin
 
-        if ci_quantiles is not None:
-            raise DataError(
-                "ci_quantiles: fairprobe gives every rate an exact or Wilson interval at "
-                "confidence_level (to_frame(): <rate>_low / <rate>_high) and every summary a "
-                "simultaneous one, without resampling; set confidence_level instead.")
-
         if sample_params is not None:
             sample_weight = _weight_of_sample_params(sample_params, sample_weight)
         if random_state is not None:
@@ -427,6 +426,8 @@ class AuditFrame:
                            "min_group_size": min_group_size, "pos_label": pos_label}
         self._inputs = {"y_pred": y_pred, "y_true": y_true, "scores": scores,
                         "sample_weight": sample_weight}
+        self._boot_args = {"metrics": metrics, "sensitive_features": sensitive_features,
+                           "control_features": control_features}
 
         if method is None:
             method = "exact" if sample_weight is None else "bonferroni"
@@ -543,8 +544,13 @@ class AuditFrame:
                 continue
             self._custom_fn[cname] = what
             self._custom[cname] = dropin.bootstrap_by_group(
-                what, self._raw[0], self._raw[1], codes, g, w, n_boot=n_boot,
+                what, self._raw[0], self._raw[1], codes, g, w,
+                n_boot=n_boot if ci_quantiles is None else 0,
                 confidence_level=self.confidence_level, seed=seed)
+        self._ci_quantiles: list[float] | None = None
+        self._replicates: list[AuditFrame] = []
+        if ci_quantiles is not None:
+            self._bootstrap(ci_quantiles, n_boot, seed)
 
     # --- the by-group table ------------------------------------------------------------------
 
@@ -733,6 +739,92 @@ class AuditFrame:
         with np.errstate(divide="ignore", invalid="ignore"):
             r = np.fmin(v / o, o / v)
         return self._per_control(pd.DataFrame(r, index=v.index, columns=v.columns), "min")
+
+    # --- fairlearn's bootstrap (n_boot with ci_quantiles) ---------------------------------------
+
+    def _bootstrap(self, ci_quantiles: Any, n_boot: Any, seed: Any) -> None:
+        """fairlearn's ``MetricFrame`` bootstrap: ``n_boot`` resamples of all rows with
+        replacement, drawn exactly as fairlearn draws them (a generator seeded with ``seed``
+        gives one uint32 seed per resample; ``RandomState(seed_i).choice(n, n)`` its rows, as
+        ``DataFrame.sample(frac=1, replace=True)`` does), so the ``*_ci`` quantiles equal
+        fairlearn's for the same ``random_state``. Each resample is a full ``AuditFrame``."""
+        from fairprobe._validation import check_int
+        from fairprobe.stats.groups import _columns_of
+
+        qs = [check_real(q, "ci_quantiles", "AuditFrame", lo=0.0, hi=1.0, closed="both")
+              for q in ci_quantiles]
+        if not qs:
+            raise DataError("ci_quantiles is empty: give the quantiles, e.g. [0.025, 0.975].")
+        n_boot = check_int(n_boot, "n_boot", "AuditFrame", lo=1)
+        n = self._n_rows
+        seeds = np.random.default_rng(int(seed)).integers(
+            low=0, high=np.iinfo(np.uint32).max, size=n_boot, dtype=np.uint32)
+        scols, snames = _columns_of(self._boot_args["sensitive_features"])
+        cf = self._boot_args["control_features"]
+        ccols, cnames = _columns_of(cf) if cf is not None else ([], [])
+
+        def take(x: Any, rows: Any) -> Any:
+            return None if x is None else np.asarray(as_1d(x, "column"))[rows]
+
+        args = {k: v for k, v in self._init_args.items() if k != "min_group_size"}
+        for s in seeds.tolist():
+            rows = np.random.RandomState(s).choice(n, size=n, replace=True)
+            self._replicates.append(AuditFrame(
+                y_pred=take(self._inputs["y_pred"], rows), y_true=take(self._inputs["y_true"], rows),
+                scores=take(self._inputs["scores"], rows),
+                sample_weight=take(self._inputs["sample_weight"], rows),
+                sensitive_features={k: take(c, rows) for k, c in zip(snames, scols, strict=True)},
+                control_features=None if cf is None else {
+                    k: take(c, rows) for k, c in zip(cnames, ccols, strict=True)},
+                metrics=self._boot_args["metrics"], zero_division=self.zero_division,
+                min_group_size=self.groups.min_group_size, n_boot=0, **args))
+        self._ci_quantiles = qs
+
+    def _quantiles(self, values: list[Any]) -> list[Any]:
+        if self._ci_quantiles is None:
+            raise DataError("no bootstrap: pass n_boot and ci_quantiles to AuditFrame (as to "
+                            "MetricFrame) for the *_ci quantiles.")
+        first = values[0]
+        if isinstance(first, pd.DataFrame | pd.Series):
+            index = first.index
+            for v in values[1:]:
+                index = index.union(v.index)
+            values = [v.reindex(index) for v in values]
+        # as fairlearn: frames (where a resample may lack a group) skip NaN, series do not
+        q = np.nanquantile if isinstance(first, pd.DataFrame) else np.quantile
+        arr = q(np.stack([np.asarray(v, dtype=float) for v in values]), self._ci_quantiles,
+                axis=0)
+        if isinstance(first, pd.DataFrame):
+            return [pd.DataFrame(a, index=values[0].index, columns=first.columns) for a in arr]
+        if isinstance(first, pd.Series):
+            return [pd.Series(a, index=values[0].index, name=first.name) for a in arr]
+        return list(arr)
+
+    @property
+    def by_group_ci(self) -> list[pd.DataFrame]:
+        """``by_group`` at each of ``ci_quantiles`` over the bootstrap resamples (fairlearn's)."""
+        return self._quantiles([r.by_group for r in self._replicates])
+
+    @property
+    def overall_ci(self) -> list[Any]:
+        """``overall`` at each of ``ci_quantiles`` (fairlearn's)."""
+        return self._quantiles([r.overall for r in self._replicates])
+
+    def group_min_ci(self) -> list[Any]:
+        """``group_min()`` at each of ``ci_quantiles`` (fairlearn's)."""
+        return self._quantiles([r.group_min() for r in self._replicates])
+
+    def group_max_ci(self) -> list[Any]:
+        """``group_max()`` at each of ``ci_quantiles`` (fairlearn's)."""
+        return self._quantiles([r.group_max() for r in self._replicates])
+
+    def difference_ci(self, method: str = "between_groups") -> list[Any]:
+        """``difference(method)`` at each of ``ci_quantiles`` (fairlearn's)."""
+        return self._quantiles([r.difference(method=method) for r in self._replicates])
+
+    def ratio_ci(self, method: str = "between_groups") -> list[Any]:
+        """``ratio(method)`` at each of ``ci_quantiles`` (fairlearn's)."""
+        return self._quantiles([r.ratio(method=method) for r in self._replicates])
 
     # --- summaries with simultaneous intervals -----------------------------------------------
 
