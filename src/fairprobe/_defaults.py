@@ -1,8 +1,10 @@
 """Defaults shared by the library and the CLI, importable without numpy or pandas (building the
 CLI's command tree must stay light: ``tests/cli/test_packaging.py``)."""
 
-#: The one group-filtering rule's default, for the CLI and Python alike: a group (or, for one rate,
-#: a group's denominator, e.g. its ``y_true = 1`` instances for TPR) below this is reported and
-#: left out of the summaries, and a two-group question on it is ``undetermined`` with the reason.
-#: ``min_group_size=1`` compares every group (fairlearn's ``MetricFrame`` behaviour).
-DEFAULT_MIN_GROUP_SIZE = 20
+#: The one group-filtering rule's default, for the CLI and Python alike. 1: every group is
+#: compared, as fairlearn's ``MetricFrame`` does, so the point estimates are fairlearn's; a small
+#: group's interval is wide and makes a verdict ``undetermined`` with the reason, rather than being
+#: left out. A larger value lists the groups (or, for one rate, a group's denominator, e.g. its
+#: ``y_true = 1`` instances for TPR) below it and leaves them out of the summaries, and a
+#: two-group question on one is ``undetermined`` with the reason.
+DEFAULT_MIN_GROUP_SIZE = 1

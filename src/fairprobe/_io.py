@@ -18,6 +18,25 @@ _CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst", ".tsv")
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
+#: The path that means standard input (tables read) or standard output (results written).
+STDIO = "-"
+
+
+def read_stdin_csv(what: str = "Standard input") -> tuple[pd.DataFrame, bytes]:
+    """A CSV table from standard input (``-``), with the bytes read (for their hash)."""
+    import io
+    import sys
+
+    raw = sys.stdin.buffer.read()
+    if not raw.strip():
+        raise DataError(f"{what} is empty: pipe a CSV table into it.")
+    try:
+        return pd.read_csv(io.BytesIO(raw)), raw
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise DataError(f"{what} is not a readable CSV table: {str(exc).splitlines()[0]}") \
+            from None
+
+
 def read_table(path: str | os.PathLike[str], what: str = "Table file") -> pd.DataFrame:
     """Read a CSV (optionally compressed; ``.tsv`` tab-separated) or Parquet file.
 
@@ -89,6 +108,8 @@ def check_output(path: str | os.PathLike[str], what: str = "output",
     the flag or setting in the message (``--json``, ``--cache``, ...). Returns the path.
     """
     p = Path(path)
+    if str(path) == STDIO:  # standard output (the CLI's "-")
+        return p
     st = _lstat(p)
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise error(f"{what} {str(p)!r} is a directory; give a file path.")
@@ -139,6 +160,13 @@ def write_file(path: str | os.PathLike[str], data: str | bytes, *, what: str = "
     """
     target = check_output(path, what)
     raw = data.encode("utf-8") if isinstance(data, str) else data
+    if str(path) == STDIO:  # "-": standard output, as the command-line convention has it
+        import sys
+
+        sys.stdout.flush()
+        sys.stdout.buffer.write(raw)
+        sys.stdout.buffer.flush()
+        return target
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)

@@ -367,7 +367,7 @@ def run_audit(
     budget = check_int(budget, "budget", "run_audit", lo=1)
     needs_label = name in ("equal_opportunity_difference", "performance_gap")
     if needs_label and label_col is None:
-        raise DataError(f"The metric {name!r} needs true labels: pass label_col.")
+        raise DataError(f"The metric {name!r} needs true labels: give --y-true-col (label_col in Python).")
     _check_columns(pool, [group_col], "group")
     if label_col is not None:
         _check_columns(pool, [label_col], "label")
@@ -491,6 +491,7 @@ def _query(
     """All answers; in strict mode by tenths, stopping when a group's unusable share is too high."""
     if limit is None:
         return blackbox.query(records)
+    blackbox.check_cached(records)  # one identity check for all the parts below
     n = len(records)
     step = max(STRICT_MIN_ANSWERS, -(-n // 10))
     parts: list[AnswerBatch] = []
@@ -514,7 +515,7 @@ def _check_labels(labels: Any, label_col: str, pos_label: Any) -> npt.NDArray[np
     """True labels as booleans; NaN, missing or non-0/1 labels (without ``pos_label``) raise."""
     from fairprobe.stats.frame import _binary_labels
 
-    return _binary_labels(labels, f"The label column {label_col!r}", pos_label)
+    return _binary_labels(labels, f"The label column {label_col!r} (--y-true-col)", pos_label)
 
 
 class GroupAudit(AuditFrame):
@@ -623,7 +624,7 @@ def _group_columns(group_col: str | Sequence[str]) -> list[str]:
         else [str(c) for c in group_col]
     cols = [c for c in cols if c]
     if not cols or len(set(cols)) != len(cols):
-        raise DataError(f"group_col must name one or more distinct columns; got {group_col!r}.")
+        raise DataError(f"--group-col (group_col) must name one or more distinct columns; got {group_col!r}.")
     return cols
 
 
@@ -671,7 +672,7 @@ def check_group_audit(
     needs_label = [n for n in names if any("y_true" in RATES[r][0]
                                            for r in FAIRNESS_METRICS[n][0])]
     if needs_label and label_col is None:
-        raise DataError(f"The metric {needs_label[0]!r} needs true labels: pass label_col.")
+        raise DataError(f"The metric {needs_label[0]!r} needs true labels: give --y-true-col (label_col in Python).")
     _check_columns(pool, cols, "group")
     if label_col is not None:
         _check_columns(pool, [label_col], "label")

@@ -18,8 +18,9 @@ The check messages name the command-line flag of each parameter (``--group-col``
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -269,6 +270,13 @@ def audit_provenance(bb: Any, plan: dict[str, Any], *, seed: int, cache: Path | 
     from fairprobe.provenance import Provenance, answer_counts_by_group, pool_digest
 
     check = bb.identity_check
+    columns = plan["columns"].to_dict()
+    reached = getattr(bb.backend, "sent_columns", None)
+    if isinstance(reached, list):  # what the backend sent (e.g. only a model's declared inputs)
+        for c in columns["sent"]:
+            if c not in reached:
+                columns["withheld"][c] = "not sent: not an input the model declares"
+        columns["sent"] = list(reached)
     prov = Provenance.capture(
         seed=seed,
         query_pool=pool_digest(plan["pool"], plan["source"]),
@@ -276,7 +284,7 @@ def audit_provenance(bb: Any, plan: dict[str, Any], *, seed: int, cache: Path | 
         retries=bb.retried,
         notes=[check.note] if check is not None and check.note else [],
         extra={
-            "columns": plan["columns"].to_dict(),
+            "columns": columns,
             "cache": {
                 "path": None if no_cache else str(cache),
                 "policy": "off" if no_cache else "refresh" if refresh else "reuse",
@@ -389,6 +397,50 @@ class AuditJob:
         return result_document("audit", self.body(), self.provenance)
 
 
+@contextlib.contextmanager
+def _resumable(bb: Any, cache: Path | None) -> Iterator[None]:
+    """An access failure mid-audit says what was kept and that the rerun resumes."""
+    from fairprobe.errors import AccessError
+
+    try:
+        yield
+    except AccessError as exc:
+        if exc.args and isinstance(exc.args[0], str):
+            if bb.spent == 0:
+                tail = " Nothing was paid in this run."
+            elif cache is None:
+                tail = (f" The {bb.spent} answer(s) paid for were not kept (--no-cache): a "
+                        "rerun asks every record again.")
+            else:
+                tail = (f" The {bb.spent} answer(s) paid for in this run are in the cache "
+                        f"{cache}: rerun the same command to resume (cached answers are not "
+                        "paid again).")
+            exc.args = (exc.args[0].rstrip().rstrip(".") + "." + tail, *exc.args[1:])
+        raise
+
+
+def as_backend(model: Any) -> Any:
+    """What :func:`audit_model` audits: a :class:`fairprobe.access.Backend` as is; a fitted
+    scikit-learn-style estimator (``predict``, ``classes_``), or its bound ``predict``, as a
+    local model with its scores; any callable ``f(DataFrame) -> decisions`` as a local model."""
+    from fairprobe.access.base import Backend
+
+    if isinstance(model, Backend):
+        return model
+    from fairprobe.access.local import LocalModelBackend
+    from fairprobe.errors import InvalidParameterError
+
+    owner = getattr(model, "__self__", None)
+    if getattr(model, "__name__", "") == "predict" and hasattr(owner, "classes_"):
+        model = owner  # estimator.predict: the estimator itself also gives the scores
+    if hasattr(model, "predict") or callable(model):
+        return LocalModelBackend(model)
+    raise InvalidParameterError(
+        f"audit_model takes a fitted estimator (with predict), a callable f(DataFrame) -> 0/1 "
+        f"decisions such as model.predict, or a fairprobe.access backend (e.g. "
+        f"load_backend('model.toml')); got a {type(model).__name__}.")
+
+
 def _metric_names(metric: str | Sequence[str]) -> list[str]:
     from fairprobe.errors import InvalidParameterError
     from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS
@@ -411,7 +463,7 @@ def audit_model(
     backend: Any,
     *,
     queries: str | os.PathLike[str] | pd.DataFrame | None = None,
-    group_col: str | Sequence[str] = "sex",
+    group_col: str | Sequence[str] | None = None,
     group_a: str | None = None,
     group_b: str | None = None,
     metric: str | Sequence[str] = "di",
@@ -442,7 +494,10 @@ def audit_model(
 ) -> AuditJob:
     """Audit ``backend`` on a query pool: what ``fairprobe audit`` does, as one call.
 
-    Parameters mirror the command's flags (``docs/audit.md``). ``every_group`` chooses the form:
+    ``backend`` is a :class:`fairprobe.access.Backend` (``load_backend("model.toml")``), a
+    fitted estimator, or a callable ``f(DataFrame) -> decisions`` such as ``model.predict``
+    (:func:`as_backend`). ``group_col`` is required with ``queries`` (default ``sex`` only on
+    the bundled Adult pool). Other parameters mirror the command's flags (``docs/audit.md``). ``every_group`` chooses the form:
     ``None`` (default) audits two groups when ``group_a``/``group_b`` are given or for the
     ``sex`` column with one two-group metric, every group otherwise. ``cache=None`` keeps
     answers in memory only (``--no-cache``). ``interval``: ``exact`` (default), ``score``,
@@ -461,6 +516,18 @@ def audit_model(
     from fairprobe.access.blackbox import BlackBox
     from fairprobe.audit import run_audit, run_group_audit
 
+    backend = as_backend(backend)
+    if group_col is None:
+        if queries is not None:
+            from fairprobe.errors import InvalidParameterError
+
+            have = ""
+            if hasattr(queries, "columns"):
+                have = f" (its columns: {', '.join(map(str, queries.columns[:30]))})"
+            raise InvalidParameterError(
+                f"group_col (--group-col) is required with a query pool: name its sensitive "
+                f"column(s){have}.")
+        group_col = "sex"  # the bundled Adult pool
     cols = _split(group_col) or []
     names = _split(metric) or []
     if every_group is None:
@@ -479,7 +546,7 @@ def audit_model(
             threshold=threshold, answer_cols=getattr(backend, "answer_columns", ()))
         with BlackBox(backend, cache=cache_path, refresh=refresh, budget=plan["budget"],
                       retries=retries, timeout=timeout, concurrency=concurrency,
-                      progress=progress, seed=seed) as bb:
+                      progress=progress, seed=seed) as bb, _resumable(bb, cache_path):
             result = run_group_audit(bb, plan["pool"], reference=reference, pos_label=pos_label,
                                      max_unusable_share=max_unusable_share, **kwargs)
             prov = audit_provenance(bb, plan, seed=seed, cache=cache_path, no_cache=no_cache,
@@ -510,7 +577,7 @@ def audit_model(
     extra: dict[str, Any] = {}
     with BlackBox(backend, cache=cache_path, refresh=refresh, budget=n_budget,
                   retries=retries, timeout=timeout, concurrency=concurrency, progress=progress,
-                  seed=seed) as bb:
+                  seed=seed) as bb, _resumable(bb, cache_path):
         res = run_audit(bb, plan["pool"], group_col=cols[0], metric=name,
                         group_a=plan["group_a"], group_b=plan["group_b"],
                         label_col=plan["label"], feature_cols=plan["columns"].sent,

@@ -44,6 +44,13 @@ class EndpointUnreachableError(AccessError, ConnectionError):
     exit_code = 3
 
 
+class EndpointStatusError(AccessError):
+    """An endpoint answered, with an HTTP error status, even after the configured retries (it
+    is reachable: the request or the model is at fault, and the message shows the answer)."""
+
+    exit_code = 3
+
+
 class PortInUseError(FairprobeError, OSError):
     """A server could not bind its port because something else already listens on it."""
 

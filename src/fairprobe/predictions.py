@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
 from fairprobe.errors import DataError
 
 __all__ = ["audit_predictions", "predictions_identity"]
@@ -47,7 +48,7 @@ def audit_predictions(
     pos_label: Any = None,
     budget: int | None = None,
     seed: int = 0,
-    min_group_size: int = 20,
+    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
     reference: Any = None,
     tolerance: float | None = None,
     threshold: float | None = None,

@@ -44,15 +44,21 @@ def test_transient_statuses_are_retried(flaky_url: str, status: int) -> None:
     assert served(flaky_url, path) == 3 and bb.retried == 2 and bb.spent == 3
 
 
-def test_still_failing_is_unreachable_naming_url_and_status(flaky_url: str) -> None:
+def test_still_failing_status_names_url_status_body_and_fields(flaky_url: str) -> None:
+    """An endpoint that answers an error status is reachable: the error says what it answered
+    (never "unreachable"), how often, and what was sent."""
+    from fairprobe.errors import EndpointStatusError
+
     path = f"/fail/100/503/{uuid.uuid4().hex}/predict"
     bb = BlackBox(HttpJsonBackend(url=flaky_url, path=path), retries=2, backoff=FAST)
-    with pytest.raises(EndpointUnreachableError) as e:
+    with pytest.raises(EndpointStatusError) as e:
         bb.query(recs(2))
     msg = str(e.value)
-    assert "\n" not in msg and f"{flaky_url}{path}" in msg
-    assert "after 3 attempts" in msg and "HTTP 503" in msg
+    assert "\n" not in msg and f"{flaky_url}{path}" in msg and "unreachable" not in msg
+    assert "on each of 3 attempts" in msg and "HTTP 503: injected" in msg
+    assert "the request sent the fields x (--feature-cols chooses them)" in msg
     assert served(flaky_url, path) == 3
+    assert e.value.exit_code == 3
 
 
 def test_connection_refused(free_port_url: str) -> None:
@@ -153,3 +159,17 @@ def test_cache_name_replaces_the_url_in_the_identity() -> None:
     c = HttpJsonBackend(url="http://127.0.0.1:2", cache_name="platform-prod", path="/user/predict")
     assert a.identity == b.identity != c.identity
     assert "127.0.0.1" not in a.identity
+
+
+def test_a_v2_config_at_a_server_without_v2_says_so_at_once(flaky_url: str) -> None:
+    from fairprobe.access import load_backend
+    from fairprobe.errors import AccessError, ConfigError
+
+    bb = BlackBox(load_backend({"kind": "kserve-v2", "url": flaky_url, "model": "m"}),
+                  retries=5, backoff=FAST)
+    with pytest.raises(AccessError, match="no Open Inference Protocol v2 server at .*config key "
+                                          "url") as e:
+        bb.query(recs(1))
+    assert not isinstance(e.value, EndpointUnreachableError)
+    with pytest.raises(ConfigError, match=f"without '/v2': url = '{flaky_url}'"):
+        load_backend({"kind": "kserve-v2", "url": flaky_url + "/v2", "model": "m"})

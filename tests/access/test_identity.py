@@ -131,3 +131,88 @@ def test_sampled_answers_are_not_fingerprinted(tmp_path: Path) -> None:
         check = bb.identity_check
         assert check is not None and check.source == "unverified"
         assert check.note is not None and "temperature 0.7" in check.note
+
+
+class Flips(Backend):
+    """Reports no identity; answers ``x > 0`` except on the records listed in ``flipped``."""
+
+    kind = "flips"
+    max_batch = 500
+
+    def __init__(self, flipped: set[int] = frozenset()) -> None:  # type: ignore[assignment]
+        self.flipped = flipped
+        self.paid = 0
+
+    @property
+    def identity(self) -> str:
+        return "flips:endpoint"
+
+    def ask(self, records: Sequence[Record]) -> list[Answer]:
+        self.paid += len(records)
+        return [Answer(int((r["i"] % 2 == 0) != (r["i"] in self.flipped)), None) for r in records]
+
+
+def test_sized_check_catches_a_model_differing_on_one_percent(tmp_path: Path) -> None:
+    """2000 cached answers; the new model differs on exactly 20 (1%). The check asks 688 of the
+    reused answers: missing all 20 has probability C(1980, 688) / C(2000, 688) < 0.0003, and
+    every one of 20 seeds catches it (no old answer reported)."""
+    from math import comb
+
+    from fairprobe.access.blackbox import SIZED_CHECK
+
+    assert SIZED_CHECK == 688 and 0.99**688 <= 0.001 < 0.99**687
+    assert comb(1980, 688) / comb(2000, 688) < 3e-4
+    records = [{"i": i} for i in range(2000)]
+    for seed in range(20):
+        cache = tmp_path / f"c{seed}.sqlite"
+        with BlackBox(Flips(), cache=cache) as bb:
+            bb.query(records)
+        flipped = set(np.random.default_rng(seed).choice(2000, 20, replace=False).tolist())
+        new = Flips(flipped)
+        with BlackBox(new, cache=cache, seed=seed) as bb:
+            out = bb.query(records)
+            check = bb.identity_check
+        assert check is not None and check.fingerprint_asked == 688
+        assert check.fingerprint_mismatched > 0 and check.invalidated == 2000
+        assert out.decisions.tolist() == [float((i % 2 == 0) != (i in flipped))
+                                          for i in range(2000)]
+        assert new.paid == 2000 and out.n_paid == 2000 - 688 and bb.fingerprint_paid == 688
+
+
+def test_sized_check_cost_and_what_it_states(tmp_path: Path) -> None:
+    cache = tmp_path / "c.sqlite"
+    records = [{"i": i} for i in range(2000)]
+    with BlackBox(Flips(), cache=cache) as bb:
+        bb.query(records[:300])
+    same = Flips()
+    with BlackBox(same, cache=cache) as bb:  # fewer cached than 688: every reused one re-asked
+        bb.query(records[:300])
+        check = bb.identity_check
+    assert same.paid == 300 and check is not None
+    assert check.detects == "every reused answer was asked again"
+    with BlackBox(Flips(), cache=cache) as bb:
+        bb.query(records)
+    same = Flips()
+    with BlackBox(same, cache=cache) as bb:  # 2000 cached: 688 re-asked, 1312 reused, all agree
+        out = bb.query(records)
+        check = bb.identity_check
+        again = bb.query(records[:10])  # checked once per run
+    assert same.paid == 688 and out.n_cached == 2000 and again.n_cached == 10
+    assert check is not None and check.to_dict()["fingerprint"] == {
+        "asked": 688, "mismatched": 0, "reused_checked": 2000, "size": 688,
+        "detects": "a model answering >= 1% of the 2000 reused records differently is caught "
+                   "with probability >= 0.999"}
+
+
+def test_one_sized_check_covers_a_query_in_parts(tmp_path: Path) -> None:
+    cache = tmp_path / "c.sqlite"
+    records = [{"i": i} for i in range(2000)]
+    with BlackBox(Flips(), cache=cache) as bb:
+        bb.query(records)
+    same = Flips()
+    with BlackBox(same, cache=cache) as bb:
+        bb.check_cached(records)
+        parts = [bb.query(records[lo:lo + 200]) for lo in range(0, 2000, 200)]
+        check = bb.identity_check
+    assert same.paid == 688 and sum(p.n_cached for p in parts) == 2000
+    assert check is not None and check.reused_checked == 2000

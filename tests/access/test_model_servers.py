@@ -9,7 +9,8 @@ server fails instead, so a green CI run always ran them.
 
 Guarantees: the decisions of the served model equal the local model's exactly and the scores to
 1e-12 on 600 Adult records; the CLI audit JSONs agree on every estimate, interval and verdict; the
-cache identity is what the server reports (v2: name + version) or a fingerprint (MLflow).
+cache identity is what the server reports (v2: name + version) or the sized check (MLflow, a v2 model
+without a version); a model swapped behind one URL (94% agreement) never gets the old answers.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from fairprobe.access import BlackBox, load_backend
 REPO = Path(__file__).resolve().parents[2]
 SERVERS = Path(os.environ.get("FAIRPROBE_SERVERS_VENV", REPO / ".venv-servers"))
 FEATURES = ["age", "education-num", "race", "capital-gain", "hours-per-week"]
+NUMERIC = ["age", "education-num", "capital-gain", "hours-per-week"]
 
 
 def _server_bin(name: str, exe: str) -> Path:
@@ -63,6 +65,16 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         LogisticRegression(max_iter=1000),
     ).fit(train[FEATURES], train["income"])
     joblib.dump(model, d / "model.joblib")
+    # a second model agreeing with the first on about 94% of the pool (the swap test)
+    other = make_pipeline(
+        make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["race"]),
+                                remainder=StandardScaler()),
+        LogisticRegression(max_iter=1000, class_weight={0: 1.0, 1: 1.4}),
+    ).fit(train[FEATURES], train["income"])
+    joblib.dump(other, d / "other.joblib")
+    # a bare estimator on the numeric columns: it refuses any other column (the error test)
+    joblib.dump(LogisticRegression(max_iter=1000).fit(train[NUMERIC], train["income"]),
+                d / "strict.joblib")
     pool = load_adult("test", names_seed=None)[[*FEATURES, "sex", "income"]].head(1500)
     pool.to_csv(d / "pool.csv", index=False)
     return d
@@ -82,6 +94,11 @@ def mlserver(model_dir: Path, wait_for_http: Any, stop_proc: Any) -> Iterator[st
         (root / name / "model-settings.json").write_text(json.dumps({
             "name": name, "implementation": "mlserver_sklearn.SKLearnModel",
             "parameters": {"uri": str(model_dir / "model.joblib"), "version": "v1"}, **extra}))
+    _swap_settings(root, model_dir / "model.joblib")
+    (root / "strict").mkdir()
+    (root / "strict" / "model-settings.json").write_text(json.dumps({
+        "name": "strict", "implementation": "mlserver_sklearn.SKLearnModel",
+        "parameters": {"uri": str(model_dir / "strict.joblib")}}))
     # parallel_workers = 0: MLServer 1.7.1's default worker pool dies at start on this machine
     (root / "settings.json").write_text(json.dumps({
         "parallel_workers": 0, "host": "127.0.0.1", "http_port": port,
@@ -98,6 +115,15 @@ def mlserver(model_dir: Path, wait_for_http: Any, stop_proc: Any) -> Iterator[st
     finally:
         stop_proc(proc, 15.0)
         log.close()
+
+
+def _swap_settings(root: Path, uri: Path) -> None:
+    """The model ``swap``, with no version (the server then reports nothing that identifies
+    it), serving ``uri``."""
+    (root / "swap").mkdir(parents=True, exist_ok=True)
+    (root / "swap" / "model-settings.json").write_text(json.dumps({
+        "name": "swap", "implementation": "mlserver_sklearn.SKLearnModel",
+        "parameters": {"uri": str(uri)}}))
 
 
 @pytest.fixture(scope="module")
@@ -220,8 +246,8 @@ def _audit(config: dict[str, Any], model_dir: Path, tmp: Path, name: str,
     cfg.write_text(json.dumps(config))
     out = tmp / f"{name}-result.json"
     r = _cli("audit", "--backend-config", str(cfg), "--queries", str(model_dir / "pool.csv"),
-             "--budget", "800", "--no-progress", "--cache", str(tmp / f"{name}.sqlite"),
-             "--json", str(out), *extra, cwd=tmp)
+             "--group-col", "sex", "--budget", "800", "--no-progress", "--cache",
+             str(tmp / f"{name}.sqlite"), "--json", str(out), *extra, cwd=tmp)
     assert r.returncode == 0, r.stderr + r.stdout
     return dict(json.loads(out.read_text()))
 
@@ -291,3 +317,86 @@ def test_prediction_shapes_and_malformed_answers_name_the_config_key() -> None:
         with pytest.raises(AnswerParseError, match=match):
             vals = [[0.5, 1.7]] if match.startswith("in") else preds
             _from_predictions(vals, n, c, "w", None, None)
+
+
+def test_a_model_swapped_behind_one_url_never_gets_the_old_answers(
+        mlserver: str, model_dir: Path, tmp_path: Path) -> None:
+    """Model A, then model B (94% agreement) behind the same MLServer URL and model name, no
+    version: the second audit with the same cache reports B's answers, exactly as a local audit
+    of B does; the sized check found the swap and dropped A's answers."""
+    import httpx
+    import pandas as pd
+
+    feats = pd.read_csv(model_dir / "pool.csv")[FEATURES]
+    import joblib
+
+    a = joblib.load(model_dir / "model.joblib").predict(feats)
+    b = joblib.load(model_dir / "other.joblib").predict(feats)
+    assert 0.93 <= float((a == b).mean()) <= 0.96  # about 94% agreement
+    cfg = {"kind": "kserve-v2", "url": mlserver, "model": "swap",
+           "decision_output": "predict", "score_output": "predict_proba"}
+    # every record of the pool (1500 rows), so that the check samples 688 of more
+    args = ("--metric", "dp", "--budget", "all")
+    cache = ("--cache", str(tmp_path / "shared.sqlite"))
+    first = _audit(cfg, model_dir, tmp_path, "first", *args, *cache)
+    local_a = _audit(_local_config(model_dir), model_dir, tmp_path, "local-a", *args)
+    assert _verdicts(first) == _verdicts(local_a)
+    # swap: unload, point the settings at model B, load (same URL, same name)
+    root = model_dir / "mlserver"
+    httpx.post(f"{mlserver}/v2/repository/models/swap/unload", timeout=60).raise_for_status()
+    _swap_settings(root, model_dir / "other.joblib")
+    httpx.post(f"{mlserver}/v2/repository/models/swap/load", timeout=120).raise_for_status()
+    second = _audit(cfg, model_dir, tmp_path, "second", *args, *cache)
+    local_b = _audit({**_local_config(model_dir), "path": str(model_dir / "other.joblib")},
+                     model_dir, tmp_path, "local-b", *args)
+    assert _verdicts(second) == _verdicts(local_b)
+    assert _verdicts(second) != _verdicts(first)  # the models' estimates differ
+    fp = second["provenance"]["backend"]["fingerprint"]
+    assert second["provenance"]["backend"]["identity_source"] == "fingerprint"
+    assert fp["reused_checked"] > 688 and fp["asked"] == 688 and fp["mismatched"] > 0
+    assert second["provenance"]["backend"]["invalidated"] >= 688
+    # and an unchanged model is reused after the check: the third run pays only the check
+    third = _audit(cfg, model_dir, tmp_path, "third", *args, *cache)
+    assert _verdicts(third) == _verdicts(local_b)
+    assert third["paid"] == 0 and third["provenance"]["backend"]["fingerprint"] == {
+        **fp, "mismatched": 0}
+
+
+def test_server_errors_say_what_went_wrong(mlserver: str, model_dir: Path,
+                                           tmp_path: Path) -> None:
+    """A column the model never saw (MLServer answers 500), a base URL with the protocol's
+    path, the platform shape at a model server: one line each, naming what to change, never
+    "unreachable"; an audit that fails says the rerun resumes."""
+    import pandas as pd
+
+    pool = pd.read_csv(model_dir / "pool.csv").assign(zip=1000)
+    pool.to_csv(tmp_path / "pool.csv", index=False)
+    cfg = tmp_path / "v2.toml"
+    cfg.write_text(f'kind = "kserve-v2"\nurl = "{mlserver}"\nmodel = "strict"\n')
+    base = ("audit", "--queries", str(tmp_path / "pool.csv"), "--group-col", "sex",
+            "--metric", "dp", "--budget", "50", "--no-progress", "--retries", "0",
+            "--cache", str(tmp_path / "c.sqlite"))
+    r = _cli(*base, "--backend-config", str(cfg), cwd=tmp_path)
+    assert r.returncode == 3, r.stderr
+    line = r.stderr.strip()
+    assert line.count("\n") == 0 and "unreachable" not in line
+    assert "answered HTTP 500" in line and "zip" in line and "--feature-cols" in line
+    assert "feature names" in line  # the server's message (its traceback's last line)
+    assert "Nothing was paid in this run." in line
+    # the columns the model takes: it answers
+    r = _cli(*base, "--backend-config", str(cfg), "--feature-cols", ",".join(NUMERIC),
+             cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    cfg.write_text(f'kind = "kserve-v2"\nurl = "{mlserver}/v2"\nmodel = "income"\n')
+    r = _cli(*base, "--backend-config", str(cfg), cwd=tmp_path)
+    assert r.returncode == 2 and f"url = '{mlserver}'" in r.stderr and "/v2/v2" not in r.stderr
+    # a model that declares its inputs gets only them; the provenance lists what reached it
+    cfg.write_text(f'kind = "kserve-v2"\nurl = "{mlserver}"\nmodel = "income-declared"\n')
+    r = _cli(*base, "--backend-config", str(cfg), "--json", "d.json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    cols = json.loads((tmp_path / "d.json").read_text())["provenance"]["extra"]["columns"]
+    assert cols["sent"] == FEATURES and "zip" in cols["withheld"]
+    assert f"columns sent: {', '.join(FEATURES)};" in " ".join(r.stdout.split())
+    r = _cli(*base, "--url", mlserver, "--feature-cols", ",".join(FEATURES), cwd=tmp_path)
+    assert r.returncode != 0 and "answered HTTP 404" in r.stderr
+    assert 'kind = "kserve-v2"' in r.stderr and "Traceback" not in r.stderr

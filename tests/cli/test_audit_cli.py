@@ -79,5 +79,6 @@ def test_nan_in_group_column_from_file(platform, tmp_path) -> None:
     df.loc[5, "sex"] = None
     df.to_csv(tmp_path / "q.csv", index=False)
     r = _cli("audit", "--url", platform.url, "--queries", str(tmp_path / "q.csv"),
-             "--no-progress", "--cache", str(tmp_path / "c.sqlite"), cwd=tmp_path)
+             "--group-col", "sex", "--no-progress", "--cache", str(tmp_path / "c.sqlite"),
+             cwd=tmp_path)
     assert r.returncode == 2 and "missing values" in r.stderr

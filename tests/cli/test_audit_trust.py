@@ -80,7 +80,7 @@ def run_cli(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, s
 def test_label_and_group_columns_never_leave(spy, pool_csv, tmp_path, capsys) -> None:
     httpx.post(spy + "/spy/reset")
     code, out, err = run_cli(
-        "audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv),
+        "audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv), "--group-col", "sex",
         "--metric", "dp", "--budget", "300", "--no-progress", "--cache",
         str(tmp_path / "c.sqlite"), "--json", str(tmp_path / "r.json"), capsys=capsys)
     assert code == 0, err
@@ -96,7 +96,7 @@ def test_label_and_group_columns_never_leave(spy, pool_csv, tmp_path, capsys) ->
 
     httpx.post(spy + "/spy/reset")
     code, _, err = run_cli(
-        "audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv),
+        "audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv), "--group-col", "sex",
         "--metric", "eo", "--label-col", "income", "--send-group", "--budget", "300",
         "--no-progress", "--no-cache", capsys=capsys)
     assert code == 0, err
@@ -106,11 +106,11 @@ def test_label_and_group_columns_never_leave(spy, pool_csv, tmp_path, capsys) ->
 def test_label_in_feature_cols_is_refused(spy, pool_csv, capsys) -> None:
     httpx.post(spy + "/spy/reset")
     code, _, err = run_cli(
-        "audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv), "--metric",
+        "audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv), "--group-col", "sex", "--metric",
         "eo", "--label-col", "income", "--feature-cols", "age,income", "--no-cache", capsys=capsys)
     assert code == 2 and "includes the label column 'income'" in err
     code, _, err = run_cli(
-        "audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv),
+        "audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv), "--group-col", "sex",
         "--feature-cols", "age,sex", "--no-cache", capsys=capsys)
     assert code == 2 and "--send-group" in err
     assert spied(spy)["requests"] == 0
@@ -151,7 +151,7 @@ def test_label_in_feature_cols_is_refused(spy, pool_csv, capsys) -> None:
 )
 def test_invalid_flags_cost_no_backend_call(spy, pool_csv, tmp_path, capsys, args, message):
     httpx.post(spy + "/spy/reset")
-    base = ["audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv),
+    base = ["audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv), "--group-col", "sex",
             "--no-progress"]
     if "--cache" not in args and "--no-cache" not in args:
         base += ["--cache", str(tmp_path / "c.sqlite")]
@@ -164,7 +164,7 @@ def test_invalid_flags_cost_no_backend_call(spy, pool_csv, tmp_path, capsys, arg
 
 def test_metric_names_are_case_insensitive(spy, pool_csv, capsys) -> None:
     code, out, err = run_cli(
-        "audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv), "--metric", "DP",
+        "audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv), "--group-col", "sex", "--metric", "DP",
         "--budget", "100", "--no-progress", "--no-cache", capsys=capsys)
     assert code == 0, err and "demographic_parity_difference" in out
 
@@ -172,7 +172,7 @@ def test_metric_names_are_case_insensitive(spy, pool_csv, capsys) -> None:
 # -- 4. group defaults follow --group-col; --group-b can mean every other value ----------------
 def test_group_col_race_with_rest(spy, pool_csv, tmp_path, capsys) -> None:
     code, out, err = run_cli(
-        "audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv), "--group-col",
+        "audit", "--url", spy, "--path", "/predict", "--queries", str(pool_csv), "--group-col", "sex", "--group-col",
         "race", "--group-a", "Black", "--group-b", "rest", "--budget", "400", "--no-progress",
         "--no-cache", "--json", str(tmp_path / "r.json"), capsys=capsys)
     assert code == 0, err
@@ -230,8 +230,10 @@ def test_changed_model_behind_one_url_is_not_served_from_the_cache(tmp_path, cap
     assert fp["identity_source"] == "fingerprint" and fp["fingerprint"]["mismatched"] > 0
     assert fp["invalidated"] == fp0["paid"]
     assert "changed since its answers were cached" in texts[5]
-    # only the 16 re-asked records are reused; everything else is paid again
-    assert fp1["provenance"]["notes"] and fp1["paid"] == fp0["paid"] - 16
+    # only the 688 re-asked records (the sized check) are reused; everything else is paid again
+    asked = fp["fingerprint"]["asked"]
+    assert asked == min(688, fp0["paid"]) and fp["fingerprint"]["reused_checked"] == fp0["paid"]
+    assert fp1["provenance"]["notes"] and fp1["paid"] == fp0["paid"] - asked
     assert fp1["metric"]["estimate"] == second_fresh["metric"]["estimate"]
 
 
@@ -280,7 +282,7 @@ def test_url_credentials_never_written(spy, pool_csv, tmp_path, capsys) -> None:
     url = spy.replace("http://", f"http://alice:{secret}@")
     cache, out = tmp_path / "c.sqlite", tmp_path / "r.json"
     code, text, err = run_cli(
-        "audit", "--url", url, "--path", "/predict", "--queries", str(pool_csv), "--metric",
+        "audit", "--url", url, "--path", "/predict", "--queries", str(pool_csv), "--group-col", "sex", "--metric",
         "dp", "--budget", "100", "--no-progress", "--cache", str(cache), "--json", str(out),
         capsys=capsys)
     assert code == 0, err
@@ -303,7 +305,7 @@ def test_unequal_unparsed_shares_qualify_the_verdict(spy, pool_csv, tmp_path, ca
                    'on_malformed = "drop"\n')
     out = tmp_path / "r.json"
     code, text, err = run_cli(
-        "audit", "--backend-config", str(cfg), "--queries", str(pool_csv), "--group-col",
+        "audit", "--backend-config", str(cfg), "--queries", str(pool_csv), "--group-col", "sex", "--group-col",
         "race", "--group-a", "Black", "--metric", "dp", "--budget", "800", "--no-progress",
         "--send-group", "--no-cache", "--json", str(out), capsys=capsys)
     assert code == 0, err

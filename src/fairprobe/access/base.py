@@ -29,7 +29,10 @@ Record = Mapping[str, Any]
 
 
 class TransientAccessError(AccessError):
-    """A failure worth retrying (HTTP 429/5xx, a timeout, a refused connection)."""
+    """A failure worth retrying (HTTP 429/5xx, a timeout, a refused connection); ``status`` is
+    the HTTP status when the endpoint answered one (``None`` when it did not answer)."""
+
+    status: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +107,11 @@ class Backend(ABC):
         a few cached records. Called once per :class:`~fairprobe.access.BlackBox`.
         """
         return None
+
+    def error_hint(self, status: int | None) -> str:
+        """A sentence appended to a failed request's error (what was sent, the flag or config
+        key that changes it); ``status`` is the HTTP status, if any. Default: none."""
+        return ""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the default does nothing."""

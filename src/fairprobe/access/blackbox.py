@@ -37,12 +37,13 @@ from fairprobe._validation import check_int, check_real, param_error
 from fairprobe.access.base import Answer, AnswerBatch, Backend, TransientAccessError
 from fairprobe.access.cache import ResponseCache
 from fairprobe.access.identity import IdentityCheck, ModelIdentity
-from fairprobe.access.records import Records, normalize_records, record_key
+from fairprobe.access.records import Records, canonical_json, normalize_records, record_key
 from fairprobe.access.retry import Backoff, _LockedRandom
 from fairprobe.errors import (
     AccessError,
     AnswerParseError,
     BudgetError,
+    EndpointStatusError,
     EndpointUnreachableError,
     FairprobeError,
 )
@@ -51,6 +52,15 @@ from fairprobe.provenance import redact_text
 __all__ = ["BlackBox", "validate_answers"]
 
 log = logging.getLogger(__name__)
+
+#: The sized identity check of a model that reports no identity: before cached answers are
+#: reused, this many of them (or all, when fewer) drawn uniformly without replacement are asked
+#: again. If a share ``p >= CHECK_SHARE`` of the reused answers would differ, all the re-asked
+#: ones agree with probability at most ``(1 - p)^n <= 0.99^688 = 0.00099`` (without replacement
+#: it is smaller still), so the change is caught with probability >= ``CHECK_POWER``.
+CHECK_SHARE = 0.01
+CHECK_POWER = 0.999
+SIZED_CHECK = math.ceil(math.log(1.0 - CHECK_POWER) / math.log(1.0 - CHECK_SHARE))  # 688
 
 
 class _Aborted(Exception):
@@ -61,6 +71,14 @@ def _close(a: float | None, b: float | None) -> bool:
     if a is None or b is None:
         return a is None and b is None
     return abs(a - b) <= 1e-6 + 1e-6 * abs(b)
+
+
+def _hint(backend: Backend, status: int | None) -> str:
+    try:
+        text = backend.error_hint(status)
+    except Exception:  # a hint must never hide the error it explains  # noqa: BLE001
+        return ""
+    return f"; {text}" if text else ""
 
 
 def _same_answer(cached: Answer | None, fresh: Answer) -> bool:
@@ -161,12 +179,16 @@ class BlackBox:
         them (``--refresh``). Within this object, a record is still asked only once.
     verify_identity : bool, default=True
         Establish the identity of the model behind the backend before the first query (see
-        :meth:`resolve_identity`): a reported model id enters the cache key; with none reported,
-        ``fingerprint_size`` cached records are asked again and a changed answer drops that
-        backend's cached answers.
-    fingerprint_size : int, default=16
-        Cached records asked again when the endpoint reports no identity (paid, outside
-        ``budget``, counted in :attr:`fingerprint_paid`).
+        :meth:`resolve_identity`): a reported model id or a file hash enters the cache key; with
+        none, the cached answers a query would reuse pass the sized check first
+        (``fingerprint_size`` of them asked again; one changed answer drops every cached answer
+        of that backend). ``False`` reuses cached answers unchecked (the provenance says
+        ``off``).
+    fingerprint_size : int, default=SIZED_CHECK (688)
+        Cached answers asked again per query before the others are reused, when the endpoint
+        reports no identity (paid, outside ``budget``, counted in :attr:`fingerprint_paid`).
+        688 catches a model that answers >= 1% of the reused records differently with
+        probability >= 0.999; a smaller value is weaker, and the provenance states its power.
 
     Examples
     --------
@@ -192,7 +214,7 @@ class BlackBox:
         seed: int | None = None,
         refresh: bool = False,
         verify_identity: bool = True,
-        fingerprint_size: int = 16,
+        fingerprint_size: int = SIZED_CHECK,
     ) -> None:
         if not isinstance(backend, Backend):
             raise param_error("backend", "BlackBox", "a fairprobe.access.Backend", backend)
@@ -234,6 +256,7 @@ class BlackBox:
         self._check: IdentityCheck | None = None
         self._identity_lock = threading.Lock()
         self._fresh: set[str] = set()  # keys answered by the model in this run (--refresh)
+        self._checked: set[str] = set()  # cached keys that passed this run's sized check
         self._fingerprint_paid = 0
         self._taken_over = 0
         self._waited = 0
@@ -284,10 +307,11 @@ class BlackBox:
 
         1. The backend reports a model identity (:meth:`Backend.model_identity`: the platform's
            ``/health``, a model file hash): a reported digest refines the cache namespace.
-        2. Otherwise ``fingerprint_size`` records cached under this backend are asked again
-           (paid, outside the budget). If any answer differs, the model behind the endpoint
-           changed: every cached answer of this backend is dropped (``invalidated``) and
-           :attr:`IdentityCheck.note` says so.
+        2. Otherwise the source is ``fingerprint``: each :meth:`query` first asks
+           ``min(fingerprint_size, reused)`` of the cached answers it would reuse again (paid,
+           outside the budget; the sized check). If any answer differs, the model behind the
+           endpoint changed: every cached answer of this backend is dropped (``invalidated``)
+           and :attr:`IdentityCheck.note` says so.
 
         Returns
         -------
@@ -316,8 +340,7 @@ class BlackBox:
         return self._fingerprint(ident)
 
     def _fingerprint(self, ident: str) -> IdentityCheck:
-        import json
-
+        """The source when the model reports no identity (the check itself runs per query)."""
         if self.refresh:
             return IdentityCheck(ident, ident, None, "refreshed")
         temperature = getattr(getattr(self.backend, "config", None), "temperature", None)
@@ -333,37 +356,70 @@ class BlackBox:
                     "the model behind it is unchanged (use --refresh or --no-cache to be sure)."
                 ),
             )
-        sample = self.cache.sample_records(ident, self.fingerprint_size)
-        if not sample:
+        if self.cache.count(ident) == 0:
             return IdentityCheck(ident, ident, None, "unverified")
-        keys = [k for k, _ in sample]
-        cached = self.cache.get_many(ident, keys)
-        records = [json.loads(r) for _, r in sample]
+        # the check itself runs in query(), on the cached answers that call would reuse
+        return IdentityCheck(ident, ident, None, "fingerprint")
+
+    def _sized_check(self, ident: str, found: dict[str, Answer], records: dict[str, Any]
+                     ) -> dict[str, Answer]:
+        """The cached answers of ``found`` that may be reused, after the sized check.
+
+        ``min(fingerprint_size, hits)`` of the hits not yet checked in this run are asked again
+        (seeded, uniformly without replacement). All agree: every hit of this call is reused.
+        One differs: the model changed; every cached answer of this backend is dropped (and the
+        re-asked ones stored), so only the fresh answers are returned and the rest is paid.
+        """
+        import dataclasses
+
+        todo = [k for k in found if k not in self._checked]
+        if not todo:
+            return found
+        m = min(self.fingerprint_size, len(todo))
+        rng = np.random.default_rng(int(self._rng.random() * 2**63))
+        pick = sorted(rng.choice(len(todo), size=m, replace=False).tolist())
+        keys = [todo[i] for i in pick]
         before = self._spent
-        got = self._ask(records, None)
-        with self._lock:
-            self._fingerprint_paid += self._spent - before
-            self._spent = before  # fingerprint queries are outside the budget
-        mismatched = sum(
-            1 for k, a in zip(keys, got, strict=True) if not _same_answer(cached.get(k), a)
-        )
-        invalidated = 0
-        note = None
+        try:
+            got = self._ask([records[k] for k in keys], None)
+        finally:
+            with self._lock:
+                self._fingerprint_paid += self._spent - before
+                self._spent = before  # identity checks are outside the budget
+        mismatched = sum(1 for k, a in zip(keys, got, strict=True)
+                         if not _same_answer(found[k], a))
+        fresh = dict(zip(keys, got, strict=True))
+        check = self._check
+        assert check is not None
+        invalidated, note = 0, check.note
         if mismatched:
             invalidated = self.cache.clear(ident)
-            self.cache.put_many(
-                ident, list(zip(keys, got, strict=True)), records=dict(sample), replace=True
-            )
+            self.cache.put_many(ident, list(fresh.items()),
+                                records={k: canonical_json(records[k]) for k in keys}, replace=True)
             where = getattr(self.backend, "endpoint", ident)
             note = (
-                f"The model behind {where} changed since its answers were cached: {mismatched} "
-                f"of {len(keys)} records asked again were answered differently, so the "
-                f"{invalidated} cached answers of this backend were dropped and asked again."
-            )
+                f"The model behind {redact_text(str(where))} changed since its answers were "
+                f"cached: {mismatched} of {m} cached records asked again were answered "
+                f"differently, so the {invalidated} cached answers of this backend were dropped "
+                "and asked again.")
             log.info(note)
-        return IdentityCheck(
-            ident, ident, None, "fingerprint", len(keys), mismatched, invalidated, note
-        )
+            self._checked.update(keys)
+            out = fresh
+        else:
+            self._checked.update(todo)
+            out = {**found, **fresh}
+        self._check = dataclasses.replace(
+            check, fingerprint_asked=check.fingerprint_asked + m,
+            fingerprint_mismatched=check.fingerprint_mismatched + mismatched,
+            invalidated=check.invalidated + invalidated, note=note,
+            reused_checked=check.reused_checked + len(todo),
+            check_size=self.fingerprint_size)
+        return out
+
+    def _needs_check(self) -> bool:
+        check = self._check
+        return check is not None and check.source == "fingerprint" \
+            and self.verify_identity and not self.refresh
 
     def _with_retries(self, fn: Callable[[], Any], abort: threading.Event | None) -> Any:
         """``fn()`` with the retry policy of queries (transient failures retried)."""
@@ -378,10 +434,17 @@ class BlackBox:
             except TransientAccessError as exc:
                 if attempt >= self.retries:
                     where = redact_text(str(getattr(backend, "endpoint", backend.identity)))
+                    status = getattr(exc, "status", None)
+                    hint = _hint(backend, status)
+                    if status is not None:  # it answered: not "unreachable"
+                        raise EndpointStatusError(
+                            f"{redact_text(str(exc)).rstrip('.')} (on each of {attempt + 1} "
+                            f"attempts in {time.monotonic() - t0:.1f} s){hint}"
+                        ) from exc
                     raise EndpointUnreachableError(
                         f"{backend.kind} endpoint {where} still unreachable after "
                         f"{attempt + 1} attempts in {time.monotonic() - t0:.1f} s; "
-                        f"last error: {redact_text(str(exc))}"
+                        f"last error: {redact_text(str(exc))}{hint}"
                     ) from exc
                 wait_s = self.backoff.delay(
                     attempt, self._rng.random(), getattr(exc, "retry_after", None)
@@ -435,6 +498,24 @@ class BlackBox:
             "resumed_in_flight": self.resumed_in_flight,
         }
 
+    def check_cached(self, records: Records) -> None:
+        """Run the sized identity check once on the cached answers of all ``records``, before
+        they are queried in parts (e.g. by tenths): each part then reuses what passed, instead
+        of paying a check of its own. A no-op when the model reports its identity."""
+        if self._closed:
+            raise AccessError("this BlackBox is closed; create a new one.")
+        dicts, canon = normalize_records(records)
+        index: dict[str, int] = {}
+        for i, c in enumerate(canon):
+            index.setdefault(record_key(c), i)
+        identity = self.resolve_identity().cache_identity
+        if not self._needs_check():
+            return
+        found = self.cache.get_many(identity, [k for k in index if k not in self._fresh])
+        if found:
+            with self._identity_lock:
+                self._sized_check(identity, found, {k: dicts[index[k]] for k in found})
+
     # -- the query --------------------------------------------------------------------------
     def query(self, records: Records) -> AnswerBatch:
         """Ask the model about ``records``; return the answers in input order.
@@ -483,6 +564,12 @@ class BlackBox:
             found = self.cache.get_many(identity, [k for k in ukeys if k in self._fresh])
         else:
             found = self.cache.get_many(identity, ukeys)
+        if found and self._needs_check():
+            with self._identity_lock:  # one check at a time; later calls reuse its result
+                found = self._sized_check(
+                    identity, {k: a for k, a in found.items() if k not in self._fresh},
+                    {k: dicts[first[index[k]]] for k in found}) | {
+                    k: a for k, a in found.items() if k in self._fresh}
         answers: list[Answer | None] = [found.get(k) for k in ukeys]
         missing = [u for u, a in enumerate(answers) if a is None]
         paid_now = np.zeros(len(ukeys), dtype=bool)
@@ -654,9 +741,13 @@ class BlackBox:
         def call() -> Any:
             try:
                 return backend.ask(batch)
+            except TransientAccessError:
+                raise  # retried; the hint is added to the final error
             except FairprobeError as exc:
                 if exc.args and isinstance(exc.args[0], str):  # no credentials in messages
-                    exc.args = (redact_text(exc.args[0]), *exc.args[1:])
+                    status = getattr(exc, "status", None)
+                    hint = _hint(backend, status) if isinstance(status, int) else ""
+                    exc.args = (redact_text(exc.args[0]) + hint, *exc.args[1:])
                 raise
             except Exception as exc:
                 raise AccessError(

@@ -149,6 +149,11 @@ def _retry_after(resp: httpx.Response) -> float | None:
 
 
 def _short(text: str, n: int = 160) -> str:
+    if "Traceback (most recent call last)" in text:  # a server's traceback: the exception says it
+        lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+        starts = [i for i, ln in enumerate(lines)
+                  if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)\b.*:", ln)]
+        text = " ".join(lines[starts[-1]:]) if starts else (lines[-1] if lines else text)
     one = " ".join(text[: 4 * n].split())
     return one if len(one) <= n else one[: n - 3] + "..."
 
@@ -226,8 +231,8 @@ class HttpTransport:
         self._note_limits(resp)
         if resp.status_code in _RETRY_STATUS:
             raise RateLimitedError(
-                f"{method} {url} answered HTTP {resp.status_code}: {_error_text(resp, 80)}",
-                retry_after=_retry_after(resp),
+                f"{method} {url} answered HTTP {resp.status_code}: {_error_text(resp)}",
+                retry_after=_retry_after(resp), status=resp.status_code,
             )
         if resp.status_code >= 400:
             raise HttpStatusError(
@@ -464,9 +469,24 @@ class HttpJsonBackend(HttpBackend):
                 return [str(f) for f in section["features"]]
         return None
 
+    #: The fields of the last request sent (what reached the model; ``None`` before one).
+    sent_columns: list[str] | None = None
+
+    def error_hint(self, status: int | None) -> str:
+        """At a 404/405, the likely cause: a model server behind ``--url``."""
+        sent = (f"the request sent the fields {', '.join(self.sent_columns)} (--feature-cols "
+                "chooses them)" if self.sent_columns is not None else "")
+        if status in (404, 405):
+            return (f"--url expects fairprobe's JSON shape at --path {self.config.path}; a model "
+                    "server takes a backend config instead: kind = \"kserve-v2\" (KServe, "
+                    "MLServer, Triton), \"mlflow\" or \"kserve-v1\" (docs/access.md)")
+        return sent
+
     def ask(self, records: Sequence[Record]) -> list[Answer]:
         c = self.config
         instances = [dict(r) for r in records]
+        if instances:
+            self.sent_columns = list(instances[0])
         body: Any = instances if c.batch_key is None else {**c.extra_body, c.batch_key: instances}
         data = self._transport.request_json(c.method, self.url, body)
         where = f"{c.method} {self.url}"

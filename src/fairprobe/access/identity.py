@@ -14,10 +14,16 @@ identity of the model behind it, found at the start of a run by
     A local model: the SHA-256 of its file, or a hash of the estimator or callable, is already
     part of the backend identity.
 ``fingerprint``
-    The endpoint reports nothing: a few cached records (default 16) are asked again; if any answer
-    differs, every cached answer of that backend is dropped (reported in the result's provenance)
-    and the run pays for fresh ones. A change that alters a share ``p`` of the answers is caught
-    with probability ``1 - (1 - p)^16`` (0.81 at ``p = 0.1``); report an identity to be sure.
+    The endpoint reports nothing (``mlflow models serve``, a v2 model without a version, a JSON
+    endpoint without ``/health``): before cached answers are reused, the sized check asks 688 of
+    them (all, when fewer) again, drawn uniformly from those the query would reuse; if any answer
+    differs, every cached answer of that backend is dropped (reported in the result's
+    provenance) and the run pays for fresh ones. A model that answers a share ``p >= 1%`` of
+    the reused records differently is caught with probability ``>= 1 - 0.99^688 >= 0.999``. The
+    cost: ``min(688, reused)`` paid queries per run, outside the budget.
+
+A reported identity is trusted as reported: a server that serves another model under the same
+name and version is outside this guarantee (use ``--refresh``, or a version per model).
 """
 
 from __future__ import annotations
@@ -129,6 +135,23 @@ class IdentityCheck:
     invalidated: int = 0
     note: str | None = None
     detail: Mapping[str, Any] = field(default_factory=dict)
+    #: Cached answers covered by the sized check (reused after it passed, or dropped), and the
+    #: check's size per query (``fingerprint_size``).
+    reused_checked: int = 0
+    check_size: int = 0
+
+    @property
+    def detects(self) -> str | None:
+        """What the sized check guarantees, as a sentence (``None`` when none ran)."""
+        if self.source != "fingerprint" or not self.fingerprint_asked:
+            return None
+        if self.fingerprint_asked >= self.reused_checked:
+            return "every reused answer was asked again"
+        import math
+
+        power = 1.0 - 0.99 ** self.check_size  # a lower bound: drawn without replacement
+        return (f"a model answering >= 1% of the {self.reused_checked} reused records "
+                f"differently is caught with probability >= {math.floor(power * 1e4) / 1e4:g}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -140,6 +163,9 @@ class IdentityCheck:
             "fingerprint": {
                 "asked": self.fingerprint_asked,
                 "mismatched": self.fingerprint_mismatched,
+                "reused_checked": self.reused_checked,
+                "size": self.check_size,
+                "detects": self.detects,
             },
             "invalidated": self.invalidated,
         }

@@ -281,6 +281,7 @@ class LocalModelBackend(Backend):
                     "set feature_columns in the backend config."
                 )
             df = df[self.feature_columns]
+        self.sent_columns = [str(c) for c in df.columns]  # what reached the model
         return df
 
     def ask(self, records: Sequence[Record]) -> list[Answer]:

@@ -15,9 +15,11 @@ __all__ = ["Backoff", "RateLimitedError"]
 class RateLimitedError(TransientAccessError):
     """A transient failure whose server asked to wait ``retry_after`` seconds (HTTP 429/503)."""
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, retry_after: float | None = None,
+                 status: int | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.status = status
 
 
 @dataclass(frozen=True)

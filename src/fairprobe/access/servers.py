@@ -18,8 +18,8 @@ Three wire protocols cover most deployed classifiers:
 Each batch is one request; tensors are built column by column and answers read as numpy arrays
 (no per-record Python work beyond building the JSON body). The cache identity is what the server
 reports about the model (v2 metadata: name, versions, platform, inputs, outputs; v1: the model's
-version status), otherwise (MLflow reports nothing) the answers are fingerprinted by
-:meth:`fairprobe.access.BlackBox.resolve_identity`. See ``docs/access.md``.
+version status), otherwise (MLflow reports nothing) cached answers pass the sized check of
+:class:`fairprobe.access.BlackBox` before reuse. See ``docs/access.md``.
 """
 
 from __future__ import annotations
@@ -113,7 +113,16 @@ class ServedModelConfig(BackendConfig):
     @field_validator("url")
     @classmethod
     def _check_url(cls, v: str) -> str:
-        return http_url(v)
+        url = http_url(v)
+        # the protocol's own path is added by the backend: a URL that already holds it would
+        # be asked at .../v2/v2/... (a 404 far from its cause)
+        for tail in ("/v2/models", "/v2", "/v1/models", "/v1", "/invocations"):
+            head, sep, _ = url.partition(tail)
+            if sep and (url.endswith(tail) or url[len(head) + len(tail)] == "/"):
+                raise ValueError(
+                    f"give the server's base URL, without {tail!r}: url = {head!r} (the "
+                    "backend adds the protocol's paths; model / version name the model)")
+        return url
 
 
 class KServeV2Config(ServedModelConfig):
@@ -341,12 +350,32 @@ class _ServedModel(HttpBackend):
     def _endpoint(self, c: Any) -> str:
         """The prediction URL of this protocol for config ``c``."""
 
+    #: The columns of the last request sent (what reached the model; ``None`` before one).
+    sent_columns: list[str] | None = None
+
     def _columns(self, records: Sequence[Record]) -> list[str]:
         if self.config.feature_columns is not None:
-            return list(self.config.feature_columns)
-        return list(records[0]) if records else []
+            cols = list(self.config.feature_columns)
+        else:
+            cols = list(records[0]) if records else []
+        self.sent_columns = cols
+        return cols
+
+    def error_hint(self, status: int | None) -> str:
+        """What was sent and how to change it; for a 404, the keys that locate the model."""
+        parts = []
+        if status == 404:
+            parts.append(f"no such model or route at {self.url}: check the config keys url (the "
+                         "server's base URL, e.g. http://127.0.0.1:8080, without a path) and "
+                         "model")
+        if self.sent_columns is not None:
+            parts.append(f"the request sent the columns {', '.join(self.sent_columns)}; "
+                         "--feature-cols (or feature_columns in the backend config) chooses "
+                         "them, --send-group adds the sensitive column")
+        return "; ".join(parts)
 
     def _rows(self, records: Sequence[Record], cols: list[str]) -> list[list[Any]]:
+        self.sent_columns = list(cols)
         try:
             return [[r[k] for k in cols] for r in records]
         except KeyError as exc:
@@ -415,7 +444,14 @@ class KServeV2Backend(_ServedModel):
         try:
             self._transport.request_json("GET", ready, None)
         except HttpStatusError as exc:
-            raise TransientAccessError(f"{ready} answered HTTP {exc.status}: not ready") from None
+            if exc.status == 404:  # no v2 server there: a wrong base URL, not a slow start
+                raise AccessError(
+                    f"{ready} answered HTTP 404: no Open Inference Protocol v2 server at "
+                    f"{c.url}; check the config key url (the server's base URL, e.g. "
+                    "http://127.0.0.1:8080) and kind.") from None
+            err = TransientAccessError(f"{ready} answered HTTP {exc.status}: not ready")
+            err.status = exc.status
+            raise err from None
         except AnswerParseError:
             pass  # some servers answer readiness with an empty body
         meta = self.metadata()

@@ -140,11 +140,11 @@ def audit(
     backend_config: Annotated[str | None, typer.Option(help="Backend config file (TOML/JSON).")] = None,
     path: Annotated[str, typer.Option(help="Endpoint path used with --url.")] = "/audit/predict",
     queries: Annotated[str | None, typer.Option(help="Query pool (CSV/Parquet); default: bundled Adult test split.")] = None,
-    group_col: Annotated[str, typer.Option(help="Sensitive column, or several comma-separated (sex,race: their intersections). Any column but sex, several columns or several metrics: every group is audited (by-group table, worst pair with simultaneous intervals).")] = "sex",
+    group_col: Annotated[str | None, typer.Option(help="Sensitive column, or several comma-separated (sex,race: their intersections); required with --queries or --predictions (default sex only on the bundled Adult pool). Any column but sex, several columns or several metrics: every group is audited (by-group table, worst pair with simultaneous intervals).", show_default=False)] = None,
     group_a: Annotated[str | None, typer.Option(help="Two-group audit: group A value (the numerator of DI); default Female for --group-col sex.")] = None,
     group_b: Annotated[str | None, typer.Option(help="Two-group audit: group B value; 'rest' (or omit with --group-a) for every other value.")] = None,
     all_groups: Annotated[bool, typer.Option(help="Audit every group of --group-col even for sex (default there: Female vs Male).")] = False,
-    label_col: Annotated[str | None, typer.Option(help="True-label column (never sent; needed by eo, fpr, eodds, ppv, accuracy-gap, error-rate).")] = None,
+    label_col: Annotated[str | None, typer.Option("--y-true-col", "--label-col", help="True-label column (never sent; needed by eo, fpr, eodds, ppv, accuracy-gap, error-rate); --label-col is the same flag.")] = None,
     feature_cols: Annotated[str | None, typer.Option(help="Comma-separated columns sent to the model (default: all but the label and the sensitive column).")] = None,
     send_group: Annotated[bool, typer.Option(help="Also send the sensitive column to the model.")] = False,
     metric: Annotated[str, typer.Option(help="Comma-separated, case-insensitive, any of: di, dp, eo (TPR), fpr, eodds (equalized odds), ppv (predictive parity), accuracy-gap, error-rate, score-gap. Two-group audits: one of di, dp, eo, accuracy-gap.")] = "di",
@@ -173,7 +173,6 @@ def audit(
     name_swap: Annotated[str | None, typer.Option(help="Field holding a first name: also ask each record with the name swapped to the other sex and report the flip rate.")] = None,
     predictions: Annotated[str | None, typer.Option(help="Audit predictions already made (CSV/Parquet), asking no model: give --y-pred-col (and --y-true-col, --score-col); every row is used unless --budget says otherwise.")] = None,
     y_pred_col: Annotated[str | None, typer.Option(help="With --predictions: the column of decisions (0/1, or labels with --pos-label).")] = None,
-    y_true_col: Annotated[str | None, typer.Option(help="With --predictions: the column of true labels.")] = None,
     score_col: Annotated[str | None, typer.Option(help="With --predictions: the column of scores in [0, 1] (score-gap).")] = None,
     sample_weight_col: Annotated[str | None, typer.Option(help="With --predictions: the column of sample weights.")] = None,
     csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the by-group (or per-metric) table as CSV.")] = None,
@@ -187,6 +186,10 @@ def audit(
     """
     if simultaneous is not None:  # the former flag: exact, or bonferroni (= score intervals)
         interval = Interval.exact if simultaneous.value == "exact" else Interval.score
+    if group_col is None and (queries is not None or predictions is not None):
+        _missing_group_col(queries, predictions)
+    if group_col is None:
+        group_col = "sex"  # the bundled Adult pool (the demo's data)
     from fairprobe.cli._common import parse_budget
 
     budget_n = parse_budget(budget)
@@ -194,7 +197,8 @@ def audit(
         from fairprobe.cli.predictions import predictions_audit
 
         predictions_audit(
-            predictions=predictions, y_pred_col=y_pred_col, y_true_col=y_true_col,
+            predictions=predictions, y_pred_col=y_pred_col, y_true_col=label_col,
+            group_a=group_a, group_b=group_b,
             score_col=score_col, sample_weight_col=sample_weight_col, group_col=group_col,
             metric=metric, budget=None if budget_n == "all" else budget_n,  # type: ignore[arg-type]
             seed=seed, tolerance=tolerance, threshold=threshold,
@@ -204,12 +208,11 @@ def audit(
             method="exact" if interval is Interval.exact else "bonferroni", fail_on=fail_on,
             given={"--url": url, "--backend-config": backend_config, "--queries": queries,
                    "--feature-cols": feature_cols, "--send-group": send_group,
-                   "--label-col": label_col, "--group-a": group_a, "--group-b": group_b,
                    "--prompt-variants": prompt_variants, "--name-swap": name_swap,
                    "--strict": strict, "--interval katz": interval is Interval.katz})
         return
-    for flag, given in (("--y-pred-col", y_pred_col), ("--y-true-col", y_true_col),
-                        ("--score-col", score_col), ("--sample-weight-col", sample_weight_col)):
+    for flag, given in (("--y-pred-col", y_pred_col), ("--score-col", score_col),
+                        ("--sample-weight-col", sample_weight_col)):
         if given is not None:
             from fairprobe.errors import InvalidParameterError
 
@@ -326,6 +329,23 @@ def audit(
     emit(json_path, "audit", body, prov, fail_on)
 
 
+def _missing_group_col(queries: str | None, predictions: str | None) -> None:
+    """No default group column outside the bundled data: the error lists the file's columns."""
+    from fairprobe.errors import InvalidParameterError
+
+    source = predictions if predictions is not None else queries
+    flag = "--predictions" if predictions is not None else "--queries"
+    have = ""
+    if source is not None and source != "-":
+        from fairprobe._io import read_table
+
+        cols = [str(c) for c in read_table(source, flag).columns]  # a bad file: its own error
+        have = f" (its columns: {', '.join(cols[:30])}{', ...' if len(cols) > 30 else ''})"
+    raise InvalidParameterError(
+        f"--group-col is required with {flag}: name the sensitive column(s) of {source}{have}, "
+        "e.g. --group-col race, or --group-col sex,race for their intersections.")
+
+
 def print_llm_dimensions(extra: dict[str, Any], out: Any) -> None:
     """The name-swap flip rate and the prompt sensitivity, when they were asked for."""
     ns = extra.get("name_swap")
@@ -356,13 +376,22 @@ def print_trust_summary(prov: Any, plan: dict[str, Any], out: Any) -> None:
         f"answers: {total.get('paid', '?')} paid, {total.get('cached', '?')} from the cache, "
         f"of model {term(who)} (identity {term(how)})"
     )
+    fp = backend.get("fingerprint") or {}
+    if fp.get("asked"):
+        out.print(
+            f"identity check (the model reports no identity): {fp['asked']} cached answers asked "
+            f"again (paid, outside the budget), {fp['mismatched']} differed; "
+            f"{term(str(fp.get('detects') or ''))}")
     for g, c in answers.get("by_group", {}).items():
         out.print(
             f"  {term(plan['group_col'])}={term(g)}: {c['asked']} asked, {c['paid']} paid, "
             f"{c['cached']} cached, {c['unparsed']} unparsed, {c['refused']} refused, "
             f"{c.get('truncated', 0)} truncated"
         )
-    out.print(f"columns {term(plan['columns'].summary())}")
+    cols = (prov.extra or {}).get("columns") or plan["columns"].to_dict()
+    held = ", ".join(f"{c} ({why.split(':')[0]})" for c, why in cols["withheld"].items())
+    out.print(f"columns sent: {term(', '.join(cols['sent']))}"
+              + (f"; withheld: {term(held)}" if held else ""))
     for note in prov.notes:
         out.print(f"[bold yellow]note:[/] {term(note)}")
 
@@ -468,7 +497,25 @@ def _group_audit(
         from fairprobe.report.tables import group_table, write_csv
 
         write_csv(csv_path, group_table(result))
-    emit(json_path, "audit", result, prov, fail_on)
+    emit_or_fail(json_path, result, prov, fail_on, resume=True)
+
+
+def emit_or_fail(json_path: Path | None, result: Any, prov: Any, fail_on: FailOn | None,
+                 resume: bool = False) -> None:
+    """Write the result; a metric asked for that could not be computed is then an error (exit
+    2) naming it and why, never a silent omission."""
+    missing = result.not_summarised()
+    if not missing:
+        emit(json_path, "audit", result, prov, fail_on)
+        return
+    emit(json_path, "audit", result, prov, None)
+    from fairprobe.errors import DataError
+
+    name, why = next(iter(missing.items()))
+    more = f" (and {len(missing) - 1} more metric(s))" if len(missing) > 1 else ""
+    tail = (" The answers are cached: a rerun with a larger --budget pays only for the new ones."
+            if resume else "")
+    raise DataError(f"--metric {name} cannot be computed{more}: {why.splitlines()[0]}{tail}")
 
 
 def _two_group_interval(interval: str, metric: str) -> str:

@@ -26,6 +26,7 @@ app = typer.Typer(
     name="fairprobe",
     help="Fairness audits of black-box models that stay right when someone games them.",
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     add_completion=False,
     pretty_exceptions_enable=False,
 )
@@ -142,11 +143,23 @@ def main(argv: list[str] | None = None) -> None:
 
 #: Options that name a file a command writes (checked before any command starts its work).
 OUTPUT_OPTIONS = ("--json", "--cache")
+#: Options whose value "-" means standard output: the terminal text then goes to stderr, so that
+#: stdout carries only the document (``fairprobe audit ... --json - | jq``).
+STDOUT_OPTIONS = ("--json", "--csv", "--md", "--html")
+
+
+def _stdout_taken(argv: list[str]) -> bool:
+    for i, arg in enumerate(argv):
+        flag, eq, value = arg.partition("=")
+        if flag in STDOUT_OPTIONS and ((eq and value == "-") or (
+                not eq and i + 1 < len(argv) and argv[i + 1] == "-")):
+            return True
+    return False
 
 
 def _check_output_options(argv: list[str]) -> None:
     """A directory or unwritable ``--json``/``--cache`` fails before any query is paid."""
-    if "--help" in argv:
+    if "--help" in argv or "-h" in argv:
         return
     from pathlib import Path
 
@@ -160,13 +173,17 @@ def _check_output_options(argv: list[str]) -> None:
             if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
                 continue
             value = argv[i + 1]
-        if value:
+        if value and value != "-":
             check_output_path(Path(value), flag)
 
 
 def _run(argv: list[str] | None, debug: bool) -> None:
     try:
-        _check_output_options(list(sys.argv[1:] if argv is None else argv))
+        args = list(sys.argv[1:] if argv is None else argv)
+        _check_output_options(args)
+        from fairprobe.cli._common import console
+
+        console.file = sys.stderr if _stdout_taken(args) else None  # type: ignore[assignment]
         rv = app(args=argv, standalone_mode=False)
     except _Interrupted:
         _fail(INTERRUPT_MESSAGE, 130)

@@ -23,8 +23,7 @@ from fairprobe.cli._common import (
 
 #: Flags that ask a model, meaningless with --predictions.
 MODEL_FLAGS = ("--url", "--backend-config", "--queries", "--feature-cols", "--send-group",
-               "--label-col", "--group-a", "--group-b", "--prompt-variants", "--name-swap",
-               "--strict")
+               "--prompt-variants", "--name-swap", "--strict")
 
 
 def predictions_audit(
@@ -33,7 +32,7 @@ def predictions_audit(
     tolerance: float | None, threshold: float | None, confidence_level: float,
     json_path: Path | None, csv_path: Path | None, min_group_size: int,
     reference: str | None, pos_label: Any, method: str, given: dict[str, Any],
-    fail_on: Any = None,
+    fail_on: Any = None, group_a: str | None = None, group_b: str | None = None,
 ) -> None:
     """Flags first, then the file, then the audit; one ``error:`` line for any bad input."""
     from fairprobe.errors import InvalidParameterError
@@ -44,6 +43,8 @@ def predictions_audit(
                 f"{flag} does not apply to --predictions (it audits the decisions in the file): "
                 f"drop {flag}; the columns are --y-pred-col, --y-true-col, --score-col, "
                 "--group-col.")
+    if group_b is not None and group_a is None:
+        raise InvalidParameterError("--group-b needs --group-a (the two groups compared).")
     if y_pred_col is None:
         raise InvalidParameterError("--predictions needs --y-pred-col, the column of decisions.")
     from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS
@@ -71,9 +72,19 @@ def predictions_audit(
     from fairprobe.provenance import Provenance, pool_digest
     from fairprobe.report.groups import print_group_audit
 
-    df = read_table(predictions)
-    sha = file_sha256(predictions)
+    if predictions == "-":  # standard input: the bytes read are what is hashed
+        import hashlib
+
+        from fairprobe._io import read_stdin_csv
+
+        df, raw = read_stdin_csv("--predictions - (standard input)")
+        sha = hashlib.sha256(raw).hexdigest()
+    else:
+        df = read_table(predictions)
+        sha = file_sha256(predictions)
     cols = split_list(group_col) or []
+    if group_a is not None:
+        df = _two_groups(df, cols, group_a, group_b)
     result = audit_predictions(
         df, y_pred_col=y_pred_col, y_true_col=y_true_col, score_col=score_col,
         sample_weight_col=sample_weight_col, group_col=cols, metrics=names, pos_label=pos_label, budget=budget, seed=seed,
@@ -101,6 +112,29 @@ def predictions_audit(
         from fairprobe.report.tables import group_table, write_csv
 
         write_csv(csv_path, group_table(result))
-    from fairprobe.cli.gate import emit
+    from fairprobe.cli.audit import emit_or_fail
 
-    emit(json_path, "audit", result, prov, fail_on)  # writes --json, then gates on --fail-on
+    emit_or_fail(json_path, result, prov, fail_on)  # writes --json, then gates on --fail-on
+
+
+def _two_groups(df: Any, cols: list[str], group_a: str, group_b: str | None) -> Any:
+    """The rows of ``--group-a`` and ``--group-b`` (``rest`` or none: every other row, relabelled
+    ``rest``), so that the every-group audit compares exactly these two groups."""
+    from fairprobe.auditing import REST_WORDS, _group_value
+    from fairprobe.errors import InvalidParameterError
+
+    if len(cols) != 1:
+        raise InvalidParameterError("--group-a/--group-b compare two values of one --group-col; "
+                                    "drop them to audit every intersection.")
+    col = cols[0]
+    if col not in df.columns:
+        return df  # the audit names the missing column
+    a = _group_value(df, col, group_a, "--group-a")
+    if group_b is None or group_b.strip().lower() in REST_WORDS:
+        out = df.copy()
+        out[col] = out[col].where(out[col] == a, "rest")
+        return out
+    b = _group_value(df, col, group_b, "--group-b")
+    if a == b:
+        raise InvalidParameterError("--group-a and --group-b name the same group; give two.")
+    return df[df[col].isin([a, b])].reset_index(drop=True)

@@ -75,11 +75,13 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
     for m, s in result.summaries().items():
         rule = f">= {s.threshold:g}" if s.kind == "ratio" else f"<= {s.threshold:g}"
         what = "smallest ratio" if s.kind == "ratio" else "largest gap"
-        rate = f" of {_SHORT.get(s.rate, s.rate)}" if m == "equalized_odds_difference" else ""
+        rate = f" of {_SHORT.get(s.rate, s.rate)}" if len(s.rates) > 1 else ""
         console.print(
             f"  {m}: {what}{rate} {s.estimate:.4f} ({term(s.pair[0])} vs {term(s.pair[1])})  "
             f"[{_f(s.low)}, {_f(s.high)}]  rule {rule}: {verdict_markup(s.verdict)}",
             soft_wrap=True)
+        if s.reason:  # why the data do not decide, and which groups have the least evidence
+            console.print(f"    why: {term(s.reason)}", soft_wrap=True)
     for m, why_not in result.not_summarised().items():
         console.print(f"  {m}: not summarised: {term(why_not)}", soft_wrap=True)
     for m, s in result.summaries().items():

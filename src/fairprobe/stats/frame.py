@@ -59,8 +59,11 @@ FAIRNESS_METRICS: dict[str, tuple[tuple[str, ...], Literal["difference", "ratio"
     "demographic_parity_difference": (("selection_rate",), "difference"),
     "disparate_impact_ratio": (("selection_rate",), "ratio"),
     "equal_opportunity_difference": (("true_positive_rate",), "difference"),
+    "equal_opportunity_ratio": (("true_positive_rate",), "ratio"),
     "false_positive_rate_difference": (("false_positive_rate",), "difference"),
+    "false_positive_rate_ratio": (("false_positive_rate",), "ratio"),
     "equalized_odds_difference": (("true_positive_rate", "false_positive_rate"), "difference"),
+    "equalized_odds_ratio": (("true_positive_rate", "false_positive_rate"), "ratio"),
     "predictive_parity_difference": (("positive_predictive_value",), "difference"),
     "accuracy_difference": (("accuracy",), "difference"),
     "error_rate_difference": (("error_rate",), "difference"),
@@ -83,7 +86,21 @@ FAIRNESS_ALIASES: dict[str, str] = {
     "acc": "accuracy_difference",
     "error-rate": "error_rate_difference",
     "score-gap": "mean_score_difference",
+    "eo-ratio": "equal_opportunity_ratio",
+    "fpr-ratio": "false_positive_rate_ratio",
+    "eodds-ratio": "equalized_odds_ratio",
+    # fairlearn.metrics' names of the same summaries
+    "demographic_parity_ratio": "disparate_impact_ratio",
+    "selection_rate_difference": "demographic_parity_difference",
+    "selection_rate_ratio": "disparate_impact_ratio",
+    "true_positive_rate_difference": "equal_opportunity_difference",
+    "true_positive_rate_ratio": "equal_opportunity_ratio",
+    "accuracy_score_difference": "accuracy_difference",
+    "zero_one_loss_difference": "error_rate_difference",
 }
+
+#: fairlearn's aggregation names of ``MetricFrame.group_max`` & co. (``errors=``).
+_ERRORS = ("raise", "coerce")
 
 GROUP_INTERVALS = ("wilson", "exact")
 
@@ -134,10 +151,21 @@ def _binary_labels(values: Any, name: str, pos_label: Any) -> npt.NDArray[np.boo
     if len(uniq) > 2:
         shown = ", ".join(repr(v) for v in uniq[:5])
         raise DataError(f"{name} holds more than two labels ({shown}): binary labels only.")
+    if len(uniq) == 2 and not any(_same_label(u, pos_label) for u in uniq):
+        shown = " and ".join(repr(_plain(v)) for v in uniq)
+        raise DataError(f"{name} holds {shown}; the positive label {pos_label!r} (--pos-label, "
+                        "pos_label in Python) matches neither: name the positive one.")
     try:
         return np.asarray(arr == pos_label, dtype=bool)
     except (TypeError, ValueError):
         raise DataError(f"{name} cannot be compared with pos_label={pos_label!r}.") from None
+
+
+def _same_label(u: Any, v: Any) -> bool:
+    try:
+        return bool(u == v)
+    except (TypeError, ValueError):
+        return False
 
 
 def _json(x: float) -> float | None:
@@ -204,6 +232,12 @@ class GroupSummary:
     pairs: list[dict[str, Any]] = field(default_factory=list)
     rest_family_size: int = 0
     rates: tuple[str, ...] = ()
+    #: Each compared group's denominator of each rate (``{rate: {group: n}}``): what the reason
+    #: of an undetermined verdict points at.
+    denominators: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: With ``control_features``: the summary within each control level (at a Bonferroni share
+    #: of the level, so that all of them hold at once); this one is the worst of them.
+    by_control: dict[str, GroupSummary] = field(default_factory=dict)
 
     @property
     def finding(self) -> Finding:
@@ -230,6 +264,27 @@ class GroupSummary:
     def confidence_interval(self) -> tuple[float, float]:
         return (self.low, self.high)
 
+    @property
+    def reason(self) -> str | None:
+        """Why the verdict is ``undetermined`` (``None`` otherwise): where the interval lies
+        against the band, and the compared groups with the least evidence (smallest
+        denominators, whose intervals widen the summary's), which more data would decide."""
+        if self.verdict != "undetermined":
+            return None
+        edge = (f"the fair band |gap| <= {self.threshold:g}" if self.kind == "difference"
+                else f"the floor {self.threshold:g}")
+        pct = f"{self.confidence_level:.0%}"
+        why = (f"the {pct} simultaneous interval [{self.low:.4f}, {self.high:.4f}] straddles "
+               f"{edge}")
+        sizes: dict[str, float] = {}
+        for r, per in self.denominators.items():
+            for g, n in per.items():
+                sizes[f"{g} ({r}: n={n:g})"] = n
+        if sizes:
+            least = sorted(sizes, key=lambda k: sizes[k])[:3]
+            why += f"; least evidence: {', '.join(least)}"
+        return why + "."
+
     def to_dict(self) -> dict[str, Any]:
         method = f"{self.method}-simultaneous"
         return {
@@ -241,6 +296,7 @@ class GroupSummary:
             "interval": _interval(self.low, self.high, self.confidence_level, method),
             "threshold": self.threshold,
             "verdict": self.verdict,
+            "reason": self.reason,
             "finding": self.finding.to_dict(),
             "family_size": self.family_size,
             "rest_family_size": self.rest_family_size,
@@ -249,6 +305,8 @@ class GroupSummary:
             "vs_rest": self.vs_rest,
             "vs_reference": self.vs_reference,
             "pairs": self.pairs,
+            **({"by_control": {k: v.to_dict() for k, v in self.by_control.items()}}
+               if self.by_control else {}),
         }
 
 
@@ -269,10 +327,13 @@ class AuditFrame:
     pos_label : scalar, optional
         The positive label of ``y_true`` and ``y_pred`` when they are not 0/1 (a column that is
         0/1 or boolean keeps 1 as positive, so 0/1 decisions go with string labels).
-    min_group_size : int
-        Groups below this size are reported and left out of the summaries; so are, for one
-        metric, groups with fewer instances on which its rate is defined (e.g. fewer
-        ``y_true == 1`` instances than this, for TPR).
+    min_group_size : int, default 1
+        By default every group is compared, as in fairlearn: a small group's interval is wide
+        and can make a verdict ``undetermined`` (:attr:`GroupSummary.reason` names it), never
+        silently left out. Larger values list groups below this size (or, for one rate, with
+        fewer instances on which it is defined, e.g. ``y_true == 1`` for TPR) and leave them out
+        of the summaries and aggregates, with the reason. A group with no instance on which a
+        rate is defined always stays out of that rate's summary (it carries no evidence).
     confidence_level : float in (0, 1)
         Level of the per-group intervals and family-wise level of the summaries.
     group_interval : {"wilson", "exact"}
@@ -287,7 +348,8 @@ class AuditFrame:
     tolerance, threshold : float
         Fair band of differences (default 0.05) and floor of ratios (default 0.8).
     sample_weight : array-like of float >= 0, optional
-        Instance weights (fairlearn's ``sample_params={"sample_weight": w}``): every rate is
+        Instance weights (also taken as fairlearn's ``sample_params={"sample_weight": w}``, or
+        one ``{"sample_weight": w}`` per metric when all are the same): every rate is
         weighted, its interval the Wilson interval at Kish's effective size, and the summaries
         use ``method="bonferroni"`` on the effective counts (see :mod:`fairprobe.stats.dropin`;
         coverage measured in ``docs/stats.md``).
@@ -298,16 +360,26 @@ class AuditFrame:
     control_features : like ``sensitive_features``, optional
         Groups are control x sensitive intersections; the aggregates are computed within each
         control level.
+    zero_division : "warn", 0.0, 1.0 or nan
+        Value of a rate whose denominator is 0 in ``by_group``, ``overall`` and the aggregates
+        (scikit-learn's rule: ``"warn"`` gives 0.0 and an ``UndefinedMetricWarning``). Such a
+        group carries no evidence on that rate and is left out of its summary, with the reason.
     n_boot, seed : int
-        Bootstrap resamples of callable metrics, and their seed.
+        Bootstrap resamples of callable metrics, and their seed (``random_state`` is taken as
+        ``seed``). With ``ci_quantiles``, fairlearn's meaning: ``n_boot`` resamples of all rows,
+        drawn as fairlearn draws them, behind ``by_group_ci``, ``overall_ci``,
+        ``group_min_ci()``, ``group_max_ci()``, ``difference_ci()``, ``ratio_ci()``.
+    ci_quantiles : list of float, optional
+        fairlearn's bootstrap quantiles (with ``n_boot`` and ``random_state``); the intervals of
+        ``to_frame()`` and the summaries need no resampling.
 
     Notes
     -----
     Point estimates equal fairlearn's ``MetricFrame`` with ``selection_rate``,
     ``true_positive_rate``, ``false_positive_rate``, ``precision_score``, ``accuracy_score``
     (tested to 1e-12 on Adult), with and without ``sample_weight``; its documented examples run
-    through ``AuditFrame`` in ``tests/stats/test_migration.py`` (with ``min_group_size=1``:
-    fairlearn compares every group, fairprobe by default only groups of 20 or more).
+    through ``AuditFrame`` on the defaults, only the import changed, in
+    ``tests/stats/test_migration.py``.
     """
 
     def __init__(
@@ -330,9 +402,32 @@ class AuditFrame:
         control_features: Any = None,
         n_boot: int = 200,
         seed: int = 0,
+        sample_params: Any = None,
+        zero_division: Any = "warn",
+        random_state: int | None = None,
+        ci_quantiles: Any = None,
     ) -> None:
         owner = "AuditFrame"
         from fairprobe.stats import dropin
+
+        if sample_params is not None:
+            sample_weight = _weight_of_sample_params(sample_params, sample_weight)
+        if random_state is not None:
+            seed = random_state
+        if isinstance(zero_division, str):
+            check_choice(zero_division, "zero_division", owner, ("warn",))
+        elif not (isinstance(zero_division, int | float) and (
+                math.isnan(zero_division) or zero_division in (0, 1))):
+            raise DataError(f"zero_division must be 'warn', 0.0, 1.0 or nan (scikit-learn's "
+                            f"choices); got {zero_division!r}.")
+        self.zero_division = zero_division
+        self._init_args = {"confidence_level": confidence_level, "group_interval": group_interval,
+                           "method": method, "tolerance": tolerance, "threshold": threshold,
+                           "min_group_size": min_group_size, "pos_label": pos_label}
+        self._inputs = {"y_pred": y_pred, "y_true": y_true, "scores": scores,
+                        "sample_weight": sample_weight}
+        self._boot_args = {"metrics": metrics, "sensitive_features": sensitive_features,
+                           "control_features": control_features}
 
         if method is None:
             method = "exact" if sample_weight is None else "bonferroni"
@@ -357,6 +452,7 @@ class AuditFrame:
                 raise DataError("control_features and sensitive_features share a column name "
                                 f"({sorted(set(cnames) & set(snames))}); rename one.")
             self.control_names = tuple(cnames)
+            self._sensitive_only = dict(zip(snames, scols, strict=True))
             sensitive_features = dict(zip([*cnames, *snames], [*ccols, *scols], strict=True))
         self.groups: GroupLabels = group_labels(sensitive_features, min_group_size=min_group_size)
         n = self.groups.codes.shape[0]
@@ -448,8 +544,13 @@ class AuditFrame:
                 continue
             self._custom_fn[cname] = what
             self._custom[cname] = dropin.bootstrap_by_group(
-                what, self._raw[0], self._raw[1], codes, g, w, n_boot=n_boot,
+                what, self._raw[0], self._raw[1], codes, g, w,
+                n_boot=n_boot if ci_quantiles is None else 0,
                 confidence_level=self.confidence_level, seed=seed)
+        self._ci_quantiles: list[float] | None = None
+        self._replicates: list[AuditFrame] = []
+        if ci_quantiles is not None:
+            self._bootstrap(ci_quantiles, n_boot, seed)
 
     # --- the by-group table ------------------------------------------------------------------
 
@@ -495,16 +596,34 @@ class AuditFrame:
             return self._custom[name][0]
         if what == "count":
             return self.groups.sizes.astype(np.float64)
-        return self._rate_values(what)
+        return self._defined(what, self._rate_values(what), self._counts.get(what, (0, None))[1])
+
+    def _defined(self, what: str, values: Any, denom: Any) -> Any:
+        """``values`` with scikit-learn's ``zero_division`` where the denominator is 0."""
+        if denom is None or what == "mean_score":
+            return values
+        zero = np.asarray(denom) == 0
+        if not zero.any():
+            return values
+        if self.zero_division == "warn":
+            import warnings
+
+            try:
+                from sklearn.exceptions import UndefinedMetricWarning as Warn
+            except ImportError:  # pragma: no cover - scikit-learn is a dependency
+                Warn = RuntimeWarning  # type: ignore[assignment]  # noqa: N806
+            warnings.warn(f"{what} is ill-defined (no instance {_DENOMINATOR.get(what, '')}) "
+                          "and set to 0.0; use zero_division to control this.", Warn,
+                          stacklevel=3)
+        fill = 0.0 if self.zero_division == "warn" else float(self.zero_division)
+        return np.where(zero, fill, values)
 
     @property
     def by_group(self) -> pd.DataFrame:
         """Each group's rates (rows: groups, columns: rates), fairlearn's ``by_group`` shape;
         with ``metrics``, exactly those columns."""
-        if self._columns is not None:
-            return pd.DataFrame({c: self._column_values(c, w) for c, w in self._columns},
-                                index=self.groups.index())
-        return pd.DataFrame({r: self._rate_values(r) for r in self.rates},
+        cols = self._columns if self._columns is not None else [(r, r) for r in self.rates]
+        return pd.DataFrame({c: self._column_values(c, w) for c, w in cols},
                             index=self.groups.index())
 
     def to_frame(self) -> pd.DataFrame:
@@ -541,10 +660,12 @@ class AuditFrame:
             else:  # weighted: sum(w x) / sum(w) over the groups, not the effective counts
                 k, n = self._weighted[what] if self.sample_weight is not None \
                     else self._counts[what]
-                out[c] = float(k[rows].sum() / n[rows].sum()) if n[rows].sum() > 0 \
-                    else float("nan")
+                total = n[rows].sum()
+                out[c] = float(k[rows].sum() / total) if total > 0 else float(
+                    self._defined(what, np.asarray([np.nan]), np.asarray([0]))[0])
         return out
 
+    @property
     def overall(self) -> pd.Series | pd.DataFrame:
         """Each rate over all instances (fairlearn's ``overall``); with control features, one
         row per control level."""
@@ -565,8 +686,11 @@ class AuditFrame:
 
     # --- fairlearn-style aggregates (point estimates) ----------------------------------------
 
-    def _eligible_values(self) -> pd.DataFrame:
+    def _eligible_values(self, errors: str = "raise", owner: str = "AuditFrame") -> pd.DataFrame:
+        check_choice(errors, "errors", owner, _ERRORS)
         bg = self.by_group
+        if errors == "coerce":  # fairlearn: a non-scalar result becomes NaN
+            bg = bg.apply(pd.to_numeric, errors="coerce")
         return bg[self.groups.eligible]
 
     def _per_control(self, frame: pd.DataFrame, how: str) -> Any:
@@ -574,17 +698,19 @@ class AuditFrame:
             return getattr(frame, how)()
         return getattr(frame.groupby(level=list(self.control_names)), how)()
 
-    def group_max(self) -> pd.Series | pd.DataFrame:
-        """Largest rate over the groups large enough to judge (per control level)."""
-        return self._per_control(self._eligible_values(), "max")
+    def group_max(self, errors: str = "raise") -> pd.Series | pd.DataFrame:
+        """Largest rate over the groups (those of ``min_group_size`` or more; every group by
+        default), per control level. ``errors`` as in fairlearn (``"raise"`` or ``"coerce"``:
+        a non-numeric value becomes NaN)."""
+        return self._per_control(self._eligible_values(errors, "AuditFrame.group_max"), "max")
 
-    def group_min(self) -> pd.Series | pd.DataFrame:
-        """Smallest rate over the groups large enough to judge (per control level)."""
-        return self._per_control(self._eligible_values(), "min")
+    def group_min(self, errors: str = "raise") -> pd.Series | pd.DataFrame:
+        """Smallest rate over the groups (as :meth:`group_max`)."""
+        return self._per_control(self._eligible_values(errors, "AuditFrame.group_min"), "min")
 
-    def _vs_overall(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        v = self._eligible_values()
-        o = self.overall()
+    def _vs_overall(self, errors: str = "raise") -> tuple[pd.DataFrame, pd.DataFrame]:
+        v = self._eligible_values(errors)
+        o = self.overall
         if not self.control_names:
             return v, pd.DataFrame([o] * len(v), index=v.index)
         k = len(self.control_names)
@@ -592,25 +718,113 @@ class AuditFrame:
         assert isinstance(o, pd.DataFrame)
         return v, pd.DataFrame(o.loc[levels].to_numpy(), index=v.index, columns=v.columns)
 
-    def difference(self, method: str = "between_groups") -> pd.Series | pd.DataFrame:
+    def difference(self, method: str = "between_groups",
+                   errors: str = "coerce") -> pd.Series | pd.DataFrame:
         """``between_groups``: max - min per rate; ``to_overall``: largest ``|rate - overall|``
-        (per control level)."""
+        (per control level); ``errors`` as in fairlearn (default ``"coerce"``)."""
         check_choice(method, "method", "AuditFrame.difference", ("between_groups", "to_overall"))
         if method == "between_groups":
-            return self.group_max() - self.group_min()
-        v, o = self._vs_overall()
+            return self.group_max(errors) - self.group_min(errors)
+        v, o = self._vs_overall(errors)
         return self._per_control((v - o).abs(), "max")
 
-    def ratio(self, method: str = "between_groups") -> pd.Series | pd.DataFrame:
+    def ratio(self, method: str = "between_groups",
+              errors: str = "coerce") -> pd.Series | pd.DataFrame:
         """``between_groups``: min / max per rate; ``to_overall``: smallest of rate/overall and
-        overall/rate (per control level)."""
+        overall/rate (per control level); ``errors`` as in :meth:`difference`."""
         check_choice(method, "method", "AuditFrame.ratio", ("between_groups", "to_overall"))
         if method == "between_groups":
-            return self.group_min() / self.group_max()
-        v, o = self._vs_overall()
+            return self.group_min(errors) / self.group_max(errors)
+        v, o = self._vs_overall(errors)
         with np.errstate(divide="ignore", invalid="ignore"):
             r = np.fmin(v / o, o / v)
         return self._per_control(pd.DataFrame(r, index=v.index, columns=v.columns), "min")
+
+    # --- fairlearn's bootstrap (n_boot with ci_quantiles) ---------------------------------------
+
+    def _bootstrap(self, ci_quantiles: Any, n_boot: Any, seed: Any) -> None:
+        """fairlearn's ``MetricFrame`` bootstrap: ``n_boot`` resamples of all rows with
+        replacement, drawn exactly as fairlearn draws them (a generator seeded with ``seed``
+        gives one uint32 seed per resample; ``RandomState(seed_i).choice(n, n)`` its rows, as
+        ``DataFrame.sample(frac=1, replace=True)`` does), so the ``*_ci`` quantiles equal
+        fairlearn's for the same ``random_state``. Each resample is a full ``AuditFrame``."""
+        from fairprobe._validation import check_int
+        from fairprobe.stats.groups import _columns_of
+
+        qs = [check_real(q, "ci_quantiles", "AuditFrame", lo=0.0, hi=1.0, closed="both")
+              for q in ci_quantiles]
+        if not qs:
+            raise DataError("ci_quantiles is empty: give the quantiles, e.g. [0.025, 0.975].")
+        n_boot = check_int(n_boot, "n_boot", "AuditFrame", lo=1)
+        n = self._n_rows
+        seeds = np.random.default_rng(int(seed)).integers(
+            low=0, high=np.iinfo(np.uint32).max, size=n_boot, dtype=np.uint32)
+        scols, snames = _columns_of(self._boot_args["sensitive_features"])
+        cf = self._boot_args["control_features"]
+        ccols, cnames = _columns_of(cf) if cf is not None else ([], [])
+
+        def take(x: Any, rows: Any) -> Any:
+            return None if x is None else np.asarray(as_1d(x, "column"))[rows]
+
+        args = {k: v for k, v in self._init_args.items() if k != "min_group_size"}
+        for s in seeds.tolist():
+            rows = np.random.RandomState(s).choice(n, size=n, replace=True)
+            self._replicates.append(AuditFrame(
+                y_pred=take(self._inputs["y_pred"], rows), y_true=take(self._inputs["y_true"], rows),
+                scores=take(self._inputs["scores"], rows),
+                sample_weight=take(self._inputs["sample_weight"], rows),
+                sensitive_features={k: take(c, rows) for k, c in zip(snames, scols, strict=True)},
+                control_features=None if cf is None else {
+                    k: take(c, rows) for k, c in zip(cnames, ccols, strict=True)},
+                metrics=self._boot_args["metrics"], zero_division=self.zero_division,
+                min_group_size=self.groups.min_group_size, n_boot=0, **args))
+        self._ci_quantiles = qs
+
+    def _quantiles(self, values: list[Any]) -> list[Any]:
+        if self._ci_quantiles is None:
+            raise DataError("no bootstrap: pass n_boot and ci_quantiles to AuditFrame (as to "
+                            "MetricFrame) for the *_ci quantiles.")
+        first = values[0]
+        if isinstance(first, pd.DataFrame | pd.Series):
+            index = first.index
+            for v in values[1:]:
+                index = index.union(v.index)
+            values = [v.reindex(index) for v in values]
+        # as fairlearn: frames (where a resample may lack a group) skip NaN, series do not
+        q = np.nanquantile if isinstance(first, pd.DataFrame) else np.quantile
+        arr = q(np.stack([np.asarray(v, dtype=float) for v in values]), self._ci_quantiles,
+                axis=0)
+        if isinstance(first, pd.DataFrame):
+            return [pd.DataFrame(a, index=values[0].index, columns=first.columns) for a in arr]
+        if isinstance(first, pd.Series):
+            return [pd.Series(a, index=values[0].index, name=first.name) for a in arr]
+        return list(arr)
+
+    @property
+    def by_group_ci(self) -> list[pd.DataFrame]:
+        """``by_group`` at each of ``ci_quantiles`` over the bootstrap resamples (fairlearn's)."""
+        return self._quantiles([r.by_group for r in self._replicates])
+
+    @property
+    def overall_ci(self) -> list[Any]:
+        """``overall`` at each of ``ci_quantiles`` (fairlearn's)."""
+        return self._quantiles([r.overall for r in self._replicates])
+
+    def group_min_ci(self) -> list[Any]:
+        """``group_min()`` at each of ``ci_quantiles`` (fairlearn's)."""
+        return self._quantiles([r.group_min() for r in self._replicates])
+
+    def group_max_ci(self) -> list[Any]:
+        """``group_max()`` at each of ``ci_quantiles`` (fairlearn's)."""
+        return self._quantiles([r.group_max() for r in self._replicates])
+
+    def difference_ci(self, method: str = "between_groups") -> list[Any]:
+        """``difference(method)`` at each of ``ci_quantiles`` (fairlearn's)."""
+        return self._quantiles([r.difference(method=method) for r in self._replicates])
+
+    def ratio_ci(self, method: str = "between_groups") -> list[Any]:
+        """``ratio(method)`` at each of ``ci_quantiles`` (fairlearn's)."""
+        return self._quantiles([r.ratio(method=method) for r in self._replicates])
 
     # --- summaries with simultaneous intervals -----------------------------------------------
 
@@ -642,10 +856,13 @@ class AuditFrame:
                 why = "fewer than 2 scores"
             else:
                 denom = self._counts[r][1]
-                bad = denom < self.groups.min_group_size
+                bad = (denom < self.groups.min_group_size) | (denom <= 0)
             for i in np.flatnonzero(ok & bad):
-                if r != "mean_score":
-                    why = (f"only {int(denom[i])} instance(s) {_DENOMINATOR.get(r, '')} for "
+                if r != "mean_score" and denom[i] <= 0:
+                    why = (f"no instance {_DENOMINATOR.get(r, '')}: {r} is undefined there "
+                           "(no evidence to compare)")
+                elif r != "mean_score":
+                    why = (f"only {denom[i]:g} instance(s) {_DENOMINATOR.get(r, '')} for "
                            f"{r} (< min_group_size {self.groups.min_group_size})")
                 excluded[labels[i]] = why
             ok &= ~bad
@@ -658,8 +875,7 @@ class AuditFrame:
         """
         name = fairness_metric_name(metric, "AuditFrame.summary")
         if self.control_names:
-            raise DataError("summaries compare groups across the whole frame; with "
-                            "control_features, build one AuditFrame per control level.")
+            return self._control_summary(name, threshold)
         rates, kind = FAIRNESS_METRICS[name]
         for r in rates:
             self._check_rate(r)
@@ -676,7 +892,7 @@ class AuditFrame:
                 raise DataError(
                     f"{name} needs two groups large enough to compare on {r}; only "
                     f"{[labels[i] for i in idx_r]} qualify (excluded: {exc_r}). Lower "
-                    "min_group_size or raise the budget."
+                    "min_group_size (--min-group-size) or add data (--budget)."
                 )
             idxs[r] = idx_r
             for lab, why in exc_r.items():
@@ -687,14 +903,14 @@ class AuditFrame:
         share = 1.0 / len(rates)
         fams = {r: self._family(r, kind, share, idxs[r]) for r in rates}
         worst = {r: worst_pair(f) for r, f in fams.items()}
-        top = max(rates, key=lambda r: worst[r]["estimate"]) if kind == "difference" else rates[0]
+        # several rates (equalized odds): the gap is the largest of the rates' gaps, the ratio
+        # the smallest of their ratios, so the interval is the max (min) of their intervals
+        pick = max if kind == "difference" else min
+        top = pick(rates, key=lambda r: worst[r]["estimate"])
         w = worst[top]
         idx = idxs[top]
-        if kind == "difference":
-            low = max(worst[r]["low"] for r in rates)
-            high = max(worst[r]["high"] for r in rates)
-        else:
-            low, high = w["low"], w["high"]
+        low = pick(worst[r]["low"] for r in rates)
+        high = pick(worst[r]["high"] for r in rates)
         pair = (labels[idx[w["pair"][0]]], labels[idx[w["pair"][1]]])
         smethod = f"{fams[top].method}-simultaneous"
         vs_rest: list[dict[str, Any]] = []
@@ -722,8 +938,7 @@ class AuditFrame:
                                        "interval": _interval(lo[j], hi[j],
                                                              self.confidence_level, smethod)})
         return GroupSummary(
-            metric=name, kind=kind, estimate=float(w["estimate"]) if kind == "ratio"
-            else max(worst[r]["estimate"] for r in rates),
+            metric=name, kind=kind, estimate=float(w["estimate"]),
             pair=pair, low=float(low), high=float(high), rate=top, vs_rest=vs_rest,
             vs_reference=vs_ref, threshold=th, confidence_level=self.confidence_level,
             method=self.method, family_size=sum(f.family_size for f in fams.values()),
@@ -732,7 +947,59 @@ class AuditFrame:
             excluded=excluded, pairs=all_pairs,
             rest_family_size=sum(f.rest_family_size for f in fams.values()),
             rates=tuple(rates),
+            denominators={r: {labels[i]: self._denominator(r, i) for i in idxs[r]}
+                          for r in rates},
         )
+
+    def _denominator(self, rate: str, i: int) -> float:
+        n = (self.groups.sizes if rate == "mean_score" else self._counts[rate][1])[i]
+        return int(n) if float(n).is_integer() else float(n)
+
+    def _control_summary(self, name: str, threshold: float | None) -> GroupSummary:
+        """The summary within each control level, each at level ``1 - alpha / L`` (Bonferroni
+        over the ``L`` levels, so all hold at once), and their worst: the largest gap (or
+        smallest ratio) over levels lies in ``[max low, max high]`` (``[min low, min high]``)
+        whenever every level's interval covers its own."""
+        levels = self._control_levels()
+        order = list(dict.fromkeys(levels.tolist()))
+        row_level = levels[self.groups.codes]
+        alpha = 1.0 - self.confidence_level
+        args = {**self._init_args, "confidence_level": 1.0 - alpha / len(order)}
+        subs: dict[str, GroupSummary] = {}
+        for lev in order:
+            rows = np.flatnonzero(row_level == lev)
+
+            def take(x: Any, rows: Any = rows) -> Any:
+                return None if x is None else np.asarray(as_1d(x, "column"))[rows]
+
+            sub = AuditFrame(
+                y_pred=take(self._inputs["y_pred"]), y_true=take(self._inputs["y_true"]),
+                scores=take(self._inputs["scores"]),
+                sample_weight=take(self._inputs["sample_weight"]),
+                sensitive_features={k: take(v) for k, v in self._sensitive_only.items()},
+                zero_division=self.zero_division, **args)
+            key = lev if isinstance(lev, str) else ", ".join(map(str, lev)) if isinstance(
+                lev, tuple) else str(lev)
+            try:
+                subs[key] = sub.summary(name, threshold=threshold)
+            except DataError as e:
+                raise DataError(f"{name} within control level {key!r}: {e}") from None
+        kind = FAIRNESS_METRICS[name][1]
+        pick = max if kind == "difference" else min
+        worst = pick(subs, key=lambda k: subs[k].estimate)
+        w = subs[worst]
+        from dataclasses import replace
+
+        return replace(
+            w, low=pick(x.low for x in subs.values()), high=pick(x.high for x in subs.values()),
+            confidence_level=self.confidence_level,
+            family_size=sum(x.family_size for x in subs.values()),
+            pair=(f"{worst}: {w.pair[0]}", f"{worst}: {w.pair[1]}"), by_control=subs,
+            compared=tuple(f"{k}: {g}" for k, x in subs.items() for g in x.compared),
+            excluded={f"{k}: {g}": why for k, x in subs.items() for g, why in x.excluded.items()},
+            denominators={r: {f"{k}: {g}": n for k, x in subs.items()
+                              for g, n in x.denominators.get(r, {}).items()}
+                          for r in w.denominators})
 
     # --- output ------------------------------------------------------------------------------
 
@@ -818,3 +1085,35 @@ def _takes_weight(f: Any) -> bool:
 def _plain(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
 
+
+
+def _weight_of_sample_params(sample_params: Any, sample_weight: Any) -> Any:
+    """The one weight column of fairlearn's ``sample_params``: ``{"sample_weight": w}`` or
+    ``{metric: {"sample_weight": w}}`` with the same ``w`` for every metric (fairprobe weights
+    every rate alike)."""
+    from collections.abc import Mapping
+
+    if not isinstance(sample_params, Mapping):
+        raise DataError("sample_params must be a dict: {'sample_weight': w} or "
+                        "{metric name: {'sample_weight': w}}.")
+    if all(isinstance(v, Mapping) for v in sample_params.values()) and sample_params:
+        per = list(sample_params.values())
+    else:
+        per = [sample_params]
+    weights = []
+    for p in per:
+        other = sorted(set(p) - {"sample_weight"})
+        if other:
+            raise DataError(f"sample_params: only 'sample_weight' is taken (got {other}); pass "
+                            "other per-metric arguments with functools.partial in metrics.")
+        if "sample_weight" in p:
+            weights.append(np.asarray(as_1d(p["sample_weight"], "sample_weight"), dtype=float))
+    if not weights:
+        return sample_weight
+    if len(weights) != len(per) or any(
+            w.shape != weights[0].shape or not np.array_equal(w, weights[0]) for w in weights):
+        raise DataError("sample_params gives different sample_weight to different metrics; "
+                        "fairprobe weights every rate alike: build one AuditFrame per weight.")
+    if sample_weight is not None:
+        raise DataError("give sample_weight or sample_params, not both.")
+    return weights[0]
