@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8765
 SEED   ?= 0
 
-.PHONY: demo report test install install-dev servers lint typecheck pytest bench dist package-check clean
+.PHONY: demo report test install install-dev servers lint typecheck pytest bench docs dist package-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -70,7 +70,13 @@ pytest: install-dev
 test: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
+
+# the documentation site, in strict mode: a broken link, a missing reference or a docstring
+# warning fails the build (site/index.html; not versioned)
+docs: install-dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 bench: install
 	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done
@@ -86,4 +92,4 @@ package-check: dist
 	.ci/smoke_core.sh dist
 
 clean:
-	rm -rf $(VENV) $(SERVERS) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SERVERS) site build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
