@@ -7,6 +7,7 @@ the report so that both can use it (``docs/architecture.md``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from fairprobe.provenance import Provenance
 
 __all__ = [
+    "Job",
     "RESULT_KINDS",
     "SCHEMA",
     "result_document",
@@ -241,3 +243,49 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     except _Refused as exc:
         raise DataError(f"{name} is refused: it holds {exc}.") from None
     return doc
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """A finished command: its result, what it was computed from, and the document of both.
+
+    Every command's work is one library call that returns a ``Job`` (``audit_model`` returns its
+    own subclass); the command only parses flags, calls it, prints ``result`` and writes
+    :meth:`to_dict`, so a Python user gets exactly what ``--json`` writes.
+
+    Attributes
+    ----------
+    kind : str
+        One of :data:`RESULT_KINDS`.
+    result : object
+        The method's result (it has ``to_dict()``; most have ``verdict`` and ``finding``).
+    provenance : Provenance
+        What the result was computed from (seed, pool, backend, answers paid and cached).
+    extra : dict
+        Fields the document holds beside the result's own.
+    """
+
+    kind: str
+    result: Any
+    provenance: Any
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str | None:
+        """The result's verdict, when it has one."""
+        v = getattr(self.result, "verdict", None)
+        return None if v is None else str(v)
+
+    def body(self) -> dict[str, Any]:
+        """The result's fields and :attr:`extra`: the document without its envelope."""
+        out = to_jsonable(self.result)
+        if not isinstance(out, dict):
+            raise InvalidParameterError(
+                f"The result of a {self.kind} job must convert to a mapping; got "
+                f"{type(self.result).__name__}.")
+        out.update(to_jsonable(self.extra))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result document ``{"schema", "kind", "provenance", ...}`` the command writes."""
+        return result_document(self.kind, self.body(), self.provenance)
