@@ -5,20 +5,21 @@ BIN    := $(VENV)/bin
 PORT   ?= 8765
 SEED   ?= 0
 
-.PHONY: demo report test install install-dev servers lint typecheck pytest bench docs dist package-check clean
+.PHONY: demo report test install install-dev servers lint typecheck pytest bench docs dist package-check floors-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# Installs are stamped: a second `make demo` / `make test` skips pip unless pyproject.toml
-# changed (the package is installed editable, so source edits need no reinstall).
-$(VENV)/.installed-all: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[all]"
+# Installs are stamped: a second `make demo` / `make test` skips pip unless pyproject.toml or
+# constraints.txt (the tested versions) changed (the package is installed editable, so source
+# edits need no reinstall).
+$(VENV)/.installed-all: pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[all]"
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[all,dev]"
+$(VENV)/.installed-dev: pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[all,dev]"
 	touch $@ $(VENV)/.installed-all
 
 # every extra: the demo uses the platform server, the radius solver and the report
@@ -90,6 +91,10 @@ dist: install-dev
 # the wheel's light core alone in a fresh venv: import, --help, an audit of a local model
 package-check: dist
 	.ci/smoke_core.sh dist
+
+# the same smoke test with every core dependency at the lowest release pyproject.toml admits
+floors-check: dist
+	FLOORS=1 .ci/smoke_core.sh dist
 
 clean:
 	rm -rf $(VENV) $(SERVERS) site build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
