@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -113,8 +113,8 @@ def sequential_job(
         budget=parse_budget(budget), seed=seed, alpha=alpha, beta=beta, test_options=opts,
     )  # fmt: skip
     if input is not None:
-        result = _pool_mode(_table(input, "--input file"), group_col, group_a, decision_col,
-                            score_col, logit_col, label_col, repeats, common, progress,
+        cols = _PoolColumns(group_col, group_a, decision_col, score_col, logit_col, label_col)
+        result = _pool_mode(_table(input, "--input file"), cols, repeats, common, progress,
                             partial if partial is not None else [], _split(pair))
     else:
         result = _live_mode(backend, queries, _split(feature_cols), group_col, group_a,
@@ -129,14 +129,20 @@ def partial_job(done: Any, seed: int) -> Job:
     return Job("sequential", done, Provenance.capture(seed=seed), {"interrupted": True})
 
 
+class _PoolColumns(NamedTuple):
+    """The pool table's columns: the group (and group a), the answers and the labels."""
+
+    group: str
+    group_a: str | None
+    decision: str | None
+    score: str | None
+    logit: str | None
+    label: str | None
+
+
 def _pool_mode(
     df: pd.DataFrame,
-    group_col: str,
-    group_a: str | None,
-    decision_col: str | None,
-    score_col: str | None,
-    logit_col: str | None,
-    label_col: str | None,
+    cols: _PoolColumns,
     repeats: int,
     common: dict[str, Any],
     progress: Callable[[int], None] | None,
@@ -147,26 +153,21 @@ def _pool_mode(
 
     if common["budget"] == "all":
         common["budget"] = len(df)
-    if group_col not in df.columns:
-        raise ConfigError(f"Group column {group_col!r} (--group-col) is not in the --input file.")
-    n_groups = df[group_col].dropna().nunique()
-    if pair is not None or (n_groups > 2 and group_a is None):
-        return _groups_mode(df, group_col, decision_col, score_col, logit_col, label_col,
-                            repeats, common, progress, partial, pair)  # fmt: skip
+    if cols.group not in df.columns:
+        raise ConfigError(f"Group column {cols.group!r} (--group-col) is not in the --input file.")
+    n_groups = df[cols.group].dropna().nunique()
+    if pair is not None or (n_groups > 2 and cols.group_a is None):
+        return _groups_mode(df, cols, repeats, common, progress, partial, pair)
     pool = AuditPool.from_frame(
-        df, group_col, decision_col=decision_col, score_col=score_col, logit_col=logit_col,
-        label_col=label_col, group_a=group_a,
+        df, cols.group, decision_col=cols.decision, score_col=cols.score, logit_col=cols.logit,
+        label_col=cols.label, group_a=cols.group_a,
     )  # fmt: skip
     return run_pool(pool, repeats=repeats, progress=progress, partial=partial, **common)
 
 
 def _groups_mode(
     df: pd.DataFrame,
-    group_col: str,
-    decision_col: str | None,
-    score_col: str | None,
-    logit_col: str | None,
-    label_col: str | None,
+    cols: _PoolColumns,
     repeats: int,
     common: dict[str, Any],
     progress: Callable[[int], None] | None,
@@ -181,7 +182,7 @@ def _groups_mode(
             "or name the audited group with --group-a to compare it with the rest."
         )
     access = common["access"]
-    col = {"decisions": decision_col, "scores": score_col, "logits": logit_col}[access]
+    col = {"decisions": cols.decision, "scores": cols.score, "logits": cols.logit}[access]
     if col is None:
         flag = {"decisions": "decision", "scores": "score", "logits": "logit"}[access]
         raise ConfigError(f"--access {access} needs the pool's {access}: pass --{flag}-col.")
@@ -191,7 +192,7 @@ def _groups_mode(
             raise ConfigError(f"--pair takes two groups 'G1,G2'; got {','.join(pair)!r}.")
         chosen = (pair[0], pair[1])
     return run_groups(
-        df, group_col, col, access=access, metric=common["metric"], label_col=label_col,
+        df, cols.group, col, access=access, metric=common["metric"], label_col=cols.label,
         pair=chosen, tolerance=common["tolerance"], budget=common["budget"], repeats=repeats,
         seed=common["seed"], alpha=common["alpha"], beta=common["beta"], partial=partial,
         progress=progress,
