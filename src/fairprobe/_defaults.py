@@ -8,3 +8,9 @@ CLI's command tree must stay light: ``tests/cli/test_packaging.py``)."""
 #: ``y_true = 1`` instances for TPR) below it and leaves them out of the summaries, and a
 #: two-group question on one is ``undetermined`` with the reason.
 DEFAULT_MIN_GROUP_SIZE = 1
+
+#: The default platform on the Adult test split (docs/twosource.md): positive rates and the
+#: unprivileged share, the planning rates of ``twosource`` and ``twosource plan``.
+PLATFORM_RATE_FEMALE = 0.1205
+PLATFORM_RATE_MALE = 0.4686
+PLATFORM_SHARE_FEMALE = 0.333
