@@ -16,11 +16,11 @@ it has finished and ``c_j`` is its whole contribution; otherwise it may still ad
 
 The interval (declared liar bound ``K``). The liars are an unknown set ``S*`` of at most ``K``
 sources; sources excluded on a *proof* of fraud are liars for certain and are dropped, which
-uses up ``K`` (``K' = K - #proven``; more proven than declared: forced undetermined). For any
-hypothesis ``S`` (``|S| <= K'``) the truth is ``DP(sum_{j not in S} c_j + F)`` for some unseen
+do not use up ``K``: the assumption is "at most ``K`` liars besides the proven ones". For any
+hypothesis ``S`` (``|S| <= K``) the truth is ``DP(sum_{j not in S} c_j + F)`` for some unseen
 ``F >= 0`` of mass at most ``U``. The interval is the hull of all of them::
 
-    high = max_{|S| <= K', |F| <= U} DP(sum_{j not in S} c_j + F),
+    high = max_{|S| <= K, |F| <= U} DP(sum_{j not in S} c_j + F),
     low  = min_{...} (the same with the groups swapped, negated).
 
 **Theorem.** If the honest auditors report their counts truthfully and at most ``K`` sources lie
@@ -67,6 +67,7 @@ from fairprobe.stats.finding import Finding, Question, decide_array
 
 __all__ = [
     "CONSTRUCTION",
+    "answer_flips",
     "bounded_intervals",
     "certified_ks",
     "dp_range",
@@ -88,15 +89,23 @@ GRID = 8
 _EPS = 1e-12
 
 
-def unseen_mass(counts: npt.ArrayLike, held_round: npt.ArrayLike, n: int, rounds: int) -> FloatArray:
+def unseen_mass(
+    counts: npt.ArrayLike, held_round: npt.ArrayLike, n: int, rounds: int,
+    querying: int | None = None,
+) -> FloatArray:
     """Records a source may still add after the held entry: ``n (R - r_j)`` unless it finished.
 
     ``counts``: (..., V, 4) held cumulative vectors; ``held_round``: (..., V) their rounds (0: no
     entry held). A source with ``A + B < n r`` ran out of records (an honest one issues ``n`` a
-    round while it has any), so it adds nothing more.
+    round while it has any), so it adds nothing more. ``querying``: the last round in which
+    queries were issued (default ``rounds``); an audit that stops before ``rounds`` (the
+    rounds that exhaust every query set) leaves the records not queried unseen, and entries
+    of the closing rounds count as of round ``querying``.
     """
     c = np.asarray(counts, dtype=np.float64)
     r = np.asarray(held_round, dtype=np.float64)
+    if querying is not None:
+        r = np.minimum(r, float(querying))
     m = c[..., 1] + c[..., 3]
     done = m < n * r
     out: FloatArray = np.where(done, 0.0, n * np.maximum(rounds - r, 0.0))
@@ -148,22 +157,24 @@ def bounded_intervals(
     max_liars: int,
     proven: npt.ArrayLike | None = None,
     grid: int = GRID,
+    querying: int | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """``(estimate, low, high)`` per auditor (rows of ``tables``, shape (N, V, 4)).
 
     ``held_round`` (N, V): round of each held entry (0: none); ``proven`` (N, V): sources the
-    auditor excluded on a proof of fraud (dropped; each uses up one of ``max_liars``). Where more
-    sources are proven liars than declared, the bounds are ``nan`` (undetermined).
+    auditor excluded on a proof of fraud (dropped; ``max_liars`` more may lie besides them).
     """
     t = np.asarray(tables, dtype=np.float64)
     hr = np.asarray(held_round)
     pr = np.zeros(hr.shape, dtype=bool) if proven is None else np.asarray(proven, dtype=bool)
     keep = (hr >= 1) & ~pr
     v = np.where(keep[..., None], t, 0.0)
-    u = np.where(keep, unseen_mass(t, hr, n, rounds), 0.0)
+    u = np.where(keep, unseen_mass(t, hr, n, rounds, querying), 0.0)
     # a source with no entry held yet may be honest with up to n R records (unless proven)
     u = np.where((hr < 1) & ~pr, float(n * rounds), u).sum(axis=-1)
-    k_left = int(max_liars) - pr.sum(axis=-1)
+    # proven liars are dropped and do not use up K: the assumption is "at most K liars
+    # besides those proven", so catching liars never costs a verdict
+    k_left = np.full(pr.shape[:-1], int(max_liars), dtype=np.int64)
     tot = v.sum(axis=-2)
     with np.errstate(all="ignore"):
         est = tot[..., 0] / tot[..., 1] - tot[..., 2] / tot[..., 3]
@@ -278,25 +289,88 @@ def flip_masses(tables: npt.ArrayLike, tau: float, verdicts: npt.ArrayLike) -> F
     return out
 
 
+def answer_flips(
+    tables: npt.ArrayLike,
+    held_round: npt.ArrayLike,
+    low: npt.ArrayLike,
+    high: npt.ArrayLike,
+    verdicts: npt.ArrayLike,
+    *,
+    tau: float,
+    max_liars: int,
+    proven: npt.ArrayLike | None = None,
+) -> FloatArray:
+    r"""Least number of committed answers that must be false for the verdict to differ from
+    the one the true answers give (a lower bound, ``nan`` for an undetermined verdict).
+
+    Flipping one answer of group A changes that group's positives by one and nothing else, so
+    for every hypothesis of the hull (a removal ``S`` of at most ``K`` sources and any unseen
+    mass) it moves ``DP`` by at most ``1 / A_{-S}`` (``1 / B_{-S}`` for group B), where
+    ``A_{-S}`` is the group-A count held outside ``S``. Hence ``f`` flips move each endpoint of
+    the interval by at most ``f / m_min`` with ``m_min = min_S min(A_{-S}, B_{-S})`` (``S``
+    the ``K`` largest holders of the group), and the verdict of ``decide`` can only change
+    once an endpoint crosses a band edge: ``f >= gap * m_min`` where ``gap`` is the distance
+    from the interval to the nearest band edge it must cross (``low - tau`` or ``-tau - high``
+    for "unfair"; ``min(tau - high, low + tau)`` for "fair"). The true-answer view and the
+    reported one differ by exactly the falsified answers, so if their verdicts differ at least
+    ``floor(gap * m_min)`` answers were falsified, whoever falsified them.
+    """
+    t = np.asarray(tables, dtype=np.float64)
+    hr = np.asarray(held_round)
+    pr = np.zeros(hr.shape, dtype=bool) if proven is None else np.asarray(proven, dtype=bool)
+    keep = (hr >= 1) & ~pr
+    v = np.where(keep[..., None], t, 0.0)
+    k = max(int(max_liars) - 0, 0)
+    out: FloatArray = np.full(v.shape[:-2], np.nan)
+    mins = []
+    for col in (1, 3):
+        g = np.sort(v[..., col], axis=-1)  # ascending: the k largest are the last k
+        tot = g.sum(axis=-1)
+        top = g[..., g.shape[-1] - min(k, g.shape[-1]):].sum(axis=-1) if k else 0.0
+        mins.append(tot - top)
+    m_min = np.minimum(mins[0], mins[1])
+    lo = np.asarray(low, dtype=np.float64)
+    hi = np.asarray(high, dtype=np.float64)
+    ver = np.asarray(verdicts)
+    tau = float(tau)
+    with np.errstate(invalid="ignore"):
+        gap = np.where(
+            ver == "fair", np.minimum(tau - hi, lo + tau),
+            np.where(lo > tau, lo - tau, -tau - hi),
+        )
+    ok = (ver != "undetermined") & np.isfinite(gap) & (m_min > 0)
+    out[ok] = np.floor(np.maximum(gap[ok], 0.0) * m_min[ok] + 1e-9)
+    return out
+
+
 def escape_bound(flip_mass: float | None, rate: float | None) -> float | None:
-    """``(1 - c)^flip_mass``: the chance a source that fabricated ``flip_mass`` answers, each
-    challenged with probability ``c``, is never caught (None without verification)."""
+    """``(1 - c)^F``: the chance that ``F`` falsified answers, each challenged with probability
+    at least ``c`` (:class:`fairprobe.collab.verify.ChallengeCore`), are all left unchallenged
+    (None without verification). With ``F`` from :func:`answer_flips` it bounds the chance
+    that this verdict differs from the true answers' verdict and no proof of fraud was found
+    (docs/collab.md, "The escape bound")."""
     if rate is None or flip_mass is None or not math.isfinite(float(flip_mass)):
         return None
     return float(math.exp(float(flip_mass) * math.log1p(-float(rate)))) if rate < 1 else 0.0
 
 
 def global_interval(
-    lows: npt.ArrayLike, highs: npt.ArrayLike, max_liars: int, *, liar_reports: int = 0
+    lows: npt.ArrayLike, highs: npt.ArrayLike, max_liars: int, *, liar_reports: int = 0,
+    majority: bool = True,
 ) -> tuple[float, float]:
     """The regulator's interval from the ``N`` honest intervals and ``liar_reports`` reports of
-    ``[0, 0]`` (the attackers' "fair"): the ``(K+1)``-th largest low and ``(K+1)``-th smallest
-    high. At most ``K`` reports are fake and every honest one covers ``theta``, so this covers it
-    too (whatever the fake ones say). If that interval is empty, more than ``K`` reports lie:
-    ``nan`` (undetermined)."""
+    ``[0, 0]`` (the attackers' "fair"): the ``(k+1)``-th largest low and ``(k+1)``-th smallest
+    high, with ``k = max(K, floor((V - 1) / 2))`` over the ``V`` reports (``majority``; else
+    ``k = K``). If at most ``k`` reports are fake and every honest one covers ``theta``, this
+    covers it too, whatever the fake ones say: so ``K + 1 .. floor((V-1)/2)`` fake reports
+    (an honest majority) cannot flip it. When the honest intervals agree (after the closing
+    rounds they do) the wider allowance costs nothing: the ``(k+1)``-th statistic is still
+    theirs. If the interval is empty, more than ``k`` reports lie: ``nan`` (undetermined)."""
     lo = np.concatenate([np.asarray(lows, dtype=np.float64), np.zeros(liar_reports)])
     hi = np.concatenate([np.asarray(highs, dtype=np.float64), np.zeros(liar_reports)])
     k = int(max_liars)
+    if majority and k >= 0:
+        k = max(k, (lo.size - 1) // 2)
     if k >= lo.size or np.isnan(lo).all():
         return math.nan, math.nan
     lo_s = np.sort(np.where(np.isnan(lo), -np.inf, lo))[::-1]
@@ -337,7 +411,8 @@ def make_finding(
             "the interval that holds whichever "
             f"{int(max_liars)} source(s) lie, with the records not yet held, meets the band edge"
             if math.isfinite(low) and math.isfinite(high)
-            else "no interval: more proven liars than declared, or a group with no data"
+            else "no interval: a group with no data, or more reports contradict the others than the "
+            "regulator's rule allows"
         )
     return Finding(q, estimate, low, high, level, CONSTRUCTION, "conditional", reason=reason,
                    counts=c)

@@ -65,6 +65,8 @@ from fairprobe.errors import InvalidParameterError, ProtocolError
 
 __all__ = [
     "ROOT_BYTES",
+    "ChallengeCore",
+    "ChallengeRequest",
     "ChallengeSpec",
     "CommittingSigner",
     "CommittingVerifier",
@@ -75,12 +77,16 @@ __all__ = [
     "VerifyConfig",
     "assign_claimed_answers",
     "challenge_allocation",
+    "challenge_count",
     "challenge_indices",
     "challenge_message",
     "committed_entry_bytes",
     "exclude_source",
     "leaf_counts",
     "leaf_hash",
+    "max_openings",
+    "prefix_root",
+    "simulate_challenges",
     "simulate_verification",
     "verify_opening",
 ]
@@ -245,6 +251,44 @@ def root_from_path(
             h_ = _node_hash(h_, bytes(sh), c2) if k % 2 == 0 else _node_hash(bytes(sh), h_, c2)
             c = c2
         k //= 2
+        width = (width + 1) // 2
+        level += 1
+    if next(it, None) is not None:
+        return None
+    return h_, c  # type: ignore[return-value]
+
+
+def prefix_root(
+    k: int, m: int, leaf: bytes, counts: Sequence[int],
+    path: Sequence[tuple[bytes, Sequence[int]]],
+) -> tuple[bytes, tuple[int, int, int, int]] | None:
+    """``(root, total counts)`` of the tree over the first ``k + 1`` leaves, from the path of
+    leaf ``k`` in the tree over ``m > k`` leaves (None if the path has the wrong shape).
+
+    Leaf ``k`` is the last leaf of the smaller tree: at each level its node there has a sibling
+    exactly when its index is odd (a full left subtree, the same node in both trees); otherwise
+    it is promoted. So the left siblings of the path, folded in order, give the smaller root.
+    With :func:`root_from_path` on the same opening this proves that the first ``k + 1`` leaves
+    under both roots are the same (collision resistance of SHA-256)."""
+    if not 0 <= k < m:
+        return None
+    h_, c = leaf, tuple(int(x) for x in counts)
+    width, level, kk = m, 0, k
+    it = iter(path)
+    while width > 1:
+        s = kk ^ 1
+        if s < width:
+            try:
+                sh, sc = next(it)
+            except StopIteration:
+                return None
+            if kk % 2 == 1:  # a left sibling: in the smaller tree too
+                lo = s << level
+                if not _counts_ok(sc, 1 << level) or lo + (1 << level) > k + 1:
+                    return None
+                c = tuple(x + int(y) for x, y in zip(c, sc, strict=True))
+                h_ = _node_hash(bytes(sh), h_, c)
+        kk //= 2
         width = (width + 1) // 2
         level += 1
     if next(it, None) is not None:
@@ -423,15 +467,95 @@ def challenge_message(prover: str, round_: int, root: bytes) -> bytes:
     return CHALLENGE_TAG + struct.pack(">H", len(raw)) + raw + struct.pack(">Q", round_) + root
 
 
-def challenge_indices(seed: bytes | int, m: int, c: int) -> list[int]:
-    """``min(c, m)`` distinct leaf indices in ``[0, m)``, drawn from ``seed`` (sorted)."""
+def challenge_indices(seed: bytes | int, m: int, c: int, lo: int = 0) -> list[int]:
+    """``min(c, m - lo)`` distinct leaf indices in ``[lo, m)``, drawn from ``seed`` (sorted).
+
+    ``lo`` is where the challenger's previous challenge of this prover ended
+    (:class:`ChallengeCore`): only leaves committed since then are drawn, uniformly."""
     check_int(m, "m", "challenge_indices", lo=0)
     check_int(c, "c", "challenge_indices", lo=0)
-    if m == 0 or c == 0:
+    check_int(lo, "lo", "challenge_indices", lo=0)
+    width = m - lo
+    if width <= 0 or c == 0:
         return []
     s = int.from_bytes(hashlib.sha256(seed).digest(), "big") if isinstance(seed, bytes) else seed
     rng = np.random.default_rng(s)
-    return sorted(int(x) for x in rng.choice(m, size=min(c, m), replace=False))
+    return sorted(lo + int(x) for x in rng.choice(width, size=min(c, width), replace=False))
+
+
+def challenge_count(rate: float, new_leaves: int) -> int:
+    """Leaves a challenger opens among ``new_leaves`` leaves committed since its last challenge
+    of the prover: ``ceil(rate * new_leaves)`` (0 when there are none).
+
+    Drawn uniformly without replacement, each new leaf is opened with probability
+    ``ceil(rate d) / d >= rate``, whatever round it was committed in (the rule behind
+    :func:`fairprobe.collab.bounded.escape_bound`, proof in docs/collab.md)."""
+    d = int(new_leaves)
+    if d <= 0 or rate <= 0:
+        return 0
+    return min(d, int(math.ceil(float(rate) * d - 1e-9)))
+
+
+@dataclass(frozen=True)
+class ChallengeRequest:
+    """One planned challenge: open ``count`` leaves of ``prover``'s root over ``m`` leaves
+    among ``[lo, m)``, plus the link leaf ``lo - 1`` when ``lo > 0`` (prefix consistency)."""
+
+    prover: str
+    lo: int
+    m: int
+    count: int
+
+    @property
+    def link(self) -> int | None:
+        return self.lo - 1 if self.lo > 0 else None
+
+
+@dataclass
+class ChallengeCore:
+    """The challenge rule of one honest challenger, free of I/O (simulator and nodes run it).
+
+    Every round (closing rounds included), for each live neighbour ``u`` whose latest held root
+    covers ``m > lo`` leaves, ``lo`` being the leaves covered by this challenger's previous
+    challenge of ``u``, it plans :func:`challenge_count` ``(rate, m - lo)`` leaves drawn
+    uniformly in ``[lo, m)``, and the link leaf ``lo - 1``: its path must reproduce both the new
+    root and the root over ``lo`` leaves it challenged before (:func:`prefix_root`), so a prover
+    cannot rewrite leaves it committed earlier. :meth:`covered` is called once the challenge
+    has been answered (or has failed: the caller then widens, see ``bounded``).
+    """
+
+    rate: float
+    checked: dict[str, int] = field(default_factory=dict)
+
+    def plan(self, held: Mapping[str, int], live: Iterable[str]) -> list[ChallengeRequest]:
+        """Requests for the neighbours ``live`` (in that order); ``held[u]`` is the number of
+        leaves under ``u``'s latest held root."""
+        out = []
+        for u in live:
+            m = int(held.get(u, 0))
+            lo = int(self.checked.get(u, 0))
+            if m > lo:
+                c = challenge_count(self.rate, m - lo)
+                if c:
+                    out.append(ChallengeRequest(u, lo, m, c))
+        return out
+
+    def covered(self, prover: str, m: int) -> None:
+        """Leaves ``[0, m)`` of ``prover`` have been challenged."""
+        self.checked[prover] = max(int(m), int(self.checked.get(prover, 0)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rate": self.rate, "checked": dict(self.checked)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ChallengeCore:
+        return cls(float(d["rate"]), {str(k): int(v) for k, v in d.get("checked", {}).items()})
+
+
+def max_openings(rate: float, lo: int, m: int) -> int:
+    """Openings a prover serves for one challenge of ``[lo, m)``: the drawn leaves and the
+    link leaf (a challenger that asks more is refused)."""
+    return challenge_count(rate, m - lo) + (1 if lo > 0 else 0)
 
 
 @dataclass(frozen=True)
@@ -911,4 +1035,85 @@ def simulate_verification(
         # proven[i][j]: honest auditor i excluded source j on a proof by the end (the
         # bounded verdict drops it as a certain liar)
         "proven": (~keep).tolist(),
+    }
+
+
+def simulate_challenges(
+    hist: Any, cfg: Any, rate: float, *, population: Any,
+) -> dict[str, Any]:
+    """The challenges of one simulated audit, by the rule of :class:`ChallengeCore`.
+
+    ``hist`` is the simulator's :class:`~fairprobe.collab.simulate.Histories`. Every honest
+    auditor runs one :class:`ChallengeCore` over its neighbours, at the end of every round
+    ``t = 1 .. R + D`` (``D`` closing rounds: the largest gossip lag, at least 1), on the
+    entry of each neighbour it then holds (round ``t`` for a neighbour, capped at ``R``).
+    An attacker's falsified answers are known exactly for an answer-level strategy
+    (``hist.lies``); a count-level one backs each increment with records drawn at the
+    population's rates and falsifies the fewest answers (``|da - Bin(dA, p_A)| + ...``). A
+    challenge of ``count`` leaves among ``d`` new ones of which ``f`` are false finds a proof
+    with the hypergeometric probability ``1 - C(d - f, count) / C(d, count)``; the finder
+    excludes the source at once, every other honest auditor one round later (the proof is
+    sent to every roster member), if that is still within the audit.
+
+    Returns ``proven`` (N, V): honest auditor ``i`` excluded source ``j`` on a proof by the end;
+    ``first_proof_round`` per attacker (None: never); ``challenges`` (opened leaves re-asked:
+    the extra queries); ``links`` (link openings, not re-asked); ``lies`` per attacker.
+    """
+    R = hist.H.shape[0] - 1
+    V = hist.H.shape[1]
+    att, hon, lag, adj = hist.att, hist.hon, hist.lag, hist.adj
+    K, N = att.size, hon.size
+    rng = np.random.default_rng(np.random.SeedSequence([int(cfg.seed), 0x5EED, 27]))
+    if hist.lies is not None:
+        lies = np.asarray(hist.lies, dtype=np.int64)
+    else:
+        pa = population.positives_a / population.size_a
+        pb = population.positives_b / population.size_b
+        d_att = hist.delta[:, att]
+        xa = rng.binomial(d_att[..., 1], pa)
+        xb = rng.binomial(d_att[..., 3], pb)
+        lies = np.abs(d_att[..., 0] - xa) + np.abs(d_att[..., 2] - xb)
+    Lc = np.zeros((R + 1, K), dtype=np.int64)
+    Lc[1:] = np.cumsum(lies, axis=0)  # falsified leaves under each attacker's round-t root
+    M = hist.H[:, :, 1] + hist.H[:, :, 3]  # (R + 1, V) leaves under each round's root
+    D = max(1, int(lag.max()) if lag.size else 1)
+    kk_of = {int(j): kk for kk, j in enumerate(att.tolist())}
+    excl = np.full((N, K), INF_ROUND, dtype=np.int64)
+    first = np.full(K, INF_ROUND, dtype=np.int64)
+    cores = [ChallengeCore(float(rate)) for _ in range(N)]
+    nbrs = [[int(u) for u in np.flatnonzero(adj[i])] for i in hon.tolist()]
+    challenges = links = 0
+    for t in range(1, R + D + 1):
+        for h, i in enumerate(hon.tolist()):
+            live = [u for u in nbrs[h] if not (u in kk_of and excl[h, kk_of[u]] <= t)]
+            s_of = {u: min(max(t - int(lag[i, u]), 0), R) for u in live}
+            held = {str(u): int(M[s_of[u], u]) for u in live}
+            for req in cores[h].plan(held, [str(u) for u in live]):
+                u = int(req.prover)
+                challenges += req.count
+                links += 1 if req.link is not None else 0
+                cores[h].covered(req.prover, req.m)
+                kk = kk_of.get(u)
+                if kk is None:
+                    continue
+                col = M[:, u]
+                s_hi = int(np.searchsorted(col, req.m, side="left"))
+                s_lo = int(np.searchsorted(col, req.lo, side="left"))
+                bad = int(Lc[s_hi, kk] - Lc[s_lo, kk])
+                d = req.m - req.lo
+                if bad and rng.hypergeometric(bad, d - bad, req.count) > 0:
+                    first[kk] = min(first[kk], t)
+                    excl[:, kk] = np.minimum(excl[:, kk], t + 1)
+                    excl[h, kk] = min(excl[h, kk], t)
+    done = excl <= R + D
+    proven = np.zeros((N, V), dtype=bool)
+    proven[:, att] = done
+    return {
+        "proven": proven,
+        "first_proof_round": [None if x >= INF_ROUND else int(x) for x in first],
+        "challenges": int(challenges),
+        "links": int(links),
+        "proof_checks": int(done.sum()),
+        "lies": [int(x) for x in Lc[R]],
+        "closing_rounds": D,
     }

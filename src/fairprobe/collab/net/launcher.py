@@ -485,7 +485,7 @@ def _bounded_summary(bounded: list[dict[str, Any]], liars: int, tau: float, *,
     hi = [nan if b["high"] is None else float(b["high"]) for b in bounded]
     # proofs are transferable: the proven liars' reports are dropped, each uses up one of K
     proven = set().union(*(b.get("proven_liars") or [] for b in bounded))
-    k_reg = K - len(proven)
+    k_reg = K  # proven liars do not use up K (fairprobe.collab.bounded)
     g_lo, g_hi = (global_interval(lo, hi, k_reg, liar_reports=max(liars - len(proven), 0))
                   if k_reg >= 0 else (nan, nan))
     flips = [b["flip_mass"] for b in bounded if b.get("flip_mass") is not None]
