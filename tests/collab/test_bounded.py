@@ -112,13 +112,15 @@ def test_unseen_mass_and_proven_liars():
     assert lo[0] < 0.0 < 0.25 + 0.15 < hi[0]  # the unheld source may hold 30 records of anything
     proven = np.array([[False, True, False]])
     held2 = np.array([[3, 3, 3]])
-    est, lo, hi = bounded_intervals(tab, held2, n=10, rounds=3, max_liars=1, proven=proven)
-    assert lo[0] == pytest.approx(-0.4) and hi[0] == pytest.approx(-0.4)  # K' = 0, complete
-    _, lo, _ = bounded_intervals(tab, held2, n=10, rounds=3, max_liars=0, proven=proven)
-    assert math.isnan(lo[0])  # more proven liars than declared: no verdict
+    # the proven liar is dropped and does not use up K: K = 0 besides it, complete
+    est, lo, hi = bounded_intervals(tab, held2, n=10, rounds=3, max_liars=0, proven=proven)
+    assert lo[0] == pytest.approx(-0.4) and hi[0] == pytest.approx(-0.4)
+    # with K = 1 besides the proven one (removing the only other source empties a group)
+    _, lo1, hi1 = bounded_intervals(tab, held2, n=10, rounds=3, max_liars=1, proven=proven)
+    assert lo1[0] <= -0.4 <= hi1[0]
     # a liar proven before any of its entries arrived adds no unseen mass
     held3 = np.array([[3, 0, 3]])
-    _, lo, hi = bounded_intervals(tab, held3, n=10, rounds=3, max_liars=1, proven=proven)
+    _, lo, hi = bounded_intervals(tab, held3, n=10, rounds=3, max_liars=0, proven=proven)
     assert lo[0] == pytest.approx(-0.4) and hi[0] == pytest.approx(-0.4)
 
 

@@ -40,8 +40,8 @@ from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.collab.attacker import ATTACKS, AttackContext, AttackStrategy, get_attack
 from fairprobe.collab.baselines import get_aggregator
 from fairprobe.collab.bounded import (
-    bounded_intervals,
     answer_flips,
+    bounded_intervals,
     escape_bound,
     global_interval,
     make_finding,
