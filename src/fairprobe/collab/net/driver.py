@@ -261,6 +261,8 @@ class Driver:
                 return self.core.pass_round()
         if isinstance(self.core, AttackerCore):
             with self.lock:  # its leaves are built while the entry is signed
+                if self.log is not None and self._strategy.level == "answers":
+                    return self._answer_step(t)
                 return self.core.fabricate()
         assert self.sampler is not None
         if self.sampler.remaining == 0:
@@ -324,7 +326,8 @@ class Driver:
     def _root_for(self, round_: int, counts: tuple[int, int, int, int]) -> bytes:
         """The records root signed with the own entry of ``round_`` (``counts`` cumulative)."""
         assert self.log is not None
-        if isinstance(self.core, AttackerCore):
+        if isinstance(self.core, AttackerCore) and tuple(self.log.tree.total()) != tuple(counts):
+            # a count-level attacker: back the fabricated increment with leaves now
             from fairprobe.collab.verify import assign_claimed_answers
 
             have = self.log.tree.total()
@@ -346,6 +349,19 @@ class Driver:
                 f"The committed records give counts {self.log.tree.total()}, the entry {counts}."
             )
         return bytes(self.log.root())
+
+    def _answer_step(self, t: int) -> Entry:
+        """An answer-level liar's round: the next records of its pool (in order), the answers
+        its strategy reports for them as leaves, the counts of those answers as its entry."""
+        assert self.log is not None and isinstance(self.core, AttackerCore)
+        start = len(self.log.items)
+        k = int(self._strategy.draws(self.core.n, t))
+        idx = np.arange(start, min(start + k, len(self.records)), dtype=np.int64)
+        g = self.in_a[idx].astype(np.int64)
+        reported = self._strategy.answers(g, self.truth[idx], t)
+        self.log.add(idx, g, reported)
+        inc = counts_from_decisions(reported, self.in_a[idx])
+        return self.core.record_answers(inc)
 
     def open_leaves(self, round_: int, m: int, indices: list[int]) -> list[Any]:
         """Signed openings of leaves of the own root over ``m`` leaves of ``round_``."""
