@@ -183,3 +183,36 @@ def test_with_no_liar_the_unfair_models_are_called_unfair(case):
         assert f["interval"]["construction"] == "liar-hull"
         assert f["question"]["subject"] == "simulation"
         assert res.default_method == "bounded"
+
+
+def test_the_exact_hull_is_the_brute_force_hull_and_inside_the_relaxation():
+    from fairprobe.collab.bounded import exact_hull
+
+    rng = np.random.default_rng(27)
+    exact_hits = checked = 0
+    for _ in range(300):
+        V = int(rng.integers(2, 6))
+        v = _random_table(rng, V)
+        if v[:, 1].sum() == 0 or v[:, 3].sum() == 0:
+            continue
+        k = int(rng.integers(0, min(4, V)))
+        u = rng.integers(0, 2, V) * rng.integers(0, 2, V)  # per-source unseen mass, mostly 0
+        lo, hi = exact_hull(v[None].astype(float), u[None].astype(float), k)
+        vals = []
+        for r in range(k + 1):
+            for S in itertools.combinations(range(V), r):
+                keep = [j for j in range(V) if j not in S]
+                vals += list(_hypotheses(v[keep], 0, int(u[keep].sum()))) if keep else []
+        if not vals:
+            assert math.isnan(lo[0])
+            continue
+        assert lo[0] <= float(min(vals)) + 1e-12 and float(max(vals)) <= hi[0] + 1e-12
+        if u.sum() == 0:  # no unseen mass: the hull is attained, exactly
+            assert lo[0] == pytest.approx(float(min(vals)), abs=1e-9)
+            assert hi[0] == pytest.approx(float(max(vals)), abs=1e-9)
+            exact_hits += 1
+        rlo, rhi = dp_range(v[None].astype(float), k, np.array([float(u.sum())]))
+        if not math.isnan(rlo[0]):
+            assert rlo[0] <= lo[0] + 1e-12 and hi[0] <= rhi[0] + 1e-12
+        checked += 1
+    assert checked > 200 and exact_hits > 100

@@ -171,7 +171,8 @@ def bounded_intervals(
     v = np.where(keep[..., None], t, 0.0)
     u = np.where(keep, unseen_mass(t, hr, n, rounds, querying), 0.0)
     # a source with no entry held yet may be honest with up to n R records (unless proven)
-    u = np.where((hr < 1) & ~pr, float(n * rounds), u).sum(axis=-1)
+    us = np.where((hr < 1) & ~pr, float(n * rounds), u)  # per source
+    u = us.sum(axis=-1)
     # proven liars are dropped and do not use up K: the assumption is "at most K liars
     # besides those proven", so catching liars never costs a verdict
     k_left = np.full(pr.shape[:-1], int(max_liars), dtype=np.int64)
@@ -181,27 +182,91 @@ def bounded_intervals(
     if v.ndim == 3 and v.shape[0] > 1:
         # auditors holding the same view (after the closing rounds: all of them) share one
         # interval: compute it once per distinct (table, unseen mass, liars left)
-        key = np.concatenate([v.reshape(v.shape[0], -1), u[:, None], k_left[:, None]], axis=1)
+        key = np.concatenate([v.reshape(v.shape[0], -1), us, k_left[:, None]], axis=1)
         _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
         if first.size < v.shape[0]:
-            _, lo_u, hi_u = _intervals(v[first], u[first], k_left[first], grid)
+            lo_u, hi_u = _intervals(v[first], us[first], k_left[first], grid)
             inv = inv.reshape(-1)
             return est, lo_u[inv], hi_u[inv]
-    _, lo, hi = _intervals(v, u, k_left, grid)
+    lo, hi = _intervals(v, us, k_left, grid)
     return est, lo, hi
 
 
+#: Largest declared ``K`` whose interval is the exact liar hull (every removal enumerated);
+#: beyond it, the relaxation of :func:`dp_range` (a superset).
+EXACT_MAX_K = 3
+
+#: Largest number of removals the exact hull enumerates per view (else the relaxation).
+EXACT_MAX_SETS = 50_000
+
+
 def _intervals(
-    v: FloatArray, u: FloatArray, k_left: npt.NDArray[np.int64], grid: int
-) -> tuple[None, FloatArray, FloatArray]:
+    v: FloatArray, us: FloatArray, k_left: npt.NDArray[np.int64], grid: int
+) -> tuple[FloatArray, FloatArray]:
     lo = np.full(v.shape[:-2], np.nan)
     hi = np.full(v.shape[:-2], np.nan)
+    u = us.sum(axis=-1)
     for k in np.unique(k_left[k_left >= 0]):
+        rows_k = k_left == k
+        if v.ndim == 3 and _n_sets(v.shape[-2], int(k)) <= EXACT_MAX_SETS and k <= EXACT_MAX_K:
+            lo[rows_k], hi[rows_k] = exact_hull(v[rows_k], us[rows_k], int(k))
+            continue
         for seen in (True, False):  # with no unseen mass one grid point is exact
-            rows = (k_left == k) & ((u == 0) == seen)
+            rows = rows_k & ((u == 0) == seen)
             if rows.any():
                 lo[rows], hi[rows] = dp_range(v[rows], int(k), u[rows], grid=1 if seen else grid)
-    return None, lo, hi
+    return lo, hi
+
+
+def _n_sets(v: int, k: int) -> int:
+    return sum(math.comb(v, j) for j in range(min(k, v) + 1))
+
+
+def _removals(v: int, k: int) -> npt.NDArray[np.int64]:
+    """Every set of at most ``k`` of ``v`` sources as rows of indices, padded with ``v``."""
+    from itertools import combinations
+
+    w = max(k, 1)
+    rows = [[v] * w]
+    for j in range(1, min(k, v) + 1):
+        rows += [[*c, *([v] * (w - j))] for c in combinations(range(v), j)]
+    return np.asarray(rows, dtype=np.int64)
+
+
+def exact_hull(
+    vectors: npt.ArrayLike, unseen: npt.ArrayLike, k: int
+) -> tuple[FloatArray, FloatArray]:
+    """The liar hull itself: ``min``/``max`` over every removal ``S`` (``|S| <= k``) of
+    ``DP(sum_{j not in S} v_j + F)`` with unseen records ``F >= 0`` of mass at most
+    ``sum_{j not in S} u_j`` (a liar's own future records are no part of ``theta``).
+
+    For a fixed ``S`` the maximum over ``F`` puts all unseen mass on group-A positives ``X``
+    and group-B negatives ``U - X`` (each such record raises the DP), and
+    ``(a + X)/(A + X) - b/(B + U - X)`` is concave in ``X``, maximised in closed form
+    (:func:`_reach`); the minimum is the same with the groups swapped. Removals that leave a
+    group with no record are skipped (the honest auditors hold both groups, or there is no DP
+    at all); ``nan`` when every one does. ``vectors`` (B, V, 4), ``unseen`` (B, V)."""
+    v = np.asarray(vectors, dtype=np.float64)
+    u = np.asarray(unseen, dtype=np.float64)
+    B, V = v.shape[0], v.shape[1]
+    if B == 0:
+        return np.zeros(0), np.zeros(0)
+    idx = _removals(V, int(k))  # (nS, k)
+    vv = np.concatenate([v, np.zeros((B, 1, 4))], axis=1)
+    uu = np.concatenate([u, np.zeros((B, 1))], axis=1)
+    rest = v.sum(axis=1)[:, None, :] - vv[:, idx].sum(axis=2)  # (B, nS, 4)
+    rest = np.maximum(rest, 0.0)  # float round-off of the subtraction
+    U = np.maximum(u.sum(axis=1)[:, None] - uu[:, idx].sum(axis=2), 0.0)  # (B, nS)
+    ok = (rest[..., 1] + U > 0) & (rest[..., 3] + U > 0)
+    up = _sup_reach(rest, U)
+    down = -_sup_reach(_mirror(rest), U)
+    with np.errstate(invalid="ignore"):
+        hi = np.where(ok, up, -np.inf).max(axis=1)
+        lo = np.where(ok, down, np.inf).min(axis=1)
+    bad = ~ok.any(axis=1) | ~np.isfinite(hi) | ~np.isfinite(lo)
+    hi = np.where(bad, np.nan, np.minimum(hi + _EPS, 1.0))
+    lo = np.where(bad, np.nan, np.maximum(lo - _EPS, -1.0))
+    return lo, hi
 
 
 def certified_ks(
@@ -250,6 +315,22 @@ def _reach(t: FloatArray, m: FloatArray) -> FloatArray:
         x = np.clip(np.nan_to_num(x, nan=0.0), 0.0, m)
         val = (a + x) / (A + x) - b / (B + m - x)
     return np.where(np.isfinite(val), val, -np.inf)
+
+
+def _sup_reach(t: FloatArray, m: FloatArray) -> FloatArray:
+    """``sup_{X in [0, m]} (a + X)/(A + X) - b/(B + m - X)``, with the limits at the ends
+    where a group is empty (``A = 0``: the A rate is 1 for every ``X > 0``; ``B = 0``: the B
+    rate tends to 0 as ``X -> m``), so that an empty group never hides the supremum."""
+    a, A, b, B = (t[..., i] for i in range(4))
+    inner = _reach(t, m)
+    with np.errstate(all="ignore"):
+        ra0 = np.where(A > 0, a / A, np.where(m > 0, 1.0, np.nan))
+        rb0 = np.where(B + m > 0, b / (B + m), np.nan)
+        ra1 = np.where(A + m > 0, (a + m) / (A + m), np.nan)
+        rb1 = np.where(B > 0, b / B, np.where(m > 0, 0.0, np.nan))
+        ends = np.fmax(ra0 - rb0, ra1 - rb1)
+    out: FloatArray = np.fmax(inner, np.where(np.isfinite(ends), ends, -np.inf))
+    return out
 
 
 def flip_masses(tables: npt.ArrayLike, tau: float, verdicts: npt.ArrayLike) -> FloatArray:
