@@ -100,11 +100,14 @@ def demo_cmd(
         "whichever <= K auditors lie (else undetermined).",
     ),
     verify: bool = typer.Option(
-        False, "--verify/--no-verify",
-        help="Verification of answers: commit records, challenge neighbours, exclude on fraud.",
+        True, "--verify/--no-verify",
+        help="Verification of answers: commit records, challenge neighbours, exclude on fraud "
+        "(on by default: without it a fabricating node can fool every honest one).",
     ),
     verify_rate: float = typer.Option(
-        0.04, "--verify-rate", help="Leaves challenged per round / queries issued that round."
+        0.01, "--verify-rate",
+        help="Share of each neighbour's new leaves opened per challenge (extra queries about "
+        "rate x degree).",
     ),
     verify_records: str = typer.Option(
         "random", "--verify-records",

@@ -446,12 +446,18 @@ def global_interval(
     covers it too, whatever the fake ones say: so ``K + 1 .. floor((V-1)/2)`` fake reports
     (an honest majority) cannot flip it. When the honest intervals agree (after the closing
     rounds they do) the wider allowance costs nothing: the ``(k+1)``-th statistic is still
-    theirs. If the interval is empty, more than ``k`` reports lie: ``nan`` (undetermined)."""
+    theirs. If the interval is empty, more than ``k`` reports lie: ``nan`` (undetermined).
+    With ``majority``, the interval of ``k = K`` must be non-empty too: more than ``K``
+    contradicting reports prove the declared bound wrong, and the verdict is then withheld
+    rather than trusted to the honest majority alone."""
     lo = np.concatenate([np.asarray(lows, dtype=np.float64), np.zeros(liar_reports)])
     hi = np.concatenate([np.asarray(highs, dtype=np.float64), np.zeros(liar_reports)])
     k = int(max_liars)
-    if majority and k >= 0:
-        k = max(k, (lo.size - 1) // 2)
+    if majority and k >= 0 and (lo.size - 1) // 2 > k:
+        if math.isnan(global_interval(lows, highs, k, liar_reports=liar_reports,
+                                      majority=False)[0]):
+            return math.nan, math.nan
+        k = (lo.size - 1) // 2
     if k >= lo.size or np.isnan(lo).all():
         return math.nan, math.nan
     lo_s = np.sort(np.where(np.isnan(lo), -np.inf, lo))[::-1]

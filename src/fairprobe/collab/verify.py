@@ -838,7 +838,7 @@ class VerifyConfig:
     undetectable).
     """
 
-    rate: float = 0.04
+    rate: float = 0.01
     records: Literal["random", "chosen"] = "random"
 
     def __post_init__(self) -> None:

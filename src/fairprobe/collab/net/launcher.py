@@ -86,7 +86,7 @@ class DemoSpec:
     #: Verification of answers (fairprobe.collab.verify): on/off, challenge rate, and how the
     #: attackers back their counts with records (``random`` or ``chosen``).
     verify: bool = False
-    verify_rate: float = 0.04
+    verify_rate: float = 0.01
     verify_records: str = "random"
 
     def __post_init__(self) -> None:
@@ -498,15 +498,16 @@ def _bounded_summary(bounded: list[dict[str, Any]], liars: int, tau: float, *,
     return {
         "verdict": f.verdict, "finding": f.to_dict(), "max_liars": K,
         "interval": {"low": _finite(g_lo), "high": _finite(g_hi)},
-        "certified_k": _global_k(cks, len(proven)) if f.verdict != "undetermined" else None,
+        "certified_k": _global_k(cks) if f.verdict != "undetermined" else None,
         "flip_mass": fm, "verification_rate": rate, "escape_bound": escape_bound(fm, rate),
         "default_method": "bounded",
     }
 
 
 def _global_k(cks: list[int | None], proven: int = 0) -> int | None:
-    """The regulator's rule with ``k`` liars (``proven`` of them dropped) needs
-    ``k - proven + 1`` honest intervals deciding at ``k``: the largest such ``k``."""
+    """The regulator's rule with ``k`` liars needs ``k - proven + 1`` honest intervals deciding
+    at ``k``: the largest such ``k`` (proven liars do not count against ``k``: ``proven = 0``
+    by default)."""
     ks = sorted((k for k in cks if k is not None), reverse=True)
     best = None
     for k in range(proven, proven + len(ks)):
