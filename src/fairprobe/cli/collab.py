@@ -376,12 +376,15 @@ def _certificate_line(b: dict[str, Any], max_liars: int) -> str:
            f"liars K={max_liars}, certified_k="
            f"{'-' if k is None or k < 0 else k}")
     if fm is not None:
-        out += f", flip_mass {fm:.0f} answers"
+        out += f", a verdict other than the true answers' needs >= {fm:.0f} falsified answers"
         if eb is not None:
-            out += (f", a fabricator that could flip it escapes verification at rate "
-                    f"{b['verification_rate']:g} with probability <= {eb:.3g}")
+            out += (f", which challenges at rate {b['verification_rate']:g} all miss with "
+                    f"probability <= {eb:.3g}")
         else:
-            out += " (no verification: run with challenges to bound a fabricator)"
+            out += " (no verification: --verify bounds the chance they escape)"
+    if b.get("census") is False:
+        out += ("; the rounds stopped before the query sets were exhausted: the records not "
+                "queried count as unseen (worst case), the verdict is about the population")
     return out
 
 

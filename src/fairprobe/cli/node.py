@@ -223,11 +223,12 @@ def _certificate(out: dict[str, object], n: int) -> str:
     line = (f"certificate: declared K = {out['max_liars']}, certified_k = "
             f"{'-' if k is None else k} (the verdict stands whichever that many auditors lie)")
     if isinstance(fm, (int, float)):
-        line += f"; flipping it needs >= {fm:.0f} fabricated answers"
+        line += (f"; a verdict other than the true answers' needs >= {fm:.0f} falsified "
+                 "answers")
         if isinstance(eb, (int, float)):
-            line += (f", which challenges at rate {out['verification_rate']} catch except with "
-                     f"probability <= {eb:.3g} (not covered: truthful answers on chosen records, "
-                     "which only K covers)")
+            line += (f", which challenges at rate {out['verification_rate']} (each new answer "
+                     f"opened with probability >= that) all miss with probability <= {eb:.3g} "
+                     "(not covered: truthful answers on chosen records, which only K covers)")
         else:
             line += " (no verification: --verify bounds the chance such a fabricator escapes)"
     return line

@@ -102,6 +102,9 @@ def test_a_challenge_is_answered_with_openings_of_the_committed_root(trio):
     assert exc.value.status == 429
     msg, root2 = _challenge(s, "a1", "a0", e2, count=cap, lo=m1)
     ops = [Opening.from_dict(o) for o in a0.answer_challenge(msg)["openings"]]
+    # a retried challenge (its response lost) is served again, the same leaves
+    again = [Opening.from_dict(o) for o in a0.answer_challenge(msg)["openings"]]
+    assert [op.index for op in again] == [op.index for op in ops]
     assert [op.index for op in ops][0] == m1 - 1 and all(op.index >= m1 for op in ops[1:])
     assert len(ops) == cap + 1
     assert all(verify_opening(op, e2.counts.as_tuple(), root2) for op in ops)

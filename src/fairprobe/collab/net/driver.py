@@ -426,10 +426,10 @@ class Driver:
         challenge too: it may be honest), sources excluded on a proof are certain liars and use
         up ``max_liars``."""
         from fairprobe.collab.bounded import (
+            answer_flips,
             bounded_intervals,
             certified_ks,
             escape_bound,
-            flip_masses,
         )
         from fairprobe.stats.finding import decide_array
 
@@ -445,8 +445,8 @@ class Driver:
             return {"estimate": float(est[0]), "low": float(lo[0]), "high": float(hi[0])}
         ver = decide_array(lo, hi, kind="difference", threshold=core.tau)
         ck = certified_ks(tab, hr, ver, tau=core.tau, start=K, max_k=len(core.roster), **kw)
-        keep = (hr >= 1) & ~pr
-        flip = flip_masses(np.where(keep[..., None], tab, 0), core.tau, ver)
+        # answers that must be false for the verdict to differ from the true answers' verdict
+        flip = answer_flips(tab, hr, lo, hi, ver, tau=core.tau, max_liars=K, proven=pr)
         rate = self.cfg.verify.rate if self.verifying else None
         fm = None if not np.isfinite(flip[0]) else float(flip[0])
         return {

@@ -252,12 +252,18 @@ class Node:
         # the link leaf: it must start where it stopped, so over the audit it sees at most
         # that share of the records (and one link per challenge), whatever it asks
         start = self.counters[f"verify:covered:{msg.challenger}"]
-        if msg.lo != start or msg.m <= msg.lo or msg.count > max_openings(
+        prev = self.counters[f"verify:covered-from:{msg.challenger}"]
+        # a retried challenge (same range: the same indices, nothing new revealed) is served
+        # again, so a lost response never turns into a failed challenge
+        replay = msg.m == start and msg.lo == prev and start > 0
+        if (msg.lo != start and not replay) or msg.m <= msg.lo or msg.count > max_openings(
                 self.cfg.verify.rate, msg.lo, msg.m) - (1 if msg.lo else 0):
             self.counters["verify:challenges-over-budget"] += 1
             raise Refused(429, "challenge-budget")
-        self.counters[f"verify:covered:{msg.challenger}"] = msg.m
-        self.counters[f"verify:served:{msg.challenger}"] += msg.count
+        if not replay:
+            self.counters[f"verify:covered-from:{msg.challenger}"] = msg.lo
+            self.counters[f"verify:covered:{msg.challenger}"] = msg.m
+            self.counters[f"verify:served:{msg.challenger}"] += msg.count
         idx = challenge_indices(sig, msg.m, msg.count, lo=msg.lo)
         if self.cfg.role == "attacker" and self.cfg.verify.answers != "all":
             # an attacker that hides its falsified leaves (issue 21, finding 1)
@@ -746,7 +752,7 @@ class Node:
             source_weights=self.driver.source_weights(),
             verification={
                 k.split(":", 1)[1]: v for k, v in sorted(self.counters.items())
-                if k.startswith("verify:") and not k.startswith(("verify:served:", "verify:covered:"))
+                if k.startswith("verify:") and not k.startswith(("verify:served:", "verify:covered"))
             },
             finding=finding.to_dict(),
             max_liars=self.cfg.max_liars,
