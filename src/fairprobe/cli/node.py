@@ -99,10 +99,11 @@ def demo_cmd(
         help="Declared liar bound K of the bounded verdict: fair/unfair only if that holds "
         "whichever <= K auditors lie (else undetermined).",
     ),
-    verify: bool = typer.Option(
-        True, "--verify/--no-verify",
+    verify: bool | None = typer.Option(
+        None, "--verify/--no-verify",
         help="Verification of answers: commit records, challenge neighbours, exclude on fraud "
-        "(on by default: without it a fabricating node can fool every honest one).",
+        "(default: on for a Table I population, where without it a fabricating node can fool "
+        "every honest one; off with --platform/--serve-platform, which it does not support).",
     ),
     verify_rate: float = typer.Option(
         0.01, "--verify-rate",
@@ -130,6 +131,8 @@ def demo_cmd(
         from fairprobe.platform import PlatformProcess
 
         plat_ctx = PlatformProcess()
+    if verify is None:
+        verify = platform is None and not serve_platform
     with plat_ctx as plat:
         url = plat.url if serve_platform else platform  # type: ignore[attr-defined]
         _demo(honest, attackers, seed, case, n, rounds, max_rounds, alpha, round_timeout,
