@@ -216,3 +216,20 @@ def test_the_exact_hull_is_the_brute_force_hull_and_inside_the_relaxation():
             assert rlo[0] <= lo[0] + 1e-12 and hi[0] <= rhi[0] + 1e-12
         checked += 1
     assert checked > 200 and exact_hits > 100
+
+
+def test_the_sample_hull_covers_the_model_whatever_one_liar_reports():
+    from fairprobe.collab.bounded import sampling_hull
+
+    rng = np.random.default_rng(5)
+    pa, pb = 0.30, 0.22  # the model's rates: DP 0.08
+    for k in (0, 1):
+        covered = 0
+        for _ in range(300):
+            A, B = rng.integers(30, 120, 4), rng.integers(30, 120, 4)
+            honest = np.stack([rng.binomial(A, pa), A, rng.binomial(B, pb), B], axis=1)
+            liar = np.array([[0, 300, 300, 300]]) if k else honest[:0]
+            v = np.concatenate([honest, liar])[None].astype(float)
+            lo, hi = sampling_hull(v, k)
+            covered += bool(lo[0] <= pa - pb <= hi[0])
+        assert covered / 300 >= 0.95, (k, covered)

@@ -72,9 +72,11 @@ __all__ = [
     "certified_ks",
     "dp_range",
     "escape_bound",
+    "exact_hull",
     "flip_masses",
     "global_interval",
     "make_finding",
+    "sampling_hull",
     "unseen_mass",
 ]
 
@@ -315,6 +317,56 @@ def _reach(t: FloatArray, m: FloatArray) -> FloatArray:
         x = np.clip(np.nan_to_num(x, nan=0.0), 0.0, m)
         val = (a + x) / (A + x) - b / (B + m - x)
     return np.where(np.isfinite(val), val, -np.inf)
+
+
+def sampling_hull(
+    vectors: npt.ArrayLike, k: int, alpha: float = 0.05
+) -> tuple[FloatArray, FloatArray]:
+    """The liar hull of a **sample**: for every removal ``S`` (``|S| <= k``), the exact box of
+    the remaining counts (Clopper-Pearson intervals at level ``1 - alpha/2`` for each group's
+    positive rate, so ``DP in [lo_A - hi_B, hi_A - lo_B]`` with probability ``>= 1 - alpha``),
+    and the hull of all of them.
+
+    When the honest auditors' queries are independent draws from the model's inputs (the
+    subject is the model, not the records queried), the true liar set ``S*`` is one of the
+    removals and its box covers the model's DP with probability ``>= 1 - alpha``, so the hull
+    does too, whatever the liars report. ``vectors`` (B, V, 4). For ``k`` above
+    :data:`EXACT_MAX_K` the boxes use Hoeffding's bound at the smallest group counts any
+    removal leaves, around the relaxation of :func:`dp_range`."""
+    from scipy.stats import beta
+
+    v = np.asarray(vectors, dtype=np.float64)
+    B, V = v.shape[0], v.shape[1]
+    if B == 0:
+        return np.zeros(0), np.zeros(0)
+    q = float(alpha) / 4.0  # two groups, two sides
+    if int(k) <= EXACT_MAX_K and _n_sets(V, int(k)) <= EXACT_MAX_SETS:
+        idx = _removals(V, int(k))
+        vv = np.concatenate([v, np.zeros((B, 1, 4))], axis=1)
+        rest = np.maximum(v.sum(axis=1)[:, None, :] - vv[:, idx].sum(axis=2), 0.0)
+        rest = np.round(rest)
+        a, A, b, Bn = (rest[..., i] for i in range(4))
+        ok = (A > 0) & (Bn > 0)
+        with np.errstate(all="ignore"):
+            lo_a = np.where(a > 0, beta.ppf(q, a, A - a + 1), 0.0)
+            hi_a = np.where(a < A, beta.ppf(1 - q, a + 1, A - a), 1.0)
+            lo_b = np.where(b > 0, beta.ppf(q, b, Bn - b + 1), 0.0)
+            hi_b = np.where(b < Bn, beta.ppf(1 - q, b + 1, Bn - b), 1.0)
+            hi = np.where(ok, hi_a - lo_b, -np.inf).max(axis=1)
+            lo = np.where(ok, lo_a - hi_b, np.inf).min(axis=1)
+        bad = ~ok.any(axis=1)
+        return np.where(bad, np.nan, lo - _EPS), np.where(bad, np.nan, hi + _EPS)
+    lo0, hi0 = dp_range(v, int(k), np.zeros(B))
+    mins = []
+    for col in (1, 3):
+        g = np.sort(v[..., col], axis=-1)
+        mins.append(g.sum(axis=-1) - g[..., V - min(int(k), V):].sum(axis=-1))
+    with np.errstate(all="ignore"):
+        h = np.sqrt(np.log(1.0 / q) / (2.0 * np.maximum(mins[0], 0.0))) + np.sqrt(
+            np.log(1.0 / q) / (2.0 * np.maximum(mins[1], 0.0)))
+    bad = ~((mins[0] > 0) & (mins[1] > 0))
+    return (np.where(bad, np.nan, np.maximum(lo0 - h, -1.0)),
+            np.where(bad, np.nan, np.minimum(hi0 + h, 1.0)))
 
 
 def _sup_reach(t: FloatArray, m: FloatArray) -> FloatArray:

@@ -423,13 +423,16 @@ class Driver:
     def bounded(self, *, certify: bool = True) -> dict[str, Any]:
         """This node's ``bounded`` interval, verdict and certificate
         (:mod:`fairprobe.collab.bounded`): every held source counts (one excluded on a failed
-        challenge too: it may be honest), sources excluded on a proof are certain liars and use
-        up ``max_liars``."""
+        challenge too: it may be honest), sources excluded on a proof are certain liars (dropped;
+        ``max_liars`` more may lie besides them). For a model (not a replayed population) the
+        interval is :func:`~fairprobe.collab.bounded.sampling_hull`: exact boxes of the honest
+        sample inside the liar hull, level 0.95."""
         from fairprobe.collab.bounded import (
             answer_flips,
             bounded_intervals,
             certified_ks,
             escape_bound,
+            sampling_hull,
         )
         from fairprobe.stats.finding import decide_array
 
@@ -441,10 +444,22 @@ class Driver:
         kw: dict[str, Any] = {"n": core.n, "rounds": self.cfg.audit.rounds, "proven": pr}
         K = self.cfg.max_liars
         est, lo, hi = bounded_intervals(tab, hr, max_liars=K, **kw)
+        census = self.census
+        if not census:  # the query sets are samples of the model's inputs
+            v = np.where(((hr >= 1) & ~pr)[..., None], tab, 0)
+            lo, hi = sampling_hull(v, K)
         if not certify:  # the estimate after each round (trajectory): no certificate
             return {"estimate": float(est[0]), "low": float(lo[0]), "high": float(hi[0])}
         ver = decide_array(lo, hi, kind="difference", threshold=core.tau)
-        ck = certified_ks(tab, hr, ver, tau=core.tau, start=K, max_k=len(core.roster), **kw)
+        if census:
+            ck = certified_ks(tab, hr, ver, tau=core.tau, start=K, max_k=len(core.roster), **kw)
+        else:
+            ck = np.array([-1 if ver[0] == "undetermined" else K])
+            for k in range(K + 1, min(len(core.roster), 4)):  # the exact sample hull: k <= 3
+                if decide_array(*sampling_hull(v, k), kind="difference",
+                                threshold=core.tau)[0] != ver[0]:
+                    break
+                ck[0] = k
         # answers that must be false for the verdict to differ from the true answers' verdict
         flip = answer_flips(tab, hr, lo, hi, ver, tau=core.tau, max_liars=K, proven=pr)
         rate = self.cfg.verify.rate if self.verifying else None
@@ -454,7 +469,15 @@ class Driver:
             "verdict": str(ver[0]), "certified_k": None if ck[0] < 0 else int(ck[0]),
             "max_liars": K, "proven_liars": sorted(self.proven), "flip_mass": fm,
             "verification_rate": rate, "escape_bound": escape_bound(fm, rate),
+            "census": census,
         }
+
+    @property
+    def census(self) -> bool:
+        """Whether this node's verdict is about the records of a finite population (a replayed
+        bundled one: the partitions are the population) rather than about the model, whose
+        inputs the query sets only sample (the interval then carries sampling uncertainty)."""
+        return self.cfg.backend.get("kind") == "population"
 
     def certified_k(self) -> int | None:
         """``certified_k`` of this node's verdict (:mod:`fairprobe.collab.certificate`): no
