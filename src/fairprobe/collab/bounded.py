@@ -541,6 +541,14 @@ def make_finding(
         groups=("A", "B"), subject=subject, rates=("selection_rate",),
     )
     c = {"max_liars": int(max_liars), "method": method, **(counts or {})}
+    if method == "bounded":
+        # what the coverage is conditional on, in words (a report prints it)
+        c["condition"] = (
+            f"at most {int(max_liars)} auditor(s) lie besides those proven, and honest ones "
+            "report their answers truthfully"
+            + ("; the honest queries are independent draws from the model's inputs"
+               if c.get("census") is False and subject == "model" else "")
+        )
     if method != "bounded":
         return Finding(q, estimate, estimate, estimate, level, "point-estimate", "none",
                        reason=reason, counts=c)
