@@ -18,6 +18,9 @@ cell, with standard errors:
 * ``extra``: the challenges and proof checks as a share of the audit's queries.
 
     python experiments/collab/certificates.py [--seeds 200] [--rate 0.01] [--workers 2]
+    python experiments/collab/certificates.py --rate 0 --out certificates_noverify.json ...
+
+(``--rate 0``: no verification, the escape bound is then 1 for every decided verdict.)
 
 Runs on a local process pool (one run is ~0.03 s of numpy). Writes ``experiments/results/collab/certificates.json``
 (regenerated, never resumed); seeds ``0 .. seeds - 1`` in every cell.
@@ -59,14 +62,15 @@ def _run(args: tuple[str, str, int, int, int, float]) -> dict[str, Any] | None:
     case, attack, declared, liars, seed, rate = args
     try:
         r = simulate(SimConfig(case=case, seed=seed, attackers=liars, attack=attack,
-                               max_liars=declared, verify_rate=rate))
+                               max_liars=declared, verify_rate=rate if rate > 0 else None))
     except FairprobeError:
         return None
     b = r.bounded
     truth = "fair" if abs(r.true_dp) <= r.config.tau else "unfair"
     ver = b["verdict"]
     decided = ver != "undetermined"
-    caught = any(b["verification"]["caught"])
+    checks = b.get("verification") or {"caught": [], "extra_query_fraction": 0.0}
+    caught = any(checks["caught"])
     ref = b.get("true_answer_verdict") or truth
     bound = b["escape_bound"] if decided and b["escape_bound"] is not None else (
         1.0 if decided else 0.0)
@@ -74,7 +78,7 @@ def _run(args: tuple[str, str, int, int, int, float]) -> dict[str, Any] | None:
         "case": case, "attack": attack, "declared": declared, "liars": liars, "seed": seed,
         "verdict": ver, "wrong": decided and ver != truth, "decided": decided,
         "escaped": decided and not caught and ver != ref, "bound": float(bound),
-        "caught": caught, "extra": float(b["verification"]["extra_query_fraction"]),
+        "caught": caught, "extra": float(checks["extra_query_fraction"]),
     }
 
 
@@ -94,6 +98,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--attacks", default=",".join(ATTACKS))
     ap.add_argument("--cases", default=",".join((*TABLE1, *FAIR)))
+    ap.add_argument("--out", default="certificates.json",
+                    help="file name under experiments/results/collab/ (--rate 0: no verification)")
     a = ap.parse_args()
     from concurrent.futures import ProcessPoolExecutor
 
@@ -137,7 +143,7 @@ def main() -> None:
               f"{100 * d['wrong']:5.1f}  {100 * d['decided']:7.1f}  {100 * d['escaped']:7.2f}  "
               f"{100 * d['bound']:6.2f}  {100 * d['extra']:6.2f}")
     print({k: v for k, v in summary.items() if k != "cells_where_bound_fails"})
-    write_json(RESULTS / "certificates.json", {
+    write_json(RESULTS / a.out, {
         "experiment": "collab-certificates",
         "command": "python experiments/collab/certificates.py " + " ".join(sys.argv[1:]),
         "seeds": a.seeds, "rate": a.rate, "configs": [list(c) for c in CONFIGS],
