@@ -829,10 +829,9 @@ def assign_claimed_answers(
 class VerifyConfig:
     """Parameters of the verification layer.
 
-    ``rate``: leaves challenged per round by one node, as a fraction of the queries it issued
-    that round (at least one per round while it has a neighbour to check), spread over its
-    neighbours in turn (:func:`challenge_allocation`): the extra queries are at most about
-    ``rate`` of the audit's, plus one per round and node. ``records``: how a fabricating source
+    ``rate``: the share of each neighbour's new leaves a challenger opens
+    (:class:`ChallengeCore`): the extra queries are about ``rate`` times the degree of the
+    audit's. ``records``: how a fabricating source
     backs its counts with leaves (``random``: records drawn like an honest auditor's, answers
     falsified where needed; ``chosen``: records picked so that true answers give its counts --
     undetectable).
@@ -849,15 +848,16 @@ class VerifyConfig:
                 f"Got {self.records!r} instead.")
 
     def budget(self, issued: int) -> int:
-        """Leaves a node challenges in a round in which it issued ``issued`` queries."""
+        """The round-budget rule: ``max(1, floor(rate x issued))`` leaves a round, a share of
+        the challenger's own queries (with :func:`challenge_allocation`). It opens a leaf
+        committed late with probability far below ``rate`` (docs/collab.md, "The escape
+        bound"); nothing challenges by it, the tests measure what it misses."""
         return max(1, int(math.floor(self.rate * issued)))
 
 
 def opening_cap(rate: float, n: int) -> int:
-    """Openings a node serves one challenger per round of its own (and in total, times its
-    rounds): ``max(1, ceil(rate n))``. An honest challenger never asks more (its budget is
-    ``max(1, floor(rate n))`` a round over all its neighbours, :meth:`VerifyConfig.budget`),
-    so no neighbour sees more than ``max(1, ceil(rate n)) / n`` of a node's records."""
+    """``max(1, ceil(rate n))``: the leaves :class:`ChallengeCore` opens of one round of ``n``
+    new leaves (a share ``rate`` of a node's records per challenger)."""
     return max(1, int(math.ceil(float(rate) * int(n))))
 
 
@@ -897,9 +897,10 @@ def simulate_verification(
     without verification equals ``simulate``'s ``auditopus``). Each attacker backs its increment
     of each round with leaves drawn from the population (``vcfg.records="random"``: it falsifies
     the fewest answers; ``"chosen"``: none). Each round every honest auditor challenges
-    ``vcfg.budget(queries it issued)`` leaves, allocated by :func:`challenge_allocation` over its
-    non-excluded neighbours that committed new leaves since it last challenged them, uniformly over the neighbour's cumulative leaves (for an
-    attacker a hypergeometric draw of its falsified leaves; an honest auditor has none). A proof
+    leaves by the rule of :class:`ChallengeCore` (closing rounds included: ``max(1, largest
+    gossip lag)``), ``ceil(rate d)`` of the ``d`` leaves each neighbour committed since it last
+    challenged it (for an attacker a hypergeometric draw of its falsified leaves in that range;
+    an honest auditor has none). A proof
     found at round ``t`` excludes the source at its finder in round ``t`` and, sent to every
     roster member, at every other honest auditor in round ``t + 1`` (checked before its merge);
     each then drops every contribution of the source (:func:`exclude_source`) and stops
@@ -942,48 +943,49 @@ def simulate_verification(
     L = np.cumsum(lies, axis=0)  # (R, K) falsified leaves under the root of round t
     M = H[1:, att, 1] + H[1:, att, 3]  # (R, K) leaves under the root of round t
     kk_of = {int(j): kk for kk, j in enumerate(att.tolist())}
-    hi_of = {int(i): h for h, i in enumerate(hon.tolist())}
+    Lc = np.zeros((R + 1, K), dtype=np.int64)
+    Lc[1:] = L
+    Mall = H[:, :, 1] + H[:, :, 3]  # (R + 1, V)
+    D = max(1, int(lag.max()) if lag.size else 1)  # closing rounds: the last roots challenged
     excl = np.full((N, K), INF_ROUND, dtype=np.int64)  # round honest i excluded attacker k
     first = np.full(K, INF_ROUND, dtype=np.int64)
     nbrs = {int(i): [int(u) for u in np.flatnonzero(adj[i])] for i in hon.tolist()}
-    issued = setup.increments[:, :, 1] + setup.increments[:, :, 3]  # (R, N)
+    cores = {int(i): ChallengeCore(vcfg.rate) for i in hon.tolist()}
     challenges = 0
     node_round_bytes: list[float] = []
-    last_m = np.zeros((V, V), dtype=np.int64)  # leaves of u when i last challenged it
-    # opened[u, t]: leaves of u opened at round t and the leaves then committed (for the
-    # expected number of distinct leaves revealed)
-    opened = np.zeros((V, R), dtype=np.int64)
+    # opened[u, t]: leaves of u opened at round t (for the expected distinct leaves revealed)
+    opened = np.zeros((V, R + D), dtype=np.int64)
     depth = max(1, math.ceil(math.log2(max(2, int((H[R, :, 1] + H[R, :, 3]).max())))))
     per_opening = OPENING_FIXED_BYTES + record_bytes + depth * PATH_LEVEL_BYTES
-    for t in range(1, R + 1):
-        m_t = H[t, :, 1] + H[t, :, 3]
-        for i in hon.tolist():
-            h = hi_of[i]
-            live = [u for u in nbrs[i]
-                    if not (is_att[u] and excl[h, kk_of[u]] < t) and m_t[u] > last_m[i, u]]
-            alloc = challenge_allocation(
-                vcfg.budget(int(issued[t - 1, h])), [str(u) for u in live], t)
+    for t in range(1, R + D + 1):
+        for h, i in enumerate(hon.tolist()):
+            live = [u for u in nbrs[i] if not (is_att[u] and excl[h, kk_of[u]] <= t)]
+            leaves = {str(u): int(Mall[min(max(t - int(lag[i, u]), 0), R), u]) for u in live}
+            reqs = cores[i].plan(leaves, [str(u) for u in live])
             spent = 0
-            for us, c in alloc.items():
-                u = int(us)
-                m_u = int(m_t[u])
-                c = min(c, m_u)
-                spent += c
-                last_m[i, u] = m_u
-                opened[u, t - 1] += c
-                if not is_att[u] or c == 0:
+            for req in reqs:
+                u = int(req.prover)
+                cores[i].covered(req.prover, req.m)
+                spent += req.count
+                opened[u, t - 1] += req.count + (1 if req.link is not None else 0)
+                if not is_att[u]:
                     continue
                 kk = kk_of[u]
-                bad = int(L[t - 1, kk])
-                if bad and rng.hypergeometric(bad, m_u - bad, c) > 0:
+                col = Mall[:, u]
+                bad = int(Lc[int(np.searchsorted(col, req.m)), kk]
+                          - Lc[int(np.searchsorted(col, req.lo)), kk])
+                d = req.m - req.lo
+                if bad and rng.hypergeometric(bad, d - bad, req.count) > 0:
                     # the finder excludes now and sends the proof to every roster member, who
                     # checks it at its next round
                     first[kk] = min(first[kk], t)
                     excl[:, kk] = np.minimum(excl[:, kk], t + 1)
                     excl[h, kk] = min(excl[h, kk], t)
             challenges += spent
-            node_round_bytes.append(CHALLENGE_BYTES * len(alloc) + spent * per_opening)
-    done = excl <= R
+            node_round_bytes.append(
+                CHALLENGE_BYTES * len(reqs)
+                + (spent + sum(r.link is not None for r in reqs)) * per_opening)
+    done = excl <= R + D
     proof_checks = int(done.sum())  # an upper bound: a finder re-asked the record already
     base_queries = int(H[R, hon][:, [1, 3]].sum())
     s_idx = np.maximum(R - lag[hon], 0)
@@ -1001,13 +1003,9 @@ def simulate_verification(
     rob_v = robust_estimate(weighted * keep[:, :, None], tables, held & keep).estimate
     zk = np.zeros(K)
     extra = challenges + proof_checks
-    # expected distinct leaves of each honest source opened: a leaf committed at round s stays
-    # unopened with probability prod_{t >= s} (1 - opened_t / m_t)
-    mm = np.maximum((H[1:, :, 1] + H[1:, :, 3]).T, 1)  # (V, R)
-    stay = np.clip(1.0 - opened / mm, 0.0, 1.0)
-    tail = np.cumprod(stay[:, ::-1], axis=1)[:, ::-1]  # prod over t >= s
-    new_leaves = (delta[:, :, 1] + delta[:, :, 3]).T  # (V, R) leaves committed at round s
-    distinct = (new_leaves * (1.0 - tail)).sum(axis=1)
+    # leaves of each honest source opened, at most (each challenger opens disjoint ranges of
+    # new leaves, plus one link per challenge; challengers may overlap): an upper bound
+    distinct = np.minimum(opened.sum(axis=1), H[R, :, 1] + H[R, :, 3]).astype(np.float64)
     sizes = H[R, hon][:, [1, 3]].sum(axis=1)
     rev = distinct[hon] / np.maximum(sizes, 1)
     return {
@@ -1028,8 +1026,8 @@ def simulate_verification(
         "base_queries": base_queries,
         "extra_query_fraction": extra / max(1, base_queries),
         "challenge_bytes_per_node_round": float(np.mean(node_round_bytes)),
-        # share of an honest auditor's records shown in clear to its challengers (expected
-        # number of distinct leaves opened / its query set)
+        # share of an honest auditor's records shown in clear to its challengers (at most:
+        # leaves opened / its query set)
         "revealed_fraction_median": float(np.median(rev)),
         "revealed_fraction_max": float(rev.max()),
         # proven[i][j]: honest auditor i excluded source j on a proof by the end (the
