@@ -233,3 +233,35 @@ def test_the_sample_hull_covers_the_model_whatever_one_liar_reports():
             lo, hi = sampling_hull(v, k)
             covered += bool(lo[0] <= pa - pb <= hi[0])
         assert covered / 300 >= 0.95, (k, covered)
+
+
+def test_fewer_falsified_answers_than_the_flip_bound_never_change_the_verdict():
+    """``answer_flips``: ``F - 1`` flips, even the most effective ones (all in one group, all
+    pushing the same way), leave every decided verdict as it is, with K = 0 and K = 1."""
+    from fairprobe.collab.bounded import answer_flips
+    from fairprobe.stats.finding import decide_array
+
+    rng = np.random.default_rng(11)
+    tau = 0.05
+    checked = 0
+    for _ in range(300):
+        V, k = int(rng.integers(2, 5)), int(rng.integers(0, 2))
+        A, B = rng.integers(40, 200, V), rng.integers(40, 200, V)
+        t = np.stack([rng.binomial(A, rng.uniform(0.1, 0.9)), A,
+                      rng.binomial(B, rng.uniform(0.1, 0.9)), B], axis=1)
+        held = np.full((1, V), 3)
+        _, lo, hi = bounded_intervals(t[None], held, n=10**6, rounds=3, max_liars=k)
+        ver = decide_array(lo, hi, kind="difference", threshold=tau)
+        F = answer_flips(t[None], held, lo, hi, ver, tau=tau, max_liars=k)[0]
+        if not np.isfinite(F) or F < 1:
+            continue
+        f = int(F) - 1
+        for j in range(V):  # flip f answers of source j, in every direction and group
+            for col, sign in ((0, 1), (0, -1), (2, 1), (2, -1)):
+                u = t.copy()
+                room = (u[j, col + 1] - u[j, col]) if sign > 0 else u[j, col]
+                u[j, col] += sign * min(f, int(room))
+                _, lo2, hi2 = bounded_intervals(u[None], held, n=10**6, rounds=3, max_liars=k)
+                assert decide_array(lo2, hi2, kind="difference", threshold=tau)[0] == ver[0]
+        checked += 1
+    assert checked > 100

@@ -453,7 +453,7 @@ def answer_flips(
     pr = np.zeros(hr.shape, dtype=bool) if proven is None else np.asarray(proven, dtype=bool)
     keep = (hr >= 1) & ~pr
     v = np.where(keep[..., None], t, 0.0)
-    k = max(int(max_liars) - 0, 0)
+    k = max(int(max_liars), 0)
     out: FloatArray = np.full(v.shape[:-2], np.nan)
     mins = []
     for col in (1, 3):
