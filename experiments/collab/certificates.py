@@ -98,6 +98,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--attacks", default=",".join(ATTACKS))
     ap.add_argument("--cases", default=",".join((*TABLE1, *FAIR)))
+    ap.add_argument("--configs", default=",".join(f"{k}:{n}" for k, n in CONFIGS),
+                    help="declared K : liars, comma-separated")
     ap.add_argument("--out", default="certificates.json",
                     help="file name under experiments/results/collab/ (--rate 0: no verification)")
     a = ap.parse_args()
@@ -106,8 +108,9 @@ def main() -> None:
     POPULATIONS.update(FAIR)  # before the pool forks: the workers see them too
     attacks = [x for x in a.attacks.split(",") if x]
     cases = [x for x in a.cases.split(",") if x]
+    configs = [tuple(int(x) for x in c.split(":")) for c in a.configs.split(",") if c]
     jobs = [(c, at, k, liars, s, a.rate) for c in cases for at in attacks
-            for k, liars in CONFIGS for s in range(a.seeds)]
+            for k, liars in configs for s in range(a.seeds)]
     t0 = time.time()
     with ProcessPoolExecutor(max_workers=a.workers) as ex:
         rows = [x for x in ex.map(_run, jobs, chunksize=16) if x is not None]
@@ -146,7 +149,7 @@ def main() -> None:
     write_json(RESULTS / a.out, {
         "experiment": "collab-certificates",
         "command": "python experiments/collab/certificates.py " + " ".join(sys.argv[1:]),
-        "seeds": a.seeds, "rate": a.rate, "configs": [list(c) for c in CONFIGS],
+        "seeds": a.seeds, "rate": a.rate, "configs": [list(c) for c in configs],
         "populations": {k: {"true_dp": p.true_dp} for k, p in FAIR.items()},
         "elapsed_s": round(elapsed, 1), "load_average": list(os.getloadavg()),
         "summary": summary, "cells": table,
