@@ -48,10 +48,13 @@ every ``S`` and every integer unseen split on small instances, and against every
 attack in the simulator.
 
 ``certified_k`` is the largest ``k`` for which the interval with ``k`` liars still gives the same
-decided verdict (intervals grow with ``k``); ``flip_mass`` the least fabricated query mass that,
-added to the held counts, moves the pooled estimate across the band (a liar that fabricates
-fewer answers cannot have flipped it); with challenges at rate ``c`` such a liar escapes with
-probability at most ``(1 - c)^flip_mass`` (:func:`escape_bound`).
+decided verdict (intervals grow with ``k``); ``flip_mass`` (:func:`answer_flips`) the least
+number of committed answers that must be false for the verdict to differ from the one the true
+answers give; with every committed answer challenged with probability at least ``c``
+(:class:`fairprobe.collab.verify.ChallengeCore`) they all escape with probability at most
+``(1 - c)^flip_mass`` (:func:`escape_bound`; proof in docs/collab.md). For ``K <= 3`` the
+interval is the hull itself (:func:`exact_hull`); for a model audited through samples,
+:func:`sampling_hull`.
 """
 
 from __future__ import annotations
