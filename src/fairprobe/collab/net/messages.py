@@ -232,7 +232,7 @@ class ChallengeMessage(BaseModel):
     sig: SigStr
 
     _check_sig = field_validator("sig")(classmethod(lambda cls, v: _b64_64(v)))
-    _ints = field_validator("round", "m", "count", mode="before")(
+    _ints = field_validator("round", "m", "lo", "count", mode="before")(
         classmethod(lambda cls, v: _integral(v)))
 
 
