@@ -46,6 +46,15 @@ def main() -> None:
         w, c = timed(lambda cfg=cfg: simulate(cfg), r)
         print(f"{case:16s} {rounds:3d} rounds: median wall {w:.3f} s, CPU {c:.3f} s")
 
+    print("\n== one run with verification (challenge rule of ChallengeCore, rate 0.01) ==")
+    for case, attack, k in (("bios-moderate", "adaptive", 19), ("bios-moderate", "late", 3)):
+        base = SimConfig(case=case, attackers=k, seed=0, attack=attack)
+        ver = SimConfig(case=case, attackers=k, seed=0, attack=attack, verify_rate=0.01)
+        w0, c0_ = timed(lambda cfg=base: simulate(cfg), r)
+        w1, c1 = timed(lambda cfg=ver: simulate(cfg), r)
+        print(f"{case} {attack:8s} K={k:2d}: CPU {c0_:.3f} s without, {c1:.3f} s with "
+              f"verification (x{c1 / max(c0_, 1e-9):.1f}); wall {w0:.3f} / {w1:.3f} s")
+
     print("\n== runs per second, one process, sample of the Table II grid ==")
     sample = [
         (case, k, s)

@@ -112,13 +112,15 @@ def test_unseen_mass_and_proven_liars():
     assert lo[0] < 0.0 < 0.25 + 0.15 < hi[0]  # the unheld source may hold 30 records of anything
     proven = np.array([[False, True, False]])
     held2 = np.array([[3, 3, 3]])
-    est, lo, hi = bounded_intervals(tab, held2, n=10, rounds=3, max_liars=1, proven=proven)
-    assert lo[0] == pytest.approx(-0.4) and hi[0] == pytest.approx(-0.4)  # K' = 0, complete
-    _, lo, _ = bounded_intervals(tab, held2, n=10, rounds=3, max_liars=0, proven=proven)
-    assert math.isnan(lo[0])  # more proven liars than declared: no verdict
+    # the proven liar is dropped and does not use up K: K = 0 besides it, complete
+    est, lo, hi = bounded_intervals(tab, held2, n=10, rounds=3, max_liars=0, proven=proven)
+    assert lo[0] == pytest.approx(-0.4) and hi[0] == pytest.approx(-0.4)
+    # with K = 1 besides the proven one (removing the only other source empties a group)
+    _, lo1, hi1 = bounded_intervals(tab, held2, n=10, rounds=3, max_liars=1, proven=proven)
+    assert lo1[0] <= -0.4 <= hi1[0]
     # a liar proven before any of its entries arrived adds no unseen mass
     held3 = np.array([[3, 0, 3]])
-    _, lo, hi = bounded_intervals(tab, held3, n=10, rounds=3, max_liars=1, proven=proven)
+    _, lo, hi = bounded_intervals(tab, held3, n=10, rounds=3, max_liars=0, proven=proven)
     assert lo[0] == pytest.approx(-0.4) and hi[0] == pytest.approx(-0.4)
 
 
@@ -181,3 +183,85 @@ def test_with_no_liar_the_unfair_models_are_called_unfair(case):
         assert f["interval"]["construction"] == "liar-hull"
         assert f["question"]["subject"] == "simulation"
         assert res.default_method == "bounded"
+
+
+def test_the_exact_hull_is_the_brute_force_hull_and_inside_the_relaxation():
+    from fairprobe.collab.bounded import exact_hull
+
+    rng = np.random.default_rng(27)
+    exact_hits = checked = 0
+    for _ in range(300):
+        V = int(rng.integers(2, 6))
+        v = _random_table(rng, V)
+        if v[:, 1].sum() == 0 or v[:, 3].sum() == 0:
+            continue
+        k = int(rng.integers(0, min(4, V)))
+        u = rng.integers(0, 2, V) * rng.integers(0, 2, V)  # per-source unseen mass, mostly 0
+        lo, hi = exact_hull(v[None].astype(float), u[None].astype(float), k)
+        vals = []
+        for r in range(k + 1):
+            for S in itertools.combinations(range(V), r):
+                keep = [j for j in range(V) if j not in S]
+                vals += list(_hypotheses(v[keep], 0, int(u[keep].sum()))) if keep else []
+        if not vals:
+            assert math.isnan(lo[0])
+            continue
+        assert lo[0] <= float(min(vals)) + 1e-12 and float(max(vals)) <= hi[0] + 1e-12
+        if u.sum() == 0:  # no unseen mass: the hull is attained, exactly
+            assert lo[0] == pytest.approx(float(min(vals)), abs=1e-9)
+            assert hi[0] == pytest.approx(float(max(vals)), abs=1e-9)
+            exact_hits += 1
+        rlo, rhi = dp_range(v[None].astype(float), k, np.array([float(u.sum())]))
+        if not math.isnan(rlo[0]):
+            assert rlo[0] <= lo[0] + 1e-12 and hi[0] <= rhi[0] + 1e-12
+        checked += 1
+    assert checked > 200 and exact_hits > 100
+
+
+def test_the_sample_hull_covers_the_model_whatever_one_liar_reports():
+    from fairprobe.collab.bounded import sampling_hull
+
+    rng = np.random.default_rng(5)
+    pa, pb = 0.30, 0.22  # the model's rates: DP 0.08
+    for k in (0, 1):
+        covered = 0
+        for _ in range(300):
+            A, B = rng.integers(30, 120, 4), rng.integers(30, 120, 4)
+            honest = np.stack([rng.binomial(A, pa), A, rng.binomial(B, pb), B], axis=1)
+            liar = np.array([[0, 300, 300, 300]]) if k else honest[:0]
+            v = np.concatenate([honest, liar])[None].astype(float)
+            lo, hi = sampling_hull(v, k)
+            covered += bool(lo[0] <= pa - pb <= hi[0])
+        assert covered / 300 >= 0.95, (k, covered)
+
+
+def test_fewer_falsified_answers_than_the_flip_bound_never_change_the_verdict():
+    """``answer_flips``: ``F - 1`` flips, even the most effective ones (all in one group, all
+    pushing the same way), leave every decided verdict as it is, with K = 0 and K = 1."""
+    from fairprobe.collab.bounded import answer_flips
+    from fairprobe.stats.finding import decide_array
+
+    rng = np.random.default_rng(11)
+    tau = 0.05
+    checked = 0
+    for _ in range(300):
+        V, k = int(rng.integers(2, 5)), int(rng.integers(0, 2))
+        A, B = rng.integers(40, 200, V), rng.integers(40, 200, V)
+        t = np.stack([rng.binomial(A, rng.uniform(0.1, 0.9)), A,
+                      rng.binomial(B, rng.uniform(0.1, 0.9)), B], axis=1)
+        held = np.full((1, V), 3)
+        _, lo, hi = bounded_intervals(t[None], held, n=10**6, rounds=3, max_liars=k)
+        ver = decide_array(lo, hi, kind="difference", threshold=tau)
+        F = answer_flips(t[None], held, lo, hi, ver, tau=tau, max_liars=k)[0]
+        if not np.isfinite(F) or F < 1:
+            continue
+        f = int(F) - 1
+        for j in range(V):  # flip f answers of source j, in every direction and group
+            for col, sign in ((0, 1), (0, -1), (2, 1), (2, -1)):
+                u = t.copy()
+                room = (u[j, col + 1] - u[j, col]) if sign > 0 else u[j, col]
+                u[j, col] += sign * min(f, int(room))
+                _, lo2, hi2 = bounded_intervals(u[None], held, n=10**6, rounds=3, max_liars=k)
+                assert decide_array(lo2, hi2, kind="difference", threshold=tau)[0] == ver[0]
+        checked += 1
+    assert checked > 100

@@ -208,3 +208,20 @@ def test_decisive_screening_stops_two_consistent_liars() -> None:
     for bad in (0.0, -1.0):
         with pytest.raises(InvalidParameterError):
             SimConfig(case="bios-moderate", robust_c_decisive=bad)
+
+
+@pytest.mark.parametrize("attack", ["late", "late-records"])
+def test_answer_level_liars_run_the_same_in_both_paths_and_know_their_lies(attack) -> None:
+    cfg = SimConfig(case="bios-moderate", honest=6, attackers=2, seed=3, max_rounds=10,
+                    attack=attack)
+    fast, ref = simulate(cfg), simulate_reference(cfg)
+    for m in ("auditopus", "bounded"):
+        assert np.array_equal(fast.per_auditor[m], ref.per_auditor[m], equal_nan=True)
+    from fairprobe.collab.simulate import histories
+
+    h = histories(cfg, prepare_honest(cfg))
+    assert h.lies is not None and h.truth is not None
+    R = h.lies.shape[0]
+    # truthful before its last rounds, lying in them; the true-answer counts share the groups
+    assert (h.lies[: R - 2].sum() == 0) and h.lies[R - 1].sum() > 0
+    assert np.array_equal(h.truth[:, :, [1, 3]], h.H[:, h.att][:, :, [1, 3]])

@@ -95,6 +95,7 @@ def _config(
     robust_c: float = 4.0,
     robust_c_decisive: float = 2.0,
     max_liars: int = 0,
+    verify_rate: float | None = None,
 ) -> object:
     from fairprobe.collab.simulate import SimConfig
     from fairprobe.errors import InvalidParameterError
@@ -125,7 +126,15 @@ def _config(
         robust_c=robust_c,
         robust_c_decisive=None if robust_c_decisive == 0 else robust_c_decisive,
         max_liars=max_liars,
+        verify_rate=verify_rate,
     )
+
+
+Verify = Annotated[bool, typer.Option(
+    "--verify/--no-verify",
+    help="Run the verification of answers (challenges of committed records, proofs of fraud).")]
+VerifyRate = Annotated[float, typer.Option(
+    "--verify-rate", help="Share c of each neighbour's new leaves a challenger opens (with --verify).")]
 
 
 @collab_app.command("simulate")
@@ -147,6 +156,8 @@ def simulate_cmd(
     robust_c: RobustC = 4.0,
     robust_c_decisive: RobustCDecisive = 2.0,
     max_liars: MaxLiars = 0,
+    verify: Verify = False,
+    verify_rate: VerifyRate = 0.01,
     json_path: Path | None = typer.Option(None, "--json", help="Write the result here (JSON)."),
     csv_path: Path | None = typer.Option(None, "--csv", help="Write the printed table (one row per method) as CSV."),
     fail_on: FailOn | None = typer.Option(None, "--fail-on", case_sensitive=False, help=FAIL_ON_HELP + " (here: the default method's verdict on the simulated model)"),
@@ -166,6 +177,7 @@ def simulate_cmd(
         case, attackers, seed, honest=honest, alpha=alpha, n=n, rounds=rounds, tau=tau,
         z_max=z_max, beta=beta, replacement=replacement, degree=degree, attack=attack, betas=betas,
         robust_c=robust_c, robust_c_decisive=robust_c_decisive, max_liars=max_liars,
+        verify_rate=verify_rate if verify else None,
     )
     assert isinstance(cfg, SimConfig)
     res = simulate(cfg)
@@ -226,6 +238,8 @@ def sweep_cmd(
     robust_c: RobustC = 4.0,
     robust_c_decisive: RobustCDecisive = 2.0,
     max_liars: MaxLiars = 0,
+    verify: Verify = False,
+    verify_rate: VerifyRate = 0.01,
 ) -> None:
     """Run cases x attackers x seeds on Dask; resumable (rerun to finish an interrupted sweep)."""
     from rich.console import Console
@@ -252,6 +266,7 @@ def sweep_cmd(
         case_list[0], 0, 0, honest=honest, alpha=alpha, n=n, rounds=rounds, tau=tau,
         z_max=z_max, beta=beta, replacement=replacement, degree=degree, attack=attack, betas=betas,
         robust_c=robust_c, robust_c_decisive=robust_c_decisive, max_liars=max_liars,
+        verify_rate=verify_rate if verify else None,
     )
     assert isinstance(cfg, SimConfig)
     import os
@@ -361,12 +376,15 @@ def _certificate_line(b: dict[str, Any], max_liars: int) -> str:
            f"liars K={max_liars}, certified_k="
            f"{'-' if k is None or k < 0 else k}")
     if fm is not None:
-        out += f", flip_mass {fm:.0f} answers"
+        out += f", a verdict other than the true answers' needs >= {fm:.0f} falsified answers"
         if eb is not None:
-            out += (f", a fabricator that could flip it escapes verification at rate "
-                    f"{b['verification_rate']:g} with probability <= {eb:.3g}")
+            out += (f", which challenges at rate {b['verification_rate']:g} all miss with "
+                    f"probability <= {eb:.3g}")
         else:
-            out += " (no verification: run with challenges to bound a fabricator)"
+            out += " (no verification: --verify bounds the chance they escape)"
+    if b.get("census") is False:
+        out += ("; the rounds stopped before the query sets were exhausted: the records not "
+                "queried count as unseen (worst case), the verdict is about the population")
     return out
 
 

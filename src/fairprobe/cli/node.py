@@ -99,12 +99,16 @@ def demo_cmd(
         help="Declared liar bound K of the bounded verdict: fair/unfair only if that holds "
         "whichever <= K auditors lie (else undetermined).",
     ),
-    verify: bool = typer.Option(
-        False, "--verify/--no-verify",
-        help="Verification of answers: commit records, challenge neighbours, exclude on fraud.",
+    verify: bool | None = typer.Option(
+        None, "--verify/--no-verify",
+        help="Verification of answers: commit records, challenge neighbours, exclude on fraud "
+        "(default: on for a Table I population, where without it a fabricating node can fool "
+        "every honest one; off with --platform/--serve-platform, which it does not support).",
     ),
     verify_rate: float = typer.Option(
-        0.04, "--verify-rate", help="Leaves challenged per round / queries issued that round."
+        0.01, "--verify-rate",
+        help="Share of each neighbour's new leaves opened per challenge (extra queries about "
+        "rate x degree).",
     ),
     verify_records: str = typer.Option(
         "random", "--verify-records",
@@ -127,6 +131,8 @@ def demo_cmd(
         from fairprobe.platform import PlatformProcess
 
         plat_ctx = PlatformProcess()
+    if verify is None:
+        verify = platform is None and not serve_platform
     with plat_ctx as plat:
         url = plat.url if serve_platform else platform  # type: ignore[attr-defined]
         _demo(honest, attackers, seed, case, n, rounds, max_rounds, alpha, round_timeout,
@@ -220,11 +226,12 @@ def _certificate(out: dict[str, object], n: int) -> str:
     line = (f"certificate: declared K = {out['max_liars']}, certified_k = "
             f"{'-' if k is None else k} (the verdict stands whichever that many auditors lie)")
     if isinstance(fm, (int, float)):
-        line += f"; flipping it needs >= {fm:.0f} fabricated answers"
+        line += (f"; a verdict other than the true answers' needs >= {fm:.0f} falsified "
+                 "answers")
         if isinstance(eb, (int, float)):
-            line += (f", which challenges at rate {out['verification_rate']} catch except with "
-                     f"probability <= {eb:.3g} (not covered: truthful answers on chosen records, "
-                     "which only K covers)")
+            line += (f", which challenges at rate {out['verification_rate']} (each new answer "
+                     f"opened with probability >= that) all miss with probability <= {eb:.3g} "
+                     "(not covered: truthful answers on chosen records, which only K covers)")
         else:
             line += " (no verification: --verify bounds the chance such a fabricator escapes)"
     return line

@@ -290,7 +290,23 @@ class AttackStrategy(ABC):
 
     name: ClassVar[str] = ""
     needs_context: ClassVar[bool] = False
+    #: ``"counts"``: fabricates increments from views (:meth:`fabricate`); ``"answers"``: draws
+    #: real records and reports an answer for each (:meth:`draws`, :meth:`answers`), so the
+    #: simulator and the nodes know exactly which committed answers are false.
+    level: ClassVar[str] = "counts"
     context: AttackContext | None = None
+
+    def draws(self, n: int, round_: int) -> int:
+        """Records an answer-level liar draws in round ``round_`` (default ``n``; the protocol
+        refuses more than ``n`` per elapsed round in total)."""
+        return int(n)
+
+    def answers(
+        self, groups: npt.ArrayLike, truth: npt.ArrayLike, round_: int
+    ) -> npt.NDArray[np.int64]:
+        """The decisions an answer-level liar reports for the records it drew this round
+        (``groups``: 1 for group A; ``truth``: the model's decisions). Default: the truth."""
+        return np.asarray(truth, dtype=np.int64).copy()
 
     def calibrate(self, ctx: AttackContext) -> AttackStrategy:
         """A copy of this strategy instructed by the platform (default: itself, unchanged)."""

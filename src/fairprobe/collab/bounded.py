@@ -16,11 +16,11 @@ it has finished and ``c_j`` is its whole contribution; otherwise it may still ad
 
 The interval (declared liar bound ``K``). The liars are an unknown set ``S*`` of at most ``K``
 sources; sources excluded on a *proof* of fraud are liars for certain and are dropped, which
-uses up ``K`` (``K' = K - #proven``; more proven than declared: forced undetermined). For any
-hypothesis ``S`` (``|S| <= K'``) the truth is ``DP(sum_{j not in S} c_j + F)`` for some unseen
+do not use up ``K``: the assumption is "at most ``K`` liars besides the proven ones". For any
+hypothesis ``S`` (``|S| <= K``) the truth is ``DP(sum_{j not in S} c_j + F)`` for some unseen
 ``F >= 0`` of mass at most ``U``. The interval is the hull of all of them::
 
-    high = max_{|S| <= K', |F| <= U} DP(sum_{j not in S} c_j + F),
+    high = max_{|S| <= K, |F| <= U} DP(sum_{j not in S} c_j + F),
     low  = min_{...} (the same with the groups swapped, negated).
 
 **Theorem.** If the honest auditors report their counts truthfully and at most ``K`` sources lie
@@ -48,10 +48,13 @@ every ``S`` and every integer unseen split on small instances, and against every
 attack in the simulator.
 
 ``certified_k`` is the largest ``k`` for which the interval with ``k`` liars still gives the same
-decided verdict (intervals grow with ``k``); ``flip_mass`` the least fabricated query mass that,
-added to the held counts, moves the pooled estimate across the band (a liar that fabricates
-fewer answers cannot have flipped it); with challenges at rate ``c`` such a liar escapes with
-probability at most ``(1 - c)^flip_mass`` (:func:`escape_bound`).
+decided verdict (intervals grow with ``k``); ``flip_mass`` (:func:`answer_flips`) the least
+number of committed answers that must be false for the verdict to differ from the one the true
+answers give; with every committed answer challenged with probability at least ``c``
+(:class:`fairprobe.collab.verify.ChallengeCore`) they all escape with probability at most
+``(1 - c)^flip_mass`` (:func:`escape_bound`; proof in docs/collab.md). For ``K <= 3`` the
+interval is the hull itself (:func:`exact_hull`); for a model audited through samples,
+:func:`sampling_hull`.
 """
 
 from __future__ import annotations
@@ -67,13 +70,16 @@ from fairprobe.stats.finding import Finding, Question, decide_array
 
 __all__ = [
     "CONSTRUCTION",
+    "answer_flips",
     "bounded_intervals",
     "certified_ks",
     "dp_range",
     "escape_bound",
+    "exact_hull",
     "flip_masses",
     "global_interval",
     "make_finding",
+    "sampling_hull",
     "unseen_mass",
 ]
 
@@ -88,15 +94,23 @@ GRID = 8
 _EPS = 1e-12
 
 
-def unseen_mass(counts: npt.ArrayLike, held_round: npt.ArrayLike, n: int, rounds: int) -> FloatArray:
+def unseen_mass(
+    counts: npt.ArrayLike, held_round: npt.ArrayLike, n: int, rounds: int,
+    querying: int | None = None,
+) -> FloatArray:
     """Records a source may still add after the held entry: ``n (R - r_j)`` unless it finished.
 
     ``counts``: (..., V, 4) held cumulative vectors; ``held_round``: (..., V) their rounds (0: no
     entry held). A source with ``A + B < n r`` ran out of records (an honest one issues ``n`` a
-    round while it has any), so it adds nothing more.
+    round while it has any), so it adds nothing more. ``querying``: the last round in which
+    queries were issued (default ``rounds``); an audit that stops before ``rounds`` (the
+    rounds that exhaust every query set) leaves the records not queried unseen, and entries
+    of the closing rounds count as of round ``querying``.
     """
     c = np.asarray(counts, dtype=np.float64)
     r = np.asarray(held_round, dtype=np.float64)
+    if querying is not None:
+        r = np.minimum(r, float(querying))
     m = c[..., 1] + c[..., 3]
     done = m < n * r
     out: FloatArray = np.where(done, 0.0, n * np.maximum(rounds - r, 0.0))
@@ -148,49 +162,116 @@ def bounded_intervals(
     max_liars: int,
     proven: npt.ArrayLike | None = None,
     grid: int = GRID,
+    querying: int | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """``(estimate, low, high)`` per auditor (rows of ``tables``, shape (N, V, 4)).
 
     ``held_round`` (N, V): round of each held entry (0: none); ``proven`` (N, V): sources the
-    auditor excluded on a proof of fraud (dropped; each uses up one of ``max_liars``). Where more
-    sources are proven liars than declared, the bounds are ``nan`` (undetermined).
+    auditor excluded on a proof of fraud (dropped; ``max_liars`` more may lie besides them).
     """
     t = np.asarray(tables, dtype=np.float64)
     hr = np.asarray(held_round)
     pr = np.zeros(hr.shape, dtype=bool) if proven is None else np.asarray(proven, dtype=bool)
     keep = (hr >= 1) & ~pr
     v = np.where(keep[..., None], t, 0.0)
-    u = np.where(keep, unseen_mass(t, hr, n, rounds), 0.0)
+    u = np.where(keep, unseen_mass(t, hr, n, rounds, querying), 0.0)
     # a source with no entry held yet may be honest with up to n R records (unless proven)
-    u = np.where((hr < 1) & ~pr, float(n * rounds), u).sum(axis=-1)
-    k_left = int(max_liars) - pr.sum(axis=-1)
+    us = np.where((hr < 1) & ~pr, float(n * rounds), u)  # per source
+    u = us.sum(axis=-1)
+    # proven liars are dropped and do not use up K: the assumption is "at most K liars
+    # besides those proven", so catching liars never costs a verdict
+    k_left = np.full(pr.shape[:-1], int(max_liars), dtype=np.int64)
     tot = v.sum(axis=-2)
     with np.errstate(all="ignore"):
         est = tot[..., 0] / tot[..., 1] - tot[..., 2] / tot[..., 3]
     if v.ndim == 3 and v.shape[0] > 1:
         # auditors holding the same view (after the closing rounds: all of them) share one
         # interval: compute it once per distinct (table, unseen mass, liars left)
-        key = np.concatenate([v.reshape(v.shape[0], -1), u[:, None], k_left[:, None]], axis=1)
+        key = np.concatenate([v.reshape(v.shape[0], -1), us, k_left[:, None]], axis=1)
         _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
         if first.size < v.shape[0]:
-            _, lo_u, hi_u = _intervals(v[first], u[first], k_left[first], grid)
+            lo_u, hi_u = _intervals(v[first], us[first], k_left[first], grid)
             inv = inv.reshape(-1)
             return est, lo_u[inv], hi_u[inv]
-    _, lo, hi = _intervals(v, u, k_left, grid)
+    lo, hi = _intervals(v, us, k_left, grid)
     return est, lo, hi
 
 
+#: Largest declared ``K`` whose interval is the exact liar hull (every removal enumerated);
+#: beyond it, the relaxation of :func:`dp_range` (a superset).
+EXACT_MAX_K = 3
+
+#: Largest number of removals the exact hull enumerates per view (else the relaxation).
+EXACT_MAX_SETS = 50_000
+
+
 def _intervals(
-    v: FloatArray, u: FloatArray, k_left: npt.NDArray[np.int64], grid: int
-) -> tuple[None, FloatArray, FloatArray]:
+    v: FloatArray, us: FloatArray, k_left: npt.NDArray[np.int64], grid: int
+) -> tuple[FloatArray, FloatArray]:
     lo = np.full(v.shape[:-2], np.nan)
     hi = np.full(v.shape[:-2], np.nan)
+    u = us.sum(axis=-1)
     for k in np.unique(k_left[k_left >= 0]):
+        rows_k = k_left == k
+        if v.ndim == 3 and _n_sets(v.shape[-2], int(k)) <= EXACT_MAX_SETS and k <= EXACT_MAX_K:
+            lo[rows_k], hi[rows_k] = exact_hull(v[rows_k], us[rows_k], int(k))
+            continue
         for seen in (True, False):  # with no unseen mass one grid point is exact
-            rows = (k_left == k) & ((u == 0) == seen)
+            rows = rows_k & ((u == 0) == seen)
             if rows.any():
                 lo[rows], hi[rows] = dp_range(v[rows], int(k), u[rows], grid=1 if seen else grid)
-    return None, lo, hi
+    return lo, hi
+
+
+def _n_sets(v: int, k: int) -> int:
+    return sum(math.comb(v, j) for j in range(min(k, v) + 1))
+
+
+def _removals(v: int, k: int) -> npt.NDArray[np.int64]:
+    """Every set of at most ``k`` of ``v`` sources as rows of indices, padded with ``v``."""
+    from itertools import combinations
+
+    w = max(k, 1)
+    rows = [[v] * w]
+    for j in range(1, min(k, v) + 1):
+        rows += [[*c, *([v] * (w - j))] for c in combinations(range(v), j)]
+    return np.asarray(rows, dtype=np.int64)
+
+
+def exact_hull(
+    vectors: npt.ArrayLike, unseen: npt.ArrayLike, k: int
+) -> tuple[FloatArray, FloatArray]:
+    """The liar hull itself: ``min``/``max`` over every removal ``S`` (``|S| <= k``) of
+    ``DP(sum_{j not in S} v_j + F)`` with unseen records ``F >= 0`` of mass at most
+    ``sum_{j not in S} u_j`` (a liar's own future records are no part of ``theta``).
+
+    For a fixed ``S`` the maximum over ``F`` puts all unseen mass on group-A positives ``X``
+    and group-B negatives ``U - X`` (each such record raises the DP), and
+    ``(a + X)/(A + X) - b/(B + U - X)`` is concave in ``X``, maximised in closed form
+    (:func:`_reach`); the minimum is the same with the groups swapped. Removals that leave a
+    group with no record are skipped (the honest auditors hold both groups, or there is no DP
+    at all); ``nan`` when every one does. ``vectors`` (B, V, 4), ``unseen`` (B, V)."""
+    v = np.asarray(vectors, dtype=np.float64)
+    u = np.asarray(unseen, dtype=np.float64)
+    B, V = v.shape[0], v.shape[1]
+    if B == 0:
+        return np.zeros(0), np.zeros(0)
+    idx = _removals(V, int(k))  # (nS, k)
+    vv = np.concatenate([v, np.zeros((B, 1, 4))], axis=1)
+    uu = np.concatenate([u, np.zeros((B, 1))], axis=1)
+    rest = v.sum(axis=1)[:, None, :] - vv[:, idx].sum(axis=2)  # (B, nS, 4)
+    rest = np.maximum(rest, 0.0)  # float round-off of the subtraction
+    U = np.maximum(u.sum(axis=1)[:, None] - uu[:, idx].sum(axis=2), 0.0)  # (B, nS)
+    ok = (rest[..., 1] + U > 0) & (rest[..., 3] + U > 0)
+    up = _sup_reach(rest, U)
+    down = -_sup_reach(_mirror(rest), U)
+    with np.errstate(invalid="ignore"):
+        hi = np.where(ok, up, -np.inf).max(axis=1)
+        lo = np.where(ok, down, np.inf).min(axis=1)
+    bad = ~ok.any(axis=1) | ~np.isfinite(hi) | ~np.isfinite(lo)
+    hi = np.where(bad, np.nan, np.minimum(hi + _EPS, 1.0))
+    lo = np.where(bad, np.nan, np.maximum(lo - _EPS, -1.0))
+    return lo, hi
 
 
 def certified_ks(
@@ -241,6 +322,72 @@ def _reach(t: FloatArray, m: FloatArray) -> FloatArray:
     return np.where(np.isfinite(val), val, -np.inf)
 
 
+def sampling_hull(
+    vectors: npt.ArrayLike, k: int, alpha: float = 0.05
+) -> tuple[FloatArray, FloatArray]:
+    """The liar hull of a **sample**: for every removal ``S`` (``|S| <= k``), the exact box of
+    the remaining counts (Clopper-Pearson intervals at level ``1 - alpha/2`` for each group's
+    positive rate, so ``DP in [lo_A - hi_B, hi_A - lo_B]`` with probability ``>= 1 - alpha``),
+    and the hull of all of them.
+
+    When the honest auditors' queries are independent draws from the model's inputs (the
+    subject is the model, not the records queried), the true liar set ``S*`` is one of the
+    removals and its box covers the model's DP with probability ``>= 1 - alpha``, so the hull
+    does too, whatever the liars report. ``vectors`` (B, V, 4). For ``k`` above
+    :data:`EXACT_MAX_K` the boxes use Hoeffding's bound at the smallest group counts any
+    removal leaves, around the relaxation of :func:`dp_range`."""
+    from scipy.stats import beta
+
+    v = np.asarray(vectors, dtype=np.float64)
+    B, V = v.shape[0], v.shape[1]
+    if B == 0:
+        return np.zeros(0), np.zeros(0)
+    q = float(alpha) / 4.0  # two groups, two sides
+    if int(k) <= EXACT_MAX_K and _n_sets(V, int(k)) <= EXACT_MAX_SETS:
+        idx = _removals(V, int(k))
+        vv = np.concatenate([v, np.zeros((B, 1, 4))], axis=1)
+        rest = np.maximum(v.sum(axis=1)[:, None, :] - vv[:, idx].sum(axis=2), 0.0)
+        rest = np.round(rest)
+        a, A, b, Bn = (rest[..., i] for i in range(4))
+        ok = (A > 0) & (Bn > 0)
+        with np.errstate(all="ignore"):
+            lo_a = np.where(a > 0, beta.ppf(q, a, A - a + 1), 0.0)
+            hi_a = np.where(a < A, beta.ppf(1 - q, a + 1, A - a), 1.0)
+            lo_b = np.where(b > 0, beta.ppf(q, b, Bn - b + 1), 0.0)
+            hi_b = np.where(b < Bn, beta.ppf(1 - q, b + 1, Bn - b), 1.0)
+            hi = np.where(ok, hi_a - lo_b, -np.inf).max(axis=1)
+            lo = np.where(ok, lo_a - hi_b, np.inf).min(axis=1)
+        bad = ~ok.any(axis=1)
+        return np.where(bad, np.nan, lo - _EPS), np.where(bad, np.nan, hi + _EPS)
+    lo0, hi0 = dp_range(v, int(k), np.zeros(B))
+    mins = []
+    for col in (1, 3):
+        g = np.sort(v[..., col], axis=-1)
+        mins.append(g.sum(axis=-1) - g[..., V - min(int(k), V):].sum(axis=-1))
+    with np.errstate(all="ignore"):
+        h = np.sqrt(np.log(1.0 / q) / (2.0 * np.maximum(mins[0], 0.0))) + np.sqrt(
+            np.log(1.0 / q) / (2.0 * np.maximum(mins[1], 0.0)))
+    bad = ~((mins[0] > 0) & (mins[1] > 0))
+    return (np.where(bad, np.nan, np.maximum(lo0 - h, -1.0)),
+            np.where(bad, np.nan, np.minimum(hi0 + h, 1.0)))
+
+
+def _sup_reach(t: FloatArray, m: FloatArray) -> FloatArray:
+    """``sup_{X in [0, m]} (a + X)/(A + X) - b/(B + m - X)``, with the limits at the ends
+    where a group is empty (``A = 0``: the A rate is 1 for every ``X > 0``; ``B = 0``: the B
+    rate tends to 0 as ``X -> m``), so that an empty group never hides the supremum."""
+    a, A, b, B = (t[..., i] for i in range(4))
+    inner = _reach(t, m)
+    with np.errstate(all="ignore"):
+        ra0 = np.where(A > 0, a / A, np.where(m > 0, 1.0, np.nan))
+        rb0 = np.where(B + m > 0, b / (B + m), np.nan)
+        ra1 = np.where(A + m > 0, (a + m) / (A + m), np.nan)
+        rb1 = np.where(B > 0, b / B, np.where(m > 0, 0.0, np.nan))
+        ends = np.fmax(ra0 - rb0, ra1 - rb1)
+    out: FloatArray = np.fmax(inner, np.where(np.isfinite(ends), ends, -np.inf))
+    return out
+
+
 def flip_masses(tables: npt.ArrayLike, tau: float, verdicts: npt.ArrayLike) -> FloatArray:
     """Least fabricated mass that, added to the pooled held counts (rows (..., V, 4) summed over
     sources), moves the estimate across the band: out of it for a "fair" verdict (either side),
@@ -278,25 +425,94 @@ def flip_masses(tables: npt.ArrayLike, tau: float, verdicts: npt.ArrayLike) -> F
     return out
 
 
+def answer_flips(
+    tables: npt.ArrayLike,
+    held_round: npt.ArrayLike,
+    low: npt.ArrayLike,
+    high: npt.ArrayLike,
+    verdicts: npt.ArrayLike,
+    *,
+    tau: float,
+    max_liars: int,
+    proven: npt.ArrayLike | None = None,
+) -> FloatArray:
+    r"""Least number of committed answers that must be false for the verdict to differ from
+    the one the true answers give (a lower bound, ``nan`` for an undetermined verdict).
+
+    Flipping one answer of group A changes that group's positives by one and nothing else, so
+    for every hypothesis of the hull (a removal ``S`` of at most ``K`` sources and any unseen
+    mass) it moves ``DP`` by at most ``1 / A_{-S}`` (``1 / B_{-S}`` for group B), where
+    ``A_{-S}`` is the group-A count held outside ``S``. Hence ``f`` flips move each endpoint of
+    the interval by at most ``f / m_min`` with ``m_min = min_S min(A_{-S}, B_{-S})`` (``S``
+    the ``K`` largest holders of the group), and the verdict of ``decide`` can only change
+    once an endpoint crosses a band edge: ``f >= gap * m_min`` where ``gap`` is the distance
+    from the interval to the nearest band edge it must cross (``low - tau`` or ``-tau - high``
+    for "unfair"; ``min(tau - high, low + tau)`` for "fair"). The true-answer view and the
+    reported one differ by exactly the falsified answers, so if their verdicts differ at least
+    ``floor(gap * m_min)`` answers were falsified, whoever falsified them.
+    """
+    t = np.asarray(tables, dtype=np.float64)
+    hr = np.asarray(held_round)
+    pr = np.zeros(hr.shape, dtype=bool) if proven is None else np.asarray(proven, dtype=bool)
+    keep = (hr >= 1) & ~pr
+    v = np.where(keep[..., None], t, 0.0)
+    k = max(int(max_liars), 0)
+    out: FloatArray = np.full(v.shape[:-2], np.nan)
+    mins = []
+    for col in (1, 3):
+        g = np.sort(v[..., col], axis=-1)  # ascending: the k largest are the last k
+        tot = g.sum(axis=-1)
+        top = g[..., g.shape[-1] - min(k, g.shape[-1]):].sum(axis=-1) if k else 0.0
+        mins.append(tot - top)
+    m_min = np.minimum(mins[0], mins[1])
+    lo = np.asarray(low, dtype=np.float64)
+    hi = np.asarray(high, dtype=np.float64)
+    ver = np.asarray(verdicts)
+    tau = float(tau)
+    with np.errstate(invalid="ignore"):
+        gap = np.where(
+            ver == "fair", np.minimum(tau - hi, lo + tau),
+            np.where(lo > tau, lo - tau, -tau - hi),
+        )
+    ok = (ver != "undetermined") & np.isfinite(gap) & (m_min > 0)
+    out[ok] = np.floor(np.maximum(gap[ok], 0.0) * m_min[ok] + 1e-9)
+    return out
+
+
 def escape_bound(flip_mass: float | None, rate: float | None) -> float | None:
-    """``(1 - c)^flip_mass``: the chance a source that fabricated ``flip_mass`` answers, each
-    challenged with probability ``c``, is never caught (None without verification)."""
+    """``(1 - c)^F``: the chance that ``F`` falsified answers, each challenged with probability
+    at least ``c`` (:class:`fairprobe.collab.verify.ChallengeCore`), are all left unchallenged
+    (None without verification). With ``F`` from :func:`answer_flips` it bounds the chance
+    that this verdict differs from the true answers' verdict and no proof of fraud was found
+    (docs/collab.md, "The escape bound")."""
     if rate is None or flip_mass is None or not math.isfinite(float(flip_mass)):
         return None
     return float(math.exp(float(flip_mass) * math.log1p(-float(rate)))) if rate < 1 else 0.0
 
 
 def global_interval(
-    lows: npt.ArrayLike, highs: npt.ArrayLike, max_liars: int, *, liar_reports: int = 0
+    lows: npt.ArrayLike, highs: npt.ArrayLike, max_liars: int, *, liar_reports: int = 0,
+    majority: bool = True,
 ) -> tuple[float, float]:
     """The regulator's interval from the ``N`` honest intervals and ``liar_reports`` reports of
-    ``[0, 0]`` (the attackers' "fair"): the ``(K+1)``-th largest low and ``(K+1)``-th smallest
-    high. At most ``K`` reports are fake and every honest one covers ``theta``, so this covers it
-    too (whatever the fake ones say). If that interval is empty, more than ``K`` reports lie:
-    ``nan`` (undetermined)."""
+    ``[0, 0]`` (the attackers' "fair"): the ``(k+1)``-th largest low and ``(k+1)``-th smallest
+    high, with ``k = max(K, floor((V - 1) / 2))`` over the ``V`` reports (``majority``; else
+    ``k = K``). If at most ``k`` reports are fake and every honest one covers ``theta``, this
+    covers it too, whatever the fake ones say: so ``K + 1 .. floor((V-1)/2)`` fake reports
+    (an honest majority) cannot flip it. When the honest intervals agree (after the closing
+    rounds they do) the wider allowance costs nothing: the ``(k+1)``-th statistic is still
+    theirs. If the interval is empty, more than ``k`` reports lie: ``nan`` (undetermined).
+    With ``majority``, the interval of ``k = K`` must be non-empty too: more than ``K``
+    contradicting reports prove the declared bound wrong, and the verdict is then withheld
+    rather than trusted to the honest majority alone."""
     lo = np.concatenate([np.asarray(lows, dtype=np.float64), np.zeros(liar_reports)])
     hi = np.concatenate([np.asarray(highs, dtype=np.float64), np.zeros(liar_reports)])
     k = int(max_liars)
+    if majority and k >= 0 and (lo.size - 1) // 2 > k:
+        if math.isnan(global_interval(lows, highs, k, liar_reports=liar_reports,
+                                      majority=False)[0]):
+            return math.nan, math.nan
+        k = (lo.size - 1) // 2
     if k >= lo.size or np.isnan(lo).all():
         return math.nan, math.nan
     lo_s = np.sort(np.where(np.isnan(lo), -np.inf, lo))[::-1]
@@ -328,6 +544,14 @@ def make_finding(
         groups=("A", "B"), subject=subject, rates=("selection_rate",),
     )
     c = {"max_liars": int(max_liars), "method": method, **(counts or {})}
+    if method == "bounded":
+        # what the coverage is conditional on, in words (a report prints it)
+        c["condition"] = (
+            f"at most {int(max_liars)} auditor(s) lie besides those proven, and honest ones "
+            "report their answers truthfully"
+            + ("; the honest queries are independent draws from the model's inputs"
+               if c.get("census") is False and subject == "model" else "")
+        )
     if method != "bounded":
         return Finding(q, estimate, estimate, estimate, level, "point-estimate", "none",
                        reason=reason, counts=c)
@@ -337,7 +561,8 @@ def make_finding(
             "the interval that holds whichever "
             f"{int(max_liars)} source(s) lie, with the records not yet held, meets the band edge"
             if math.isfinite(low) and math.isfinite(high)
-            else "no interval: more proven liars than declared, or a group with no data"
+            else "no interval: a group with no data, or more reports contradict the others than the "
+            "regulator's rule allows"
         )
     return Finding(q, estimate, low, high, level, CONSTRUCTION, "conditional", reason=reason,
                    counts=c)

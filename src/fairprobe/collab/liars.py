@@ -57,7 +57,10 @@ from fairprobe.collab.attacker import (
 from fairprobe.errors import ConfigError
 
 __all__ = [
+    "AnswerLiar",
     "ConsistentAttack",
+    "LateAttack",
+    "LateRecordsAttack",
     "ConsistentExactAttack",
     "LiarPlan",
     "SelectiveAttack",
@@ -292,3 +295,144 @@ class SelectiveAttack(_Calibrated):
             take[c] += more
             left -= more
         return (take[0], take[0] + take[1], take[2], take[2] + take[3])
+
+
+# -- answer-level liars ---------------------------------------------------------------------------
+#: Share of the audit's rounds in which the ``late`` liar lies (its last rounds).
+LATE_SHARE = 0.2
+
+
+def late_rounds(rounds: int) -> int:
+    """Rounds at the end of an audit of ``rounds`` in which the ``late`` liar lies."""
+    return max(1, int(math.ceil(LATE_SHARE * int(rounds))))
+
+
+def flip_share(ctx: AttackContext, lying: float) -> float:
+    """Share ``phi`` of the falsifiable answers the liars flip so that the pooled DP of the
+    population plus every liar's records (at the population's rates, ``lying`` of them with
+    flips) is 0: group-A negatives claimed positive and group-B positives claimed negative
+    (mirrored for a model that favours group A). Linear in ``phi``, clipped to [0, 1]."""
+    h = np.asarray(ctx.population.as_tuple(), dtype=np.float64)
+    pa, pb = h[0] / h[1], h[2] / h[3]
+    pi = h[1] / (h[1] + h[3])
+    m = float(ctx.attackers * ctx.n * ctx.rounds)
+    nA, nB = m * pi, m * (1 - pi)
+    A, B = h[1] + nA, h[3] + nB
+    dp0 = (h[0] + pa * nA) / A - (h[2] + pb * nB) / B
+    if dp0 < 0:  # push up: A negatives -> 1, B positives -> 0
+        slope = lying * ((1 - pa) * nA / A + pb * nB / B)
+    else:
+        slope = lying * (pa * nA / A + (1 - pb) * nB / B)
+    if slope <= 0:
+        return 0.0
+    return float(min(max(abs(dp0) / slope, 0.0), 1.0))
+
+
+class AnswerLiar(_Calibrated):
+    """An answer-level liar: draws real records, reports an answer for each.
+
+    Its records are drawn from the population (``AttackContext.population``) at its rates
+    (:meth:`records`, seeded by ``(seed, attacker, round)``); a networked liar draws them from
+    its pool instead and calls :meth:`answers` the same way. :meth:`fabricate` is the count
+    form of the same behaviour, so every count-level path (the protocol core, the sweep) runs
+    it too."""
+
+    level = "answers"
+
+    def _solve(self, ctx: AttackContext) -> LiarPlan:
+        return LiarPlan(0.0, 0.0, 0.0, int(ctx.attackers * ctx.n * ctx.rounds), math.nan)
+
+    def _push_up(self) -> bool:
+        ctx = self.context
+        assert ctx is not None
+        a, A, b, B = ctx.population.as_tuple()
+        return a / A - b / B < 0
+
+    def lies_in(self, round_: int) -> bool:
+        """Whether this liar falsifies answers in round ``round_``."""
+        return True
+
+    def share(self) -> float:
+        """Share of the falsifiable answers flipped in a lying round."""
+        return 1.0
+
+    def answers(
+        self, groups: npt.ArrayLike, truth: npt.ArrayLike, round_: int
+    ) -> npt.NDArray[np.int64]:
+        g = np.asarray(groups, dtype=np.int64)
+        y = np.asarray(truth, dtype=np.int64).copy()
+        ctx = self.context
+        if ctx is None or not self.lies_in(round_) or y.size == 0:
+            return y
+        rng = np.random.default_rng([ctx.seed, int(ctx.ids[0]), int(round_), 0xA5])
+        flip = rng.random(y.size) < self.share()
+        if self._push_up():
+            want = np.where(g == 1, 1, 0)
+        else:
+            want = np.where(g == 1, 0, 1)
+        return np.where(flip, want, y).astype(np.int64)
+
+    def records(self, round_: int, count: int, row: int = 0) -> tuple[IntArray, IntArray]:
+        """``(groups, truth)`` of the ``count`` records attacker ``ids[row]`` draws in round
+        ``round_``: independent draws at the population's cell shares."""
+        ctx = self.context
+        assert ctx is not None
+        a, A, b, B = ctx.population.as_tuple()
+        p = np.array([a, A - a, b, B - b], dtype=np.float64)
+        rng = np.random.default_rng([ctx.seed, int(ctx.ids[row]), int(round_), 0x5EC])
+        cells = rng.choice(4, size=int(count), p=p / p.sum())
+        groups = (cells <= 1).astype(np.int64)
+        truth = ((cells == 0) | (cells == 2)).astype(np.int64)
+        return groups, truth
+
+    def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:
+        v = _check_views(views, n)
+        ctx, _ = self._ready(v.shape[0])
+        out = np.zeros((v.shape[0], 4), dtype=np.int64)
+        for r in range(v.shape[0]):
+            one = self.for_ids((ctx.ids[r],))
+            g, y = one.records(round_, one.draws(n, round_))  # type: ignore[attr-defined]
+            rep = one.answers(g, y, round_)
+            out[r] = (int((rep * g).sum()), int(g.sum()), int((rep * (1 - g)).sum()),
+                      int((1 - g).sum()))
+        return out
+
+
+@register_attack
+class LateAttack(AnswerLiar):
+    """Truthful, then in its last :func:`late_rounds` rounds it flips just enough answers
+    (a share :func:`flip_share` of the falsifiable ones, every liar the same) for the pooled
+    DP to reach 0: the liar the old round-uniform challenges almost never caught."""
+
+    name = "late"
+
+    def lies_in(self, round_: int) -> bool:
+        ctx = self.context
+        assert ctx is not None
+        return int(round_) > ctx.rounds - late_rounds(ctx.rounds)
+
+    def share(self) -> float:
+        ctx = self.context
+        assert ctx is not None
+        return flip_share(ctx, late_rounds(ctx.rounds) / ctx.rounds)
+
+
+@register_attack
+class LateRecordsAttack(AnswerLiar):
+    """Truthful on every record it drew before its last querying round; on the records of
+    that round it flips a share :func:`flip_share` of the falsifiable answers (usually all of
+    them): every lie sits in the last leaves it commits. (A liar cannot save its budget and
+    commit ``n R`` records at once: a table entry that adds more than ``n`` queries per round
+    elapsed since the last one held is refused as ``over-budget``.)"""
+
+    name = "late-records"
+
+    def lies_in(self, round_: int) -> bool:
+        ctx = self.context
+        assert ctx is not None
+        return int(round_) == ctx.rounds
+
+    def share(self) -> float:
+        ctx = self.context
+        assert ctx is not None
+        return flip_share(ctx, 1.0 / ctx.rounds)

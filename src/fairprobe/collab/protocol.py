@@ -706,6 +706,12 @@ class AttackerCore(_Base):
         self._init_common()
         self.strategy = get_attack(strategy) if isinstance(strategy, str) else strategy
 
+    def record_answers(self, increment: CountsVector | Sequence[int]) -> Entry:
+        """Stamp the counts of the answers an answer-level liar reports this round (its
+        :meth:`~fairprobe.collab.attacker.AttackStrategy.answers` on records it drew)."""
+        inc = increment if isinstance(increment, CountsVector) else CountsVector(*increment)
+        return self._stamp(inc.as_tuple())
+
     def view(self) -> CountsVector:
         """``C = sum_j M_k[j].c``: the attacker's view of the global counts vector (eq. 5)."""
         tot = np.zeros(4, dtype=np.int64)

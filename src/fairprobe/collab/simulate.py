@@ -40,9 +40,9 @@ from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.collab.attacker import ATTACKS, AttackContext, AttackStrategy, get_attack
 from fairprobe.collab.baselines import get_aggregator
 from fairprobe.collab.bounded import (
+    answer_flips,
     bounded_intervals,
     escape_bound,
-    flip_masses,
     global_interval,
     make_finding,
 )
@@ -210,6 +210,13 @@ class RunResult:
     bounded: dict[str, Any] = field(default_factory=dict)
     default_method: str = DEFAULT_METHOD
 
+    @property
+    def escape_bound(self) -> float | None:
+        """``(1 - c)^F`` of the default verdict (None without verification or when it is
+        undetermined): the chance it differs from the true answers' verdict and no proof of
+        fraud was found (:func:`fairprobe.collab.bounded.escape_bound`)."""
+        return self.bounded.get("escape_bound") if self.bounded else None
+
     def nodes(self) -> list[dict[str, Any]]:
         """Each honest auditor's estimate per method and its ``certified_k`` (figure data)."""
         hon = [j for j in range(self.config.honest + self.config.attackers)
@@ -268,6 +275,14 @@ class RunResult:
             if m == "bounded" and self.bounded:
                 out[-1].update({k: self.bounded[k] for k in (
                     "interval", "flip_mass", "verification_rate", "escape_bound")})
+                out[-1]["true_answer_verdict"] = self.bounded.get("true_answer_verdict")
+                ver = self.bounded.get("verification")
+                if ver is not None:
+                    out[-1].update({
+                        "caught": any(ver["caught"]),
+                        "extra_query_fraction": ver["extra_query_fraction"],
+                        "lies": sum(ver["lies"]),
+                    })
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -456,6 +471,8 @@ class Histories:
     score: FloatArray
     weight: FloatArray
     CW: FloatArray
+    lies: IntArray | None = None  # (R, K) answers each attacker falsified in each round
+    truth: IntArray | None = None  # (R + 1, K, 4) attackers' counts with their true answers
 
     @property
     def is_att(self) -> npt.NDArray[np.bool_]:
@@ -475,20 +492,46 @@ def histories(cfg: SimConfig, setup: HonestSetup) -> Histories:
     hon = np.flatnonzero(~is_att)
     H = np.zeros((R + 1, V, 4), dtype=np.int64)
     H[1:, hon] = np.cumsum(setup.increments, axis=0)
+    lies = truth = None
     if K:
         strategy = attack_strategy(cfg, R, tuple(int(x) for x in att))
         lag_k = lag[att]  # (K, V)
         cols = np.arange(V)[None, :]
-        for t in range(1, R + 1):
-            views = H[np.maximum(t - 1 - lag_k, 0), cols].sum(axis=1)
-            H[t, att] = H[t - 1, att] + strategy.fabricate(views, cfg.n, t)
+        if strategy.level == "answers":
+            lies, truth = _answer_histories(strategy, cfg.n, R, H, att)
+        else:
+            for t in range(1, R + 1):
+                views = H[np.maximum(t - 1 - lag_k, 0), cols].sum(axis=1)
+                H[t, att] = H[t - 1, att] + strategy.fabricate(views, cfg.n, t)
     prev = H[:-1]
     delta = H[1:] - prev
     sc = suspicion_scores(prev.reshape(-1, 4), delta.reshape(-1, 4), cfg.z_max)
     w = sc.weight.reshape(R, V)
     CW = np.zeros((R + 1, V, 4), dtype=np.float64)
     np.cumsum(w[:, :, None] * delta.astype(np.float64), axis=0, out=CW[1:])
-    return Histories(adj, att, lag, hon, H, delta, sc.score, w, CW)
+    return Histories(adj, att, lag, hon, H, delta, sc.score, w, CW, lies, truth)
+
+
+def _answer_histories(
+    strategy: AttackStrategy, n: int, R: int, H: IntArray, att: IntArray
+) -> tuple[IntArray, IntArray]:
+    """Fill the attackers' rows of ``H`` from an answer-level strategy (records drawn, answers
+    reported) and return the falsified answers per round and the true-answer counts."""
+    K = att.size
+    lies = np.zeros((R, K), dtype=np.int64)
+    truth = np.zeros((R + 1, K, 4), dtype=np.int64)
+    ones = [strategy.for_ids((int(j),)) for j in att.tolist()]
+    for t in range(1, R + 1):
+        for kk, one in enumerate(ones):
+            g, y = one.records(t, one.draws(n, t))  # type: ignore[attr-defined]
+            rep = one.answers(g, y, t)
+            inc = (int((rep * g).sum()), int(g.sum()), int((rep * (1 - g)).sum()),
+                   int((1 - g).sum()))
+            tru = (int((y * g).sum()), inc[1], int((y * (1 - g)).sum()), inc[3])
+            H[t, att[kk]] = H[t - 1, att[kk]] + np.asarray(inc, dtype=np.int64)
+            truth[t, kk] = truth[t - 1, kk] + np.asarray(tru, dtype=np.int64)
+            lies[t - 1, kk] = int((rep != y).sum())
+    return lies, truth
 
 
 def simulate(
@@ -522,7 +565,36 @@ def simulate(
     for b in cfg.extra_betas:
         per[f"trimmed-mean@{b:g}"] = get_aggregator("trimmed-mean", b)(tables, held)
     b_tables, b_round = closing_view(H, lag, hon)
-    bres = bounded_run(cfg, R, b_tables, b_round, K)
+    pop = get_population(cfg.case)
+    checks: dict[str, Any] | None = None
+    proven = None
+    if cfg.verify_rate is not None:
+        from fairprobe.collab.verify import simulate_challenges
+
+        checks = simulate_challenges(hist, cfg, cfg.verify_rate, population=pop)
+        proven = checks.pop("proven")
+    # the estimand is the population's DP: when the rounds stop before the query sets are
+    # exhausted, the records never queried are unseen mass (worst-cased), so the verdict is
+    # about the population and never about the queried records only
+    horizon = census_rounds(cfg, setup)
+    bres = bounded_run(cfg, horizon, b_tables, b_round, K, proven=proven, querying=R)
+    bres["census"] = horizon <= R
+    if hist.truth is not None:
+        # what the same audit decides on the attackers' true answers (only a simulation knows)
+        H_true = H.copy()
+        H_true[:, att] = hist.truth
+        t_tables, t_round = closing_view(H_true, lag, hon)
+        bres["true_answer_verdict"] = bounded_run(cfg, horizon, t_tables, t_round, K,
+                                                     querying=R)["verdict"]
+    if checks is not None:
+        base_q = int(H[R, hon][:, [1, 3]].sum())
+        caught = [x is not None for x in checks["first_proof_round"]]
+        bres["verification"] = {
+            **checks, "base_queries": base_q,
+            "extra_query_fraction": (checks["challenges"] + checks["proof_checks"])
+            / max(base_q, 1),
+            "caught": caught,
+        }
     per["bounded"] = bres.pop("estimate")
     estimates = {m: _global(per[m], K) for m in cfg.methods}
     node_k, glob_k = (
@@ -547,7 +619,6 @@ def simulate(
         "scores_by_round": _masked(hist.score.reshape(R, V).T, empty.T, 4),
         "weights_by_round": _masked(w.T, empty.T, 6),
     }
-    pop = get_population(cfg.case)
     honest_total = H[R, hon].sum(axis=0)
     traj = None
     if trajectory:
@@ -588,6 +659,12 @@ def simulate(
     )
 
 
+def census_rounds(cfg: SimConfig, setup: HonestSetup) -> int:
+    """Rounds that exhaust every honest query set: ``ceil(max_i |D_i| / n)`` (the audit runs
+    ``min`` of it and ``max_rounds``). Sources may add up to ``n`` records a round until then."""
+    return int(math.ceil(int(setup.cells.sum(axis=1).max()) / cfg.n))
+
+
 def closing_view(
     H: IntArray, lag: IntArray, hon: IntArray
 ) -> tuple[IntArray, IntArray]:
@@ -612,18 +689,19 @@ def bounded_run(
     *,
     proven: npt.NDArray[np.bool_] | None = None,
     verify_rate: float | None = None,
+    querying: int | None = None,
 ) -> dict[str, Any]:
     """The ``bounded`` verdicts of one audit (:mod:`fairprobe.collab.bounded`): each honest
     auditor's interval from its final table, the regulator's interval (attackers report
     ``[0, 0]``), ``certified_k`` (per auditor and global) and the verification bound."""
     K = cfg.max_liars
-    kw: dict[str, Any] = {"n": cfg.n, "rounds": rounds}
+    kw: dict[str, Any] = {"n": cfg.n, "rounds": rounds, "querying": querying}
     est, lo, hi = bounded_intervals(tables, held_round, max_liars=K, proven=proven, **kw)
     ver = decide_array(lo, hi, kind="difference", threshold=cfg.tau)
     # proofs are transferable: the regulator drops the reports of proven liars (each one uses
-    # up one of K; more proven than declared: no verdict)
+    # not count against K: "at most K liars besides the proven ones")
     n_proven = int(proven.any(axis=0).sum()) if proven is not None else 0
-    K_reg, reports = K - n_proven, attackers - n_proven
+    K_reg, reports = K, attackers - n_proven
     g_lo, g_hi = (global_interval(lo, hi, K_reg, liar_reports=reports) if K_reg >= 0
                   else (math.nan, math.nan))
     g_ver = str(decide_array(g_lo, g_hi, kind="difference", threshold=cfg.tau))
@@ -646,13 +724,14 @@ def bounded_run(
         node_k[rows[same]] = k
         alive[rows[~same]] = False
         if g_alive:
-            gl, gh = global_interval(lo_k, hi_k, k - n_proven, liar_reports=reports)
+            gl, gh = global_interval(lo_k, hi_k, k, liar_reports=reports)
             if str(decide_array(gl, gh, kind="difference", threshold=cfg.tau)) == g_ver:
                 g_k = k
             else:
                 g_alive = False
-    held = (held_round >= 1) & (True if proven is None else ~proven)  # proven liars dropped
-    flip = flip_masses(np.where(held[..., None], tables, 0), cfg.tau, ver)
+    # answers that must be false for a verdict to differ from the true answers' verdict
+    flip = answer_flips(tables, held_round, lo, hi, ver, tau=cfg.tau, max_liars=K,
+                        proven=proven)
     g_flip = (
         float(np.nanmin(flip[ver == g_ver])) if g_ver != "undetermined" and (ver == g_ver).any()
         else math.nan
@@ -684,6 +763,7 @@ def _verdicts(
             hi = math.nan if iv["high"] is None else iv["high"]
             node[m] = b["verdicts"]
             counts = {"certified_k": b["certified_k"], "flip_mass": b["flip_mass"],
+                      "census": b.get("census"),
                       "verification_rate": b["verification_rate"],
                       "escape_bound": b["escape_bound"]}
         else:
@@ -804,7 +884,7 @@ def simulate_reference(cfg: SimConfig, *, setup: HonestSetup | None = None) -> R
             core.end_round()
     held_round = np.stack([np.array([c.held[a].round for a in roster]) for c in honest_cores])
     b_tables = np.stack([c.table_counts() for c in honest_cores])
-    bres = bounded_run(cfg, R, b_tables, held_round, K)
+    bres = bounded_run(cfg, census_rounds(cfg, setup), b_tables, held_round, K, querying=R)
     per["bounded"] = bres.pop("estimate")
     estimates = {m: _global(per[m], K) for m in cfg.methods}
     honest_total = np.sum([c.own for c in honest_cores], axis=0)

@@ -50,7 +50,7 @@ RunKey = tuple[str, int, int]
 
 #: Version of the run rows: a file written by other code is never resumed (its rows would be
 #: stale). Bump it whenever ``RunResult.rows`` changes what it writes.
-ROWS_VERSION = "2026-12-issue21"
+ROWS_VERSION = "2026-12-escape-bound"
 
 #: Keys every resumable row must carry.
 ROW_KEYS = frozenset({"case", "attackers", "seed", "method", "estimate", "verdict", "wrong",

@@ -4,7 +4,8 @@ Guarantees checked: a source that falsifies answers is excluded by every honest 
 those that never challenged it: the proof of fraud is transferable); a source that backs its
 counts with truthful answers on records it chose is never excluded (what verification cannot
 catch); no honest node is ever excluded; the extra queries stay within the budget
-(``rate`` of the queries issued, at least one per round, plus one per proof checked).
+(``ceil(rate d)`` of the ``d`` leaves each neighbour committed since the last challenge, plus
+one per proof checked).
 """
 
 from __future__ import annotations
@@ -45,8 +46,11 @@ def test_fabricators_are_excluded_network_wide_and_cherry_pickers_are_not(tmp_pa
         assert set(r["excluded"]) == {liar}, (k, r["excluded"])
         assert 1 <= r["excluded"][liar] <= rounds
         v = r["verification"]
-        # budget: 4% of the queries issued, at least one per round, plus one per proof checked
-        assert v["reasked"] <= 0.04 * r["queries_used"] + rounds + 1, v
+        # budget: ceil(4%) of each neighbour's new leaves per challenge, plus one re-ask per
+        # proof checked (link leaves are not re-asked)
+        nbr_leaves = sum(results[u]["queries_used"] if results[u]["role"] == "honest"
+                         else spec.n * rounds for u in net.roster.member(k).neighbours)
+        assert v["reasked"] <= 0.04 * nbr_leaves + v["challenges-sent"] + 2, v
         assert v.get("proof-not-confirmed", 0) == 0
     # transferable: nodes that are not the liar's neighbours excluded it on a forwarded proof
     nb = set(net.roster.member(liar).neighbours)

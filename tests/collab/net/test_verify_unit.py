@@ -21,8 +21,11 @@ from fairprobe.collab.verify import (
     CommittingSigner,
     FraudProof,
     Opening,
+    challenge_count,
     challenge_message,
-    opening_cap,
+    leaf_counts,
+    leaf_hash,
+    prefix_root,
     split_signature,
     verify_opening,
 )
@@ -66,12 +69,12 @@ def _stamp(node, t):
     return e
 
 
-def _challenge(signers, by, prover, e, count=5):
+def _challenge(signers, by, prover, e, count=2, lo=0):
     _, root = split_signature(e.sig)
     sig = signers[by].sign(challenge_message(prover, e.round, root))
     m = e.counts.A + e.counts.B
-    return ChallengeMessage(challenger=by, prover=prover, round=e.round, m=m, count=count,
-                            root=base64.b64encode(root).decode(),
+    return ChallengeMessage(challenger=by, prover=prover, round=e.round, m=m, lo=lo,
+                            count=count, root=base64.b64encode(root).decode(),
                             sig=base64.b64encode(sig).decode()), root
 
 
@@ -81,21 +84,35 @@ def test_a_challenge_is_answered_with_openings_of_the_committed_root(trio):
     e1 = _stamp(a0, 1)
     a0.driver.end_round()
     e2 = _stamp(a0, 2)
-    cap = opening_cap(a0.cfg.verify.rate, a0.n)  # 2 openings per challenger and round
-    msg, _ = _challenge(s, "a1", "a0", e2, count=cap + 1)
-    with pytest.raises(Refused) as exc:  # more than a challenger may ask in a round
+    m1 = e1.counts.A + e1.counts.B
+    cap = challenge_count(a0.cfg.verify.rate, m1)  # ceil(4% of 50 new leaves) = 2
+    msg, _ = _challenge(s, "a1", "a0", e1, count=cap + 1)
+    with pytest.raises(Refused) as exc:  # more than ceil(rate d) of d new leaves
         a0.answer_challenge(msg)
     assert exc.value.status == 429
-    for e in (e1, e2):  # the latest root and an earlier one
-        msg, root = _challenge(s, "a1", "a0", e, count=cap)
-        ops = [Opening.from_dict(o) for o in a0.answer_challenge(msg)["openings"]]
-        assert len(ops) == cap and all(op.round == e.round for op in ops)
-        assert all(verify_opening(op, e.counts.as_tuple(), root) for op in ops)
-        assert all(a0.verifier.verify("a0", op.message(), op.sig) for op in ops)
-    msg, _ = _challenge(s, "a1", "a0", e2, count=1)
-    with pytest.raises(Refused) as exc:  # its budget of 2 rounds x 2 openings is spent
+    msg, root1 = _challenge(s, "a1", "a0", e1, count=cap)
+    ops = [Opening.from_dict(o) for o in a0.answer_challenge(msg)["openings"]]
+    assert len(ops) == cap and all(op.index < m1 for op in ops)
+    assert all(verify_opening(op, e1.counts.as_tuple(), root1) for op in ops)
+    assert all(a0.verifier.verify("a0", op.message(), op.sig) for op in ops)
+    # the next challenge starts where the last one stopped: new leaves and the link leaf
+    msg, _ = _challenge(s, "a1", "a0", e2, count=cap, lo=0)
+    with pytest.raises(Refused) as exc:  # not where a1's previous challenge stopped
         a0.answer_challenge(msg)
     assert exc.value.status == 429
+    msg, root2 = _challenge(s, "a1", "a0", e2, count=cap, lo=m1)
+    ops = [Opening.from_dict(o) for o in a0.answer_challenge(msg)["openings"]]
+    # a retried challenge (its response lost) is served again, the same leaves
+    again = [Opening.from_dict(o) for o in a0.answer_challenge(msg)["openings"]]
+    assert [op.index for op in again] == [op.index for op in ops]
+    assert [op.index for op in ops][0] == m1 - 1 and all(op.index >= m1 for op in ops[1:])
+    assert len(ops) == cap + 1
+    assert all(verify_opening(op, e2.counts.as_tuple(), root2) for op in ops)
+    link = ops[0]
+    leaf = leaf_hash(link.record, link.group_a, link.answer, link.salt)
+    lc = leaf_counts([int(link.group_a)], [link.answer])[0].tolist()
+    # the link's path reproduces the earlier root: the first m1 leaves were not rewritten
+    assert prefix_root(m1 - 1, link.m, leaf, lc, link.path) == (root1, e1.counts.as_tuple())
     msg, _ = _challenge(s, "a2", "a0", e2)  # a2 is not a0's neighbour
     with pytest.raises(Refused) as exc:
         a0.answer_challenge(msg)

@@ -136,7 +136,7 @@ class VerifyNodeConfig:
     """
 
     enabled: bool = False
-    rate: float = 0.04
+    rate: float = 0.01
     records: str = "random"
     #: For an attacker node only: which requested leaves it opens (``all``; ``none``: answers
     #: ``{"openings": []}``; ``truthful``: only the leaves whose answers are true). Honest
@@ -300,7 +300,7 @@ class NodeConfig:
             raise ConfigError("[verify] enabled must be true or false.")
         verify = VerifyNodeConfig(
             enabled=bool(vs.get("enabled", False)),
-            rate=_num(vs, "rate", 0.04, float, "[verify]"),
+            rate=_num(vs, "rate", 0.01, float, "[verify]"),
             records=str(vs.get("records", "random")),
             answers=str(vs.get("answers", "all")),
         )

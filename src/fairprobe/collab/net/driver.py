@@ -261,6 +261,8 @@ class Driver:
                 return self.core.pass_round()
         if isinstance(self.core, AttackerCore):
             with self.lock:  # its leaves are built while the entry is signed
+                if self.log is not None and self._strategy.level == "answers":
+                    return self._answer_step(t)
                 return self.core.fabricate()
         assert self.sampler is not None
         if self.sampler.remaining == 0:
@@ -324,7 +326,8 @@ class Driver:
     def _root_for(self, round_: int, counts: tuple[int, int, int, int]) -> bytes:
         """The records root signed with the own entry of ``round_`` (``counts`` cumulative)."""
         assert self.log is not None
-        if isinstance(self.core, AttackerCore):
+        if isinstance(self.core, AttackerCore) and tuple(self.log.tree.total()) != tuple(counts):
+            # a count-level attacker: back the fabricated increment with leaves now
             from fairprobe.collab.verify import assign_claimed_answers
 
             have = self.log.tree.total()
@@ -346,6 +349,19 @@ class Driver:
                 f"The committed records give counts {self.log.tree.total()}, the entry {counts}."
             )
         return bytes(self.log.root())
+
+    def _answer_step(self, t: int) -> Entry:
+        """An answer-level liar's round: the next records of its pool (in order), the answers
+        its strategy reports for them as leaves, the counts of those answers as its entry."""
+        assert self.log is not None and isinstance(self.core, AttackerCore)
+        start = len(self.log.items)
+        k = int(self._strategy.draws(self.core.n, t))
+        idx = np.arange(start, min(start + k, len(self.records)), dtype=np.int64)
+        g = self.in_a[idx].astype(np.int64)
+        reported = self._strategy.answers(g, self.truth[idx], t)
+        self.log.add(idx, g, reported)
+        inc = counts_from_decisions(reported, self.in_a[idx])
+        return self.core.record_answers(inc)
 
     def open_leaves(self, round_: int, m: int, indices: list[int]) -> list[Any]:
         """Signed openings of leaves of the own root over ``m`` leaves of ``round_``."""
@@ -407,13 +423,16 @@ class Driver:
     def bounded(self, *, certify: bool = True) -> dict[str, Any]:
         """This node's ``bounded`` interval, verdict and certificate
         (:mod:`fairprobe.collab.bounded`): every held source counts (one excluded on a failed
-        challenge too: it may be honest), sources excluded on a proof are certain liars and use
-        up ``max_liars``."""
+        challenge too: it may be honest), sources excluded on a proof are certain liars (dropped;
+        ``max_liars`` more may lie besides them). For a model (not a replayed population) the
+        interval is :func:`~fairprobe.collab.bounded.sampling_hull`: exact boxes of the honest
+        sample inside the liar hull, level 0.95."""
         from fairprobe.collab.bounded import (
+            answer_flips,
             bounded_intervals,
             certified_ks,
             escape_bound,
-            flip_masses,
+            sampling_hull,
         )
         from fairprobe.stats.finding import decide_array
 
@@ -425,12 +444,24 @@ class Driver:
         kw: dict[str, Any] = {"n": core.n, "rounds": self.cfg.audit.rounds, "proven": pr}
         K = self.cfg.max_liars
         est, lo, hi = bounded_intervals(tab, hr, max_liars=K, **kw)
+        census = self.census
+        if not census:  # the query sets are samples of the model's inputs
+            v = np.where(((hr >= 1) & ~pr)[..., None], tab, 0)
+            lo, hi = sampling_hull(v, K)
         if not certify:  # the estimate after each round (trajectory): no certificate
             return {"estimate": float(est[0]), "low": float(lo[0]), "high": float(hi[0])}
         ver = decide_array(lo, hi, kind="difference", threshold=core.tau)
-        ck = certified_ks(tab, hr, ver, tau=core.tau, start=K, max_k=len(core.roster), **kw)
-        keep = (hr >= 1) & ~pr
-        flip = flip_masses(np.where(keep[..., None], tab, 0), core.tau, ver)
+        if census:
+            ck = certified_ks(tab, hr, ver, tau=core.tau, start=K, max_k=len(core.roster), **kw)
+        else:
+            ck = np.array([-1 if ver[0] == "undetermined" else K])
+            for k in range(K + 1, min(len(core.roster), 4)):  # the exact sample hull: k <= 3
+                if decide_array(*sampling_hull(v, k), kind="difference",
+                                threshold=core.tau)[0] != ver[0]:
+                    break
+                ck[0] = k
+        # answers that must be false for the verdict to differ from the true answers' verdict
+        flip = answer_flips(tab, hr, lo, hi, ver, tau=core.tau, max_liars=K, proven=pr)
         rate = self.cfg.verify.rate if self.verifying else None
         fm = None if not np.isfinite(flip[0]) else float(flip[0])
         return {
@@ -438,7 +469,15 @@ class Driver:
             "verdict": str(ver[0]), "certified_k": None if ck[0] < 0 else int(ck[0]),
             "max_liars": K, "proven_liars": sorted(self.proven), "flip_mass": fm,
             "verification_rate": rate, "escape_bound": escape_bound(fm, rate),
+            "census": census,
         }
+
+    @property
+    def census(self) -> bool:
+        """Whether this node's verdict is about the records of a finite population (a replayed
+        bundled one: the partitions are the population) rather than about the model, whose
+        inputs the query sets only sample (the interval then carries sampling uncertainty)."""
+        return self.cfg.backend.get("kind") == "population"
 
     def certified_k(self) -> int | None:
         """``certified_k`` of this node's verdict (:mod:`fairprobe.collab.certificate`): no

@@ -86,7 +86,7 @@ class DemoSpec:
     #: Verification of answers (fairprobe.collab.verify): on/off, challenge rate, and how the
     #: attackers back their counts with records (``random`` or ``chosen``).
     verify: bool = False
-    verify_rate: float = 0.04
+    verify_rate: float = 0.01
     verify_records: str = "random"
 
     def __post_init__(self) -> None:
@@ -485,7 +485,7 @@ def _bounded_summary(bounded: list[dict[str, Any]], liars: int, tau: float, *,
     hi = [nan if b["high"] is None else float(b["high"]) for b in bounded]
     # proofs are transferable: the proven liars' reports are dropped, each uses up one of K
     proven = set().union(*(b.get("proven_liars") or [] for b in bounded))
-    k_reg = K - len(proven)
+    k_reg = K  # proven liars do not use up K (fairprobe.collab.bounded)
     g_lo, g_hi = (global_interval(lo, hi, k_reg, liar_reports=max(liars - len(proven), 0))
                   if k_reg >= 0 else (nan, nan))
     flips = [b["flip_mass"] for b in bounded if b.get("flip_mass") is not None]
@@ -498,15 +498,16 @@ def _bounded_summary(bounded: list[dict[str, Any]], liars: int, tau: float, *,
     return {
         "verdict": f.verdict, "finding": f.to_dict(), "max_liars": K,
         "interval": {"low": _finite(g_lo), "high": _finite(g_hi)},
-        "certified_k": _global_k(cks, len(proven)) if f.verdict != "undetermined" else None,
+        "certified_k": _global_k(cks) if f.verdict != "undetermined" else None,
         "flip_mass": fm, "verification_rate": rate, "escape_bound": escape_bound(fm, rate),
         "default_method": "bounded",
     }
 
 
 def _global_k(cks: list[int | None], proven: int = 0) -> int | None:
-    """The regulator's rule with ``k`` liars (``proven`` of them dropped) needs
-    ``k - proven + 1`` honest intervals deciding at ``k``: the largest such ``k``."""
+    """The regulator's rule with ``k`` liars needs ``k - proven + 1`` honest intervals deciding
+    at ``k``: the largest such ``k`` (proven liars do not count against ``k``: ``proven = 0``
+    by default)."""
     ks = sorted((k for k in cks if k is not None), reverse=True)
     best = None
     for k in range(proven, proven + len(ks)):

@@ -223,13 +223,16 @@ class ChallengeMessage(BaseModel):
     prover: IdStr
     round: Annotated[StrictInt, Field(ge=1, le=2**31)]
     m: Annotated[StrictInt, Field(ge=1, le=2**40)]
-    count: Annotated[StrictInt, Field(ge=1, le=64)]
+    #: leaves ``[0, lo)`` were covered by this challenger's earlier challenges: the indices are
+    #: drawn in ``[lo, m)`` and leaf ``lo - 1`` is opened as the link to the earlier root
+    lo: Annotated[StrictInt, Field(ge=0, le=2**40)] = 0
+    count: Annotated[StrictInt, Field(ge=1, le=4096)]
     root: Annotated[StrictStr, Field(min_length=44, max_length=44,
                                      pattern=r"^[A-Za-z0-9+/]{43}=$")]
     sig: SigStr
 
     _check_sig = field_validator("sig")(classmethod(lambda cls, v: _b64_64(v)))
-    _ints = field_validator("round", "m", "count", mode="before")(
+    _ints = field_validator("round", "m", "lo", "count", mode="before")(
         classmethod(lambda cls, v: _integral(v)))
 
 

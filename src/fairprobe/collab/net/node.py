@@ -140,7 +140,12 @@ class Node:
         self.entry_verifier: Any = driver._verifier
         self._client: httpx.AsyncClient | None = None
         self._bg: set[asyncio.Task[None]] = set()
-        self._challenged: dict[str, int] = {}  # leaves of each neighbour when last challenged
+        # (leaves, root, counts) of each neighbour's root when last challenged, and the
+        # challenge rule (fairprobe.collab.verify.ChallengeCore, shared with the simulator)
+        self._challenged: dict[str, tuple[int, bytes, tuple[int, ...]]] = {}
+        from fairprobe.collab.verify import ChallengeCore
+
+        self._challenge_core = ChallengeCore(float(cfg.verify.rate))
         self.rejections: Counter[str] = Counter(self.store.rejections())
         self.counters: Counter[str] = Counter(self.store.counters())
         self.latest_from: dict[str, int] = dict.fromkeys(self.neighbours, 0)
@@ -219,7 +224,7 @@ class Node:
         from fairprobe.collab.verify import (
             challenge_indices,
             challenge_message,
-            opening_cap,
+            max_openings,
             split_signature,
         )
 
@@ -243,21 +248,30 @@ class Node:
         counts, esig = mine
         if split_signature(esig)[1] != root or counts[1] + counts[3] != msg.m:
             raise Refused(409, "no-such-root")
-        # at most ceil(rate n) openings per challenger per round of this node (in total over the
-        # audit: a neighbour sees at most that share of the records, whatever it asks)
-        per_round = opening_cap(self.cfg.verify.rate, self.n)
-        served = self.counters[f"verify:served:{msg.challenger}"]
-        rounds = max(1, self.round, int(self.driver.core.round))
-        if msg.count > per_round or served + msg.count > per_round * rounds:
+        # a challenger opens ceil(rate d) of the d leaves new since its last challenge, plus
+        # the link leaf: it must start where it stopped, so over the audit it sees at most
+        # that share of the records (and one link per challenge), whatever it asks
+        start = self.counters[f"verify:covered:{msg.challenger}"]
+        prev = self.counters[f"verify:covered-from:{msg.challenger}"]
+        # a retried challenge (same range: the same indices, nothing new revealed) is served
+        # again, so a lost response never turns into a failed challenge
+        replay = msg.m == start and msg.lo == prev and start > 0
+        if (msg.lo != start and not replay) or msg.m <= msg.lo or msg.count > max_openings(
+                self.cfg.verify.rate, msg.lo, msg.m) - (1 if msg.lo else 0):
             self.counters["verify:challenges-over-budget"] += 1
             raise Refused(429, "challenge-budget")
-        self.counters[f"verify:served:{msg.challenger}"] += msg.count
-        idx = challenge_indices(sig, msg.m, msg.count)
+        if not replay:
+            self.counters[f"verify:covered-from:{msg.challenger}"] = msg.lo
+            self.counters[f"verify:covered:{msg.challenger}"] = msg.m
+            self.counters[f"verify:served:{msg.challenger}"] += msg.count
+        idx = challenge_indices(sig, msg.m, msg.count, lo=msg.lo)
         if self.cfg.role == "attacker" and self.cfg.verify.answers != "all":
             # an attacker that hides its falsified leaves (issue 21, finding 1)
             keep = [] if self.cfg.verify.answers == "none" else [
                 k for k in idx if self.driver.truthful_leaf(k)]
             idx = keep
+        if msg.lo:
+            idx = [msg.lo - 1, *idx]  # the link leaf (prefix consistency with the earlier root)
         with self.driver.lock:
             ops = self.driver.open_leaves(msg.round, msg.m, idx)
         self.counters["verify:openings-served"] += len(ops)
@@ -362,18 +376,14 @@ class Node:
 
     async def _challenge_round(self, t: int) -> None:
         """Challenge neighbours' latest roots (budget: ``rate`` of this round's queries)."""
-        from fairprobe.collab.verify import VerifyConfig, challenge_allocation
-
         if not self.driver.verifying or self.cfg.role != "honest":
             return
-        def grew(u: str) -> bool:  # new leaves since this node last challenged u
-            h = self.driver.core.held.get(u)
-            return h is not None and int(h.counts[1] + h.counts[3]) > self._challenged.get(u, 0)
-
-        live = [u for u in self.neighbours if u not in self.driver.excluded and grew(u)]
-        vc = VerifyConfig(rate=self.cfg.verify.rate)
-        alloc = challenge_allocation(vc.budget(self.driver.issued_last), live, t)
-        got = await asyncio.gather(*(self._challenge(u, c) for u, c in alloc.items()))
+        core = self._challenge_core
+        held = {u: int(h.counts[1] + h.counts[3]) for u in self.neighbours
+                if (h := self.driver.core.held.get(u)) is not None and h.round >= 1}
+        live = [u for u in self.neighbours if u not in self.driver.excluded]
+        reqs = core.plan(held, live)
+        got = await asyncio.gather(*(self._challenge(r) for r in reqs))
         pending = [x for g in got for x in g]
         if not pending:
             return
@@ -395,26 +405,33 @@ class Node:
         self.counters["verify:proofs-made"] += 1
         self._exclude(op.auditor, t, proof.to_dict(), found=True)
 
-    async def _challenge(self, u: str, count: int) -> list[tuple[str, Any, bytes, Any]]:
+    async def _challenge(self, req: Any) -> list[tuple[str, Any, bytes, Any]]:
         from fairprobe.collab.verify import (
             Opening,
             challenge_indices,
             challenge_message,
+            leaf_counts,
+            leaf_hash,
+            prefix_root,
             split_signature,
             verify_opening,
         )
 
+        u = req.prover
         h = self.driver.core.held.get(u)
         if h is None or h.round < 1:
             return []
         _, root = split_signature(h.sig)
         m = int(h.counts[1] + h.counts[3])
-        if root is None or m == 0:
+        if root is None or m == 0 or m != req.m:
             return []
-        self._challenged[u] = m
+        earlier = self._challenged.get(u)  # (m, root, counts) of the last challenged root
+        self._challenge_core.covered(u, m)
+        self._challenged[u] = (m, root, tuple(int(x) for x in h.counts))
         csig = self.signer.sign(challenge_message(u, h.round, root))
         msg = ChallengeMessage(
-            challenger=self.id, prover=u, round=h.round, m=m, count=min(count, 64, m),
+            challenger=self.id, prover=u, round=h.round, m=m, lo=req.lo,
+            count=min(req.count, 4096),
             root=base64.b64encode(root).decode("ascii"), sig=base64.b64encode(csig).decode(),
         )
         body = msg.model_dump_json().encode()
@@ -429,7 +446,8 @@ class Node:
         if r is None or r.status_code != 200:
             return self._failed(u, h.round, "no-answer" if r is None else f"http-{r.status_code}")
         self.counters["verify:opening-bytes-received"] += len(r.content)
-        want = set(challenge_indices(csig, m, msg.count))
+        want = set(challenge_indices(csig, m, msg.count, lo=req.lo))
+        link = req.link
         try:
             ops = [Opening.from_dict(o) for o in r.json()["openings"]]
         except (ValueError, KeyError, TypeError, ProtocolError):
@@ -441,7 +459,22 @@ class Node:
             if op.auditor != u or not self.verifier.verify(u, op.message(), op.sig):
                 self.counters["verify:openings-unsigned"] += 1
                 continue
-            if op.index not in want or op.round != h.round or op.m != m:
+            if op.round != h.round or op.m != m:
+                continue
+            if link is not None and op.index == link:
+                if not verify_opening(op, h.counts, root):
+                    self._make_proof("bad-opening", entry, h.sig, op, None, self.round)
+                    return []
+                leaf = leaf_hash(op.record, op.group_a, op.answer, op.salt)
+                lc = leaf_counts([int(op.group_a)], [op.answer])[0].tolist()
+                old = prefix_root(link, m, leaf, lc, op.path)
+                if earlier is None or old is None or old != (earlier[1], earlier[2]):
+                    # the new root does not extend the one challenged before: the earlier
+                    # leaves were rewritten, and they are not drawn again
+                    return self._failed(u, h.round, "history-rewritten")
+                link = None
+                continue
+            if op.index not in want:
                 continue
             self.counters["verify:leaves-checked"] += 1
             if not verify_opening(op, h.counts, root):
@@ -450,7 +483,7 @@ class Node:
             if op.index not in opened:
                 opened.add(op.index)
                 out.append((u, entry, h.sig, op))
-        if opened != want:
+        if opened != want or link is not None:
             # every requested leaf must be opened: a selective answer hides the falsified ones
             return self._failed(u, h.round, "missing-openings")
         return out
@@ -589,7 +622,14 @@ class Node:
                 await asyncio.wait_for(self._table_event.wait(), remaining)
 
     def _checkpoint_state(self) -> dict[str, Any]:
-        return {"driver": self.driver.to_state(), "latest_from": self.latest_from}
+        return {
+            "driver": self.driver.to_state(), "latest_from": self.latest_from,
+            "challenges": {
+                "core": self._challenge_core.to_dict(),
+                "roots": {u: [m, base64.b64encode(r).decode("ascii"), list(c)]
+                          for u, (m, r, c) in self._challenged.items()},
+            },
+        }
 
     def _resume(self) -> tuple[int, str]:
         cp = self.store.load_checkpoint()
@@ -597,6 +637,13 @@ class Node:
             return 0, "merged"
         r, phase, state = cp
         self.driver.load_state(state["driver"])
+        ch = state.get("challenges")
+        if ch:  # the challenge rule resumes where it stopped (provers check ``lo``)
+            from fairprobe.collab.verify import ChallengeCore
+
+            self._challenge_core = ChallengeCore.from_dict(ch["core"])
+            self._challenged = {u: (int(v[0]), base64.b64decode(v[1]), tuple(int(x) for x in v[2]))
+                                for u, v in ch["roots"].items()}
         for u, v in state.get("latest_from", {}).items():
             if u in self.latest_from:
                 self.latest_from[u] = max(self.latest_from[u], int(v))
@@ -665,7 +712,7 @@ class Node:
             finding = make_finding(
                 est, b["low"], b["high"], tau=tau, subject=subject, max_liars=b["max_liars"],
                 counts={k: b[k] for k in ("certified_k", "flip_mass", "verification_rate",
-                                          "escape_bound", "proven_liars")},
+                                          "escape_bound", "proven_liars", "census")},
             )
         else:
             finding = make_finding(est, est, est, tau=tau, subject=subject,
@@ -705,7 +752,7 @@ class Node:
             source_weights=self.driver.source_weights(),
             verification={
                 k.split(":", 1)[1]: v for k, v in sorted(self.counters.items())
-                if k.startswith("verify:") and not k.startswith("verify:served:")
+                if k.startswith("verify:") and not k.startswith(("verify:served:", "verify:covered"))
             },
             finding=finding.to_dict(),
             max_liars=self.cfg.max_liars,
