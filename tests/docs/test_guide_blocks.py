@@ -58,6 +58,24 @@ rng = np.random.default_rng(0)
 groups = np.repeat(["A", "B"], 200)
 values = (rng.random(400) < np.where(groups == "A", 0.35, 0.5)).astype(float)
 """,
+    "collab.md": """
+import numpy as np
+from fairprobe.collab import NullSigner, NullVerifier
+from fairprobe.stats.counts import CountsVector
+rng = np.random.default_rng(0)
+roster = ["a00", "a01"]
+s, v = NullSigner(), NullVerifier()           # a node signs with Ed25519 keys instead
+T = 3
+my_queries = np.arange(1000)                  # this auditor's private query set
+group = rng.random(1000) < 0.5
+answers = np.stack([group, rng.random(1000) < np.where(group, 0.3, 0.4)], axis=1)
+def counts_of(ans):
+    g, d = ans[:, 0], ans[:, 1]
+    return CountsVector(int((d & g).sum()), int(g.sum()), int((d & ~g).sum()), int((~g).sum()))
+outbox = []
+send = outbox.append
+received_entries = []                         # the neighbours' tables of this round
+""",
     "platform.md": """
 from fairprobe.platform.core import EXAMPLE_AUDIT_RECORD
 record = EXAMPLE_AUDIT_RECORD
@@ -77,16 +95,25 @@ def test_the_guide_has_runnable_blocks() -> None:
     assert sum(len(_blocks(p)) for p in PAGES) >= 5
 
 
+#: A page's blocks may name the platform at its documented address; the test's server stands in.
+DOC_URL = "http://127.0.0.1:8765"
+
+
 @pytest.mark.parametrize("page", [p for p in PAGES if _blocks(p)])
 def test_page_blocks_run(page: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     ns: dict[str, Any] = {"__name__": f"docs.{page}"}
-    if "url" in SETUP.get(page, "") or any("url" in b for b in _blocks(page)):
-        ns["url"] = request.getfixturevalue("url")
+    blocks = _blocks(page)
+    url = None
+    if "url" in SETUP.get(page, "") or any("url" in b or DOC_URL in b for b in blocks):
+        url = request.getfixturevalue("url")
+        ns["url"] = url
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
         exec(compile(SETUP.get(page, ""), f"<setup of {page}>", "exec"), ns)
-        for i, block in enumerate(_blocks(page), 1):
+        for i, block in enumerate(blocks, 1):
+            if url is not None:
+                block = block.replace(DOC_URL, url)
             exec(compile(block, f"docs/{page} (python block {i})", "exec"), ns)
     finally:
         os.chdir(cwd)
