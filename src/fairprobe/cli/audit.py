@@ -396,7 +396,7 @@ def print_trust_summary(prov: Any, plan: dict[str, Any], out: Any) -> None:
         out.print(f"[bold yellow]note:[/] {term(note)}")
 
 
-# --- every group (issue 11): kept apart from the two-group path above ------------------------
+# --- every group: kept apart from the two-group path above ------------------------
 
 def _wants_group_audit(group_col: str, group_a: str | None, group_b: str | None, metric: str,
                        all_groups: bool) -> bool:

@@ -1,6 +1,6 @@
 r"""The default collaborative verdict ``bounded``: an interval that holds whichever ``K`` lie.
 
-Issue 21. Every other collaborative method compares a point estimate with the fair band; this
+Every other collaborative method compares a point estimate with the fair band; this
 one gives an interval for the model's DP and the three-way verdict of
 :func:`fairprobe.stats.finding.decide` on it, with a guarantee by construction.
 

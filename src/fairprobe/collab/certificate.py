@@ -1,4 +1,4 @@
-"""A certificate on a collaborative verdict: how many fabricating sources it withstands (issue 15).
+"""A certificate on a collaborative verdict: how many fabricating sources it withstands.
 
 Setting. An auditor's estimate is the DP of a sum of per-source vectors,
 ``theta = DP(sum_j v_j)``, ``v_j = (a_j, A_j, b_j, B_j)``: the raw counts for ``none``, the

@@ -1,4 +1,4 @@
-"""Self-consistent liars: attackers the history-based score of Auditopus cannot see (issue 15).
+"""Self-consistent liars: attackers the history-based score of Auditopus cannot see.
 
 The adaptive attacker of Algorithm 2 re-optimises its increment every round, and that is what
 betrays it (Section V-A). These strategies instead keep one *fixed* behaviour from round 1, so

@@ -1,6 +1,6 @@
 """The recommended aggregation ``robust``: Auditopus weights plus influence screening.
 
-Issue 15. Auditopus (Section V) down-weights sources whose increments are inconsistent with their
+Auditopus (Section V) down-weights sources whose increments are inconsistent with their
 own history; a liar that is *self-consistent* from round 1 keeps its weight, and with the maximal
 mass ``n R`` it can steer the pooled estimate anywhere. ``robust`` keeps the Auditopus weights
 ``W_j`` (so the adaptive attacker stays neutralised) and adds a cross-source check of each

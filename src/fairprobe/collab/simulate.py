@@ -93,7 +93,7 @@ BASE_METHODS = (
     "bounded",
 )
 
-#: The method the CLI, the nodes and the report use when none is named (issue 21).
+#: The method the CLI, the nodes and the report use when none is named.
 DEFAULT_METHOD = "bounded"
 
 #: Methods whose verdict comes from a point estimate against the band (no interval).
