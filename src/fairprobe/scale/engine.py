@@ -237,6 +237,10 @@ def _raise_on_checks(checks: dict[str, dict[str, Any]], spec: CountSpec) -> None
             if lo is not None and hi is not None and lo != hi:
                 raise DataError(f"{who} holds more than two labels ({spec.pos_label!r}, "
                                 f"{lo!r}, {hi!r}, ...): binary labels only.")
+        if role == "score" and c.get("min") is not None and not (
+                c["min"] >= 0 and c["max"] <= 1):
+            raise DataError(f"{who} must hold numbers in [0, 1] on every row; found values in "
+                            f"[{c['min']}, {c['max']}].")
         if role in ("score", "weight") and not all(
                 c.get(k) is None or np.isfinite(c[k]) for k in ("min", "max")):
             raise DataError(f"{who} holds NaN or infinite values: drop or repair them.")
@@ -473,7 +477,8 @@ def _check_columns(spec: CountSpec, group_cols: Sequence[str], have: Sequence[st
     for role in ("y_pred", "y_true", "score", "weight", "time_col"):
         col = getattr(spec, role)
         if col is not None and col not in have:
-            raise DataError(f"{_role(spec, role)} is not a column of {name} (columns: {shown}).")
+            raise DataError(f"{_ROLES[role][1]} {col!r} is not a column of {name} (columns: "
+                            f"{shown}).")
     for c in group_cols:
         if c not in have:
             raise DataError(f"--group-col {c!r} is not a column of {name} (columns: {shown}).")
