@@ -205,7 +205,8 @@ def _audit_counts(source: Any, *, y_pred_col: str, group_col: str | Sequence[str
                            pos_label=pos_label, time_col=time_col, window=window)
     # the parameters are checked before the (possibly long) pass over the rows
     cols, names, _ = check_group_audit(
-        pd.DataFrame(columns=[*spec.group_cols, y_pred_col]), group_col=group_col,
+        pd.DataFrame(columns=[*spec.group_cols, y_pred_col, *([y_true_col] if y_true_col else [])]),
+        group_col=group_col,
         metrics=metrics, label_col=y_true_col, feature_cols=[y_pred_col], budget=2, seed=seed,
         min_group_size=min_group_size, confidence_level=confidence_level, method=method,
         tolerance=tolerance, threshold=threshold)
