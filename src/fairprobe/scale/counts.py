@@ -298,9 +298,24 @@ def sort_keys(table: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
 
 
 def _typed(table: pd.DataFrame, spec: CountSpec) -> pd.DataFrame:
+    """One dtype per column whatever the engine: group keys as Python values (object), the
+    window as ``datetime64[ns]``, integer sums int64, float sums float64."""
+    for k in spec.keys:
+        if k == WINDOW:
+            table[k] = pd.to_datetime(table[k]).astype("datetime64[ns]")
+        else:
+            table[k] = pd.Series([None if _missing(v) else _plain(v) for v in table[k]],
+                                 index=table.index, dtype=object)
     for c in sum_columns(spec):
         table[c] = table[c].astype(np.int64 if c in INTEGER_SUMS else np.float64)
     return table.reset_index(drop=True)
+
+
+def _missing(v: Any) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
 
 
 def _plain(v: Any) -> Any:

@@ -370,6 +370,12 @@ def _duckdb_counts(src: Source, spec: CountSpec, sets: Sequence[tuple[str, ...]]
         sub = CountSpec(group_cols=tuple(s), y_pred=spec.y_pred, y_true=spec.y_true,
                         score=spec.score, weight=spec.weight, pos_label=spec.pos_label,
                         time_col=spec.time_col, window=spec.window)
+        if len(sets) > 1:
+            part = part.copy()
+            for k in sub.keys:  # NULL-padded key columns came back nullable (Int64, boolean)
+                dt = part[k].dtype
+                if hasattr(dt, "numpy_dtype") and not part[k].isna().any():
+                    part[k] = part[k].astype(dt.numpy_dtype)
         checks = _checks_from(part, spec, types)
         table = combine_tables([part[list(sub.keys) + list(sum_columns(sub))]], sub)
         out.append((table, checks))
