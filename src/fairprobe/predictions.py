@@ -173,7 +173,7 @@ def audit_predictions(
         reference=reference, tolerance=0.05 if tolerance is None else tolerance,
         threshold=0.8 if threshold is None else threshold,
     )
-    result.counts = None
+    result.counts = None  # type: ignore[attr-defined]
     return result
 
 
@@ -225,7 +225,7 @@ def _audit_counts(source: Any, *, y_pred_col: str, group_col: str | Sequence[str
         min_group_size=min_group_size, confidence_level=confidence_level, method=method,
         reference=reference, tolerance=0.05 if tolerance is None else tolerance,
         threshold=0.8 if threshold is None else threshold)
-    result.counts = counts
+    result.counts = counts  # type: ignore[attr-defined]
     return result
 
 

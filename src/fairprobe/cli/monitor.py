@@ -9,7 +9,7 @@ false alarm, over every day it is ever rerun, is at most ``--alpha``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -120,9 +120,8 @@ def monitor(
         raise typer.Exit(GATE_EXIT["unfair"])
 
 
-def _write(json_path: Path, st: object, names: list[str], windows: list[dict[str, object]],
-           monitors: list[object], ref: object, options: dict[str, object],
-           predictions: str) -> None:
+def _write(json_path: Path, st: Any, names: list[str], windows: list[dict[str, Any]],
+           monitors: list[Any], ref: Any, options: dict[str, Any], predictions: str) -> None:
     """An audit document of every row counted, with the windows and the monitor."""
     from fairprobe.audit import GroupAudit
     from fairprobe.provenance import Provenance
@@ -136,11 +135,11 @@ def _write(json_path: Path, st: object, names: list[str], windows: list[dict[str
         total, accounting={"metrics": names, "budget": n, "queried": n, "paid": 0, "cached": 0,
                            "unparsed": 0, "seed": 0, "backend": f"predictions:{predictions}",
                            "group_cols": list(st.spec.group_cols), "unparsed_by_group": {}},
-        **options)  # type: ignore[arg-type]
+        **options)
     body = audit.to_dict(per_instance=False)
     body["windows"] = windows
-    body["monitor"] = {m.metric: m.to_dict() for m in monitors}  # type: ignore[attr-defined]
-    body["refresh"] = ref.to_dict()  # type: ignore[attr-defined]
+    body["monitor"] = {m.metric: m.to_dict() for m in monitors}
+    body["refresh"] = ref.to_dict()
     prov = Provenance.capture(seed=0, backend={"kind": "predictions", "file": predictions},
                               extra={"spec": st.spec.to_dict(), "files": len(st.counts.sources)})
     write_json(json_path, result_document("audit", body, prov))

@@ -86,10 +86,8 @@ def predictions_audit(
     from fairprobe.access.local import file_sha256
     from fairprobe.predictions import audit_predictions, predictions_identity
     from fairprobe.provenance import Provenance, pool_digest, redact_text
-    from fairprobe.scale.engine import engine_name
     from fairprobe.report.groups import print_group_audit
-
-    from fairprobe.scale.engine import list_files
+    from fairprobe.scale.engine import engine_name, list_files
 
     files = list_files(predictions)
     sha = file_sha256(files[0]) if len(files) == 1 else files_sha256(files)
@@ -175,7 +173,7 @@ def print_windows(windows: list[dict[str, Any]], out: Any) -> None:
 
     from fairprobe.stats.frame import FAIRNESS_ALIASES
 
-    short = {}
+    short: dict[str, str] = {}
     for alias, full in FAIRNESS_ALIASES.items():
         short.setdefault(full, alias)
     table = Table(title="per window (each interval at the level for its own window)")

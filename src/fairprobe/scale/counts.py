@@ -96,8 +96,8 @@ def window_width(window: str) -> pd.Timedelta:
     m = re.fullmatch(r"\s*(\d+)\s*([HhDdWw])\s*", str(window))
     if m is None or int(m.group(1)) == 0:
         raise DataError(f"--window {window!r} is not a width such as 1D, 7D, 30D, 12H or 2W.")
-    unit = {"h": "h", "d": "D", "w": "W"}[m.group(2).lower()]
-    return pd.Timedelta(int(m.group(1)), unit=unit)
+    hours = {"h": 1, "d": 24, "w": 168}[m.group(2).lower()]
+    return pd.Timedelta(hours=int(m.group(1)) * hours)
 
 
 def sum_columns(spec: CountSpec) -> tuple[str, ...]:

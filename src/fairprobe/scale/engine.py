@@ -117,7 +117,7 @@ def resolve_source(source: Any, files: Sequence[Path] | None = None) -> Source:
             raise DataError(f"{bad.name} must end in .parquet or .csv (.csv.gz, .tsv).")
         if len(fmts) > 1:
             raise DataError(f"{source} mixes Parquet and CSV files: keep one format per source.")
-        return Source(files=tuple(paths), fmt=fmts.pop() if fmts else "parquet",
+        return Source(files=tuple(paths), fmt=str(fmts.pop()) if fmts else "parquet",
                       name=str(source))
     if isinstance(source, pd.DataFrame):
         return Source(frame=source)

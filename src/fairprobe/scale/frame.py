@@ -40,7 +40,7 @@ def _kish(swx: npt.NDArray[np.float64], sw: npt.NDArray[np.float64],
     return (p * n_eff, n_eff), (swx.astype(np.float64), sw.astype(np.float64))
 
 
-def frame_from_counts(cls: type, counts: GroupCounts, **options: Any) -> Any:
+def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
     """An instance of ``cls`` (``AuditFrame`` or a subclass) built from ``counts``.
 
     Every attribute the constructor sets is set here from the sums; the attribute set is
@@ -110,11 +110,11 @@ def frame_from_counts(cls: type, counts: GroupCounts, **options: Any) -> Any:
         def cells(pre: str, *names: str) -> npt.NDArray[np.float64]:
             return np.asarray(sum(col[f"{pre}{c}"] for c in names), dtype=np.float64)
 
-        def rate(num: tuple[str, ...], den: tuple[str, ...], n_den: Any) -> None:
+        def rate(num: tuple[str, ...], den: tuple[str, ...], n_den: Any) -> Any:
             k, sums = _kish(cells("sw", *num), cells("sw", *den), cells("sq", *den),
                             np.asarray(n_den))
             obj._wsums.append(sums)
-            return k  # type: ignore[return-value]
+            return k
 
         if spec.y_true is None:
             obj._counts["selection_rate"] = rate(("1",), ("0", "1"), size)

@@ -440,7 +440,7 @@ class AuditFrame:
                 what, self._raw[0], self._raw[1], codes, g, w, n_boot=n_boot,
                 confidence_level=self.confidence_level, seed=seed)
 
-    def _set_score_moments(self, s1: npt.NDArray[np.float64], s2: npt.NDArray[np.float64],
+    def _set_score_moments(self, s1: npt.NDArray[Any], s2: npt.NDArray[Any],
                            size: npt.NDArray[np.int64], tot1: float, tot2: float) -> None:
         """Each group's mean and variance of the scores, and the rest's, from the sums of
         scores and of squared scores (in-memory rows and saved counts alike)."""
