@@ -2,9 +2,9 @@
 
 Guarantees: on 10 random data sets (1 or 2 sensitive columns, 2 to 12 groups of very different
 sizes, some tiny; rates near 0 and 1; with and without weights and scores), the frame built
-from DuckDB's counts over a Parquet file, DuckDB over the pandas frame, and the pandas engine
-has the in-memory frame's by-group table (integer counts exactly, floats to 1e-12) and every
-summary's estimate, pair, interval and verdict. A frame of counts sets exactly the constructor's
+from DuckDB's counts over a Parquet file, over the pandas frame and over an Arrow table, and
+from the pandas engine's, has the in-memory frame's by-group table (integer counts exactly,
+floats to 1e-12) and every summary's estimate, pair, interval and verdict. A frame of counts sets exactly the constructor's
 attributes. Bad input fails with the same one-line errors in every engine.
 """
 
@@ -77,7 +77,10 @@ def test_every_engine_gives_the_in_memory_findings(seed: int, tmp_path: Path) ->
     spec = CountSpec(group_cols=tuple(opts["groups"]), y_pred="p", y_true="y",
                      weight=opts.get("weight"), score=opts.get("score"))
     mem = _memory_frame(df, opts, mgs)
-    for source, engine in ((path, "duckdb"), (df, "duckdb"), (df, "pandas")):
+    import pyarrow as pa
+
+    arrow = pa.Table.from_pandas(df, preserve_index=False)
+    for source, engine in ((path, "duckdb"), (df, "duckdb"), (df, "pandas"), (arrow, "duckdb")):
         counts = count(source, spec, engine=engine)
         assert counts.n_rows == len(df) and counts.n_cells == mem.groups.n_groups
         _same(mem, counts.frame(min_group_size=mgs))

@@ -104,6 +104,7 @@ def test_monitor_reads_only_new_files_and_alarms_when_a_gap_appears(tmp_path: Pa
     assert doc["queried"] == 24000 and len(doc["windows"]) == 12
     mon = doc["monitor"]["demographic_parity_difference"]
     assert mon["status"] == "alarm" and mon["alarm"] >= "2024-01-07"
+    assert doc["verdict"] == "unfair"  # the alarm, even where the pooled audit is not
     assert r.returncode == 5 and "ALARM" in r.stdout
     r = _cli(*args, cwd=tmp_path)  # nothing new: nothing read
     assert json.loads((tmp_path / "m.json").read_text())["refresh"]["files_read"] == []

@@ -140,6 +140,12 @@ def _write(json_path: Path, st: Any, names: list[str], windows: list[dict[str, A
     body["windows"] = windows
     body["monitor"] = {m.metric: m.to_dict() for m in monitors}
     body["refresh"] = ref.to_dict()
+    # the pooled audit can be fair while some window is not: an alarm (valid at level alpha
+    # over every look) is the document's verdict, so a report or gate never shows it as fair
+    body["pooled_verdict"] = body["verdict"]
+    if any(m.alarm is not None for m in monitors):
+        body["verdict"] = "unfair"
+        body["verdict_source"] = "monitor alarm (anytime-valid, false-alarm probability <= alpha)"
     prov = Provenance.capture(seed=0, backend={"kind": "predictions", "file": predictions},
                               extra={"spec": st.spec.to_dict(), "files": len(st.counts.sources)})
     write_json(json_path, result_document("audit", body, prov))

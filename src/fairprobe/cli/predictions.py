@@ -127,8 +127,8 @@ def predictions_audit(
         else len(source)
     console.print(f"predictions: {result.queried} of {total} rows of {predictions} "
                   f"({len(files)} file(s), sha256 {sha[:12]}...), nothing paid")
-    body: dict[str, Any] = result.to_dict(per_instance=False)
-    if per_instance:
+    body: dict[str, Any] = result.to_dict(per_instance=per_instance and result.counts is None)
+    if per_instance and result.counts is not None:  # counted: the rows are read back in order
         from fairprobe.predictions import per_instance_records, prediction_spec
 
         body["per_instance"] = per_instance_records(
