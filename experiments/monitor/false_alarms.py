@@ -25,7 +25,10 @@ Scenarios (tolerance 0.05, alpha 0.05):
 * ``late gap``: no gap for days 1-199, then a gap of 0.10 (twice the tolerance) from day 200:
   false alarms before day 200, the share detected by day 365, and the delay (days from day 200
   to the alarm; median and 10/90 % quantiles over the detected streams);
-* the same with 4 groups (12 ordered pairs) and with 200 rows per group per day.
+* the same with 4 groups (12 ordered pairs) and with 200 rows per group per day;
+* adversarial fair streams: a gap exactly at the tolerance whose sign flips every 3 days (the
+  plug-in bet follows the last days, so it bets on the wrong side after each flip) with sizes
+  drawn from 20 to 1,000 per group and day; and rare outcomes (rates 0.06 vs 0.01).
 """
 
 from __future__ import annotations
@@ -63,11 +66,13 @@ def _daily_lower(k: np.ndarray, n: np.ndarray, level: float) -> np.ndarray:
     return np.stack(out, axis=-1)
 
 
-def _streams(rng: np.random.Generator, reps: int, n: int, rates: np.ndarray
+def _streams(rng: np.random.Generator, reps: int, n: Any, rates: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray]:
-    """Counts (reps, days, groups) for the per-day rates (days, groups)."""
-    k = rng.binomial(n, np.broadcast_to(rates, (reps, *rates.shape))).astype(float)
-    return k, np.full(k.shape, n)
+    """Counts (reps, days, groups) for the per-day rates (days, groups) and sizes (a number,
+    or an array of the rates' shape)."""
+    nn = np.broadcast_to(np.asarray(n), (reps, *rates.shape))
+    k = rng.binomial(nn, np.broadcast_to(rates, (reps, *rates.shape))).astype(float)
+    return k, np.array(nn)
 
 
 def _first(alarm: np.ndarray) -> np.ndarray:
@@ -116,6 +121,20 @@ def run(reps: int, seed: int) -> dict[str, Any]:
                     "median": float(np.median(delay)), "q10": float(np.quantile(delay, 0.1)),
                     "q90": float(np.quantile(delay, 0.9)), "mean": float(delay.mean())}}
         results[tag] = res
+    # adversarial fair streams: the sign of a gap exactly at the tolerance flips every 3 days
+    # (against the plug-in bet, which follows the last days), with sizes from 20 to 1,000 per
+    # group and day; and rare outcomes (rates 0.06 vs 0.01) where Hoeffding is loosest
+    days = np.arange(DAYS)
+    flip = np.where((days // 3) % 2 == 0, 0.45, 0.55)
+    switching = np.stack([np.full(DAYS, 0.50), flip], axis=1)
+    sizes = rng.integers(20, 1001, (DAYS, 2))
+    rare = np.stack([np.full(DAYS, 0.06), np.full(DAYS, 0.01)], axis=1)
+    adv: dict[str, Any] = {}
+    for name, rates, n_ in (("switching sign, sizes 20-1000", switching, sizes),
+                            ("rare outcomes 0.06 vs 0.01, 500", rare, 500)):
+        firsts = _monitors(*_streams(rng, reps, n_, rates))
+        adv[name] = {mon: {"false_alarm": _share(f < DAYS)} for mon, f in firsts.items()}
+    results["adversarial (2 groups, fair)"] = adv
     return results
 
 
@@ -133,6 +152,7 @@ def main() -> None:
            "seconds": round(time.perf_counter() - t0, 1)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=2) + "\n")
+    adv = res.pop("adversarial (2 groups, fair)")
     for tag, r in res.items():
         print(f"\n{tag}")
         print(f"  {'monitor':16} {'FA boundary':>15} {'FA fair':>15} {'FA < day 200':>13} "
@@ -146,6 +166,11 @@ def main() -> None:
             print(f"  {mon:16} {fb['rate']:.3f} ± {fb['se']:.3f}   {ff['rate']:.3f} ± "
                   f"{ff['se']:.3f} {lg['false_alarm_before_day_200']['rate']:13.3f} "
                   f"{lg['detected_by_day_365']['rate']:9.3f} {ds:>24}")
+    print("\nadversarial fair streams (2 groups): false alarms over 365 looks")
+    for name, r in adv.items():
+        print(f"  {name:34} " + "  ".join(f"{mon} {v['false_alarm']['rate']:.3f} ± "
+                                           f"{v['false_alarm']['se']:.3f}"
+                                           for mon, v in r.items()))
     print(f"\n{args.reps} streams per scenario, seed {args.seed}; wrote {args.out}")
 
 
