@@ -134,7 +134,7 @@ def test_more_than_two_labels_is_refused() -> None:
             count(df, spec, engine=engine)
 
 
-def test_grouping_sets_in_one_pass_equal_separate_counts(tmp_path: Path) -> None:
+def test_grouping_sets_and_marginals_equal_separate_counts(tmp_path: Path) -> None:
     rng = np.random.default_rng(2)
     n = 4000
     df = pd.DataFrame({"a": rng.integers(0, 3, n), "b": rng.choice(["x", "y"], n),
@@ -144,9 +144,11 @@ def test_grouping_sets_in_one_pass_equal_separate_counts(tmp_path: Path) -> None
     spec = CountSpec(group_cols=("a",), y_pred="p", y_true="y")
     sets = [("a",), ("b",), ("a", "b"), ("b", "c"), ("a", "b", "c")]
     got = count_grouping_sets(tmp_path / "d.parquet", spec, sets)
+    finest = count(df, CountSpec(group_cols=("a", "b", "c"), y_pred="p", y_true="y"))
     for s in sets:
         alone = count(df, CountSpec(group_cols=s, y_pred="p", y_true="y"), engine="pandas")
         pd.testing.assert_frame_equal(got[s].table, alone.table)
+        pd.testing.assert_frame_equal(finest.marginal(s).table, alone.table)
 
 
 def test_without_duckdb_auto_is_pandas_and_duckdb_names_the_extra(

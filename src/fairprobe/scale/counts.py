@@ -210,6 +210,20 @@ class GroupCounts:
         return GroupCounts(replace(self.spec, time_col=None, window=None),
                            sel.drop(columns=[WINDOW]).reset_index(drop=True), self.sources)
 
+    def marginal(self, group_cols: Sequence[str]) -> GroupCounts:
+        """The counts grouped by a subset of the group columns (the window kept): sums over
+        the finer groups, exact because the sums add. Count the finest groups once, then
+        every coarser grouping (a subgroup search's conjunctions of features) is a small
+        group-by over this table, not another pass over the rows."""
+        cols = tuple(str(c) for c in group_cols)
+        extra = sorted(set(cols) - set(self.spec.group_cols))
+        if extra or not cols:
+            raise DataError(f"marginal takes a non-empty subset of {list(self.spec.group_cols)};"
+                            f" got {list(cols)}.")
+        spec = replace(self.spec, group_cols=cols)
+        keep = list(spec.keys) + list(sum_columns(spec))
+        return GroupCounts(spec, combine_tables([self.table[keep]], spec), self.sources)
+
     def total(self) -> GroupCounts:
         """The counts over every window (the same counts when there is no time column)."""
         if self.spec.window is None:
@@ -303,19 +317,12 @@ def _typed(table: pd.DataFrame, spec: CountSpec) -> pd.DataFrame:
     for k in spec.keys:
         if k == WINDOW:
             table[k] = pd.to_datetime(table[k]).astype("datetime64[ns]")
-        else:
-            table[k] = pd.Series([None if _missing(v) else _plain(v) for v in table[k]],
-                                 index=table.index, dtype=object)
+        else:  # astype(object) holds Python scalars; missing values become None
+            col = table[k]
+            table[k] = col.astype(object).where(col.notna().to_numpy(), None)
     for c in sum_columns(spec):
         table[c] = table[c].astype(np.int64 if c in INTEGER_SUMS else np.float64)
     return table.reset_index(drop=True)
-
-
-def _missing(v: Any) -> bool:
-    try:
-        return bool(pd.isna(v))
-    except (TypeError, ValueError):
-        return False
 
 
 def _plain(v: Any) -> Any:
