@@ -87,6 +87,13 @@ def test_windows_are_the_same_in_every_engine(tmp_path: Path) -> None:
     starts = a.windows()
     assert all((w - pd.Timestamp("1970-01-01")) % pd.Timedelta("3D") == pd.Timedelta(0)
                for w in starts)
+    # zoned timestamps fall in their UTC window in every engine, whatever the machine's zone
+    zoned = df.assign(ts=df["ts"].dt.tz_localize("UTC").dt.tz_convert("Asia/Tokyo"))
+    zoned.to_parquet(tmp_path / "z.parquet", index=False)
+    pd.testing.assert_frame_equal(count(tmp_path / "z.parquet", spec).table, b.table,
+                                  check_dtype=False)
+    pd.testing.assert_frame_equal(count(zoned, spec, engine="pandas").table, b.table,
+                                  check_dtype=False)
 
 
 def test_dask_local_cluster_equals_the_local_engine(tmp_path: Path) -> None:

@@ -445,8 +445,13 @@ def _duckdb_exprs(spec: CountSpec, types: dict[str, str]
         assert spec.time_col is not None
         width = window_width(spec.window)
         secs = int(width.total_seconds())
-        inner.append(f"time_bucket(INTERVAL '{secs} seconds', CAST({_q(spec.time_col)} AS "
-                     f"TIMESTAMP), TIMESTAMP '1970-01-01') AS {_q(WINDOW)}")
+        tc = _q(spec.time_col)
+        # zoned timestamps in UTC whatever the machine's zone (a plain CAST would use the
+        # session's zone); naive ones as they are
+        ts = (f"make_timestamp(epoch_us({tc}))" if "TIME ZONE" in types[spec.time_col].upper()
+              else f"CAST({tc} AS TIMESTAMP)")
+        inner.append(f"time_bucket(INTERVAL '{secs} seconds', {ts}, TIMESTAMP '1970-01-01') "
+                     f"AS {_q(WINDOW)}")
     return inner, aggs + checks, params
 
 
