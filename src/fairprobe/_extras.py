@@ -8,6 +8,7 @@ pydantic). Everything else comes with an extra::
     pip install "fairprobe[radius]"    # cvxpy: the exact consistency radius
     pip install "fairprobe[report]"    # Jinja2 + matplotlib: HTML/Markdown reports
     pip install "fairprobe[parquet]"   # pyarrow: Parquet files
+    pip install "fairprobe[scale]"     # DuckDB + Dask: audits of prediction logs at any size
     pip install "fairprobe[all]"       # all of the above
 
 :func:`import_optional` imports a module or raises :class:`~fairprobe.errors.MissingExtraError`
@@ -38,6 +39,7 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "matplotlib": "report",
     "markupsafe": "report",
     "pyarrow": "parquet",
+    "duckdb": "scale",
     "fastparquet": "parquet",
     "fairlearn": "experiments",
 }

@@ -545,14 +545,34 @@ class GroupAudit(AuditFrame):
                  group_cols: Sequence[str], unparsed_by_group: dict[str, int],
                  answer_counts: dict[str, Any] | None = None, **frame: Any) -> None:
         super().__init__(**frame)
+        self._set_accounting(metrics=metrics, budget=budget, queried=queried, paid=paid,
+                             cached=cached, unparsed=unparsed, seed=seed, backend=backend,
+                             group_cols=group_cols, unparsed_by_group=unparsed_by_group,
+                             answer_counts=answer_counts)
+        self._y_pred: Any = np.asarray(frame["y_pred"], dtype=float)
+        self._y_true = frame.get("y_true")
+
+    def _set_accounting(self, *, metrics: Sequence[str], budget: int, queried: int, paid: int,
+                        cached: int, unparsed: int, seed: int, backend: str,
+                        group_cols: Sequence[str], unparsed_by_group: dict[str, int],
+                        answer_counts: dict[str, Any] | None = None) -> None:
         self.metrics = tuple(fairness_metric_name(m, "run_group_audit") for m in metrics)
         self.budget, self.queried, self.paid, self.cached = budget, queried, paid, cached
         self.unparsed, self.seed, self.backend = unparsed, seed, backend
         self.group_cols = tuple(group_cols)
         self.unparsed_by_group = dict(unparsed_by_group)
         self.answer_counts = dict(answer_counts or {})
-        self._y_pred = np.asarray(frame["y_pred"], dtype=float)
-        self._y_true = frame.get("y_true")
+
+    @classmethod
+    def from_counts(cls, counts: Any, *, accounting: dict[str, Any],  # type: ignore[override]
+                    **options: Any) -> GroupAudit:
+        """The audit of counted rows (:class:`fairprobe.scale.GroupCounts`): ``accounting``
+        holds this class's own arguments (metrics, budget, ...), ``options`` the frame's. It
+        holds no rows, so its JSON has no ``per_instance`` list."""
+        obj = super().from_counts(counts, **options)
+        obj._set_accounting(**accounting)
+        obj._y_pred = obj._y_true = None
+        return obj  # type: ignore[no-any-return]
 
     def summaries(self) -> dict[str, GroupSummary]:
         """The summary of every metric asked for that has two groups large enough to compare
@@ -607,6 +627,9 @@ class GroupAudit(AuditFrame):
             "seed": self.seed,
             "backend": self.backend,
         }
+        if per_instance and self._y_pred is None:
+            raise DataError("per-instance entries need the rows; this audit was counted "
+                            "without them (ask for them when counting: --per-instance).")
         if per_instance:
             labels = np.asarray(self.groups.labels, dtype=object)[self.groups.codes]
             yt = (None if self._y_true is None

@@ -37,7 +37,7 @@ def _column(df: pd.DataFrame, col: str | None, flag: str) -> None:
 
 
 def audit_predictions(
-    df: pd.DataFrame,
+    df: Any,
     *,
     y_pred_col: str,
     group_col: str | Sequence[str],
@@ -55,13 +55,22 @@ def audit_predictions(
     confidence_level: float = 0.95,
     method: str = "exact",
     backend: str = "predictions",
+    engine: str = "auto",
+    scheduler: Any = None,
+    time_col: str | None = None,
+    window: str | None = None,
 ) -> Any:
     """Audit a table of predictions: every group (or intersection) on every metric.
 
+    Every row is counted in one pass by a counting engine (:mod:`fairprobe.scale`): the result
+    is built from the per-group sums (``result.counts``), never from the rows in Python, and
+    equals the in-memory audit of the same rows. A ``budget`` draws a sample of rows in memory
+    (pandas) instead.
+
     Parameters
     ----------
-    df : DataFrame
-        One row per decision.
+    df : DataFrame, Arrow table, Polars frame, or path
+        One row per decision: a frame, or a Parquet/CSV file, a directory of them or a glob.
     y_pred_col : str
         The decisions: 0/1, booleans, or labels with ``pos_label``.
     group_col : str or sequence of str
@@ -78,17 +87,41 @@ def audit_predictions(
         The positive value of ``y_pred_col`` and ``y_true_col`` when they hold labels, as in
         fairlearn's metrics (``">50K"``).
     budget : int, optional
-        Rows drawn uniformly without replacement (seeded); default every row.
+        Rows drawn uniformly without replacement (seeded, in memory); default every row,
+        counted by the engine.
+    engine : {"auto", "duckdb", "pandas", "dask"}
+        The counting engine (``auto``: DuckDB when installed, else pandas).
+    scheduler : str or distributed.Client, optional
+        With ``engine="dask"``: the scheduler (default a local cluster on 127.0.0.1).
+    time_col, window : str, optional
+        Count per time window too (``window`` such as ``"1D"``, ``"7D"``): the result's
+        ``counts`` then hold one table per window (:func:`fairprobe.scale.timeseries.window_findings`).
     Others
         As in :func:`fairprobe.audit.run_group_audit`.
 
     Returns
     -------
     fairprobe.audit.GroupAudit
-        With ``paid = cached = 0`` and ``backend`` naming the table.
+        With ``paid = cached = 0``, ``backend`` naming the table, and ``counts`` the
+        :class:`~fairprobe.scale.GroupCounts` it was built from (``None`` with a ``budget``).
     """
     from fairprobe.audit import GroupAudit, check_group_audit, draw_queries
     from fairprobe.stats.frame import _binary_labels
+
+    if budget is None:
+        return _audit_counts(
+            df, y_pred_col=y_pred_col, group_col=group_col, metrics=metrics,
+            y_true_col=y_true_col, score_col=score_col, sample_weight_col=sample_weight_col,
+            pos_label=pos_label, seed=seed, min_group_size=min_group_size, reference=reference,
+            tolerance=tolerance, threshold=threshold, confidence_level=confidence_level,
+            method=method, backend=backend, engine=engine, scheduler=scheduler,
+            time_col=time_col, window=window)
+    if time_col is not None or window is not None:
+        raise DataError("--time-col/--window count every row: drop --budget.")
+    if not isinstance(df, pd.DataFrame):
+        from fairprobe.scale.engine import _to_pandas, resolve_source
+
+        df = _to_pandas(resolve_source(df))
 
     for col, flag in ((y_pred_col, "--y-pred-col"), (y_true_col, "--y-true-col"),
                       (score_col, "--score-col"), (sample_weight_col, "--sample-weight-col")):
@@ -132,7 +165,7 @@ def audit_predictions(
         from fairprobe.stats.groups import group_labels
 
         group_labels(sample[cols]).position(reference)
-    return GroupAudit(
+    result = GroupAudit(
         metrics=names, budget=budget, queried=len(sample), paid=0, cached=0, unparsed=0,
         seed=seed, backend=backend, group_cols=cols, unparsed_by_group={},
         y_pred=y_pred, y_true=y_true, sensitive_features=sample[cols], scores=scores,
@@ -141,3 +174,74 @@ def audit_predictions(
         reference=reference, tolerance=0.05 if tolerance is None else tolerance,
         threshold=0.8 if threshold is None else threshold,
     )
+    result.counts = None  # type: ignore[attr-defined]
+    return result
+
+
+def prediction_spec(*, y_pred_col: str, group_col: str | Sequence[str],
+                    y_true_col: str | None = None, score_col: str | None = None,
+                    sample_weight_col: str | None = None, pos_label: Any = None,
+                    time_col: str | None = None, window: str | None = None) -> Any:
+    """The :class:`~fairprobe.scale.CountSpec` of a predictions audit's columns."""
+    from fairprobe.audit import _group_columns
+    from fairprobe.scale import CountSpec
+
+    return CountSpec(group_cols=tuple(_group_columns(group_col)), y_pred=y_pred_col,
+                     y_true=y_true_col, score=score_col, weight=sample_weight_col,
+                     pos_label=pos_label, time_col=time_col, window=window)
+
+
+def _audit_counts(source: Any, *, y_pred_col: str, group_col: str | Sequence[str],
+                  metrics: Sequence[str], y_true_col: str | None, score_col: str | None,
+                  sample_weight_col: str | None, pos_label: Any, seed: int,
+                  min_group_size: int, reference: Any, tolerance: float | None,
+                  threshold: float | None, confidence_level: float, method: str, backend: str,
+                  engine: str, scheduler: Any, time_col: str | None, window: str | None) -> Any:
+    """Every row counted by the engine; the audit built from the counts."""
+    from fairprobe.audit import GroupAudit, check_group_audit
+    from fairprobe.scale import count
+
+    spec = prediction_spec(y_pred_col=y_pred_col, group_col=group_col, y_true_col=y_true_col,
+                           score_col=score_col, sample_weight_col=sample_weight_col,
+                           pos_label=pos_label, time_col=time_col, window=window)
+    # the parameters are checked before the (possibly long) pass over the rows
+    cols, names, _ = check_group_audit(
+        pd.DataFrame(columns=[*spec.group_cols, y_pred_col, *([y_true_col] if y_true_col else [])]),
+        group_col=group_col,
+        metrics=metrics, label_col=y_true_col, feature_cols=[y_pred_col], budget=2, seed=seed,
+        min_group_size=min_group_size, confidence_level=confidence_level, method=method,
+        tolerance=tolerance, threshold=threshold)
+    if score_col is None and "mean_score_difference" in names:
+        raise DataError("score-gap needs scores: give --score-col.")
+    counts = count(source, spec, engine=engine, scheduler=scheduler)
+    n = counts.n_rows
+    if n < 2:
+        raise DataError(f"The predictions table has {n} row(s); an audit needs at least 2.")
+    if sample_weight_col is not None:
+        method = "bonferroni" if method == "exact" else method
+    result = GroupAudit.from_counts(
+        counts, accounting={"metrics": names, "budget": n, "queried": n, "paid": 0,
+                            "cached": 0, "unparsed": 0, "seed": seed, "backend": backend,
+                            "group_cols": cols, "unparsed_by_group": {}},
+        min_group_size=min_group_size, confidence_level=confidence_level, method=method,
+        reference=reference, tolerance=0.05 if tolerance is None else tolerance,
+        threshold=0.8 if threshold is None else threshold)
+    result.counts = counts  # type: ignore[attr-defined]
+    return result
+
+
+def per_instance_records(source: Any, spec: Any, engine: str = "auto") -> list[dict[str, Any]]:
+    """``{value, group[, y_true]}`` per row, in file order: the opt-in ``per_instance`` list
+    (``--per-instance``; ``fairprobe radius`` reads it). Its size grows with the rows."""
+    from fairprobe.scale.engine import per_instance_rows
+
+    p, keys, t = per_instance_rows(source, spec, engine)
+    labels = keys.iloc[:, 0].astype(str)
+    for c in keys.columns[1:]:
+        labels = labels + ", " + keys[c].astype(str)
+    vals = p.astype(float).tolist()
+    labs = labels.tolist()
+    if t is None:
+        return [{"value": v, "group": g} for v, g in zip(vals, labs, strict=True)]
+    return [{"value": v, "group": g, "y_true": y}
+            for v, g, y in zip(vals, labs, t.astype(float).tolist(), strict=True)]

@@ -176,6 +176,12 @@ def audit(
     score_col: Annotated[str | None, typer.Option(help="With --predictions: the column of scores in [0, 1] (score-gap).")] = None,
     sample_weight_col: Annotated[str | None, typer.Option(help="With --predictions: the column of sample weights.")] = None,
     csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the by-group (or per-metric) table as CSV.")] = None,
+    engine: Annotated[str, typer.Option(help="With --predictions: the counting engine, auto (DuckDB when installed, else pandas), duckdb, pandas or dask.")] = "auto",
+    scheduler: Annotated[str | None, typer.Option(help="With --engine dask: the scheduler address (default: a local cluster on 127.0.0.1).")] = None,
+    time_col: Annotated[str | None, typer.Option(help="With --predictions: the timestamp column; with --window, findings per time window.")] = None,
+    window: Annotated[str | None, typer.Option(help="With --time-col: the window width, e.g. 1D, 7D, 30D, 12H.")] = None,
+    figure: Annotated[Path | None, typer.Option(help="With --time-col: write the figure of each metric over the windows (SVG, or PNG by the suffix).")] = None,
+    per_instance: Annotated[bool, typer.Option("--per-instance", help="With --predictions: also write one JSON entry per row (per_instance; fairprobe radius reads it). Its size grows with the rows.")] = False,
 ) -> None:
     """Audit a black-box model with a fixed budget: metrics, confidence intervals, verdict.
 
@@ -209,10 +215,15 @@ def audit(
             given={"--url": url, "--backend-config": backend_config, "--queries": queries,
                    "--feature-cols": feature_cols, "--send-group": send_group,
                    "--prompt-variants": prompt_variants, "--name-swap": name_swap,
-                   "--strict": strict, "--interval katz": interval is Interval.katz})
+                   "--strict": strict, "--interval katz": interval is Interval.katz},
+            engine=engine, scheduler=scheduler, time_col=time_col, window=window,
+            figure=figure, per_instance=per_instance)
         return
-    for flag, given in (("--y-pred-col", y_pred_col), ("--score-col", score_col),
-                        ("--sample-weight-col", sample_weight_col)):
+    for flag, given in (("--y-pred-col", y_pred_col),
+                        ("--score-col", score_col), ("--sample-weight-col", sample_weight_col),
+                        ("--time-col", time_col), ("--window", window), ("--figure", figure),
+                        ("--scheduler", scheduler), ("--per-instance", per_instance or None),
+                        ("--engine", None if engine == "auto" else engine)):
         if given is not None:
             from fairprobe.errors import InvalidParameterError
 
@@ -501,14 +512,16 @@ def _group_audit(
 
 
 def emit_or_fail(json_path: Path | None, result: Any, prov: Any, fail_on: FailOn | None,
-                 resume: bool = False) -> None:
-    """Write the result; a metric asked for that could not be computed is then an error (exit
-    2) naming it and why, never a silent omission."""
+                 resume: bool = False, body: Any = None) -> None:
+    """Write the result (or ``body``, the document's fields when the command adds some); a
+    metric asked for that could not be computed is then an error (exit 2) naming it and why,
+    never a silent omission."""
+    doc = result if body is None else body
     missing = result.not_summarised()
     if not missing:
-        emit(json_path, "audit", result, prov, fail_on)
+        emit(json_path, "audit", doc, prov, fail_on)
         return
-    emit(json_path, "audit", result, prov, None)
+    emit(json_path, "audit", doc, prov, None)
     from fairprobe.errors import DataError
 
     name, why = next(iter(missing.items()))

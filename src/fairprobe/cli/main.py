@@ -64,6 +64,7 @@ _COMMAND_MODULES = (
     "twosource",
     "radius",
     "report",
+    "monitor",
 )
 
 

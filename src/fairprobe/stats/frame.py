@@ -518,20 +518,9 @@ class AuditFrame:
             self._counts["accuracy"] = (correct, size)
             self._counts["error_rate"] = (size - correct, size)
         if sc is not None:
-            s1 = np.bincount(codes, weights=sc, minlength=g)
-            s2 = np.bincount(codes, weights=sc * sc, minlength=g)
-            nf = size.astype(np.float64)
-            mean = s1 / nf
-            with np.errstate(divide="ignore", invalid="ignore"):
-                var = np.maximum(s2 - nf * mean * mean, 0.0) / (nf - 1.0)
-            tot1, tot2 = float(sc.sum()), float((sc * sc).sum())
-            rn = n - nf
-            with np.errstate(divide="ignore", invalid="ignore"):
-                rmean = (tot1 - s1) / rn
-                rvar = np.maximum((tot2 - s2) - rn * rmean * rmean, 0.0) / (rn - 1.0)
-            self._means = (mean, var, nf)
-            self._rest_means = (rmean, rvar, rn)
-            self._scores_total = (tot1 / n,)
+            self._set_score_moments(np.bincount(codes, weights=sc, minlength=g),
+                                    np.bincount(codes, weights=sc * sc, minlength=g),
+                                    size, float(sc.sum()), float((sc * sc).sum()))
         self._columns = None if metrics is None else dropin.metric_columns(metrics)
         self._custom: dict[str, tuple[npt.NDArray[np.float64], ...]] = {}
         self._custom_fn: dict[str, Any] = {}
@@ -551,6 +540,34 @@ class AuditFrame:
         self._replicates: list[AuditFrame] = []
         if ci_quantiles is not None:
             self._bootstrap(ci_quantiles, n_boot, seed)
+
+    def _set_score_moments(self, s1: npt.NDArray[Any], s2: npt.NDArray[Any],
+                           size: npt.NDArray[np.int64], tot1: float, tot2: float) -> None:
+        """Each group's mean and variance of the scores, and the rest's, from the sums of
+        scores and of squared scores (in-memory rows and saved counts alike)."""
+        n = float(size.sum())
+        nf = size.astype(np.float64)
+        mean = s1 / nf
+        with np.errstate(divide="ignore", invalid="ignore"):
+            var = np.maximum(s2 - nf * mean * mean, 0.0) / (nf - 1.0)
+        rn = n - nf
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rmean = (tot1 - s1) / rn
+            rvar = np.maximum((tot2 - s2) - rn * rmean * rmean, 0.0) / (rn - 1.0)
+        self._means = (mean, var, nf)
+        self._rest_means = (rmean, rvar, rn)
+        self._scores_total = (tot1 / n,)
+
+    @classmethod
+    def from_counts(cls, counts: Any, **options: Any) -> Any:
+        """The frame of a :class:`fairprobe.scale.GroupCounts` (sums per group counted by an
+        engine over files or frames, merged, or loaded): the same by-group table, summaries and
+        verdicts as the frame of the rows, without the rows. ``options``: ``min_group_size``,
+        ``confidence_level``, ``group_interval``, ``method``, ``reference``, ``tolerance``,
+        ``threshold`` (defaults as the constructor's). See :mod:`fairprobe.scale.frame`."""
+        from fairprobe.scale.frame import frame_from_counts
+
+        return frame_from_counts(cls, counts, **options)
 
     # --- the by-group table ------------------------------------------------------------------
 

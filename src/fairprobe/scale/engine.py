@@ -1,0 +1,663 @@
+"""The counting engines: one streaming pass of group-by sums over files or frames.
+
+Three engines compute the same :class:`~fairprobe.scale.counts.GroupCounts`:
+
+* ``duckdb`` (default when installed): one ``GROUP BY`` (or ``GROUPING SETS``) query over
+  ``read_parquet`` / ``read_csv`` of a file, a directory or a glob, or over a pandas / Arrow /
+  Polars frame in place. DuckDB streams the row groups through a hash aggregate on every core;
+  memory is bounded by the number of groups (and ``memory_limit``), never by the rows.
+* ``pandas``: the same sums with ``groupby().sum()`` on a frame in memory (the light core).
+* ``dask``: the pandas sums on every partition of a ``dask.dataframe`` (on a ``LocalCluster`` or
+  the scheduler given), merged on the client: the partial counts add.
+
+The input checks of :class:`~fairprobe.stats.frame.AuditFrame` (missing values, labels other
+than 0/1, more than two labels, missing group values) are aggregates of the same pass, so bad
+input fails in one line without a second read. Why DuckDB rather than Polars: ``docs/scale.md``.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fairprobe.errors import DataError, InvalidParameterError
+from fairprobe.scale.counts import (
+    WINDOW,
+    CountSpec,
+    GroupCounts,
+    combine_tables,
+    sum_columns,
+    weight_cells,
+    window_width,
+)
+
+__all__ = ["ENGINES", "Source", "count", "count_grouping_sets", "engine_name", "resolve_source"]
+
+ENGINES = ("auto", "duckdb", "pandas", "dask")
+_PARQUET = (".parquet", ".pq")
+_CSV = (".csv", ".csv.gz", ".tsv")
+#: Window starts are 1970-01-01 + k * width, in every engine.
+_ORIGIN = pd.Timestamp("1970-01-01")
+
+#: The flag of each counted column's role, for one-line errors.
+_ROLES = {"y_pred": ("The prediction column", "--y-pred-col"),
+          "y_true": ("The label column", "--y-true-col"),
+          "score": ("The score column", "--score-col"),
+          "weight": ("The weight column", "--sample-weight-col"),
+          "time_col": ("The time column", "--time-col")}
+
+
+def _role(spec: CountSpec, role: str) -> str:
+    what, flag = _ROLES[role]
+    return f"{what} {getattr(spec, role)!r} ({flag})"
+
+
+# --- sources ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Source:
+    """What to count: files of one format, or a frame in memory."""
+
+    files: tuple[Path, ...] = ()
+    fmt: str = ""  # "parquet" or "csv" for files
+    frame: Any = None  # pandas DataFrame or Arrow table
+    name: str = "frame"
+
+    def describe(self) -> list[dict[str, Any]]:
+        """``path``, ``size`` and ``mtime_ns`` of every file (what a rerun compares)."""
+        out = []
+        for f in self.files:
+            st = f.stat()
+            out.append({"path": str(f), "size": st.st_size, "mtime_ns": st.st_mtime_ns})
+        return out
+
+
+def _format_of(path: Path) -> str | None:
+    name = path.name.lower()
+    if name.endswith(_PARQUET):
+        return "parquet"
+    if name.endswith(_CSV):
+        return "csv"
+    return None
+
+
+def list_files(source: str | os.PathLike[str]) -> list[Path]:
+    """The data files of a file, a directory (every Parquet/CSV file below it) or a glob."""
+    s = str(source)
+    p = Path(s)
+    if p.is_file():
+        return [p.resolve()]
+    if p.is_dir():
+        found = [q for q in p.rglob("*") if q.is_file() and _format_of(q) is not None
+                 and not q.name.startswith((".", "_"))]
+    elif any(ch in s for ch in "*?["):
+        found = [Path(q) for q in _glob.glob(s, recursive=True) if Path(q).is_file()]
+    else:
+        raise DataError(f"--predictions {s!r} is not a file, a directory or a glob that exists.")
+    if not found:
+        raise DataError(f"--predictions {s!r} holds no .parquet or .csv file.")
+    return sorted(q.resolve() for q in found)
+
+
+def resolve_source(source: Any, files: Sequence[Path] | None = None) -> Source:
+    """A path, directory, glob, pandas / Arrow / Polars frame as a :class:`Source`."""
+    if files is not None or isinstance(source, str | os.PathLike):
+        paths = list(files) if files is not None else list_files(source)
+        fmts = {_format_of(p) for p in paths}
+        if None in fmts:
+            bad = next(p for p in paths if _format_of(p) is None)
+            raise DataError(f"{bad.name} must end in .parquet or .csv (.csv.gz, .tsv).")
+        if len(fmts) > 1:
+            raise DataError(f"{source} mixes Parquet and CSV files: keep one format per source.")
+        return Source(files=tuple(paths), fmt=str(fmts.pop()) if fmts else "parquet",
+                      name=str(source))
+    if isinstance(source, pd.DataFrame):
+        return Source(frame=source)
+    mod = type(source).__module__.split(".")[0]
+    if mod == "polars" and hasattr(source, "to_arrow"):
+        return Source(frame=source.to_arrow(), name="polars frame")
+    if mod == "pyarrow" and hasattr(source, "schema"):
+        return Source(frame=source, name="arrow table")
+    raise DataError(f"cannot count a {type(source).__name__}: pass a path, a directory, a glob, "
+                    "or a pandas / Arrow / Polars frame.")
+
+
+def engine_name(engine: str) -> str:
+    """``auto`` -> ``duckdb`` when installed, else ``pandas``."""
+    if engine not in ENGINES:
+        raise InvalidParameterError(f"--engine must be one of {', '.join(ENGINES)}; got "
+                                    f"{engine!r}.")
+    if engine != "auto":
+        return engine
+    try:
+        import duckdb  # noqa: F401
+    except ImportError:
+        return "pandas"
+    return "duckdb"
+
+
+def count(source: Any, spec: CountSpec, *, engine: str = "auto", scheduler: Any = None,
+          files: Sequence[Path] | None = None, threads: int | None = None,
+          memory_limit: str | None = None) -> GroupCounts:
+    """The :class:`GroupCounts` of ``source`` in one pass.
+
+    Parameters
+    ----------
+    source : path, directory, glob, or pandas / Arrow / Polars frame
+        The rows (one decision each).
+    spec : CountSpec
+        Which columns to count.
+    engine : {"auto", "duckdb", "pandas", "dask"}
+        ``auto`` is DuckDB when installed, else pandas (in memory).
+    scheduler : str or distributed.Client, optional
+        With ``engine="dask"``: a scheduler address (``tcp://host:8786``) or a client; default a
+        ``LocalCluster`` of two worker processes on 127.0.0.1.
+    files : list of Path, optional
+        Count exactly these files (a monitor's new files), instead of listing ``source``.
+    threads, memory_limit : optional
+        DuckDB's ``threads`` and ``memory_limit`` (e.g. ``"1GB"``).
+    """
+    src = resolve_source(source, files)
+    name = engine_name(engine)
+    if name == "duckdb":
+        table, checks = _duckdb_counts(src, spec, [spec.group_cols], threads, memory_limit)[0]
+    elif name == "pandas":
+        table, checks = _pandas_partial(_to_pandas(src), spec)
+        table = combine_tables([table], spec)
+    else:
+        table, checks = _dask_counts(src, spec, scheduler)
+    _raise_on_checks(checks, spec)
+    _check_keys(table, spec)
+    return GroupCounts(spec, table, tuple(src.describe()))
+
+
+def count_grouping_sets(source: Any, spec: CountSpec, sets: Sequence[Sequence[str]], *,
+                        threads: int | None = None,
+                        memory_limit: str | None = None) -> dict[tuple[str, ...], GroupCounts]:
+    """Counts of several groupings in ONE pass (DuckDB ``GROUPING SETS``).
+
+    ``sets`` lists column tuples (each a subset of the columns to group by, e.g. every pair of
+    ten features); the result maps each tuple to its :class:`GroupCounts`, equal to
+    :func:`count` with ``group_cols`` set to it. When the product of the columns' numbers of
+    values is small, counting the finest groups once and taking
+    :meth:`GroupCounts.marginal` of each set gives the same counts from one cheaper
+    aggregation (DuckDB runs one hash aggregate per grouping set).
+    """
+    norm = [tuple(str(c) for c in s) for s in sets]
+    if not norm or any(not s for s in norm):
+        raise DataError("grouping sets must be non-empty column lists.")
+    src = resolve_source(source)
+    results = _duckdb_counts(src, spec, norm, threads, memory_limit)
+    out = {}
+    for cols, (table, checks) in zip(norm, results, strict=True):
+        sub = CountSpec(group_cols=cols, y_pred=spec.y_pred, y_true=spec.y_true,
+                        score=spec.score, weight=spec.weight, pos_label=spec.pos_label,
+                        time_col=spec.time_col, window=spec.window)
+        _raise_on_checks(checks, sub)
+        _check_keys(table, sub)
+        out[cols] = GroupCounts(sub, table, tuple(src.describe()))
+    return out
+
+
+# --- label modes (the rules of AuditFrame's binary labels) -----------------------------------
+
+def _label_mode(kind: str, pos_label: Any) -> str:
+    """``bool``, ``01`` (0/1 numbers) or ``label`` (compare with pos_label), from the column's
+    kind (``bool``, ``number``, ``other``), as ``fairprobe.stats.frame._binary_labels``."""
+    numeric_pos = isinstance(pos_label, int | float | np.number) and not isinstance(pos_label,
+                                                                                     bool)
+    if kind == "bool":
+        return "bool"
+    if kind == "number":
+        return "label" if pos_label is not None and numeric_pos else "01"
+    return "label"
+
+
+def _raise_on_checks(checks: dict[str, dict[str, Any]], spec: CountSpec) -> None:
+    for role, c in checks.items():
+        who = _role(spec, role)
+        if c.get("nulls", 0):
+            raise DataError(f"{who} contains {int(c['nulls'])} missing value(s) (NaN/None): "
+                            "drop or repair those rows (e.g. unparsed answers) first.")
+        if role in ("y_pred", "y_true"):
+            if c.get("mode") == "label" and spec.pos_label is None:
+                raise DataError(f"{who} holds non-numeric labels: name the positive one with "
+                                "--pos-label (pos_label in Python), e.g. --pos-label '>50K'.")
+            lo01, hi01 = c.get("min"), c.get("max")
+            if c.get("bad", 0) or (lo01 is not None and lo01 < 0) or (hi01 is not None
+                                                                        and hi01 > 1):
+                raise DataError(f"{who} must hold 0/1 labels; found values in [{lo01}, {hi01}]"
+                                ": map them to 0/1 or pass pos_label.")
+            lo, hi = c.get("omin"), c.get("omax")
+            if lo is not None and hi is not None and lo != hi:
+                raise DataError(f"{who} holds more than two labels ({spec.pos_label!r}, "
+                                f"{lo!r}, {hi!r}, ...): binary labels only.")
+        if role == "score" and c.get("min") is not None and not (
+                c["min"] >= 0 and c["max"] <= 1):
+            raise DataError(f"{who} must hold numbers in [0, 1] on every row; found values in "
+                            f"[{c['min']}, {c['max']}].")
+        if role in ("score", "weight") and not all(
+                c.get(k) is None or np.isfinite(c[k]) for k in ("min", "max")):
+            raise DataError(f"{who} holds NaN or infinite values: drop or repair them.")
+        if role == "weight":
+            if c.get("min") is not None and c["min"] < 0:
+                raise DataError(f"{who} must hold weights >= 0; found {c['min']}.")
+            if c.get("max") is not None and not c["max"] > 0:
+                raise DataError(f"{who} holds only zero weights: at least one must be > 0.")
+
+
+def _check_keys(table: pd.DataFrame, spec: CountSpec) -> None:
+    for k in spec.keys:
+        miss = table[k].isna().to_numpy()
+        if miss.any():
+            k_rows = int(table.loc[miss, "n"].sum())
+            if k == WINDOW:
+                raise DataError(f"{_role(spec, 'time_col')} holds {k_rows} missing value(s): "
+                                "drop those rows or fill them.")
+            raise DataError(f"The sensitive column {k!r} holds {k_rows} missing value(s) "
+                            "(NaN/None): drop or label those rows first.")
+
+
+def _merge_checks(parts: Sequence[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for p in parts:
+        for role, c in p.items():
+            acc = out.setdefault(role, {})
+            for k, v in c.items():
+                if v is None or (isinstance(v, float) and np.isnan(v)):
+                    continue
+                if k in ("nulls", "bad"):
+                    acc[k] = acc.get(k, 0) + v
+                elif k in ("omin", "min"):
+                    acc[k] = v if acc.get(k) is None else min(acc[k], v)
+                elif k in ("omax", "max"):
+                    acc[k] = v if acc.get(k) is None else max(acc[k], v)
+                else:
+                    acc[k] = v
+    return out
+
+
+# --- DuckDB ----------------------------------------------------------------------------------
+
+def _q(name: str) -> str:
+    return '"' + str(name).replace('"', '""') + '"'
+
+
+def _lit(s: str) -> str:
+    return "'" + str(s).replace("'", "''") + "'"
+
+
+def _duck_kind(t: str) -> str:
+    t = t.upper()
+    if t == "BOOLEAN":
+        return "bool"
+    if re.match(r"^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|REAL|DECIMAL.*)$", t):
+        return "number"
+    return "other"
+
+
+def _duckdb_connect(threads: int | None, memory_limit: str | None) -> Any:
+    from fairprobe._extras import import_optional
+
+    duckdb = import_optional("duckdb", extra="scale", feature="the DuckDB counting engine")
+    config: dict[str, Any] = {}
+    if threads is not None:
+        config["threads"] = int(threads)
+    if memory_limit is not None:
+        config["memory_limit"] = str(memory_limit)
+    return duckdb.connect(config=config)
+
+
+def _from_sql(con: Any, src: Source) -> str:
+    if src.frame is not None:
+        con.register("fp_rows", src.frame)
+        return "fp_rows"
+    files = "[" + ", ".join(_lit(str(f)) for f in src.files) + "]"
+    if src.fmt == "parquet":
+        return f"read_parquet({files}, union_by_name = true)"
+    tsv = all(f.name.lower().endswith(".tsv") for f in src.files)
+    return f"read_csv({files}, union_by_name = true, header = true" + (
+        ", delim = '\\t')" if tsv else ")")
+
+
+def _duckdb_counts(src: Source, spec: CountSpec, sets: Sequence[tuple[str, ...]],
+                   threads: int | None, memory_limit: str | None
+                   ) -> list[tuple[pd.DataFrame, dict[str, dict[str, Any]]]]:
+    """One query; per grouping set its sorted counts table and input checks."""
+    con = _duckdb_connect(threads, memory_limit)
+    try:
+        rel = _from_sql(con, src)
+        try:
+            described = con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()
+        except Exception as exc:  # noqa: BLE001 - an unreadable file is one line
+            first = str(exc).splitlines()[0]
+            raise DataError(f"cannot read {src.name}: {first}") from None
+        types = {str(r[0]): str(r[1]) for r in described}
+        group_union = list(dict.fromkeys(c for s in sets for c in s))
+        _check_columns(spec, group_union, list(types), src.name)
+        inner, aggs, params = _duckdb_exprs(spec, types)
+        keys = ([WINDOW] if spec.window is not None else []) + group_union
+        inner_sql = ", ".join(inner + [f"{_q(c)} AS {_q(c)}" for c in group_union])
+        if len(sets) == 1:
+            group_sql = "GROUP BY " + ", ".join(_q(k) for k in keys)
+            gid = ""
+        else:
+            head = [WINDOW] if spec.window is not None else []
+            group_sql = "GROUP BY GROUPING SETS (" + ", ".join(
+                "(" + ", ".join(_q(k) for k in head + list(s)) + ")" for s in sets) + ")"
+            gid = ", GROUPING(" + ", ".join(_q(c) for c in group_union) + ") AS fp_gid"
+        sql = (f"SELECT {', '.join(_q(k) for k in keys)}, {', '.join(aggs)}{gid} "
+               f"FROM (SELECT {inner_sql} FROM {rel}) {group_sql}")
+        try:
+            res = con.execute(sql, params).df()
+        except Exception as exc:  # noqa: BLE001 - a cast or read failure is one line
+            first = str(exc).splitlines()[0]
+            raise DataError(f"cannot count {src.name}: {first}") from None
+    finally:
+        con.close()
+    out = []
+    for s in sets:
+        part = res
+        if len(sets) > 1:  # GROUPING() bit i is 1 when column i is aggregated away
+            bits = sum(1 << (len(group_union) - 1 - i)
+                       for i, c in enumerate(group_union) if c not in s)
+            part = res[res["fp_gid"] == bits]
+        sub = CountSpec(group_cols=tuple(s), y_pred=spec.y_pred, y_true=spec.y_true,
+                        score=spec.score, weight=spec.weight, pos_label=spec.pos_label,
+                        time_col=spec.time_col, window=spec.window)
+        if len(sets) > 1:
+            part = part.copy()
+            for k in sub.keys:  # NULL-padded key columns came back nullable (Int64, boolean)
+                dt = part[k].dtype
+                if hasattr(dt, "numpy_dtype") and not part[k].isna().any():
+                    part[k] = part[k].astype(dt.numpy_dtype)
+        checks = _checks_from(part, spec, types)
+        table = combine_tables([part[list(sub.keys) + list(sum_columns(sub))]], sub)
+        out.append((table, checks))
+    return out
+
+
+def _duckdb_exprs(spec: CountSpec, types: dict[str, str]
+                  ) -> tuple[list[str], list[str], dict[str, Any]]:
+    """Inner projections, aggregates (sums, then ``fpc_*`` checks), parameters."""
+    inner: list[str] = []
+    aggs = ["count(*) AS n"]
+    params: dict[str, Any] = {}
+    checks: list[str] = []
+    for role, alias in (("y_pred", "p"), ("y_true", "t")):
+        col = getattr(spec, role)
+        if col is None:
+            continue
+        c = _q(col)
+        r = f"r_{role}"  # the raw column, for the checks (the aggregate sees the projection)
+        inner.append(f"{c} AS {r}")
+        mode = _label_mode(_duck_kind(types[col]), spec.pos_label)
+        # checks as cheap aggregates: nulls from count(), 0/1 from min/max (integer columns)
+        checks.append(f"count(*) - count({r}) AS fpc_{role}_nulls")
+        if mode == "bool":
+            inner.append(f"CAST({c} AS INTEGER) AS {alias}")
+        elif mode == "01":
+            inner.append(f"CAST({c} = 1 AS INTEGER) AS {alias}")
+            checks += [f"min({r}) AS fpc_{role}_min", f"max({r}) AS fpc_{role}_max"]
+            if not re.match(r"^U?(TINY|SMALL|BIG|HUGE)?INT", types[col].upper()):
+                checks.append(f"count(*) FILTER (WHERE {r} <> 0 AND {r} <> 1) AS "
+                              f"fpc_{role}_bad")
+        else:
+            if spec.pos_label is None:
+                inner.append(f"0 AS {alias}")
+            else:
+                params["pos"] = spec.pos_label if _duck_kind(types[col]) == "number" \
+                    else str(spec.pos_label)
+                cv = c if _duck_kind(types[col]) == "number" else f"CAST({c} AS VARCHAR)"
+                rv = r if _duck_kind(types[col]) == "number" else f"CAST({r} AS VARCHAR)"
+                inner.append(f"CAST({cv} = $pos AS INTEGER) AS {alias}")
+                checks.append(f"min({rv}) FILTER (WHERE {rv} <> $pos) AS fpc_{role}_omin")
+                checks.append(f"max({rv}) FILTER (WHERE {rv} <> $pos) AS fpc_{role}_omax")
+        checks.append(f"'{mode}' AS fpc_{role}_mode")
+    sums = {"sp": "p", "st": "t", "stp": "p * t"}
+    for name in ("sp", "st", "stp"):
+        if name in sum_columns(spec):
+            aggs.append(f"CAST(sum({sums[name]}) AS BIGINT) AS {name}")
+    if spec.weight is not None:
+        c = _q(spec.weight)
+        inner.append(f"CAST({c} AS DOUBLE) AS w")
+        checks += ["count(*) - count(w) AS fpc_weight_nulls", "min(w) AS fpc_weight_min",
+                   "max(w) AS fpc_weight_max"]
+        cells = weight_cells(spec)
+        for pre, w in (("sw", "w"), ("sq", "w * w")):
+            for suffix, pv, tv in cells:
+                aggs.append(f"fsum({w} * {_cell_sql(pv, tv)}) AS {pre}{suffix}")
+    if spec.score is not None:
+        c = _q(spec.score)
+        inner.append(f"CAST({c} AS DOUBLE) AS s")
+        aggs += ["fsum(s) AS s1", "fsum(s * s) AS s2"]
+        checks += ["count(*) - count(s) AS fpc_score_nulls", "min(s) AS fpc_score_min",
+                   "max(s) AS fpc_score_max"]
+    if spec.window is not None:
+        assert spec.time_col is not None
+        width = window_width(spec.window)
+        secs = int(width.total_seconds())
+        tc = _q(spec.time_col)
+        # zoned timestamps in UTC whatever the machine's zone (a plain CAST would use the
+        # session's zone); naive ones as they are
+        ts = (f"make_timestamp(epoch_us({tc}))" if "TIME ZONE" in types[spec.time_col].upper()
+              else f"CAST({tc} AS TIMESTAMP)")
+        inner.append(f"time_bucket(INTERVAL '{secs} seconds', {ts}, TIMESTAMP '1970-01-01') "
+                     f"AS {_q(WINDOW)}")
+    return inner, aggs + checks, params
+
+
+def _cell_sql(pv: int, tv: int | None) -> str:
+    """The 0/1 indicator of a (y_pred, y_true) cell, as a product (exact for 0/1 values)."""
+    p = "p" if pv else "(1 - p)"
+    return p if tv is None else f"{p} * {'t' if tv else '(1 - t)'}"
+
+
+def _checks_from(res: pd.DataFrame, spec: CountSpec, types: dict[str, str]
+                 ) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for col in res.columns:
+        if not str(col).startswith("fpc_"):
+            continue
+        role, what = str(col)[4:].rsplit("_", 1)
+        vals = res[col].dropna()
+        acc = out.setdefault(role, {})
+        if what == "mode":
+            acc[what] = vals.iloc[0] if len(vals) else None
+        elif what in ("nulls", "bad"):
+            acc[what] = int(vals.sum())
+        elif what in ("omin", "min"):
+            acc[what] = _plain(vals.min()) if len(vals) else None
+        else:
+            acc[what] = _plain(vals.max()) if len(vals) else None
+    return out
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _check_columns(spec: CountSpec, group_cols: Sequence[str], have: Sequence[str],
+                   name: str) -> None:
+    shown = ", ".join(list(have)[:12])
+    for role in ("y_pred", "y_true", "score", "weight", "time_col"):
+        col = getattr(spec, role)
+        if col is not None and col not in have:
+            raise DataError(f"{_ROLES[role][1]} {col!r} is not a column of {name} (columns: "
+                            f"{shown}).")
+    for c in group_cols:
+        if c not in have:
+            raise DataError(f"--group-col {c!r} is not a column of {name} (columns: {shown}).")
+
+
+# --- pandas (and Dask partitions) ------------------------------------------------------------
+
+def _to_pandas(src: Source) -> pd.DataFrame:
+    if src.frame is not None:
+        return src.frame if isinstance(src.frame, pd.DataFrame) else src.frame.to_pandas()
+    from fairprobe._io import read_table
+
+    frames = [read_table(f, "Predictions file") for f in src.files]
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+
+def _pd_kind(s: pd.Series) -> str:
+    if pd.api.types.is_bool_dtype(s.dtype):
+        return "bool"
+    if pd.api.types.is_numeric_dtype(s.dtype):
+        return "number"
+    return "other"
+
+
+def _pd_labels(s: pd.Series, pos_label: Any, mode_out: dict[str, Any]
+               ) -> np.ndarray[Any, Any]:
+    mode = _label_mode(_pd_kind(s), pos_label)
+    null = s.isna().to_numpy()
+    mode_out.update(mode=mode, nulls=int(null.sum()))
+    if mode == "bool":
+        return s.fillna(False).to_numpy(dtype=np.int64)
+    if mode == "01":
+        v = s.to_numpy(dtype=np.float64, na_value=np.nan)
+        mode_out["bad"] = int(((v != 0) & (v != 1) & ~null).sum())
+        return (v == 1).astype(np.int64)
+    if pos_label is None:
+        return np.zeros(len(s), dtype=np.int64)
+    vals = s if _pd_kind(s) == "number" else s.astype(object).where(~s.isna(), None)
+    pos = pos_label if _pd_kind(s) == "number" else str(pos_label)
+    arr = vals.to_numpy(dtype=object) if _pd_kind(s) != "number" else vals.to_numpy()
+    if _pd_kind(s) != "number":
+        arr = np.array([None if x is None else str(x) for x in arr], dtype=object)
+    is_pos = np.asarray(arr == pos, dtype=bool)
+    others = arr[~is_pos & ~null]
+    if others.size:
+        mode_out["omin"], mode_out["omax"] = _plain(min(others)), _plain(max(others))
+    return is_pos.astype(np.int64)
+
+
+def _pandas_partial(df: pd.DataFrame, spec: CountSpec
+                    ) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
+    """The counts table (unsorted, unmerged) and checks of one in-memory frame."""
+    _check_columns(spec, spec.group_cols, [str(c) for c in df.columns], "the predictions")
+    checks: dict[str, dict[str, Any]] = {}
+    cols: dict[str, Any] = {}
+    if spec.window is not None:
+        assert spec.time_col is not None
+        ts = pd.to_datetime(df[spec.time_col], errors="coerce")
+        if getattr(ts.dt, "tz", None) is not None:
+            ts = ts.dt.tz_convert("UTC").dt.tz_localize(None)
+        width = window_width(spec.window)
+        cols[WINDOW] = _ORIGIN + ((ts - _ORIGIN) // width) * width
+    for c in spec.group_cols:
+        g = df[c]
+        cols[c] = g.astype(object).where(~g.isna(), None) if isinstance(
+            g.dtype, pd.CategoricalDtype) else g
+    n = len(df)
+    cols["n"] = np.ones(n, dtype=np.int64)
+    checks["y_pred"] = {}
+    p = _pd_labels(df[spec.y_pred], spec.pos_label, checks["y_pred"])
+    cols["sp"] = p
+    t = None
+    if spec.y_true is not None:
+        checks["y_true"] = {}
+        t = _pd_labels(df[spec.y_true], spec.pos_label, checks["y_true"])
+        cols["st"], cols["stp"] = t, p * t
+    if spec.weight is not None:
+        w = pd.to_numeric(df[spec.weight], errors="coerce").to_numpy(dtype=np.float64)
+        nulls = int(np.isnan(w).sum())
+        checks["weight"] = {"nulls": nulls, "min": float(np.nanmin(w)) if n > nulls else None,
+                            "max": float(np.nanmax(w)) if n > nulls else None}
+        for pre, wx in (("sw", w), ("sq", w * w)):
+            for suffix, pv, tv in weight_cells(spec):
+                ind = p if pv else 1 - p
+                if tv is not None:
+                    assert t is not None
+                    ind = ind * (t if tv else 1 - t)
+                cols[f"{pre}{suffix}"] = wx * ind
+    if spec.score is not None:
+        s = pd.to_numeric(df[spec.score], errors="coerce").to_numpy(dtype=np.float64)
+        sn = int(np.isnan(s).sum())
+        checks["score"] = {"nulls": sn, "min": float(np.nanmin(s)) if n > sn else None,
+                           "max": float(np.nanmax(s)) if n > sn else None}
+        cols["s1"], cols["s2"] = s, s * s
+    frame = pd.DataFrame(cols)
+    keys = list(spec.keys)
+    if n == 0:
+        return frame[keys + list(sum_columns(spec))].iloc[:0], checks
+    table = frame.groupby(keys, sort=False, dropna=False, observed=True)[
+        list(sum_columns(spec))].sum().reset_index()
+    return table, checks
+
+
+# --- Dask ------------------------------------------------------------------------------------
+
+def _dask_counts(src: Source, spec: CountSpec, scheduler: Any
+                 ) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
+    """The pandas sums of every partition, computed on the cluster, added on the client."""
+    from fairprobe._extras import import_optional
+
+    dask = import_optional("dask", extra="scale", feature="--engine dask")
+    dd = import_optional("dask.dataframe", extra="scale", feature="--engine dask")
+    distributed = import_optional("distributed", extra="scale", feature="--engine dask")
+    if src.frame is not None:
+        pdf = _to_pandas(src)
+        ddf = dd.from_pandas(pdf, npartitions=max(1, min(8, len(pdf) // 100_000 or 1)))
+    elif src.fmt == "parquet":
+        ddf = dd.read_parquet([str(f) for f in src.files])
+    else:
+        ddf = dd.read_csv([str(f) for f in src.files])
+    tasks = [dask.delayed(_pandas_partial)(part, spec) for part in ddf.to_delayed()]
+    own = None
+    client = scheduler
+    if not isinstance(scheduler, distributed.Client):
+        if scheduler is None:
+            own = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           host="127.0.0.1", dashboard_address=None)
+            client = distributed.Client(own)
+        else:
+            try:
+                client = distributed.Client(str(scheduler), timeout=10)
+            except OSError as exc:
+                raise DataError(f"--scheduler {scheduler!r} is unreachable: {exc}") from None
+    try:
+        parts = client.gather(client.compute(tasks))
+    finally:
+        if client is not scheduler:
+            client.close()
+        if own is not None:
+            own.close()
+    table = combine_tables([t for t, _ in parts], spec)
+    return table, _merge_checks([c for _, c in parts])
+
+
+def per_instance_rows(source: Any, spec: CountSpec, engine: str = "auto"
+                      ) -> tuple[np.ndarray[Any, Any], pd.DataFrame, np.ndarray[Any, Any] | None]:
+    """The decisions (0/1), group values and labels of every row, in file order: only for the
+    opt-in ``per_instance`` list of the JSON (its size grows with the rows)."""
+    src = resolve_source(source)
+    if engine_name(engine) == "duckdb":
+        con = _duckdb_connect(None, None)
+        try:
+            rel = _from_sql(con, src)
+            types = {str(r[0]): str(r[1]) for r in
+                     con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()}
+            inner, _, params = _duckdb_exprs(spec, types)
+            keep = [x for x in inner if x.endswith((" AS p", " AS t"))]
+            df = con.execute(f"SELECT {', '.join(keep + [_q(c) for c in spec.group_cols])} "
+                             f"FROM {rel}", params).df()
+        finally:
+            con.close()
+        p = df["p"].to_numpy(dtype=np.int64)
+        t = None if spec.y_true is None else df["t"].to_numpy(dtype=np.int64)
+        return p, df[list(spec.group_cols)], t
+    pdf = _to_pandas(src)
+    p = _pd_labels(pdf[spec.y_pred], spec.pos_label, {})
+    t = None if spec.y_true is None else _pd_labels(pdf[spec.y_true], spec.pos_label, {})
+    return p, pdf[list(spec.group_cols)], t

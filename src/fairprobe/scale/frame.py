@@ -1,0 +1,151 @@
+"""An :class:`~fairprobe.stats.frame.AuditFrame` from counts, without the rows.
+
+The frame's constructor reduces its rows to per-group sums (``np.bincount``) and computes every
+rate, interval and summary from those sums only. Here the same sums come from a
+:class:`~fairprobe.scale.counts.GroupCounts`: integer cells for the unweighted rates (so the
+``exact`` simultaneous intervals apply unchanged), Kish's effective counts from the per-cell
+sums of weights and squared weights, means and variances from the sums of scores and squared
+scores. ``tests/scale/test_engine.py`` checks the findings equal the in-memory frame's.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from fairprobe._validation import check_choice, check_int, check_real
+from fairprobe.errors import DataError
+from fairprobe.scale.counts import GroupCounts
+
+__all__ = ["FRAME_OPTIONS", "frame_from_counts"]
+
+#: The constructor options that apply to a frame of counts.
+FRAME_OPTIONS = ("min_group_size", "confidence_level", "group_interval", "method", "reference",
+                 "tolerance", "threshold")
+
+
+def _kish(swx: npt.NDArray[np.float64], sw: npt.NDArray[np.float64],
+          sw2: npt.NDArray[np.float64], n_den: npt.NDArray[np.int64]
+          ) -> tuple[tuple[npt.NDArray[np.float64], ...], tuple[npt.NDArray[np.float64], ...]]:
+    """``(k_eff, n_eff)`` and ``(sum w x, sum w)`` of a weighted rate: ``n_eff = (sum w)^2 /
+    sum w^2``, ``k_eff = p_w n_eff`` (as :func:`fairprobe.stats.dropin.kish_counts`), zero where
+    the group has no row in the denominator (``n_den``, the integer count)."""
+    ok = (n_den > 0) & (sw2 > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_eff = np.where(ok, sw * sw / sw2, 0.0)
+        p = np.where(ok & (sw > 0), swx / sw, 0.0)
+    return (p * n_eff, n_eff), (swx.astype(np.float64), sw.astype(np.float64))
+
+
+def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
+    """An instance of ``cls`` (``AuditFrame`` or a subclass) built from ``counts``.
+
+    Every attribute the constructor sets is set here from the sums; the attribute set is
+    pinned against the constructor's by a test, so a new attribute there cannot be missed here.
+    """
+    from fairprobe.stats.frame import AuditFrame
+    from fairprobe.stats.groups import GroupLabels
+    from fairprobe.stats.simultaneous import SIMULTANEOUS_METHODS
+
+    if not isinstance(counts, GroupCounts):
+        raise DataError(f"from_counts takes GroupCounts, not {type(counts).__name__}.")
+    unknown = sorted(set(options) - set(FRAME_OPTIONS))
+    if unknown:
+        raise DataError(f"from_counts does not take {unknown[0]!r}; options: "
+                        f"{', '.join(FRAME_OPTIONS)}.")
+    sig = inspect.signature(AuditFrame.__init__).parameters
+    opt = {k: options.get(k, sig[k].default) for k in FRAME_OPTIONS}
+    owner = "AuditFrame.from_counts"
+    spec = counts.spec
+    weighted = spec.weight is not None
+    method = opt["method"]
+    if method is None:
+        method = "bonferroni" if weighted else "exact"
+    elif method == "exact" and weighted:
+        raise DataError("method='exact' enumerates integer counts; weighted rates take "
+                        "method='bonferroni' (the default with sample_weight).")
+    if weighted and spec.score is not None:
+        raise DataError("scores with sample_weight are not supported yet: drop one.")
+    tab = counts.total().table
+    if len(tab) < 2:
+        shown = ", ".join(str(v) for v in tab[list(spec.group_cols)].iloc[0]) if len(tab) else ""
+        raise DataError(f"sensitive_features holds a single group ({shown!r}): an audit needs "
+                        "instances of at least two groups." if len(tab) else
+                        "the counts hold no row: an audit needs instances of two groups.")
+    obj = cls.__new__(cls)
+    obj.confidence_level = check_real(opt["confidence_level"], "confidence_level", owner,
+                                      lo=0.0, hi=1.0, closed="neither")
+    obj.group_interval = check_choice(opt["group_interval"], "group_interval", owner,
+                                      ("wilson", "exact"))
+    obj.method = check_choice(method, "method", owner, SIMULTANEOUS_METHODS)
+    obj.tolerance = check_real(opt["tolerance"], "tolerance", owner, lo=0.0)
+    obj.threshold = check_real(opt["threshold"], "threshold", owner, lo=0.0, hi=1.0,
+                               closed="right")
+    obj.control_names = ()
+    size = tab["n"].to_numpy(dtype=np.int64)
+    keys = tuple(tuple(v.item() if isinstance(v, np.generic) else v for v in row)
+                 for row in tab[list(spec.group_cols)].itertuples(index=False, name=None))
+    # no per-row group codes: the frame holds no rows (callable metrics and per-instance
+    # output need rows and are refused on a frame of counts)
+    obj.groups = GroupLabels(codes=np.zeros(0, dtype=np.int64), keys=keys,
+                             names=spec.group_cols, sizes=size,
+                             min_group_size=check_int(opt["min_group_size"], "min_group_size",
+                                                      owner, lo=1))
+    obj.reference = None if opt["reference"] is None else obj.groups.position(opt["reference"])
+    obj._n_rows = int(size.sum())
+    obj._counts = {}
+    obj._means = obj._rest_means = None
+    obj._wsums = []
+    npos = tab["sp"].to_numpy(dtype=np.int64)
+    if weighted:
+        # an empty weight array marks the frame weighted for the code that asks
+        # ``sample_weight is not None``; no code indexes it without rows
+        obj.sample_weight = np.zeros(0)
+        col = {c: tab[c].to_numpy(dtype=np.float64) for c in tab.columns
+               if c.startswith(("sw", "sq"))}
+
+        def cells(pre: str, *names: str) -> npt.NDArray[np.float64]:
+            return np.asarray(sum(col[f"{pre}{c}"] for c in names), dtype=np.float64)
+
+        def rate(num: tuple[str, ...], den: tuple[str, ...], n_den: Any) -> Any:
+            k, sums = _kish(cells("sw", *num), cells("sw", *den), cells("sq", *den),
+                            np.asarray(n_den))
+            obj._wsums.append(sums)
+            return k
+
+        if spec.y_true is None:
+            obj._counts["selection_rate"] = rate(("1",), ("0", "1"), size)
+        else:
+            st = tab["st"].to_numpy(dtype=np.int64)
+            allc = ("00", "01", "10", "11")
+            obj._counts["selection_rate"] = rate(("10", "11"), allc, size)
+            obj._counts["true_positive_rate"] = rate(("11",), ("01", "11"), st)
+            obj._counts["false_positive_rate"] = rate(("10",), ("00", "10"), size - st)
+            obj._counts["positive_predictive_value"] = rate(("11",), ("10", "11"), npos)
+            obj._counts["accuracy"] = rate(("00", "11"), allc, size)
+            obj._counts["error_rate"] = rate(("01", "10"), allc, size)
+        obj._weighted = dict(zip(obj._counts, obj._wsums, strict=True))
+    else:
+        obj.sample_weight = None
+        obj._counts["selection_rate"] = (npos, size)
+        if spec.y_true is not None:
+            tp = tab["stp"].to_numpy(dtype=np.int64)
+            ntrue = tab["st"].to_numpy(dtype=np.int64)
+            correct = size - npos - ntrue + 2 * tp
+            obj._counts["true_positive_rate"] = (tp, ntrue)
+            obj._counts["false_positive_rate"] = (npos - tp, size - ntrue)
+            obj._counts["positive_predictive_value"] = (tp, npos)
+            obj._counts["accuracy"] = (correct, size)
+            obj._counts["error_rate"] = (size - correct, size)
+    if spec.score is not None:
+        s1 = tab["s1"].to_numpy(dtype=np.float64)
+        s2 = tab["s2"].to_numpy(dtype=np.float64)
+        obj._set_score_moments(s1, s2, size, float(s1.sum()), float(s2.sum()))
+    obj._columns = None
+    obj._custom = {}
+    obj._custom_fn = {}
+    obj._raw = (None, np.zeros(0))
+    return obj
