@@ -238,8 +238,12 @@ def _raise_on_checks(checks: dict[str, dict[str, Any]], spec: CountSpec) -> None
                                 ": map them to 0/1 or pass pos_label.")
             lo, hi = c.get("omin"), c.get("omax")
             if lo is not None and hi is not None and lo != hi:
-                raise DataError(f"{who} holds more than two labels ({spec.pos_label!r}, "
-                                f"{lo!r}, {hi!r}, ...): binary labels only.")
+                # the counts cannot tell a positive label that matches no row from a third
+                # label, so the line names both readings, as the in-memory frame's checks do
+                raise DataError(f"{who} holds {lo!r} and {hi!r} besides the positive label "
+                                f"{spec.pos_label!r} (--pos-label, pos_label in Python): if it "
+                                "matches neither, name the positive one; otherwise the column "
+                                "has more than two labels (binary labels only).")
         if role == "score" and c.get("min") is not None and not (
                 c["min"] >= 0 and c["max"] <= 1):
             raise DataError(f"{who} must hold numbers in [0, 1] on every row; found values in "

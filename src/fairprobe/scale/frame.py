@@ -85,6 +85,18 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
     obj.threshold = check_real(opt["threshold"], "threshold", owner, lo=0.0, hi=1.0,
                                closed="right")
     obj.control_names = ()
+    # what the constructor keeps for resampling and scikit-learn's zero_division rule: a frame
+    # of counts has no rows to resample (the bootstrap methods refuse it), and undefined rates
+    # follow the default rule
+    obj.zero_division = "warn"
+    obj._init_args = {k: opt[k] for k in ("confidence_level", "group_interval", "method",
+                                          "tolerance", "threshold", "min_group_size")}
+    obj._init_args["method"] = method
+    obj._init_args["pos_label"] = spec.pos_label
+    obj._inputs = {"y_pred": None, "y_true": None, "scores": None, "sample_weight": None}
+    obj._boot_args = {"metrics": None, "sensitive_features": None, "control_features": None}
+    obj._ci_quantiles = None
+    obj._replicates = []
     size = tab["n"].to_numpy(dtype=np.int64)
     keys = tuple(tuple(v.item() if isinstance(v, np.generic) else v for v in row)
                  for row in tab[list(spec.group_cols)].itertuples(index=False, name=None))
