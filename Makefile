@@ -5,20 +5,21 @@ BIN    := $(VENV)/bin
 PORT   ?= 8765
 SEED   ?= 0
 
-.PHONY: demo report test install install-dev servers lint typecheck pytest bench dist package-check clean
+.PHONY: demo report test install install-dev servers lint typecheck pytest bench docs dist package-check floors-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# Installs are stamped: a second `make demo` / `make test` skips pip unless pyproject.toml
-# changed (the package is installed editable, so source edits need no reinstall).
-$(VENV)/.installed-all: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[all]"
+# Installs are stamped: a second `make demo` / `make test` skips pip unless pyproject.toml or
+# constraints.txt (the tested versions) changed (the package is installed editable, so source
+# edits need no reinstall).
+$(VENV)/.installed-all: pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[all]"
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[all,dev]"
+$(VENV)/.installed-dev: pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[all,dev]"
 	touch $@ $(VENV)/.installed-all
 
 # every extra: the demo uses the platform server, the radius solver and the report
@@ -70,7 +71,13 @@ pytest: install-dev
 test: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
+
+# the documentation site, in strict mode: a broken link, a missing reference or a docstring
+# warning fails the build (site/index.html; not versioned)
+docs: install-dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 bench: install
 	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done
@@ -85,5 +92,9 @@ dist: install-dev
 package-check: dist
 	.ci/smoke_core.sh dist
 
+# the same smoke test with every core dependency at the lowest release pyproject.toml admits
+floors-check: dist
+	FLOORS=1 .ci/smoke_core.sh dist
+
 clean:
-	rm -rf $(VENV) $(SERVERS) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SERVERS) site build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

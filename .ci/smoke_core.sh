@@ -10,7 +10,20 @@ trap 'rm -rf "$work"' EXIT
 python3 -m venv "$work/venv"
 py="$work/venv/bin/python"
 "$py" -m pip install --quiet --upgrade pip
-"$py" -m pip install --quiet "$wheel"
+if [ "${FLOORS:-0}" = 1 ]; then
+  # the tested floor: every core dependency at the lowest release its `>=` admits
+  floors=$("$py" - <<'PY'
+import re, tomllib
+deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
+print(" ".join(re.sub(r">=([0-9.]+)$", r"==\1.*", d) for d in deps))
+PY
+)
+  echo "floors: $floors"
+  # shellcheck disable=SC2086
+  "$py" -m pip install --quiet "$wheel" $floors
+else
+  "$py" -m pip install --quiet "$wheel"
+fi
 cd "$work"
 
 echo "core venv: $(du -sm "$work/venv" | cut -f1) MB"

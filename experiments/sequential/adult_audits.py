@@ -53,7 +53,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     try:
-        models = load_models(MODELS)
+        models = load_models(MODELS, allow_pickle=True)
     except Exception:  # noqa: BLE001 - not built yet
         models = build_adult_models(seed=0, out_dir=MODELS)
     rows = []

@@ -93,3 +93,22 @@ def check_choice(value: Any, name: str, owner: str, choices: Collection[Any]) ->
         listed = ", ".join(repr(c) for c in choices)
         raise param_error(name, owner, f"one of {{{listed}}}", value)
     return value
+
+
+def parse_budget(value: Any, flag: str = "--budget") -> int | str | None:
+    """A budget: ``None`` (the caller's default), ``"all"`` (every row of the pool or table) or
+    an integer (its range is checked where it is used); anything else is one error line naming
+    ``flag``. The one budget rule of every command and of the library calls behind them."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    v = str(value).strip().lower()
+    if v == "all":
+        return "all"
+    try:
+        return int(v)
+    except ValueError:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:18] + "..." + repr(value)[-8:]
+        raise InvalidParameterError(
+            f"{flag} must be a positive integer or 'all', got {shown}.") from None

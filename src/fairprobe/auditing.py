@@ -384,7 +384,7 @@ class AuditJob:
     def to_dict(self) -> dict[str, Any]:
         """The result document (``{"schema", "kind": "audit", "provenance", ...}``) that
         ``fairprobe audit --json`` writes for the same inputs."""
-        from fairprobe.report.jsonio import result_document
+        from fairprobe.documents import result_document
 
         return result_document("audit", self.body(), self.provenance)
 

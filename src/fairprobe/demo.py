@@ -24,8 +24,9 @@ from rich.console import Console
 from rich.rule import Rule
 
 from fairprobe._validation import check_int
+from fairprobe.documents import Job
 
-__all__ = ["DemoConfig", "run_demo"]
+__all__ = ["DemoConfig", "demo_job", "run_demo"]
 
 
 @dataclass(frozen=True)
@@ -209,3 +210,13 @@ def run_demo(cfg: DemoConfig, console: Console | None = None) -> dict[str, Any]:
             console.print(Rule(title))
             out[name] = fn(ctx, cfg, console)
     return out
+
+
+def demo_job(cfg: DemoConfig, console: Console | None = None) -> Job:
+    """:func:`run_demo` with its provenance: the document ``fairprobe demo --json`` writes."""
+    from fairprobe.provenance import Provenance
+
+    result = run_demo(cfg, console)
+    prov = Provenance.capture(seed=cfg.seed,
+                              extra={"sections": list(cfg.sections), "budget": cfg.budget})
+    return Job("demo", result, prov)

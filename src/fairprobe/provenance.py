@@ -389,7 +389,7 @@ class Provenance:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready ``provenance`` block."""
-        from fairprobe.report.jsonio import to_jsonable
+        from fairprobe._jsonable import to_jsonable
 
         return {
             "fairprobe_version": self.fairprobe_version,

@@ -130,3 +130,27 @@ def test_twosource_csv_lists_every_finding(tmp_path, capsys) -> None:
     assert [f for f in t["row"] if f.startswith("detector ")] == [
         f"detector {o['detector']}" for o in doc["detectors"]]
     assert list(t["detected"].dropna().astype(bool)) == [o["detected"] for o in doc["detectors"]]
+
+
+def test_csv_cells_are_spreadsheet_safe(tmp_path: Path) -> None:
+    """Group labels come from the audited data: a formula, a control character or a bidi
+    override in one is written so that a spreadsheet shows it and never runs it."""
+    import pandas as pd
+
+    from fairprobe.report.tables import spreadsheet_safe, write_csv
+
+    hostile = ['=HYPERLINK("http://x","y")', "+1+cmd|' /C calc'!A0", "@SUM(A1)", "\tx",
+               "-2+3", "a\x1b[31mb", "abc\u202egpj", "x\u2066y", "nul\x00", "-0.343", "plain"]
+    t = pd.DataFrame({"group": hostile, "value": [-0.5] * len(hostile)})
+    write_csv(tmp_path / "t.csv", t)
+    back = pd.read_csv(tmp_path / "t.csv", keep_default_na=False)
+    cells = back["group"].tolist()
+    for c in cells:
+        assert not c.startswith(("=", "+", "@", "\t")), c
+        assert not any(ch in c for ch in "\x1b\u202e\u2066\x00"), c
+    assert cells[0] == "'" + hostile[0]
+    assert cells[4] == "'-2+3"
+    assert cells[5] == "a\\u001b[31mb"
+    assert cells[9] == "-0.343" and cells[10] == "plain"  # numbers and plain text unchanged
+    assert back["value"].tolist() == [-0.5] * len(hostile)
+    assert spreadsheet_safe(3.5) == 3.5

@@ -200,3 +200,44 @@ def test_record_extraction_finds_the_record(content: str, record: dict) -> None:
     from fairprobe.platform.llm import extract_record
 
     assert extract_record([{"role": "user", "content": content}]) == record
+
+
+def test_a_client_leaving_mid_body_logs_no_traceback(tmp_path) -> None:
+    """A client that closes its connection before its declared body ends is not a server fault:
+    the platform logs no traceback and keeps serving."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    from conftest import free_port
+
+    port = free_port()
+    log = tmp_path / "server.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "fairprobe", "platform", "serve", "--port",
+                                 str(port)], stdout=fh, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(url + "/health", timeout=1.0)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
+                time.sleep(0.2)
+        for _ in range(3):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(b"POST /audit/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+                      b"\r\nContent-Length: 1000\r\n\r\n{\"instances\": [")
+            s.close()
+        time.sleep(0.5)
+        assert httpx.get(url + "/health", timeout=5.0).status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    text = log.read_text()
+    assert "Traceback" not in text and "Exception in ASGI" not in text, text

@@ -25,7 +25,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
 def test_models_reproducible_and_consistent(built: tuple[Path, dict]) -> None:
     out, models = built
     again = build_adult_models(seed=3, **SMALL)
-    loaded = load_models(out)
+    loaded = load_models(out, allow_pickle=True)
     X = load_adult("test", names_seed=None)[list(AUDIT_FEATURES)].iloc[:400]
     for name, m in models.items():
         assert model_digest(m) == model_digest(again[name]) == model_digest(loaded[name])
@@ -65,3 +65,23 @@ def test_sequential_audit_of_platform_serving_the_model(built: tuple[Path, dict]
     np.testing.assert_allclose(ans.logits, m.decision_function(X), atol=1e-6)
     assert res.outcome in ("violation", "compliant", "inconclusive")
     assert 1 <= res.queries <= 120 and res.queries_paid + res.queries_cached >= res.queries
+
+
+def test_load_models_needs_the_pickle_opt_in(tmp_path: Path) -> None:
+    """A planted joblib file runs code when loaded: nothing is loaded without allow_pickle."""
+    import joblib
+
+    from fairprobe.errors import ConfigError
+    from fairprobe.sequential.models import MODEL_NAMES
+
+    marker = tmp_path / "ran"
+
+    class Planted:
+        def __reduce__(self) -> tuple:
+            return (marker.write_text, ("planted code ran",))
+
+    for name in MODEL_NAMES:
+        joblib.dump(Planted(), tmp_path / f"{name}.joblib")
+    with pytest.raises(ConfigError, match="allow_pickle=True"):
+        load_models(tmp_path)
+    assert not marker.exists()

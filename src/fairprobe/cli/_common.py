@@ -111,15 +111,9 @@ def check_flag_real(
 def parse_budget(value: str | None, flag: str = "--budget") -> int | str | None:
     """A ``--budget`` value: ``None`` (the command's default), ``"all"`` (every row of the pool
     or table) or a positive integer; anything else is one error line naming the flag."""
-    if value is None:
-        return None
-    v = str(value).strip().lower()
-    if v == "all":
-        return "all"
-    try:
-        return int(v)
-    except ValueError:
-        raise flag_error(flag, "a positive integer or 'all'", value) from None
+    from fairprobe._validation import parse_budget as _parse_budget
+
+    return _parse_budget(value, flag)
 
 
 def check_flag_int(

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit
+from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit_job
 
 
 def demo(
@@ -24,17 +24,14 @@ def demo(
     """Audit the bundled platform server on 127.0.0.1 with each of fairprobe's methods."""
     from fairprobe._validation import check_choice
     from fairprobe.cli._common import split_list
-    from fairprobe.demo import SECTIONS, DemoConfig, run_demo
-    from fairprobe.provenance import Provenance
+    from fairprobe.demo import SECTIONS, DemoConfig, demo_job
 
     steps = tuple(split_list(sections) or [])
     for step in steps:
         check_choice(step, "sections", "fairprobe demo", list(SECTIONS))
     cfg = DemoConfig(seed=seed, port=port or None, budget=budget, cache_dir=cache_dir,
                      sections=steps)
-    result = run_demo(cfg)
-    prov = Provenance.capture(seed=seed, extra={"sections": list(steps), "budget": budget})
-    emit(json_path, "demo", result, prov, fail_on)
+    emit_job(json_path, demo_job(cfg), fail_on)
 
 
 def register(app: typer.Typer) -> None:

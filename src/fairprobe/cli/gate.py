@@ -28,7 +28,7 @@ from typing import Any
 
 import typer
 
-__all__ = ["GATE_EXIT", "FailOn", "emit", "gate", "gate_verdict"]
+__all__ = ["GATE_EXIT", "FailOn", "emit", "emit_job", "gate", "gate_verdict"]
 
 
 class FailOn(enum.StrEnum):
@@ -73,6 +73,19 @@ def emit(json_path: str | os.PathLike[str] | None, kind: str, body: Any, provena
 
     doc = result_document(kind, body, provenance)
     name = Path(json_path).name if json_path is not None else f"{kind}.json"
+    if json_path is not None:
+        write_json(json_path, doc)
+    gate([(name, doc)], fail_on)
+    return doc
+
+
+def emit_job(json_path: str | os.PathLike[str] | None, job: Any,
+             fail_on: FailOn | str | None) -> dict[str, Any]:
+    """Write a library job's document (if ``--json``) and gate on its verdict (``--fail-on``)."""
+    from fairprobe.documents import write_json
+
+    doc: dict[str, Any] = job.to_dict()
+    name = Path(json_path).name if json_path is not None else f"{doc['kind']}.json"
     if json_path is not None:
         write_json(json_path, doc)
     gate([(name, doc)], fail_on)

@@ -28,32 +28,20 @@ def radius(
     csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the result (one row; per pair with several groups) as CSV.")] = None,
 ) -> None:
     """Smallest distribution shift (KL) that flips the fair/unfair assessment of the audit data."""
-    from fairprobe._validation import check_int
     from fairprobe.cli._common import check_output_path
-    from fairprobe.errors import InvalidParameterError
-    from fairprobe.radius import consistency_radius
-    from fairprobe.radius.io import read_audit_input, read_audit_scope
-    from fairprobe.report import write_result
+    from fairprobe.documents import write_json
+    from fairprobe.radius.job import radius_job
 
     check_output_path(csv_path, "--csv")
-    check_int(curve_points, "curve_points", "radius", lo=0, hi=10_000)
-    chosen = None
-    if pair is not None:
-        parts = [x.strip() for x in pair.split(",")]
-        if len(parts) != 2 or not all(parts):
-            raise InvalidParameterError(f"--pair takes two group labels as 'A,B'; got {pair!r}.")
-        chosen = (parts[0], parts[1])
-    values, groups, weights = read_audit_input(input, value_col, group_col, weight_col)
-    scope = read_audit_scope(input)
-    if scope is not None and scope[1]:
-        left = "; ".join(f"{g} ({why})" for g, why in scope[1].items())
-        typer.echo(f"groups as in the audit: {', '.join(scope[0])}; left out as the audit did: "
-                   f"{left}")
-    if chosen is not None:
-        groups = groups.astype(str)
-    res = consistency_radius(values, groups, tolerance, weights=weights, method=method.value,
-                             divergence=divergence.value, pair=chosen,
-                             curve_points=curve_points if (pair is not None or len(set(groups.tolist())) <= 2) else 0)
+    job = radius_job(input, tolerance, value_col=value_col, group_col=group_col,
+                     weight_col=weight_col, method=method.value, divergence=divergence.value,
+                     pair=pair, curve_points=curve_points)
+    res = job.result
+    scope = job.extra.get("scope")
+    if scope is not None:
+        left = "; ".join(f"{g} ({why})" for g, why in scope["left_out"].items())
+        typer.echo(f"groups as in the audit: {', '.join(scope['groups'])}; left out as the audit "
+                   f"did: {left}")
     typer.echo(str(res))
     if res.pairs is not None or pair is not None:
         typer.echo(res.message)
@@ -68,10 +56,7 @@ def radius(
         pairs = d.get("pairs") if isinstance(d.get("pairs"), list) else None
         write_csv(csv_path, findings_table(pairs or [d]))
     if json_path is not None:
-        from fairprobe.provenance import Provenance
-
-        write_result(json_path, "radius", res.to_dict(),
-                     Provenance.capture(extra={"input": str(input)}))
+        write_json(json_path, job.to_dict())
 
 
 def register(app: typer.Typer) -> None:

@@ -20,10 +20,10 @@ from typing import Annotated, Any
 import typer
 
 from fairprobe.cli._common import build_backend, console, read_table, split_list
-from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit
+from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit_job
 from fairprobe.errors import ConfigError
 
-DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"
+DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"  # = fairprobe.sequential.job.DEFAULT_CACHE
 
 
 class TestChoice(StrEnum):
@@ -150,17 +150,9 @@ def sequential(
 ) -> None:
     """Sequential audit of SP or EO: stop at violation, compliance, or the budget."""
     from fairprobe.cli._common import check_output_path
-    from fairprobe.provenance import Provenance
-    from fairprobe.report import write_result
-    from fairprobe.sequential.base import ALIASES, DEFAULT_TEST
+    from fairprobe.sequential.job import partial_job, sequential_job
 
     check_output_path(csv_path, "--csv")
-    name = ALIASES.get(test.value, test.value) if test is not None else DEFAULT_TEST
-    opts: dict[str, Any] = {}
-    if min_per_group is not None:
-        if name not in ("glr-wald", "fixed"):
-            raise ConfigError("--min-per-group applies to --test glr-wald or fixed only.")
-        opts["min_per_group"] = min_per_group
     if logit_bound is not None:
         raise ConfigError(
             "--logit-bound is no longer needed: with --access logits the default test audits "
@@ -168,210 +160,79 @@ def sequential(
     live = url is not None or backend_config is not None
     if input_path is not None and live:
         raise ConfigError("Give --input (pool mode) or --url/--backend-config (live mode), not both.")
-    if input_path is None and not live:
-        raise ConfigError("Give --input FILE (pool mode) or --url / --backend-config (live mode).")
-    from fairprobe.cli._common import parse_budget
-
-    common = dict(
-        metric=metric.value, access=access.value, test=name, tolerance=tolerance,
-        budget=parse_budget(budget),
-        seed=seed, alpha=alpha, beta=beta, test_options=opts,
+    backend = build_backend(url, backend_config, path) if live else None
+    kw: dict[str, Any] = dict(
+        input=read_table(input_path) if input_path is not None else None, backend=backend,
+        queries=read_table(queries) if queries is not None else None,
+        feature_cols=split_list(feature_cols), group_col=group_col, group_a=group_a, pair=pair,
+        decision_col=decision_col, score_col=score_col, logit_col=logit_col,
+        label_col=label_col, metric=metric.value, access=access.value,
+        test=test.value if test is not None else None, tolerance=tolerance, alpha=alpha,
+        beta=beta, min_per_group=min_per_group, budget=budget, repeats=repeats, seed=seed,
+        batch_size=batch_size, cache=cache, retries=retries, timeout=timeout,
     )  # fmt: skip
-    result: Any
+    show = progress and console.is_terminal
     if input_path is not None:
         partial: list[Any] = []
         try:
-            result = _pool_mode(
-                input_path, group_col, group_a, decision_col, score_col, logit_col, label_col,
-                repeats, progress, common, partial, pair,
-            )  # fmt: skip
-        except (KeyboardInterrupt, _interrupt_type()):
-            from fairprobe.errors import Interrupted
+            if show:
+                from rich.progress import Progress
 
-            done = partial[0] if partial else None
-            n_done = 0 if done is None else done.repeats
-            if json_path is not None and done is not None:
-                body = done.to_dict()
-                body["interrupted"] = True
-                write_result(json_path, "sequential", body, Provenance.capture(seed=seed))
-                raise Interrupted(
-                    f"interrupted: {n_done} of {repeats} repeats done, "
-                    f"partial result written to {json_path}"
-                ) from None
-            raise Interrupted(
-                f"interrupted: no result written ({n_done} of {repeats} repeats done)"
-            ) from None
-        _print_repeated(result)
+                with Progress(console=console, transient=True) as bar:
+                    task = bar.add_task("query orders", total=repeats)
+                    job = sequential_job(**kw, partial=partial,
+                                         progress=lambda k: bar.update(task, completed=k))
+            else:
+                job = sequential_job(**kw, partial=partial)
+        except (KeyboardInterrupt, _interrupt_type()):
+            _interrupted(partial, repeats, seed, json_path, partial_job)
+        _print_repeated(job.result)
     else:
-        result = _live_mode(
-            url, backend_config, path, queries, feature_cols, group_col, group_a, label_col,
-            batch_size, cache, retries, timeout, progress, common,
-        )  # fmt: skip
-        _print_single(result)
+        if progress:
+            from rich.live import Live
+            from rich.text import Text
+
+            with Live(Text("starting…"), console=console, transient=True,
+                      refresh_per_second=8) as lv:
+                job = sequential_job(**kw, on_step=lambda s, b: lv.update(_step_line(s, b)))
+        else:
+            job = sequential_job(**kw)
+        _print_single(job.result)
     if csv_path is not None:
         from fairprobe.report.tables import findings_table, write_csv
 
-        write_csv(csv_path, findings_table([result.to_dict()]))
-    emit(json_path, "sequential", result, Provenance.capture(seed=seed), fail_on)
+        write_csv(csv_path, findings_table([job.result.to_dict()]))
+    emit_job(json_path, job, fail_on)
 
 
-def _pool_mode(
-    input_path: str,
-    group_col: str,
-    group_a: str | None,
-    decision_col: str | None,
-    score_col: str | None,
-    logit_col: str | None,
-    label_col: str | None,
-    repeats: int,
-    progress: bool,
-    common: dict[str, Any],
-    partial: list[Any],
-    pair: str | None = None,
-) -> Any:
-    from rich.progress import Progress
+def _interrupted(partial: list[Any], repeats: int, seed: int, json_path: Path | None,
+                 partial_job: Any) -> None:
+    """Ctrl-C in pool mode: write the orders done (if --json) and exit with one line."""
+    from fairprobe.documents import write_json
+    from fairprobe.errors import Interrupted
 
-    from fairprobe.sequential.pool import AuditPool, run_pool
-
-    df = read_table(input_path)
-    if common["budget"] == "all":
-        common["budget"] = len(df)
-    if group_col not in df.columns:
-        raise ConfigError(f"Group column {group_col!r} is not in {input_path}.")
-    n_groups = df[group_col].dropna().nunique()
-    if pair is not None or (n_groups > 2 and group_a is None):
-        return _groups_mode(df, group_col, decision_col, score_col, logit_col, label_col,
-                            repeats, progress, common, partial, pair)  # fmt: skip
-    pool = AuditPool.from_frame(
-        df, group_col, decision_col=decision_col, score_col=score_col, logit_col=logit_col,
-        label_col=label_col, group_a=group_a,
-    )  # fmt: skip
-    if not progress or not console.is_terminal:
-        return run_pool(pool, repeats=repeats, partial=partial, **common)
-    with Progress(console=console, transient=True) as bar:
-        task = bar.add_task("query orders", total=repeats)
-        return run_pool(
-            pool, repeats=repeats, progress=lambda k: bar.update(task, completed=k),
-            partial=partial, **common,
-        )  # fmt: skip
+    done = partial[0] if partial else None
+    n_done = 0 if done is None else done.repeats
+    if json_path is not None and done is not None:
+        write_json(json_path, partial_job(done, seed).to_dict())
+        raise Interrupted(
+            f"interrupted: {n_done} of {repeats} repeats done, "
+            f"partial result written to {json_path}"
+        ) from None
+    raise Interrupted(
+        f"interrupted: no result written ({n_done} of {repeats} repeats done)"
+    ) from None
 
 
-def _groups_mode(
-    df: Any,
-    group_col: str,
-    decision_col: str | None,
-    score_col: str | None,
-    logit_col: str | None,
-    label_col: str | None,
-    repeats: int,
-    progress: bool,
-    common: dict[str, Any],
-    partial: list[Any],
-    pair: str | None,
-) -> Any:
-    from rich.progress import Progress
-
-    from fairprobe.sequential.multigroup import run_groups
-
-    if common["test"] != "mixture":
-        raise ConfigError(
-            "More than two groups (or --pair) run the default test only; drop --test "
-            "or name the audited group with --group-a to compare it with the rest."
-        )
-    access = common["access"]
-    col = {"decisions": decision_col, "scores": score_col, "logits": logit_col}[access]
-    if col is None:
-        flag = {"decisions": "decision", "scores": "score", "logits": "logit"}[access]
-        raise ConfigError(f"--access {access} needs the pool's {access}: pass --{flag}-col.")
-    chosen = None
-    if pair is not None:
-        parts = split_list(pair) or []
-        if len(parts) != 2:
-            raise ConfigError(f"--pair takes two groups 'G1,G2'; got {pair!r}.")
-        chosen = (parts[0], parts[1])
-    opts = common["test_options"]
-    if "bounds" in opts:
-        raise ConfigError("--logit-bound is not used in pool mode with several groups "
-                          "(the pool's own range is).")  # fmt: skip
-    kw = dict(
-        access=access, metric=common["metric"], label_col=label_col, pair=chosen,
-        tolerance=common["tolerance"], budget=common["budget"], repeats=repeats,
-        seed=common["seed"], alpha=common["alpha"], beta=common["beta"], partial=partial,
-    )  # fmt: skip
-    if not progress or not console.is_terminal:
-        return run_groups(df, group_col, col, **kw)
-    with Progress(console=console, transient=True) as bar:
-        task = bar.add_task("query orders", total=repeats)
-        return run_groups(df, group_col, col, progress=lambda k: bar.update(task, completed=k),
-                          **kw)  # fmt: skip
-
-
-def _live_mode(
-    url: str | None,
-    backend_config: str | None,
-    path: str,
-    queries: str | None,
-    feature_cols: str | None,
-    group_col: str,
-    group_a: str | None,
-    label_col: str | None,
-    batch_size: int,
-    cache: Path,
-    retries: int,
-    timeout: float | None,
-    progress: bool,
-    common: dict[str, Any],
-) -> Any:
-    from rich.live import Live
+def _step_line(s: Any, bounds: tuple[float, float | None]) -> Any:
     from rich.text import Text
 
-    from fairprobe.access.blackbox import BlackBox
-    from fairprobe.sequential.runner import StepInfo, audit_live
-
-    if queries is None:
-        from fairprobe.datasets import load_adult
-        from fairprobe.platform.model import AUDIT_FEATURES
-
-        pool = load_adult("test", names_seed=None)[[*AUDIT_FEATURES, "income"]]
-        feats: list[str] | None = split_list(feature_cols) or list(AUDIT_FEATURES)
-        label = label_col or "income"
-    else:
-        pool = read_table(queries)
-        feats = split_list(feature_cols)
-        label = label_col  # type: ignore[assignment]
-    if common["budget"] == "all":
-        common["budget"] = len(pool)
-    backend = build_backend(url, backend_config, path)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-
-    def line(s: StepInfo, bounds: tuple[float, float | None]) -> Text:
-        up, low = bounds
-        lows = "none" if low is None else f"{low:+.3f}"
-        return Text(
-            f"queries {s.queries}/{s.budget} (paid {s.paid})  statistic {s.statistic_upper:+.3f}"
-            f" / {s.statistic_lower:+.3f}  boundaries l={lows} u={up:+.3f}"
-        )
-
-    with BlackBox(backend, cache=cache, retries=retries, timeout=timeout) as bb:
-        if not progress:
-            return audit_live(
-                bb, pool, group_col=group_col, group_a=group_a, label_col=label,
-                feature_cols=feats, batch_size=batch_size, **common,
-            )  # fmt: skip
-        from fairprobe.sequential.base import get_test
-
-        t = get_test(
-            common["test"], tolerance=common["tolerance"], access=common["access"],
-            alpha=common["alpha"], beta=common["beta"], **common["test_options"],
-        )  # fmt: skip
-        bnd = (t.boundaries.upper, t.boundaries.lower)
-        kw = {k: v for k, v in common.items() if k not in ("test", "test_options")}
-        with Live(Text("starting…"), console=console, transient=True, refresh_per_second=8) as lv:
-            return audit_live(
-                bb, pool, group_col=group_col, group_a=group_a, label_col=label,
-                feature_cols=feats, batch_size=batch_size, test=t,
-                on_step=lambda s: lv.update(line(s, bnd)), **kw,
-            )  # fmt: skip
+    up, low = bounds
+    lows = "none" if low is None else f"{low:+.3f}"
+    return Text(
+        f"queries {s.queries}/{s.budget} (paid {s.paid})  statistic {s.statistic_upper:+.3f}"
+        f" / {s.statistic_lower:+.3f}  boundaries l={lows} u={up:+.3f}"
+    )
 
 
 def register(app: typer.Typer) -> None:

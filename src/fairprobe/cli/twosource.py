@@ -12,18 +12,14 @@ from typing import Annotated, Any
 
 import typer
 
-from fairprobe.cli._common import console, read_table, split_list
-from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit
+from fairprobe._defaults import PLATFORM_RATE_FEMALE, PLATFORM_RATE_MALE, PLATFORM_SHARE_FEMALE
+from fairprobe.cli._common import console, read_table
+from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit_job
 
-DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"
+DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"  # = fairprobe.twosource.job.DEFAULT_CACHE
 
 #: Honest consistency rates of the consistency test (``run_two_source_audit(null=...)``).
 Null = Enum("Null", {n: n for n in ("agree", "accuracy")}, type=str)  # type: ignore[misc]
-
-#: The default platform on the Adult test split (docs/twosource.md): positive rates and share.
-PLATFORM_RATE_FEMALE = 0.1205
-PLATFORM_RATE_MALE = 0.4686
-PLATFORM_SHARE_FEMALE = 0.333
 
 twosource_app = typer.Typer(
     name="twosource",
@@ -31,20 +27,6 @@ twosource_app = typer.Typer(
     no_args_is_help=False,
     invoke_without_command=True,
 )
-
-
-def _sources(url: str | None, api_config: str | None, ui_config: str | None) -> tuple[Any, Any]:
-    from fairprobe.access.config import load_backend
-    from fairprobe.access.http import HttpJsonBackend
-    from fairprobe.errors import ConfigError
-
-    if url is not None and (api_config or ui_config):
-        raise ConfigError("Give either --url or both --api-config and --ui-config, not both.")
-    if url is not None:
-        return HttpJsonBackend(url=url), HttpJsonBackend(url=url, path="/user/predict")
-    if api_config is None or ui_config is None:
-        raise ConfigError("Give --url (a platform server) or both --api-config and --ui-config.")
-    return load_backend(api_config), load_backend(ui_config)
 
 
 @twosource_app.callback()
@@ -142,83 +124,24 @@ def twosource(
     """Two-source audit: conclude fair / unfair / undetermined / manipulated with the evidence."""
     if ctx.invoked_subcommand is not None:
         return
+    from fairprobe.access.config import load_backend
     from fairprobe.cli._common import check_output_path
+    from fairprobe.twosource.job import platform_sources, twosource_job
 
     check_output_path(csv_path, "--csv")
-    from fairprobe.access.blackbox import BlackBox
-    from fairprobe.errors import InvalidParameterError
-    from fairprobe.twosource import LearnedProxy, proxy_from_spec, run_two_source_audit
-    from fairprobe.twosource.detectors import DETECTORS
-
-    # the detector list is checked before the pool is read or a query is paid: an empty or
-    # unknown name is an error, never "no detector" (issue 16: ',' reported fairwashing as fair)
-    dets = tuple(d.lower() for d in (split_list(detectors) or []))
-    unknown = [d for d in dets if d not in DETECTORS]
-    if not dets or unknown:
-        what = f"unknown detector(s) {', '.join(map(repr, unknown))}" if unknown else "no detector"
-        raise InvalidParameterError(
-            f"--detectors names {what}; give a comma-separated list of "
-            f"{', '.join(DETECTORS)}."
-        )
-
-    if epsilon is not None:
-        from fairprobe._validation import check_choice, check_real
-
-        check_real(epsilon, "epsilon", "twosource", lo=0.0, closed="neither")
-        if epsilon == float("inf"):
-            raise InvalidParameterError("--epsilon must be finite.")
-        if checks is not None:
-            raise InvalidParameterError(
-                "--checks and --epsilon exclude each other: with --epsilon the budget's regime "
-                "sets the checks (see `fairprobe twosource plan --epsilon`)."
-            )
-        check_choice(policy, "policy", "twosource (--policy)", ["fixed", "thompson"])
-        check_choice(b_groups, "b_groups", "twosource (--b-groups)", ["checks", "known"])
-        check_real(rate_unprivileged, "rate_unprivileged", "twosource", lo=0.0, hi=1.0,
-                   closed="right")  # fmt: skip
-        check_real(rate_privileged, "rate_privileged", "twosource", lo=0.0, hi=1.0,
-                   closed="right")  # fmt: skip
-    elif policy != "fixed" or b_groups != "checks":
-        raise InvalidParameterError("--policy and --b-groups need --epsilon (the large regime).")
-
-    if queries is None:
-        from fairprobe.datasets.adult import load_adult
-
-        pool = load_adult("test")
-    else:
-        pool = read_table(queries)
-    if proxy == "learned":
-        feats = split_list(proxy_features) or ["first_name"]
-        px: Any = LearnedProxy(features=feats, seed=seed).fit(pool, pool[group_col].astype(str))
-    elif proxy == "identity":
-        px = proxy_from_spec(proxy, column=group_col)
-    else:
-        px = proxy_from_spec(proxy)
-    a_backend, b_backend = _sources(url, api_config, ui_config)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    with (
-        BlackBox(a_backend, cache=cache, retries=retries, timeout=timeout, seed=seed) as api,
-        BlackBox(b_backend, cache=cache, retries=retries, timeout=timeout, seed=seed) as ui,
-    ):
-        if epsilon is not None:
-            from fairprobe.twosource import run_budgeted_audit
-
-            result = run_budgeted_audit(
-                api, ui, pool, px, budget=budget, epsilon=epsilon,
-                rates=(rate_unprivileged, rate_privileged), policy=policy, b_groups=b_groups,
-                group_column=group_col, privileged=privileged, alpha=alpha,
-                threshold=threshold, null=null.value, detectors=dets, seed=seed,
-                api_columns=split_list(api_cols), ui_columns=split_list(ui_cols),
-            )  # fmt: skip
-        else:
-            result = run_two_source_audit(
-                api, ui, pool, px, budget=budget, beta=beta, t_fraud=checks,
-                group_column=group_col, privileged=privileged, api_columns=split_list(api_cols),
-                ui_columns=split_list(ui_cols), alpha=alpha, threshold=threshold, p_phi=p_phi,
-                null=null.value,
-                detectors=dets, batch_size=batch_size, seed=seed,
-                progress=progress,
-            )  # fmt: skip
+    a_backend, b_backend = platform_sources(
+        url, None if api_config is None else load_backend(api_config),
+        None if ui_config is None else load_backend(ui_config))
+    job = twosource_job(
+        a_backend, b_backend, queries=None if queries is None else read_table(queries),
+        proxy=proxy, proxy_features=proxy_features, group_col=group_col, privileged=privileged,
+        api_cols=api_cols, ui_cols=ui_cols, budget=budget, beta=beta, checks=checks,
+        alpha=alpha, threshold=threshold, p_phi=p_phi, null=null.value, detectors=detectors,
+        batch_size=batch_size, seed=seed, cache=cache, retries=retries, timeout=timeout,
+        progress=progress, epsilon=epsilon, policy=policy, b_groups=b_groups,
+        rate_unprivileged=rate_unprivileged, rate_privileged=rate_privileged,
+    )  # fmt: skip
+    result = job.result
     console.print(str(result), markup=False)
     if csv_path is not None:
         from fairprobe.report.tables import findings_table, write_csv
@@ -232,16 +155,7 @@ def twosource(
                          "verdict": d["finding"]["verdict"]})  # fmt: skip
         rows += [{"row": f"detector {o['detector']}", **o} for o in d["detectors"]]
         write_csv(csv_path, findings_table(rows))
-    from fairprobe.access.identity import describe_backend
-    from fairprobe.provenance import Provenance, pool_digest
-
-    prov = Provenance.capture(
-        seed=seed,
-        query_pool=pool_digest(pool, "adult:test" if queries is None else str(queries)),
-        backend=describe_backend(a_backend),
-        extra={"backend_b": describe_backend(b_backend), "cache": str(cache)},
-    )
-    emit(json_path, "twosource", result, prov, fail_on)
+    emit_job(json_path, job, fail_on)
 
 
 @twosource_app.command("plan")
@@ -312,33 +226,20 @@ def plan(
     it); t_A <= t <= t_B gives the Pareto frontier of Section 5.3; t > t_B estimates DI from
     B alone and spends the rest on checks.
     """
-    from fairprobe._validation import check_int, check_real
-    from fairprobe.errors import InvalidParameterError
-    from fairprobe.report import write_result
-    from fairprobe.twosource.budget import plan_budget
-    from fairprobe.twosource.theory import MAX_BUDGET, detection_test, di_sigma, pareto_frontier
+    from fairprobe.documents import write_json
+    from fairprobe.twosource.job import twosource_plan_job
+    from fairprobe.twosource.theory import MAX_BUDGET
 
-    owner = "twosource plan"
-    # every parameter is checked before any computation
-    check_real(proxy_accuracy, "proxy_accuracy", owner, lo=0.0, hi=1.0)
-    check_real(alpha, "alpha", owner, lo=0.0, hi=1.0, closed="neither")
-    check_real(gamma, "gamma", owner, lo=0.0, hi=1.0)
-    if checks is None and budget is None:
-        raise InvalidParameterError("twosource plan needs --checks, --budget or both.")
-    if checks is not None:
-        check_int(checks, "checks", owner, lo=0, hi=MAX_BUDGET)
-    if budget is not None:
-        check_int(budget, "budget", owner, lo=2, hi=MAX_BUDGET)
-    if epsilon is not None:
-        check_real(epsilon, "epsilon", owner, lo=0.0, closed="neither")
-        if epsilon == float("inf"):
-            raise InvalidParameterError("The 'epsilon' parameter of twosource plan must be finite.")
-        if budget is None:
-            raise InvalidParameterError("--epsilon classifies a budget: give --budget too.")
-    out: dict[str, Any] = {"proxy_accuracy": proxy_accuracy, "alpha": alpha}
-    if checks is not None:
-        test = detection_test(checks, proxy_accuracy, alpha, gamma=gamma)
-        out.update(test.to_dict())
+    job = twosource_plan_job(
+        proxy_accuracy, checks=checks, alpha=alpha, gamma=gamma, budget=budget, epsilon=epsilon,
+        sigma_a=sigma_a, sigma_b=sigma_b, rate_unprivileged=rate_unprivileged,
+        rate_privileged=rate_privileged, share_unprivileged=share_unprivileged,
+        theorem3=theorem3, accuracy_unprivileged=accuracy_unprivileged,
+        accuracy_privileged=accuracy_privileged, b_estimator=b_estimator,
+    )  # fmt: skip
+    res = job.result
+    test, bp = res.test, res.budget_plan
+    if test is not None:
         console.print(
             f"consistency test: {checks} checks, p_phi {proxy_accuracy:g}, alpha {alpha:g}\n"
             f"  n_max   = {test.n_max}  (manipulation if more inconsistencies; exact size "
@@ -346,71 +247,43 @@ def plan(
             f"  p_manip = {test.p_manip:.4f}  at gamma = {gamma:g}",
             markup=False,
         )
-    if budget is not None:
-        g_front = None if theorem3 else gamma
-        front = None
-        if epsilon is not None:
-            bp = plan_budget(
-                budget, epsilon, proxy_accuracy, rate_unprivileged, rate_privileged,
-                share_unprivileged, alpha=alpha, gamma=g_front, sigma_a=sigma_a,
-                sigma_b_value=sigma_b, accuracy_unprivileged=accuracy_unprivileged,
-                accuracy_privileged=accuracy_privileged, b_estimator=b_estimator,
-            )  # fmt: skip
-            out.update(bp.to_dict())
-            t_b = "unreachable" if bp.t_b > MAX_BUDGET else str(bp.t_b)
+    if bp is not None:
+        t_b = "unreachable" if bp.t_b > MAX_BUDGET else str(bp.t_b)
+        console.print(
+            f"budget t = {budget}: regime {bp.regime!r}  (t_A = {bp.t_a}, t_B = {t_b} for a "
+            f"DI margin {epsilon:g} at alpha {alpha:g}; sigma_A {bp.sigma_a:.3f}, "
+            f"sigma_B {bp.sigma_b:.3f})",
+            markup=False,
+        )
+        rec = bp.recommended
+        if bp.regime == "large":
             console.print(
-                f"budget t = {budget}: regime {bp.regime!r}  (t_A = {bp.t_a}, t_B = {t_b} for a "
-                f"DI margin {epsilon:g} at alpha {alpha:g}; sigma_A {bp.sigma_a:.3f}, "
-                f"sigma_B {bp.sigma_b:.3f})",
+                f"  t > t_B: estimate DI from B alone with {rec['n_b']} queries, corrected "
+                f"for the proxy ({rec['b_estimator']}; margin {rec['epsilon_b']:.4f}); A is "
+                f"used only for {rec['t_fraud']} consistency checks (n_max {rec['n_max']}, "
+                f"p_manip {rec['p_manip']:.4f} at gamma {rec['gamma']:g})",
                 markup=False,
             )
-            rec = bp.recommended
-            if bp.regime == "large":
-                console.print(
-                    f"  t > t_B: estimate DI from B alone with {rec['n_b']} queries, corrected "
-                    f"for the proxy ({rec['b_estimator']}; margin {rec['epsilon_b']:.4f}); A is "
-                    f"used only for {rec['t_fraud']} consistency checks (n_max {rec['n_max']}, "
-                    f"p_manip {rec['p_manip']:.4f} at gamma {rec['gamma']:g})",
-                    markup=False,
-                )
-            else:
-                front = bp.frontier
-                console.print(
-                    f"  t_A <= t <= t_B: recommended t_fair {rec['t_fair']}, t_fraud "
-                    f"{rec['t_fraud']} (epsilon_A {rec['epsilon_a']:.4f} <= {epsilon:g}, "
-                    f"p_manip {rec['p_manip']:.4f})",
-                    markup=False,
-                )
         else:
-            sig = (
-                di_sigma(rate_unprivileged, rate_privileged, share_unprivileged)
-                if sigma_a is None
-                else sigma_a
-            )
-            front = pareto_frontier(
-                budget, proxy_accuracy, sig, alpha, g_front,
-                rate_unprivileged=rate_unprivileged, rate_privileged=rate_privileged,
-                share_unprivileged=share_unprivileged,
-            )  # fmt: skip
-            out["budget"] = budget
-            out["regime"] = None
             console.print(
-                "regime: not classified; give --epsilon (the DI margin of error you need) to get "
-                "t_A, t_B and the regime of this budget (Appendix B).",
+                f"  t_A <= t <= t_B: recommended t_fair {rec['t_fair']}, t_fraud "
+                f"{rec['t_fraud']} (epsilon_A {rec['epsilon_a']:.4f} <= {epsilon:g}, "
+                f"p_manip {rec['p_manip']:.4f})",
                 markup=False,
             )
-        if front is not None:
-            _print_frontier(front, out, theorem3, gamma)
+    elif budget is not None:
+        console.print(
+            "regime: not classified; give --epsilon (the DI margin of error you need) to get "
+            "t_A, t_B and the regime of this budget (Appendix B).",
+            markup=False,
+        )
+    if res.frontier is not None:
+        _print_frontier(res.frontier, res.body["pareto"])
     if json_path is not None:
-        write_result(json_path, "twosource-plan", out)
+        write_json(json_path, job.to_dict())
 
 
-def _print_frontier(front: Any, out: dict[str, Any], theorem3: bool, gamma: float) -> None:
-    rows = front.pareto()
-    out["sigma_a"] = front.sigma_a
-    out["frontier_gamma"] = "theorem3" if theorem3 else gamma
-    out["pareto"] = rows
-    out["frontier_points"] = int(front.t_fraud.size)
+def _print_frontier(front: Any, rows: list[dict[str, Any]]) -> None:
     shown = rows
     if len(rows) > 25:  # the terminal gets an even sample; the JSON keeps every row
         idx = sorted({round(i * (len(rows) - 1) / 24) for i in range(25)})

@@ -32,8 +32,8 @@ from typing import Any
 from fairprobe._validation import check_choice, check_int
 from fairprobe.collab.simulate import SimConfig, prepare_honest, simulate
 from fairprobe.datasets.populations import POPULATIONS
+from fairprobe.documents import read_json, to_jsonable
 from fairprobe.errors import ConfigError, InvalidParameterError
-from fairprobe.report.jsonio import read_json, to_jsonable
 
 __all__ = [
     "available_bytes",
@@ -344,8 +344,8 @@ def local_cluster_kwargs(workers: int, dashboard: bool = False) -> dict[str, Any
 
 
 def _envelope(bd: dict[str, Any], complete: bool, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    from fairprobe.documents import SCHEMA
     from fairprobe.provenance import Provenance
-    from fairprobe.report.jsonio import SCHEMA
 
     return {
         "schema": SCHEMA,

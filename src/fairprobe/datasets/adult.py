@@ -20,6 +20,21 @@ from fairprobe._validation import check_choice, check_int
 from fairprobe.datasets.names import FEMALE, FEMALE_NAMES, MALE, MALE_NAMES
 from fairprobe.errors import DataError
 
+# The feature lists are the data's, not the platform's: the platform's model, the query sets and
+# the audit path all read them from here, so the data floor never imports the platform.
+#: The features of the audit API, in model order.
+AUDIT_FEATURES: tuple[str, ...] = (
+    "age",
+    "education-num",
+    "race",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "sex",
+)
+#: Features of the user interface: the audit features without ``sex``, plus ``first_name``.
+USER_FEATURES: tuple[str, ...] = tuple(f for f in AUDIT_FEATURES if f != "sex") + ("first_name",)
+
 __all__ = ["ADULT_COLUMNS", "ADULT_SHA256", "ADULT_ROWS", "load_adult"]
 
 ADULT_COLUMNS: tuple[str, ...] = (

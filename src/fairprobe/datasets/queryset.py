@@ -234,9 +234,7 @@ def adult_queryset(split: str = "test", interface: str = "audit", names_seed: in
     interface's (``first_name`` instead of ``sex``). The group column is ``sex`` and the label
     ``income`` in both cases.
     """
-    from fairprobe.datasets.adult import load_adult
-    from fairprobe.platform.core import USER_FEATURES
-    from fairprobe.platform.model import AUDIT_FEATURES
+    from fairprobe.datasets.adult import AUDIT_FEATURES, USER_FEATURES, load_adult
 
     check_choice(interface, "interface", "adult_queryset", ["audit", "user"])
     df = load_adult(split, names_seed=names_seed)

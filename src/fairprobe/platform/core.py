@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from fairprobe.datasets.adult import USER_FEATURES
 from fairprobe.datasets.names import FEMALE, female_probability, hash_uniform
 from fairprobe.errors import DataError
 from fairprobe.platform.fairwash import FairwashConfig, apply_flips, margin_thresholds
@@ -47,8 +48,6 @@ __all__ = [
 NAME_LETTER_PATTERN = r"[^\W\d_]"
 NAME_LETTER = re.compile(NAME_LETTER_PATTERN)
 
-#: Features of the user interface: the audit features without ``sex``, plus ``first_name``.
-USER_FEATURES: tuple[str, ...] = tuple(f for f in AUDIT_FEATURES if f != "sex") + ("first_name",)
 
 EXAMPLE_AUDIT_RECORD: dict[str, Any] = {
     "age": 39,

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from fairprobe.datasets.adult import AUDIT_FEATURES
 from fairprobe.errors import ConfigError, DataError
 
 __all__ = [
@@ -52,16 +53,6 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
     "race": ("White", "Black", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other"),
     "sex": ("Female", "Male"),
 }
-#: The features of the audit API, in model order.
-AUDIT_FEATURES: tuple[str, ...] = (
-    "age",
-    "education-num",
-    "race",
-    "capital-gain",
-    "capital-loss",
-    "hours-per-week",
-    "sex",
-)
 DEFAULT_MODEL_ID = "adult-logreg-v1"
 #: A batch of records as columns: feature name -> float64 (numeric) or object (string) array.
 Columns = Mapping[str, npt.NDArray[Any]]

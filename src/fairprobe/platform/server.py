@@ -24,9 +24,10 @@ from typing import Any
 
 import numpy as np
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.errors import ConfigError, DataError
@@ -501,6 +502,14 @@ def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
         for k, v in (exc.headers or {}).items():
             resp.headers[k] = v
         return resp
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_left(request: Request, exc: ClientDisconnect) -> Response:
+        # a client that closes mid-body is not a server fault: one log line, no traceback (a
+        # handler of this class runs in the exception middleware, which does not re-raise)
+        log.info("client disconnected before its body ended on %s %s", request.method,
+                 request.url.path)
+        return Response(status_code=400)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -233,7 +233,7 @@ class KLCurve(GroupCurve):
         d_ref = sr / z  # tilted mean minus the support end (accurate near the end)
         a = np.where(np.abs(d_ref) < np.abs(d_mean), ref + d_ref, self.mean + d_mean)
         # c = lam a - Lambda(lam) = lam (a - ref) - log z, with a - ref taken from d_ref: never
-        # a rounded a minus ref times a huge lam (issue 16, item 6)
+        # a rounded a minus ref times a huge lam (an end-of-range optimum has lam ~ -8e14)
         logz = np.log(z)
         c = lam * d_ref - logz
         return np.clip(a, self.lo, self.hi), np.maximum(c, 0.0), lam.copy(), ref, -logz

@@ -8,21 +8,55 @@ same atomic writer as ``--json`` (:func:`fairprobe.report.jsonio.write_text`).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-__all__ = ["finding_row", "findings_table", "group_table", "write_csv"]
+__all__ = ["finding_row", "findings_table", "group_table", "spreadsheet_safe", "write_csv"]
+
+
+#: A text cell starting with one of these is read as a formula by spreadsheets (OWASP's CSV
+#: injection rule: ``=``, ``+``, ``-``, ``@``, tab, carriage return).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+#: Characters that a terminal or a spreadsheet would act on instead of showing: C0 controls but
+#: newline, DEL, C1 controls and the bidirectional overrides and isolates (U+202A-U+202E,
+#: U+2066-U+2069), which can make a group label read as another.
+_HIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def spreadsheet_safe(cell: Any) -> Any:
+    """A text cell as a spreadsheet shows it and never runs it.
+
+    Hidden and control characters are written as ``\\uXXXX`` escapes; a cell that would start a
+    formula gets a leading ``'`` (OWASP's rule), unless it is a number (``-0.343`` stays a
+    number). Non-text cells are returned unchanged.
+    """
+    if not isinstance(cell, str):
+        return cell
+    text = _HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", cell)
+    if text.startswith(_FORMULA_START):
+        try:
+            float(text)
+        except ValueError:
+            return "'" + text
+    return text
 
 
 def write_csv(path: str | os.PathLike[str], table: pd.DataFrame) -> Path:
     """Write ``table`` as CSV (no index column; floats as their shortest exact repr, the numbers
-    the JSON holds)."""
+    the JSON holds). Text cells (group labels come from the audited data) pass through
+    :func:`spreadsheet_safe`, so opening the file in a spreadsheet never runs a formula."""
     from fairprobe.report.jsonio import write_text
 
-    return write_text(path, table.to_csv(index=False, lineterminator="\n"), "CSV output")
+    safe = table.copy()
+    safe.columns = [spreadsheet_safe(str(c)) for c in safe.columns]
+    for col in safe.columns:
+        if not pd.api.types.is_numeric_dtype(safe[col]):  # object or string dtype
+            safe[col] = safe[col].map(spreadsheet_safe)
+    return write_text(path, safe.to_csv(index=False, lineterminator="\n"), "CSV output")
 
 
 def group_table(result: Any) -> pd.DataFrame:

@@ -132,7 +132,7 @@ class MixtureBettingTest(SequentialTest):
         Range ``[lo, hi]`` of the observable: ``(0, 1)``. Logit access audits
         ``sigmoid(logit)``, the probability-scale gap (the tolerance is a probability, as for
         score access): the logit-scale gap has no bounded range and its tolerance would be in
-        logit units, which no other access level shares (issue 20).
+        logit units, which no other access level shares.
     design : sequence of float
         Excesses ``|g| - delta`` the bets target, in units of ``delta``.
     """

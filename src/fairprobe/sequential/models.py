@@ -198,12 +198,27 @@ def build_adult_models(
     return models
 
 
-def load_models(out_dir: str | Path) -> dict[str, AuditedMLP]:
-    """Load the models :func:`build_adult_models` saved (joblib: only files you made)."""
+def load_models(out_dir: str | Path, *, allow_pickle: bool = False) -> dict[str, AuditedMLP]:
+    """Load the models :func:`build_adult_models` saved.
+
+    joblib files are pickles: loading one runs whatever code it holds, so a planted file in
+    ``out_dir`` would run on load. ``allow_pickle=True`` says the files are yours (as the local
+    backend's ``allow_pickle`` key and the platform's ``--allow-pickle`` do); without it nothing
+    is loaded.
+
+    Raises
+    ------
+    ConfigError
+        ``allow_pickle`` is not set, or a model file is missing.
+    """
     import joblib
 
     from fairprobe.errors import ConfigError
 
+    if not allow_pickle:
+        raise ConfigError(
+            f"load_models reads joblib pickles from {out_dir}, which run code when loaded; pass "
+            "allow_pickle=True only for files you built with build_adult_models.")
     out = {}
     for name in MODEL_NAMES:
         p = Path(out_dir) / f"{name}.joblib"

@@ -66,27 +66,13 @@ class MultiGroupAudit(RepeatedOutcomes):
     example: dict[str, Any] | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        q = self.queries
         gaps = {
             f"{a}|{b}": self.means[i] - self.means[j]
             for (i, a), (j, b) in combinations(enumerate(self.groups), 2)
         }
         worst = max(gaps, key=lambda k: abs(gaps[k]))
         return {
-            "mean_queries": self.mean_queries,
-            "queries": q.tolist(),
-            "outcomes": self.shares,
-            "outcome_counts": self.outcome_counts,
-            "sd_queries": float(q.std(ddof=1)) if len(q) > 1 else 0.0,
-            "median_queries": float(np.median(q)),
-            "q10_queries": float(np.quantile(q, 0.1)),
-            "q90_queries": float(np.quantile(q, 0.9)),
-            "metric": self.metric,
-            **self.params,
-            "budget": self.budget,
-            "budget_effective": self.budget_effective,
-            "repeats": self.repeats,
-            "seed": self.seed,
+            **self._summary_dict(),
             "groups": list(self.groups),
             "pool": {
                 "sizes": dict(zip(self.groups, self.sizes, strict=True)),

@@ -197,6 +197,32 @@ class RepeatedOutcomes:
     queries: npt.NDArray[np.int64]
     codes: npt.NDArray[np.int8]
     repeats: int
+    params: dict[str, Any]
+    metric: str
+    budget: int
+    budget_effective: int
+    seed: int
+
+    def _summary_dict(self) -> dict[str, Any]:
+        """The keys every repeated result's ``to_dict`` opens with: queries, outcome shares and
+        the audit's parameters (one reader handles the two-group and several-group forms)."""
+        q = self.queries
+        return {
+            "mean_queries": self.mean_queries,
+            "queries": q.tolist(),
+            "outcomes": self.shares,
+            "outcome_counts": self.outcome_counts,
+            "sd_queries": float(q.std(ddof=1)) if len(q) > 1 else 0.0,
+            "median_queries": float(np.median(q)),
+            "q10_queries": float(np.quantile(q, 0.1)),
+            "q90_queries": float(np.quantile(q, 0.9)),
+            "metric": self.metric,
+            **self.params,
+            "budget": self.budget,
+            "budget_effective": self.budget_effective,
+            "repeats": self.repeats,
+            "seed": self.seed,
+        }
 
     @property
     def mean_queries(self) -> float:
@@ -252,22 +278,8 @@ class RepeatedAudit(RepeatedOutcomes):
     confidence_interval = share_interval
 
     def to_dict(self) -> dict[str, Any]:
-        q = self.queries
         return {
-            "mean_queries": self.mean_queries,
-            "queries": q.tolist(),
-            "outcomes": self.shares,
-            "outcome_counts": self.outcome_counts,
-            "sd_queries": float(q.std(ddof=1)) if len(q) > 1 else 0.0,
-            "median_queries": float(np.median(q)),
-            "q10_queries": float(np.quantile(q, 0.1)),
-            "q90_queries": float(np.quantile(q, 0.9)),
-            "metric": self.metric,
-            **self.params,
-            "budget": self.budget,
-            "budget_effective": self.budget_effective,
-            "repeats": self.repeats,
-            "seed": self.seed,
+            **self._summary_dict(),
             "group_a": self.group_names[0],
             "group_b": self.group_names[1],
             "pool": self.truth,

@@ -86,6 +86,8 @@ def double_sampling_log_di(u: npt.ArrayLike, v: npt.ArrayLike) -> FloatArray:
     v : array (..., 8)
         Validated B answers: counts of :math:`(g, \hat g, y)` at index ``4 * g + 2 * g_hat + y``.
 
+    Notes
+    -----
     A reclassification column :math:`(\hat g, y)` without validated record takes
     :math:`v(g \mid \hat g, y) = 1/2`; a group with no estimated positive gives ``-inf`` / ``inf``
     / ``nan`` (undefined ratio).

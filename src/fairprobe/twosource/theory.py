@@ -106,8 +106,8 @@ def _n_max(t: int, p: float, a: float) -> int:
 def _n_max_vec(t: npt.NDArray[np.int64], p: float, a: float) -> npt.NDArray[np.int64]:
     """``n_max`` for many ``t`` at once: the binomial quantile (closed-form search in scipy).
 
-    ``binom.ppf(q)`` is the smallest ``n`` with ``cdf(n) >= q``: O(1) memory per ``t`` where the
-    former cdf over ``0..t`` took O(t) (``--checks 1e12`` ran out of memory, issue 16).
+    ``binom.ppf(q)`` is the smallest ``n`` with ``cdf(n) >= q``: O(1) memory per ``t``, where a
+    cdf over ``0..t`` would take O(t) (``--checks 1e12`` would not fit in memory).
     """
     q = (1.0 - a) - 1e-12  # guard against rounding of 1 - alpha, as before
     t = np.asarray(t, dtype=np.int64)
