@@ -64,6 +64,7 @@ _COMMAND_MODULES = (
     "radius",
     "report",
     "monitor",
+    "discover",
 )
 
 
