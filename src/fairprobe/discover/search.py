@@ -256,10 +256,37 @@ def discover_subgroups(
         raise InvalidParameterError("--features must not include the decision or label column.")
     frame = _read(data, feats, y_pred, y_true)
     frame, edges = _bin(frame, feats, bins)
-    sets = [c for d in range(1, min(depth, len(feats)) + 1)
-            for c in itertools.combinations(feats, d)]
+    sets = grouping_sets(feats, depth)
     tables = _counts(frame, feats, sets, y_pred, y_true, pos_label, engine)
+    counts = subgroup_counts(tables, sets, metric, edges)
+    return decide(counts, metric=metric, fdr=fdr, tolerance=tolerance, method=method,
+                  min_size=min_size, depth=depth, features=feats, bins=edges)
 
+
+def grouping_sets(features: Sequence[str], depth: int) -> list[tuple[str, ...]]:
+    """Every combination of 1 to ``depth`` features, in a fixed order (singles first)."""
+    feats = tuple(features)
+    return [c for d in range(1, min(depth, len(feats)) + 1)
+            for c in itertools.combinations(feats, d)]
+
+
+@dataclass(frozen=True)
+class SubgroupCounts:
+    """Every subgroup's conditions, rows, and the rate's successes and denominator, with the
+    totals of all rows: what :func:`decide` needs, from one counting pass."""
+
+    keys: tuple[tuple[Condition, ...], ...]
+    size: np.ndarray
+    k: np.ndarray
+    n: np.ndarray
+    k_total: float
+    n_total: float
+    rows: int
+
+
+def subgroup_counts(tables: dict[tuple[str, ...], pd.DataFrame], sets: Sequence[tuple[str, ...]],
+                    metric: str, edges: dict[str, list[float]]) -> SubgroupCounts:
+    """Flatten the engine's per-combination count tables into one vector per quantity."""
     keys: list[tuple[Condition, ...]] = []
     ks, ns, sizes = [], [], []
     for s in sets:  # one vector per feature combination
@@ -271,12 +298,19 @@ def discover_subgroups(
         values = [t[c].tolist() for c in s]
         keys.extend(tuple(_condition(c, v, edges) for c, v in zip(s, combo, strict=True))
                     for combo in zip(*values, strict=True))
-    size_all = np.concatenate(sizes)
-    k_all = np.concatenate(ks).astype(np.float64)
-    n_all = np.concatenate(ns).astype(np.float64)
     first = tables[sets[0]]
     k_tot, n_tot = (float(x.sum()) for x in _rate_counts(first, metric))
-    kr, nr = k_tot - k_all, n_tot - n_all
+    return SubgroupCounts(tuple(keys), np.concatenate(sizes), np.concatenate(ks).astype(float),
+                          np.concatenate(ns).astype(float), k_tot, n_tot, int(first["n"].sum()))
+
+
+def decide(counts: SubgroupCounts, *, metric: str, fdr: float, tolerance: float, method: str,
+           min_size: int, depth: int, features: tuple[str, ...],
+           bins: dict[str, list[float]] | None = None) -> DiscoveryResult:
+    """Test every subgroup against the rest and keep those the step-up procedure rejects."""
+    keys, size_all = counts.keys, counts.size
+    k_all, n_all = counts.k, counts.n
+    kr, nr = counts.k_total - k_all, counts.n_total - n_all
     # a subgroup equal to all rows (one level everywhere) has no rest to compare with
     tested = (n_all >= min_size) & (nr >= min_size)
     p = np.ones_like(k_all)
@@ -305,9 +339,9 @@ def discover_subgroups(
                  p_value=float(p[i]), adjusted_p=float(adjusted[i]), verdict="unfair")
         for i in (int(x) for x in order))
     return DiscoveryResult(subgroups=out, metric=metric, tolerance=float(tolerance),
-                           fdr=float(fdr), method=method, depth=int(depth), features=feats,
-                           tested=m, too_small=int((~tested).sum()), rows=int(first["n"].sum()),
-                           level=float(level), bins=edges)
+                           fdr=float(fdr), method=method, depth=int(depth), features=features,
+                           tested=m, too_small=int((~tested).sum()), rows=counts.rows,
+                           level=float(level), bins=dict(bins or {}))
 
 
 def _rate_counts(t: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
