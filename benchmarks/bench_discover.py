@@ -51,6 +51,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--peer-python", default=os.environ.get("FAIRPROBE_PEER_PYTHON"))
+    ap.add_argument("--json", type=Path, default=None,
+                    help="also write the table (e.g. experiments/results/discover/bench.json)")
     args = ap.parse_args()
     from fairprobe.discover import discover_subgroups
     from fairprobe.discover.search import _bin
@@ -101,8 +103,21 @@ def main() -> None:
         t = time.perf_counter()
         res = discover_subgroups(big, y_pred="y", features=[f"f{i}" for i in range(10)])
         times.append(time.perf_counter() - t)
+    load = os.getloadavg()[0]
     print(f"depth 2, 10 features x 5 levels, 10^6 rows: {res.tested} subgroups, median "
-          f"{statistics.median(times):.2f} s of 3 (load {os.getloadavg()[0]:.1f})")
+          f"{statistics.median(times):.2f} s of 3 (load {load:.1f})")
+    if args.json is not None:
+        from fairprobe.documents import write_json
+
+        rows = {name: {"found_planted": float(np.mean(v["found"])),
+                       "false_reported": float(np.mean(v["false"])),
+                       "reported": float(np.mean(v["reported"])),
+                       "median_seconds": statistics.median(v["seconds"])}
+                for name, v in tally.items()}
+        write_json(args.json, {"runs": args.runs, "n": args.n, "methods": rows,
+                               "speed_1e6": {"subgroups": res.tested,
+                                             "median_seconds": statistics.median(times),
+                                             "load": load}})
 
 
 if __name__ == "__main__":

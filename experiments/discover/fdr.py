@@ -4,8 +4,9 @@
 
 Data: ``n`` rows, 10 features: six categorical (3 to 6 levels, cut from latent Gaussians at
 quantiles) and four numeric (cut by the search into quartiles), all from one latent Gaussian
-vector whose coordinates are independent (``indep``) or correlated 0.5 (``corr``). A new design is
-drawn for every run. Decisions are Bernoulli(p_i):
+vector whose coordinates are independent (``indep``) or correlated 0.5 (``corr``). A new design
+(features, and the planted subgroup) is drawn every ``--per-design`` runs (default 20, so 25
+designs a cell of 500); the decisions are redrawn every run. Decisions are Bernoulli(p_i):
 
 - ``null``: p_i = 0.3 for every row (the global null: no subgroup differs at all);
 - ``boundary``: rows of one planted subgroup (two categorical conditions, ~5% of rows) get
@@ -114,32 +115,34 @@ def plant(frame: pd.DataFrame, share: float, rng: np.random.Generator
     return mask, (fa, va, fb, vb)
 
 
-def run_cell(kind: str, corr: float, share: float, gap: float, runs: int, n: int, seed: int
-             ) -> dict[str, Any]:
+def run_cell(kind: str, corr: float, share: float, gap: float, runs: int, n: int, seed: int,
+             per_design: int = 20) -> dict[str, Any]:
     sets = grouping_sets(FEATURES, 2)
     res: dict[tuple[str, float], dict[str, list[float]]] = {}
     shares = []
     for r in range(runs):
         rng = np.random.default_rng([seed, r])
-        raw = design(n, corr, rng)
-        frame, edges = _bin(raw, FEATURES, 4)
-        c, lv = codes(frame, sets)
-        p = np.full(n, BASE)
-        target = None
-        if kind != "null":
-            mask, target = plant(frame, share, rng)
+        if r % per_design == 0:  # a new design: features, bins, codes, the planted subgroup
+            drng = np.random.default_rng([seed, r, 1])
+            raw = design(n, corr, drng)
+            frame, edges = _bin(raw, FEATURES, 4)
+            c, lv = codes(frame, sets)
+            p = np.full(n, BASE)
+            target = None
+            if kind != "null":
+                mask, target = plant(frame, share, drng)
+                # boundary: the planted rows' gap to the rest (all at BASE) is exactly the
+                # tolerance; planted: the gap asked for
+                p[mask] = BASE + gap
+            truth = counts_of(c, lv, sets, p, edges)  # sums of p_i: true rates per subgroup
+            with np.errstate(invalid="ignore", divide="ignore"):
+                true_gap = truth.k / truth.n - (truth.k_total - truth.k) / (
+                    truth.n_total - truth.n)
+            index = {k: i for i, k in enumerate(truth.keys)}
+        if target is not None:
             shares.append(mask.mean())
-            if kind == "boundary":
-                # p_in - p_rest = gap exactly, with the rest at BASE
-                p[mask] = BASE + gap
-            else:
-                p[mask] = BASE + gap
         y = (rng.random(n) < p).astype(float)
         counts = counts_of(c, lv, sets, y, edges)
-        truth = counts_of(c, lv, sets, p, edges)  # sums of p_i: the true rates per subgroup
-        with np.errstate(invalid="ignore", divide="ignore"):
-            true_gap = truth.k / truth.n - (truth.k_total - truth.k) / (truth.n_total - truth.n)
-        index = {k: i for i, k in enumerate(counts.keys)}
         for tau in (0.05, 0.0):
             for method in ("by", "bh"):
                 out = decide(counts, metric="dp", fdr=0.1, tolerance=tau, method=method,
@@ -178,6 +181,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=500)
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--per-design", type=int, default=20)
     args = ap.parse_args()
     cells = [("null", 0.0, 0.0, 0.0), ("null", 0.5, 0.0, 0.0),
              ("boundary", 0.5, 0.05, 0.05),
@@ -186,7 +190,8 @@ def main() -> None:
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
     for i, (kind, corr, share, gap) in enumerate(cells):
-        got = run_cell(kind, corr, share, gap, args.runs, args.n, args.seed * 100 + i)
+        got = run_cell(kind, corr, share, gap, args.runs, args.n, args.seed * 100 + i,
+                       args.per_design)
         rows += got["rows"]
         for r in got["rows"]:
             print(f"{kind:9s} corr {corr:.1f} share {share:.2f} gap {gap:.2f} {r['method']} "
@@ -198,6 +203,7 @@ def main() -> None:
 
     OUT.mkdir(parents=True, exist_ok=True)
     write_json(OUT / "fdr.json", {"runs": args.runs, "n": args.n, "seed": args.seed, "fdr": 0.1,
+                                  "per_design": args.per_design,
                                   "features": list(FEATURES), "depth": 2,
                                   "seconds": time.perf_counter() - t0, "rows": rows})
 
