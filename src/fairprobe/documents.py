@@ -46,6 +46,7 @@ RESULT_KINDS = (
     "collab-sweep",
     "collab-nodes",
     "demo",
+    "discover",
     "platform-info",
 )
 

@@ -65,6 +65,7 @@ _COMMAND_MODULES = (
     "radius",
     "report",
     "monitor",
+    "discover",
 )
 
 

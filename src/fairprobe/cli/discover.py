@@ -1,0 +1,74 @@
+"""``fairprobe discover``: the subgroups a model treats worst, at a false-discovery rate."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fairprobe.cli.gate import FAIL_ON_HELP, FailOn
+
+
+class Metric(StrEnum):
+    dp = "dp"
+    eo = "eo"
+    fpr = "fpr"
+
+
+class Method(StrEnum):
+    by = "by"
+    bh = "bh"
+
+
+def discover(
+    features: Annotated[str, typer.Option("--features", help="Comma-separated columns whose values define subgroups (numeric ones are cut into --bins quantile bins).")],
+    predictions: Annotated[str | None, typer.Option("--predictions", help="CSV/Parquet file, directory or glob of predictions you have.")] = None,
+    y_pred_col: Annotated[str | None, typer.Option("--y-pred-col", help="The decision column of --predictions.")] = None,
+    y_true_col: Annotated[str | None, typer.Option("--y-true-col", "--label-col", help="True labels (needed for --metric eo, fpr).")] = None,
+    url: Annotated[str | None, typer.Option("--url", help="A model to ask instead (platform HTTP shape).")] = None,
+    backend_config: Annotated[str | None, typer.Option("--backend-config", help="A model to ask instead: backend config file.")] = None,
+    queries: Annotated[str | None, typer.Option("--queries", help="With a model: the pool of records to ask (CSV/Parquet).")] = None,
+    budget: Annotated[int | None, typer.Option("--budget", help="With a model: records asked (default: the whole pool).")] = None,
+    depth: Annotated[int, typer.Option("--depth", help="Most conditions per subgroup (1-3).")] = 2,
+    metric: Annotated[Metric, typer.Option("--metric", case_sensitive=False, help="Rate compared with the rest.")] = Metric.dp,
+    fdr: Annotated[float, typer.Option("--fdr", help="False-discovery rate of the reported list.")] = 0.1,
+    tolerance: Annotated[float, typer.Option("--tolerance", help="A subgroup is unfair when its rate differs from the rest's by more (0: at all).")] = 0.05,
+    method: Annotated[Method, typer.Option("--method", case_sensitive=False, help="by: valid under any dependence (default); bh: needs PRDS.")] = Method.by,
+    bins: Annotated[int, typer.Option("--bins", help="Quantile bins of a numeric feature.")] = 4,
+    min_size: Annotated[int, typer.Option("--min-size", help="Smallest subgroup tested (rows in the rate's denominator).")] = 30,
+    pos_label: Annotated[str | None, typer.Option("--pos-label", help="The positive label of string decisions/labels.")] = None,
+    engine: Annotated[str, typer.Option("--engine", help="Counting engine: auto, duckdb or pandas.")] = "auto",
+    seed: Annotated[int, typer.Option("--seed", help="With a model: seed of the records drawn.")] = 0,
+    cache: Annotated[Path, typer.Option("--cache", help="With a model: answer cache (SQLite).")] = Path(".fairprobe") / "cache.sqlite",
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
+    fail_on: Annotated[FailOn | None, typer.Option(case_sensitive=False, help=FAIL_ON_HELP)] = None,
+) -> None:
+    """Search subgroups of up to --depth conditions; report those unfair at FDR --fdr."""
+    from fairprobe.cli._common import build_backend, console
+    from fairprobe.cli.gate import emit_job
+    from fairprobe.discover.job import discover_job
+    from fairprobe.errors import ConfigError
+
+    model = url is not None or backend_config is not None
+    if model and predictions is not None:
+        raise ConfigError("Give --predictions (predictions you have) or a model (--url / "
+                          "--backend-config with --queries), not both.")
+    if not model and predictions is None:
+        raise ConfigError("Give --predictions FILE --y-pred-col COL, or a model with --queries.")
+    if predictions is not None and y_pred_col is None:
+        raise ConfigError("--predictions needs --y-pred-col (the decision column).")
+    job = discover_job(
+        predictions, features=features, y_pred=y_pred_col, y_true=y_true_col,
+        backend=build_backend(url, backend_config) if model else None, queries=queries,
+        budget=budget, seed=seed, cache=cache if model else None, depth=depth,
+        metric=metric.value, fdr=fdr, tolerance=tolerance, method=method.value, bins=bins,
+        min_size=min_size, pos_label=pos_label, engine=engine,
+    )  # fmt: skip
+    console.print(str(job.result), markup=False, soft_wrap=True)
+    emit_job(json_path, job, fail_on)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("discover")(discover)

@@ -1,0 +1,99 @@
+"""Subgroup discovery as one call: what ``fairprobe discover`` does, on predictions or a model."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["discover_job"]
+
+
+def _split(value: str | Sequence[str] | None) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [str(v) for v in value]
+
+
+def discover_job(
+    data: Any = None,
+    *,
+    features: str | Sequence[str],
+    y_pred: str | None = None,
+    y_true: str | None = None,
+    backend: Any = None,
+    queries: str | os.PathLike[str] | pd.DataFrame | None = None,
+    budget: int | None = None,
+    seed: int = 0,
+    cache: str | os.PathLike[str] | None = None,
+    depth: int = 2,
+    metric: str = "dp",
+    fdr: float = 0.1,
+    tolerance: float = 0.05,
+    method: str = "by",
+    bins: int = 4,
+    min_size: int = 30,
+    pos_label: Any = None,
+    engine: str = "auto",
+) -> Any:
+    """Discover the unfair subgroups of predictions you have, or of a model's answers.
+
+    With ``data`` (a frame, file, directory or glob) and ``y_pred``: the decisions are read from
+    it. With ``backend`` and ``queries``: ``budget`` records (seeded) are drawn from the pool, the
+    model is asked through a :class:`~fairprobe.access.BlackBox` (answers cached), and its
+    decisions are searched; the features are never sent unless they are model inputs. The rest
+    as :func:`~fairprobe.discover.discover_subgroups`.
+
+    Returns
+    -------
+    Job
+        ``kind="discover"``; ``.result`` is the :class:`~fairprobe.discover.DiscoveryResult`.
+    """
+    from fairprobe.discover.search import discover_subgroups
+    from fairprobe.documents import Job
+    from fairprobe.errors import InvalidParameterError
+    from fairprobe.provenance import Provenance
+
+    feats = _split(features)
+    opts = dict(features=feats, y_true=y_true, depth=depth, metric=metric, fdr=fdr,
+                tolerance=tolerance, method=method, bins=bins, min_size=min_size,
+                pos_label=pos_label, engine=engine)
+    if backend is None:
+        if data is None or y_pred is None:
+            raise InvalidParameterError(
+                "Give --predictions FILE with --y-pred-col, or a model (--url / "
+                "--backend-config) with --queries.")
+        res = discover_subgroups(data, y_pred=y_pred, **opts)  # type: ignore[arg-type]
+        source = data if isinstance(data, str | os.PathLike) else type(data).__name__
+        return Job("discover", res, Provenance.capture(seed=seed, extra={"input": str(source)}))
+    if queries is None:
+        raise InvalidParameterError("A model discovery needs the pool to ask: give --queries.")
+    from pathlib import Path
+
+    from fairprobe._io import read_table
+    from fairprobe.access.blackbox import BlackBox
+    from fairprobe.access.identity import describe_backend
+    from fairprobe.provenance import pool_digest
+
+    pool = queries if isinstance(queries, pd.DataFrame) else read_table(queries, "--queries file")
+    missing = [f for f in feats + ([y_true] if y_true else []) if f not in pool.columns]
+    if missing:
+        raise InvalidParameterError(f"--features/--y-true-col name {missing[0]!r}, which the "
+                                    f"--queries pool does not have.")
+    n = len(pool) if budget is None else min(int(budget), len(pool))
+    sample = pool.sample(n=n, random_state=seed) if n < len(pool) else pool
+    sent = [c for c in sample.columns if c != y_true]
+    with BlackBox(backend, cache=None if cache is None else Path(cache), budget=n,
+                  seed=seed) as bb:
+        answers = bb.query(sample[sent])
+        prov = Provenance.capture(seed=seed, query_pool=pool_digest(pool, str(queries)),
+                                  backend=describe_backend(backend),
+                                  extra={"paid": bb.spent, "cached": bb.from_cache})
+    frame = sample.assign(fp_decision=answers.decisions).dropna(subset=["fp_decision"])
+    frame["fp_decision"] = frame["fp_decision"].astype(int)
+    res = discover_subgroups(frame, y_pred="fp_decision", **opts)  # type: ignore[arg-type]
+    return Job("discover", res, prov)

@@ -1,0 +1,398 @@
+"""Subgroup discovery: which conjunctions of feature conditions does the model treat worst?
+
+Every subgroup defined by up to ``depth`` conditions on the features (a categorical level, or a
+quantile bin of a numeric feature) is compared with the rest of the rows on one rate, and the
+subgroups whose gap is proven beyond the tolerance are reported, with a guaranteed
+false-discovery rate (:mod:`fairprobe.discover.fdr`, ``docs/discover.md``).
+
+Counting is one aggregation: the counts of every subgroup of every feature combination come from
+one ``GROUPING SETS`` query of the counting engine (:func:`fairprobe.scale.count_grouping_sets`),
+or one pandas ``groupby`` per feature combination without DuckDB; the rest's counts are the
+totals minus the subgroup's. No Python loop runs over subgroups.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fairprobe.discover.fdr import FDR_METHODS, box_interval, box_pvalues, harmonic, step_up
+from fairprobe.errors import DataError, InvalidParameterError
+
+__all__ = ["METRICS", "Condition", "DiscoveryResult", "Subgroup", "discover_subgroups"]
+
+#: The rates a discovery compares: (successes, denominator) from the counted sums.
+METRICS = {
+    "dp": "selection rate (demographic parity)",
+    "eo": "true positive rate (equal opportunity)",
+    "fpr": "false positive rate",
+}
+_NEEDS_LABELS = {"eo", "fpr"}
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One condition of a subgroup: ``feature == value``, or ``low <= feature < high`` for a
+    binned numeric feature (``op`` is ``"=="`` or ``"in"``; ``value`` the level or ``[low,
+    high)``)."""
+
+    feature: str
+    op: str
+    value: Any
+
+    def __str__(self) -> str:
+        if self.op == "in":
+            lo, hi = self.value
+            return f"{lo:g} <= {self.feature} < {hi:g}"
+        return f"{self.feature} = {self.value}"
+
+    def to_dict(self) -> dict[str, Any]:
+        v = list(self.value) if self.op == "in" else self.value
+        return {"feature": self.feature, "operator": self.op, "value": v}
+
+
+@dataclass(frozen=True)
+class Subgroup:
+    """A reported (or tested) subgroup: its conditions, size, rates and the test of its gap.
+
+    ``estimate`` is ``rate - rate_rest``; ``interval`` is the exact box interval of the gap at
+    the level the procedure rejected at (``1 - k q / (m c)``), so a reported subgroup's interval
+    lies outside ``[-tolerance, tolerance]``; ``adjusted_p`` is the FDR-adjusted p-value.
+    """
+
+    conditions: tuple[Condition, ...]
+    size: int
+    denominator: int
+    rate: float
+    rate_rest: float
+    estimate: float
+    interval: tuple[float, float]
+    p_value: float
+    adjusted_p: float
+    verdict: str
+
+    def __str__(self) -> str:
+        return " and ".join(str(c) for c in self.conditions)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"conditions": [c.to_dict() for c in self.conditions], "label": str(self),
+                "size": self.size, "denominator": self.denominator, "rate": self.rate,
+                "rate_rest": self.rate_rest, "estimate": self.estimate,
+                "interval": {"low": self.interval[0], "high": self.interval[1]},
+                "p_value": self.p_value, "adjusted_p": self.adjusted_p, "verdict": self.verdict}
+
+
+@dataclass(frozen=True)
+class DiscoveryResult:
+    """The subgroups reported at a false-discovery rate, and what the search tested.
+
+    The guarantee: the expected share of reported subgroups whose true gap is within the
+    tolerance is at most ``fdr`` (``guarantee`` says what it rests on); with no subgroup beyond
+    the tolerance, some subgroup is reported with probability at most ``fdr``.
+    """
+
+    subgroups: tuple[Subgroup, ...]
+    metric: str
+    tolerance: float
+    fdr: float
+    method: str
+    depth: int
+    features: tuple[str, ...]
+    tested: int
+    too_small: int
+    rows: int
+    level: float
+    bins: dict[str, list[float]] = field(default_factory=dict)
+
+    @property
+    def guarantee(self) -> str:
+        return FDR_METHODS[self.method]
+
+    @property
+    def verdict(self) -> str:
+        """``unfair`` when a subgroup is reported; ``undetermined`` otherwise (finding none
+        is not evidence that none exists)."""
+        return "unfair" if self.subgroups else "undetermined"
+
+    def __str__(self) -> str:
+        head = (f"{len(self.subgroups)} of {self.tested} subgroups (depth <= {self.depth}, "
+                f"{len(self.features)} features) differ from the rest by more than "
+                f"{self.tolerance:g} in {METRICS[self.metric]}, at FDR {self.fdr:g} "
+                f"({self.method}: {self.guarantee})")
+        lines = [head]
+        for s in self.subgroups[:20]:
+            lines.append(f"  {s.estimate:+.4f} [{s.interval[0]:+.4f}, {s.interval[1]:+.4f}]  "
+                         f"n={s.size}  {s}  (adjusted p {s.adjusted_p:.2g})")
+        if len(self.subgroups) > 20:
+            lines.append(f"  ... {len(self.subgroups) - 20} more in the JSON")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric, "tolerance": self.tolerance, "fdr": self.fdr,
+            "method": self.method, "guarantee": self.guarantee, "depth": self.depth,
+            "features": list(self.features), "tested": self.tested,
+            "too_small": self.too_small, "rows": self.rows, "level": self.level,
+            "bins": self.bins, "verdict": self.verdict,
+            "subgroups": [s.to_dict() for s in self.subgroups],
+        }
+
+
+#: A numeric feature with more distinct values than this is cut into quantile bins; one with
+#: fewer is a categorical feature (a count, a code, a rating) whose levels are conditions.
+MAX_LEVELS = 20
+
+
+def _bin(frame: pd.DataFrame, features: Sequence[str], bins: int
+         ) -> tuple[pd.DataFrame, dict[str, list[float]]]:
+    """Numeric features with more than :data:`MAX_LEVELS` values become ``bins`` quantile-bin
+    indices; the edges are kept to name the conditions. Edges depend on the features only, never on the outcome,
+    so the search's hypotheses are fixed before any outcome is looked at."""
+    out = frame
+    edges: dict[str, list[float]] = {}
+    for f in features:
+        col = frame[f]
+        if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col) \
+                and col.nunique(dropna=True) > MAX_LEVELS:
+            qs = np.unique(np.nanquantile(col.to_numpy(dtype=float), np.linspace(0, 1, bins + 1)))
+            if out is frame:
+                out = frame.copy()
+            idx = np.clip(np.searchsorted(qs, col.to_numpy(dtype=float), side="right") - 1, 0,
+                          len(qs) - 2)
+            out[f] = idx.astype(np.int64)
+            edges[f] = [float(x) for x in qs]
+    return out, edges
+
+
+def _counts(frame: pd.DataFrame, features: tuple[str, ...], sets: list[tuple[str, ...]],
+            y_pred: str, y_true: str | None, pos_label: Any, engine: str
+            ) -> dict[tuple[str, ...], pd.DataFrame]:
+    from fairprobe.scale.counts import CountSpec
+    from fairprobe.scale.engine import count, count_grouping_sets, engine_name
+
+    spec = CountSpec(group_cols=features, y_pred=y_pred, y_true=y_true, pos_label=pos_label)
+    if engine_name(engine) == "duckdb":
+        got = count_grouping_sets(frame, spec, sets)
+        return {s: got[s].table for s in sets}
+    out = {}
+    for s in sets:  # one groupby per feature combination, never per subgroup
+        sub = CountSpec(group_cols=s, y_pred=y_pred, y_true=y_true, pos_label=pos_label)
+        out[s] = count(frame, sub, engine=engine).table
+    return out
+
+
+def discover_subgroups(
+    data: Any,
+    *,
+    y_pred: str,
+    features: Sequence[str],
+    y_true: str | None = None,
+    depth: int = 2,
+    metric: str = "dp",
+    fdr: float = 0.1,
+    tolerance: float = 0.05,
+    method: str = "by",
+    bins: int = 4,
+    min_size: int = 30,
+    pos_label: Any = None,
+    engine: str = "auto",
+) -> DiscoveryResult:
+    """Search the subgroups of up to ``depth`` conditions and report those unfair at FDR ``fdr``.
+
+    Parameters
+    ----------
+    data : DataFrame, or a path, directory or glob of Parquet / CSV files
+        One row per decision: ``y_pred``, the ``features`` and (for ``eo``, ``fpr``) ``y_true``.
+    y_pred, y_true : str
+        Decision and label columns (0/1, booleans, or labels with ``pos_label``).
+    features : sequence of str
+        Columns whose values define subgroups; a numeric column with more than ``bins``
+        distinct values is cut at its quantiles into ``bins`` bins.
+    depth : int
+        Most conditions per subgroup (1 to 3).
+    metric : {"dp", "eo", "fpr"}
+        The rate compared between the subgroup and the rest.
+    fdr : float
+        The false-discovery rate ``q`` in (0, 1).
+    tolerance : float
+        A subgroup is unfair when its rate differs from the rest's by more than this (0: at all).
+    method : {"by", "bh"}
+        Benjamini-Yekutieli (valid under any dependence; default) or Benjamini-Hochberg
+        (needs PRDS, not guaranteed here).
+    min_size : int
+        Subgroups with fewer rows in the rate's denominator are not tested (sizes do not depend
+        on the decisions, so leaving them out keeps the guarantee).
+    engine : {"auto", "duckdb", "pandas"}
+        The counting engine (:func:`fairprobe.scale.count`).
+
+    Returns
+    -------
+    DiscoveryResult
+        The reported subgroups, ranked by the size of the gap, each with conditions, size,
+        estimate, interval, adjusted p-value and verdict.
+    """
+    from fairprobe._validation import check_choice, check_int, check_real
+
+    owner = "discover_subgroups"
+    check_choice(metric, "metric", owner, list(METRICS))
+    check_choice(method, "method", owner, list(FDR_METHODS))
+    check_int(depth, "depth", owner, lo=1, hi=3)
+    check_int(bins, "bins", owner, lo=2, hi=100)
+    check_int(min_size, "min_size", owner, lo=1)
+    check_real(fdr, "fdr", owner, lo=0.0, hi=1.0, closed="neither")
+    check_real(tolerance, "tolerance", owner, lo=0.0, hi=1.0, closed="left")
+    feats = tuple(dict.fromkeys(str(f) for f in features))
+    if not feats:
+        raise InvalidParameterError("--features names no column; give e.g. --features age,region.")
+    if metric in _NEEDS_LABELS and y_true is None:
+        raise InvalidParameterError(f"--metric {metric} compares rates among true labels: give "
+                                    "--y-true-col.")
+    if y_pred in feats or (y_true is not None and y_true in feats):
+        raise InvalidParameterError("--features must not include the decision or label column.")
+    frame = _read(data, feats, y_pred, y_true)
+    frame, edges = _bin(frame, feats, bins)
+    sets = grouping_sets(feats, depth)
+    tables = _counts(frame, feats, sets, y_pred, y_true, pos_label, engine)
+    counts = subgroup_counts(tables, sets, metric, edges)
+    return decide(counts, metric=metric, fdr=fdr, tolerance=tolerance, method=method,
+                  min_size=min_size, depth=depth, features=feats, bins=edges)
+
+
+def grouping_sets(features: Sequence[str], depth: int) -> list[tuple[str, ...]]:
+    """Every combination of 1 to ``depth`` features, in a fixed order (singles first)."""
+    feats = tuple(features)
+    return [c for d in range(1, min(depth, len(feats)) + 1)
+            for c in itertools.combinations(feats, d)]
+
+
+@dataclass(frozen=True)
+class SubgroupCounts:
+    """Every subgroup's conditions, rows, and the rate's successes and denominator, with the
+    totals of all rows: what :func:`decide` needs, from one counting pass."""
+
+    keys: tuple[tuple[Condition, ...], ...]
+    size: np.ndarray
+    k: np.ndarray
+    n: np.ndarray
+    k_total: float
+    n_total: float
+    rows: int
+
+
+def subgroup_counts(tables: dict[tuple[str, ...], pd.DataFrame], sets: Sequence[tuple[str, ...]],
+                    metric: str, edges: dict[str, list[float]]) -> SubgroupCounts:
+    """Flatten the engine's per-combination count tables into one vector per quantity."""
+    keys: list[tuple[Condition, ...]] = []
+    ks, ns, sizes = [], [], []
+    for s in sets:  # one vector per feature combination
+        t = tables[s]
+        k, n = _rate_counts(t, metric)
+        ks.append(k)
+        ns.append(n)
+        sizes.append(t["n"].to_numpy())
+        values = [t[c].tolist() for c in s]
+        keys.extend(tuple(_condition(c, v, edges) for c, v in zip(s, combo, strict=True))
+                    for combo in zip(*values, strict=True))
+    first = tables[sets[0]]
+    k_tot, n_tot = (float(x.sum()) for x in _rate_counts(first, metric))
+    return SubgroupCounts(tuple(keys), np.concatenate(sizes), np.concatenate(ks).astype(float),
+                          np.concatenate(ns).astype(float), k_tot, n_tot, int(first["n"].sum()))
+
+
+def decide(counts: SubgroupCounts, *, metric: str, fdr: float, tolerance: float, method: str,
+           min_size: int, depth: int, features: tuple[str, ...],
+           bins: dict[str, list[float]] | None = None) -> DiscoveryResult:
+    """Test every subgroup against the rest and keep those the step-up procedure rejects."""
+    keys, size_all = counts.keys, counts.size
+    k_all, n_all = counts.k, counts.n
+    kr, nr = counts.k_total - k_all, counts.n_total - n_all
+    # a subgroup equal to all rows (one level everywhere) has no rest to compare with
+    tested = (n_all >= min_size) & (nr >= min_size)
+    p = np.ones_like(k_all)
+    p[tested] = box_pvalues(k_all[tested], n_all[tested], kr[tested], nr[tested], tolerance)
+    reject_t, adj_t, level_used = step_up(p[tested], fdr, method)
+    reject = np.zeros(len(p), dtype=bool)
+    adjusted = np.ones(len(p))
+    reject[tested] = reject_t
+    adjusted[tested] = adj_t
+    m = int(tested.sum())
+    # each reported subgroup's interval at the level its rejection met: outside the band
+    level = 1.0 - level_used if level_used > 0 else 1.0 - fdr / (max(m, 1) * (
+        harmonic(m) if method == "by" else 1.0))
+    idx = np.flatnonzero(reject)
+    lo, hi = box_interval(k_all[idx], n_all[idx], kr[idx], nr[idx], level)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = k_all / n_all
+        rest = kr / nr
+    est = rate - rest
+    order = idx[np.argsort(-np.abs(est[idx]), kind="stable")]
+    pos = {int(i): j for j, i in enumerate(idx)}
+    out = tuple(
+        Subgroup(conditions=keys[i], size=int(size_all[i]),
+                 denominator=int(n_all[i]), rate=float(rate[i]), rate_rest=float(rest[i]),
+                 estimate=float(est[i]), interval=(float(lo[pos[i]]), float(hi[pos[i]])),
+                 p_value=float(p[i]), adjusted_p=float(adjusted[i]), verdict="unfair")
+        for i in (int(x) for x in order))
+    return DiscoveryResult(subgroups=out, metric=metric, tolerance=float(tolerance),
+                           fdr=float(fdr), method=method, depth=int(depth), features=features,
+                           tested=m, too_small=int((~tested).sum()), rows=counts.rows,
+                           level=float(level), bins=dict(bins or {}))
+
+
+def _rate_counts(t: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    if metric == "dp":
+        return t["sp"].to_numpy(), t["n"].to_numpy()
+    if metric == "eo":
+        return t["stp"].to_numpy(), t["st"].to_numpy()
+    return (t["sp"] - t["stp"]).to_numpy(), (t["n"] - t["st"]).to_numpy()
+
+
+def _condition(feature: str, value: Any, edges: dict[str, list[float]]) -> Condition:
+    if feature in edges:
+        e = edges[feature]
+        j = int(value)
+        return Condition(feature, "in", (e[j], e[j + 1]))
+    v = value.item() if hasattr(value, "item") else value
+    return Condition(feature, "==", v)
+
+
+def _read(data: Any, features: tuple[str, ...], y_pred: str, y_true: str | None) -> pd.DataFrame:
+    """The needed columns as a frame. Files are read column-wise by DuckDB (or pandas)."""
+    cols = [*features, y_pred] + ([y_true] if y_true is not None else [])
+    if isinstance(data, pd.DataFrame):
+        missing = [c for c in cols if c not in data.columns]
+        if missing:
+            raise DataError(f"column {missing[0]!r} is not in the data; it has "
+                            f"{', '.join(map(str, data.columns[:20]))}.")
+        return data[cols]
+    from fairprobe.scale.engine import list_files
+
+    files = list_files(data)
+    try:
+        import duckdb
+    except ImportError:
+        from fairprobe._io import read_table
+
+        frames = [read_table(f, "--predictions file") for f in files]
+        df = pd.concat(frames, ignore_index=True)
+        return _read(df, features, y_pred, y_true)
+    parquet = all(f.suffix.lower() in (".parquet", ".pq") for f in files)
+    lits = "[" + ", ".join("'" + str(f).replace("'", "''") + "'" for f in files) + "]"
+    rel = (f"read_parquet({lits}, union_by_name = true)" if parquet else
+           f"read_csv({lits}, union_by_name = true, header = true)")
+    con = duckdb.connect()
+    try:
+        have = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
+        missing = [c for c in cols if c not in have]
+        if missing:
+            raise DataError(f"column {missing[0]!r} is not in {data}; it has "
+                            f"{', '.join(have[:20])}.")
+        sel = ", ".join('"' + c.replace('"', '""') + '"' for c in cols)
+        return con.execute(f"SELECT {sel} FROM {rel}").df()
+    finally:
+        con.close()
