@@ -86,6 +86,9 @@ class Section:
     #: the finding's fair / unfair / undetermined verdict, when the result carries a finding
     #: (it counts in the headline; ``verdict`` is the method's own word, for display)
     decided: str | None = None
+    #: the findings the section offers to the family-wise headline
+    #: (:class:`fairprobe.stats.headline.Entry`), set by ``build_report``
+    entries: list[Any] = field(default_factory=list)
 
 
 @dataclass
