@@ -16,6 +16,7 @@ Writes experiments/results/stats/edge_coverage.json and prints the tables of doc
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ import numpy as np
 
 from fairprobe.stats.coverage import exact_coverage_one, exact_coverage_two
 from fairprobe.stats.exact import (
+    box_difference_interval,
+    box_ratio_interval,
     clopper_pearson_interval,
     exact_difference_interval,
     exact_ratio_interval,
@@ -64,9 +67,10 @@ SIZES_SWEEP = tuple((n, n) for n in (5, 6, 7, 8, 9, 10, 15, 20, 30, 50, 75, 100,
 
 #: Every construction ``--interval`` selects, by metric kind; the first is the default.
 CONSTRUCTIONS = {
-    "difference": (("exact", exact_difference_interval), ("newcombe", newcombe_interval)),
-    "ratio": (("exact", exact_ratio_interval), ("score", score_ratio_interval),
-              ("katz", katz_ratio_interval)),
+    "difference": (("exact", exact_difference_interval), ("box", box_difference_interval),
+                   ("newcombe", newcombe_interval)),
+    "ratio": (("exact", exact_ratio_interval), ("box", box_ratio_interval),
+              ("score", score_ratio_interval), ("katz", katz_ratio_interval)),
 }
 
 
@@ -88,6 +92,8 @@ def sweep(level: float = 0.95) -> dict[str, Any]:
                     worst = (float(cov[j]), (A, B), (float(q1[j]), float(q2[j])))
                 widths.append({"A": A, "B": B, "min": float(cov[j]),
                                "mean_width": float(wid.mean())})
+                print(f"  {kind} {name} ({A}, {B}): min {cov[j]:.4f} width {wid.mean():.4f}",
+                      flush=True)
             out["rows"].append({"kind": kind, "construction": name, "default": name == ms[0][0],
                                 "min": worst[0], "at_sizes": worst[1], "at_rates": worst[2],
                                 "by_size": widths})
@@ -130,16 +136,21 @@ def main() -> None:
         for r in rows:
             if r is d:
                 continue
-            ratio = np.mean([x["mean_width"] / y["mean_width"]
-                             for x, y in zip(d["by_size"], r["by_size"], strict=True)])
+            each = [x["mean_width"] / y["mean_width"]
+                    for x, y in zip(d["by_size"], r["by_size"], strict=True)]
+            out.setdefault("width_ratios", {})[f"{kind}: exact / {r['construction']}"] = {
+                "mean": float(np.mean(each)), "min": float(np.min(each)),
+                "max": float(np.max(each))}
             print(f"width cost of the default ({kind}): exact / {r['construction']} = "
-                  f"{ratio:.2f}x on average over the sizes")
+                  f"{np.mean(each):.2f}x on average over the sizes ({np.min(each):.2f}-"
+                  f"{np.max(each):.2f})")
     # issue 16 item 7: the all-positive collapse of Katz, before and after the fix
     q1, q2 = np.array([0.99, 0.9, 0.99]), np.array([0.995, 0.995, 0.9])
     out["katz_all_positive"] = []
     print("\nKatz with near-all-positive groups, sizes 10/200 (issue 16 item 7)")
     for name, fn in (("katz_before_fix", katz_before_fix), ("katz", katz_ratio_interval),
-                     ("score", score_ratio_interval), ("exact", exact_ratio_interval)):
+                     ("score", score_ratio_interval), ("exact", exact_ratio_interval),
+                     ("box", box_ratio_interval)):
         cov, _ = exact_coverage_two(fn, 10, 200, q1, q2, kind="ratio")
         out["katz_all_positive"].append({"method": name, "rates": [q1.tolist(), q2.tolist()],
                                          "coverage": cov.tolist()})
@@ -147,7 +158,7 @@ def main() -> None:
                                              for a, b, c in zip(q1, q2, cov, strict=True)))
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(out, indent=1))
-    print(f"\n({time.perf_counter() - t0:.1f} s)")
+    print(f"\n({time.perf_counter() - t0:.1f} s; load average {os.getloadavg()[0]:.1f})")
     bad = [r for r in sw["rows"] if r["default"] and r["min"] < sw["level"]]
     if bad:
         print(f"FAIL: the default construction dips below {sw['level']}: {bad}")

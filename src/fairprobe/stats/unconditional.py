@@ -170,10 +170,32 @@ def _outward(kind: Kind, jl: IntArray, ju: IntArray) -> tuple[FloatArray, FloatA
 # --- the one-outcome path ------------------------------------------------------------------
 
 
+_STATS: OrderedDict[tuple[str, int, int, float], tuple[FloatArray, FloatArray]] = OrderedDict()
+#: Tables of the ordering statistics are kept for size pairs of at most this many outcomes.
+_STATS_MAX_CELLS = 250_000
+
+
+def _stat_table(kind: Kind, A: int, B: int, level: float) -> tuple[FloatArray, FloatArray]:
+    """``T_L`` and ``T_U`` of every outcome of sizes ``(A, B)``, shape ``(A+1, B+1)``, cached."""
+    key = (kind, A, B, round(level, 12))
+    if key not in _STATS:
+        aa, bb = np.meshgrid(np.arange(A + 1.0), np.arange(B + 1.0), indexing="ij")
+        tl, tu = _order_stats(kind, aa.ravel(), np.full(aa.size, float(A)), bb.ravel(),
+                              np.full(aa.size, float(B)), level)
+        _STATS[key] = (tl.reshape(aa.shape), tu.reshape(aa.shape))
+        if len(_STATS) > 16:
+            _STATS.popitem(last=False)
+    return _STATS[key]
+
+
 def _rows(kind: Kind, A: int, B: int, t: float, lower: bool, level: float) -> IntArray:
     """Per row ``a'``: the number of ``b'`` (from 0) with ``T_L(a', b') >= t`` (``lower``),
     or the first ``b'`` with ``T_U(a', b') <= t``. ``T_L`` and ``T_U`` are non-increasing in
-    ``b'``, so a bisection over ``b'`` in every row at once."""
+    ``b'``: from the cached table of the statistic, or by a bisection over ``b'`` in every row
+    at once for large sizes."""
+    if (A + 1) * (B + 1) <= _STATS_MAX_CELLS:
+        tl, tu = _stat_table(kind, A, B, level)
+        return np.asarray(((tl >= t) if lower else (tu > t)).sum(axis=1), dtype=np.int64)
     rows = np.arange(A + 1, dtype=np.float64)
     lo = np.zeros(A + 1, dtype=np.int64)
     hi = np.full(A + 1, B + 1, dtype=np.int64)
