@@ -62,7 +62,12 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from fairprobe.stats.intervals import newcombe_interval, score_ratio_interval
+from fairprobe.stats.intervals import (
+    _ratio_score_z,
+    newcombe_interval,
+    normal_quantile,
+    score_ratio_interval,
+)
 
 __all__ = ["GAMMA", "unconditional_difference_interval",
            "unconditional_ratio_interval"]
@@ -188,7 +193,8 @@ def _stat_table(kind: Kind, A: int, B: int, level: float) -> tuple[FloatArray, F
     return _STATS[key]
 
 
-def _rows(kind: Kind, A: int, B: int, t: float, lower: bool, level: float) -> IntArray:
+def _rows(kind: Kind, A: int, B: int, t: float, lower: bool, level: float,
+          span: tuple[int, int] | None = None) -> IntArray:
     """Per row ``a'``: the number of ``b'`` (from 0) with ``T_L(a', b') >= t`` (``lower``),
     or the first ``b'`` with ``T_U(a', b') <= t``. ``T_L`` and ``T_U`` are non-increasing in
     ``b'``: from the cached table of the statistic, or by a bisection over ``b'`` in every row
@@ -196,19 +202,34 @@ def _rows(kind: Kind, A: int, B: int, t: float, lower: bool, level: float) -> In
     if (A + 1) * (B + 1) <= _STATS_MAX_CELLS:
         tl, tu = _stat_table(kind, A, B, level)
         return np.asarray(((tl >= t) if lower else (tu > t)).sum(axis=1), dtype=np.int64)
-    rows = np.arange(A + 1, dtype=np.float64)
-    lo = np.zeros(A + 1, dtype=np.int64)
-    hi = np.full(A + 1, B + 1, dtype=np.int64)
+    r0, r1 = span if span is not None else (0, A)
+    rows = np.arange(r0, r1 + 1, dtype=np.float64)  # the rows the tails can reach
+    lo = np.zeros(rows.size, dtype=np.int64)
+    hi = np.full(rows.size, B + 1, dtype=np.int64)
     while True:
         open_ = lo < hi
         if not open_.any():
-            return lo
+            out = np.zeros(A + 1, dtype=np.int64)
+            out[r0:r1 + 1] = lo
+            return out
         mid = (lo + hi) // 2
-        tl, tu = _order_stats(kind, rows, np.full(A + 1, float(A)),
-                              np.minimum(mid, B).astype(np.float64), np.full(A + 1, float(B)),
-                              level)
-        # lower: predicate "T_L >= t" holds for small b'; upper: "T_U > t" holds for small b'
-        sat = (tl >= t) if lower else (tu > t)
+        bm = np.minimum(mid, B).astype(np.float64)
+        if kind == "ratio":
+            # Koopman's bounds against e^t without solving for them: the score statistic
+            # decreases in theta, so "lower bound >= e^t" iff z(e^t) >= z_crit and "upper
+            # bound > e^t" iff z(e^t) > -z_crit (a hair of slack puts ties, the observed
+            # outcome among them, in the tail)
+            zc = normal_quantile(level)
+            z = _ratio_score_z(np.full(rows.size, np.exp(t)), rows, np.full(rows.size, float(A)),
+                               bm, np.full(rows.size, float(B)))
+            sat = (z >= zc - 1e-9) if lower else (z > -zc + 1e-9)
+            if np.isinf(t):  # a bound of 0 or inf: every row's bound is >= 0, none is > inf
+                sat = np.full(rows.size, t < 0) if lower else np.zeros(rows.size, dtype=bool)
+        else:
+            tl, tu = _order_stats(kind, rows, np.full(rows.size, float(A)), bm,
+                                  np.full(rows.size, float(B)), level)
+            # lower: "T_L >= t" holds for small b'; upper: "T_U > t" holds for small b'
+            sat = (tl >= t) if lower else (tu > t)
         lo = np.where(open_ & sat, mid + 1, lo)
         hi = np.where(open_ & ~sat, mid, hi)
 
@@ -261,11 +282,14 @@ def _one(kind: Kind, a: int, A: int, b: int, B: int, alpha: float) -> tuple[floa
         with np.errstate(divide="ignore"):
             vmin = float(np.log(l1 / h2)) if l1 > 0 else -np.inf
             vmax = float(np.log(h1 / l2)) if l2 > 0 else np.inf
+    # rows a' the tails can reach: corners have p1 in [l1, h1], windows of 10 sd around A p1
+    reach = 10.0 * (np.sqrt(A / 4.0) + 1.0) + 2.0
+    span = (int(max(0, np.floor(A * l1 - reach))), int(min(A, np.ceil(A * h1 + reach))))
     top = int(np.searchsorted(grid, vmax, side="right"))  # first index above vmax
     bottom = int(np.searchsorted(grid, vmin, side="left")) - 1  # last index below vmin
     out = []
     for t, lower in ((float(tl[0]), True), (float(tu[0]), False)):
-        tails = _row_tails(A, B, _rows(kind, A, B, t, lower, level), lower)
+        tails = _row_tails(A, B, _rows(kind, A, B, t, lower, level, span), lower)
 
         def accepted(j: int, tails: Tails = tails, lower: bool = lower) -> bool:
             return _decide(kind, float(grid[j]), lower, tails, box, spacing, alpha)
