@@ -285,17 +285,24 @@ def test_multigroup_audit() -> None:
     rep = build_report(load_results([DATA / "results" / "audit-groups.json"]), now=NOW)
     (s,) = rep.sections
     assert s.verdict == "unfair"
-    assert [f.data["metric"] for f in s.figures] == ["demographic parity difference",
-                                                     "equal opportunity difference"]
-    dp, eo = s.figures
-    assert [g["group"] for g in dp.data["groups"]] == [
+    # several metrics: one chart of every per-group rate, one of every metric (no repeats)
+    rates, metrics = s.figures
+    assert rates.plot == "rates" and metrics.plot == "estimates"
+    sel, tpr = rates.data["panels"]
+    assert [g["group"] for g in sel["groups"]] == [
         "Amer-Indian-Eskimo", "Asian-Pac-Islander", "Black", "Other", "White"]
-    assert dp.data["pair"] == "Asian-Pac-Islander vs Amer-Indian-Eskimo"
-    assert eo.data["rate"] == "true positive rate"
-    assert set(eo.data["excluded"]) == {"Other", "Amer-Indian-Eskimo", "Asian-Pac-Islander"}
+    assert tpr["rate"] == "true positive rate"
+    assert [r["label"] for r in metrics.data["rows"]] == ["demographic parity difference",
+                                                          "equal opportunity difference"]
     assert s.sentence.startswith("The largest demographic parity difference of "
                                  "Asian-Pac-Islander vs Amer-Indian-Eskimo is 0.413")
-    assert any("excluded (too small: 15 < min_group_size 20)" in n for n in s.notes)
+    assert any("Not compared in some metrics" in n and "Other" in n for n in s.notes)
+    # the group x metric grid: every group a row, each comparison with the rest and its verdict
+    assert s.grid is not None and [r[0] for r in s.grid.rows] == [
+        "Amer-Indian-Eskimo", "Asian-Pac-Islander", "Black", "Other", "White"]
+    assert s.grid.header[1:] == ["demographic parity difference", "equal opportunity difference"]
+    assert "vs rest" in s.grid.rows[2][1] and s.grid.classes is not None
+    assert "not compared" in s.grid.rows[3][1]
 
 
 def test_sequential_mixture_and_repeats() -> None:

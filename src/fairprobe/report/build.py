@@ -183,14 +183,18 @@ def _note_headline_use(sections: Sequence[Section]) -> None:
     pairs = [(s, e) for s in sections if s.counts and s.kind not in _NOT_VERDICTS
              for e in s.entries]
     hd = family_headline([e for _, e in pairs])
+    said: dict[int, list[str]] = {}
     for (sec, _), c in zip(pairs, hd.entries, strict=True):
         if c.status == "not counted":
-            sec.notes.append(f"Headline: {c.label} is shown but not counted: {c.why}.")
+            said.setdefault(id(sec), []).append(f"{c.label} shown, not counted ({c.why})")
         else:
-            sec.notes.append(
-                f"Headline: {c.label} counted{' (conditional)' if c.status == 'conditional' else ''}"
-                f" with error share {c.alpha:.3g}, {c.why}: [{c.low:.4g}, {c.high:.4g}] "
-                f"-> {c.verdict}.")
+            said.setdefault(id(sec), []).append(
+                f"{c.label} counted{' (conditional)' if c.status == 'conditional' else ''}"
+                f" at error share {c.alpha:.3g} ({c.why}: [{c.low:.4g}, {c.high:.4g}], "
+                f"{c.verdict})")
+    for sec in sections:
+        if id(sec) in said:
+            sec.notes.append("In the headline: " + "; ".join(said[id(sec)]) + ".")
 
 
 def _headline(sections: Sequence[Section]) -> str:
