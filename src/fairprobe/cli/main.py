@@ -63,6 +63,7 @@ _COMMAND_MODULES = (
     "twosource",
     "radius",
     "report",
+    "plan",
 )
 
 

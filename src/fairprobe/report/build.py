@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from fairprobe import __version__
-from fairprobe.errors import DataError
+from fairprobe.errors import DataError, InvalidParameterError
 from fairprobe.report._read import get
 from fairprobe.report.adapters import adapt, provenance_of, split_document
 from fairprobe.report.document import Report, Section, polarity
 from fairprobe.report.figures import bounded_spec
 from fairprobe.report.jsonio import RESULT_KINDS, SCHEMA, read_json
-from fairprobe.errors import InvalidParameterError
 from fairprobe.stats.finding import Finding
 from fairprobe.stats.headline import DEFAULT_ALPHA, Entry, Headline, family_headline
 from fairprobe.stats.refit import refit_family, refit_two_group
@@ -76,7 +75,9 @@ def _entries(kind: str, part: Mapping[str, Any], question: str, label: str,
              verdict: str | None) -> list[Entry]:
     """The findings of one part, each with how to recompute it at another level."""
     out: list[Entry] = []
-    by_group = part.get("by_group") if isinstance(part.get("by_group"), list) else []
+    bg = part.get("by_group")
+    by_group: list[Mapping[str, Any]] = [r for r in bg if isinstance(r, Mapping)] \
+        if isinstance(bg, list) else []
     method = str(part.get("simultaneous_method") or "")
     sums = part.get("summaries")
     if isinstance(sums, Mapping):

@@ -93,9 +93,9 @@ def refit_family(
             return None
         tk = sum(k for k, _ in cells.values())
         tn = sum(n for _, n in cells.values())
-        k = [cells[g][0] for g in groups]
-        n = [cells[g][1] for g in groups]
-        per_rate[r] = (k, n, [tk - x for x in k], [tn - x for x in n])
+        ks = [cells[g][0] for g in groups]
+        ns = [cells[g][1] for g in groups]
+        per_rate[r] = (ks, ns, [tk - x for x in ks], [tn - x for x in ns])
     kind = finding.question.kind
 
     def refit(level: float) -> tuple[float, float]:

@@ -101,7 +101,9 @@ def _order_stats(kind: Kind, a: FloatArray, A: FloatArray, b: FloatArray, B: Flo
         lo, hi = score_ratio_interval(a, A, b, B, level)
         with np.errstate(divide="ignore"):
             lo, hi = np.log(lo), np.log(hi)
-    return np.round(np.asarray(lo, dtype=np.float64), 10), np.round(np.asarray(hi, dtype=np.float64), 10)
+    tl = np.asarray(np.round(np.asarray(lo, dtype=np.float64), 10), dtype=np.float64)
+    tu = np.asarray(np.round(np.asarray(hi, dtype=np.float64), 10), dtype=np.float64)
+    return tl, tu
 
 
 def _p1(kind: Kind, g: float, p2: FloatArray) -> FloatArray:
