@@ -222,11 +222,12 @@ def _rows(kind: Kind, A: int, B: int, t: float, lower: bool, level: float,
             # bound > e^t" iff z(e^t) > -z_crit (a hair of slack puts ties, the observed
             # outcome among them, in the tail)
             zc = normal_quantile(level)
-            z = _ratio_score_z(np.full(rows.size, np.exp(t)), rows, np.full(rows.size, float(A)),
-                               bm, np.full(rows.size, float(B)))
-            sat = (z >= zc - 1e-9) if lower else (z > -zc + 1e-9)
             if np.isinf(t):  # a bound of 0 or inf: every row's bound is >= 0, none is > inf
                 sat = np.full(rows.size, t < 0) if lower else np.zeros(rows.size, dtype=bool)
+            else:
+                z = _ratio_score_z(np.full(rows.size, np.exp(t)), rows,
+                                   np.full(rows.size, float(A)), bm, np.full(rows.size, float(B)))
+                sat = (z >= zc - 1e-9) if lower else (z > -zc + 1e-9)
         else:
             tl, tu = _order_stats(kind, rows, np.full(rows.size, float(A)), bm,
                                   np.full(rows.size, float(B)), level)
