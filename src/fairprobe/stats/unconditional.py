@@ -21,26 +21,30 @@ Theorem (coverage :math:`\ge 1 - \alpha` at every rate and size). :math:`T_L` is
 non-decreasing in ``a`` and non-increasing in ``b`` (Wilson's bounds are monotone in the count
 and Newcombe's lower bound moves by at most the estimate's step; checked by enumeration in
 ``tests/stats/test_unconditional.py``), so :math:`\Pr_{p_1, p_2}(T_L \ge t)` is non-decreasing
-in :math:`p_1` and non-increasing in :math:`p_2`, and :math:`P_L` is non-decreasing in
-:math:`\psi_0`. The reported lower bound :math:`L` is a tested value with
-:math:`\hat P_L(L) \le \alpha/2` (or the end of the range), where :math:`\hat P_L \ge P_L` is
-computed below. If the true :math:`\psi < L` then :math:`P_L(\psi) \le P_L(L) \le \alpha/2`,
-and since :math:`P_L(\psi) \ge \Pr_{\text{true}}(T_L \ge t_{\text{obs}})`, a super-uniform
-p-value, this happens with probability at most :math:`\alpha/2`. The same holds above, so
-both sides together miss with probability at most :math:`\alpha`.
+in :math:`p_1` and non-increasing in :math:`p_2`. The nuisance rates are restricted to the
+Berger-Boos box :math:`C` (Clopper-Pearson intervals of both rates at level
+:math:`1 - \gamma/2`, :math:`\gamma` = :data:`GAMMA` :math:`\alpha`), which holds the true rates
+with probability :math:`\ge 1 - \gamma`, and the p-value is :math:`\sup_C \Pr + \gamma`
+(Berger & Boos 1994); on the values of :math:`\psi_0` whose line meets :math:`C` it is
+non-decreasing in :math:`\psi_0`. The reported lower bound :math:`L` is a tested grid value
+whose computed bound :math:`\hat P_L(L) \ge P_L(L)` is at most :math:`\alpha/2` (or the end of
+the range): if the true :math:`\psi < L` then :math:`P_L(\psi) \le P_L(L) \le \alpha/2`, which
+happens with probability at most :math:`\alpha/2 - \gamma` given the true rates in :math:`C`.
+The same holds above; with the box's :math:`\gamma`, both sides together miss with probability
+at most :math:`\alpha - \gamma`.
 
 Computation. :math:`\psi_0` runs over a fixed grid (differences: step 0.002 on
 :math:`[-1, 1]`; ratios: step 0.01 on :math:`\log\psi_0 \in [-7, 7]`, beyond which a bound is
-0 or :math:`\infty`); each bound is the rejected grid value next to the accepted range. The
-supremum over the nuisance rate is bounded *above* without approximation: its range is cut
-into :data:`NUISANCE_POINTS` - 1 segments and, on each, the tail is at most its value at the
-segment's worst corner (largest :math:`p_1`, smallest :math:`p_2` for the lower test), by the
-monotonicity above. Two paths: a whole table of outcomes for one pair of sizes (every grid
-value, all outcomes by one sorted cumulative sum: enumerations and simulations, cached), and
-one outcome at a time (bisection over the grid, the rejection region found row by row, the
-binomial rows truncated at 10 standard deviations: single audits of any size). Both return a
-rejected grid value, so both carry the theorem; they agree wherever :math:`\hat P_L` is
-monotone on the grid (every outcome tested in ``tests/stats/test_unconditional.py``).
+0 or :math:`\infty`), searched by bisection on each side (the p-values are monotone); each bound
+is the rejected grid value next to the accepted range. The supremum over the nuisance is
+bounded *above* without approximation: the segment of the line :math:`\psi(p_1, p_2) = \psi_0`
+inside the box is cut into pieces of :data:`SPACING` / :math:`\sqrt{\max(A, B)}` on the arcsine
+scale, and on each piece the tail is at most its value at the piece's worst corner (largest
+:math:`p_1`, smallest :math:`p_2` for the lower test). The rejection region is found row by
+row (per ``a'``, the ``b'`` with :math:`T_L \ge t`: from a cached table of the statistic up to
+250,000 outcomes, else by bisection over ``b'``), and each row's binomial mass is truncated at
+10 standard deviations. Each outcome's interval is cached. Exact coverage is checked by
+enumeration in ``experiments/stats/edge_coverage.py``.
 
 References
 ----------
@@ -50,6 +54,8 @@ References
    difference of two binomial proportions. Biometrics 55(4), 1202-1209.
 .. [AM] A. Agresti, Y. Min (2001). On small-sample confidence intervals for parameters in
    discrete distributions. Biometrics 57(3), 963-971.
+.. [BB] R. L. Berger, D. D. Boos (1994). P values maximised over a confidence set for the
+   nuisance parameter. JASA 89, 1012-1016.
 """
 
 from __future__ import annotations
