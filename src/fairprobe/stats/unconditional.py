@@ -367,5 +367,19 @@ def unconditional_ratio_interval(
     confidence_level: float = 0.95,
 ) -> tuple[FloatArray, FloatArray]:
     r"""Exact interval for ``(a/A) / (b/B)``: unconditional exact tests ordered by Koopman's
-    score bounds, inverted. Lower bound 0 and upper ``inf`` where the data allow them."""
-    return _interval("ratio", a, A, b, B, confidence_level)
+    score bounds, inverted. Lower bound 0 and upper ``inf`` where the data allow them.
+
+    Symmetric in the orientation: the interval of ``(b/B) / (a/A)`` is the reciprocal of this
+    one (each pair is computed in one canonical order, the other taken as its reciprocal), so
+    the directional two-group ratio and the symmetric every-group one always agree.
+    """
+    af, Af, bf, Bf = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (a, A, b, B)))
+    swap = (Af > Bf) | ((Af == Bf) & (af > bf))
+    lo, hi = _interval("ratio", np.where(swap, bf, af), np.where(swap, Bf, Af),
+                       np.where(swap, af, bf), np.where(swap, Af, Bf), confidence_level)
+    with np.errstate(divide="ignore"):
+        rlo = np.where(hi > 0, 1.0 / np.where(hi > 0, hi, 1.0), np.inf)
+        rhi = np.where(lo > 0, 1.0 / np.where(lo > 0, lo, 1.0), np.inf)
+    out_lo = np.asarray(np.where(swap, np.where(np.isinf(hi), 0.0, rlo), lo), dtype=np.float64)
+    out_hi = np.asarray(np.where(swap, rhi, hi), dtype=np.float64)
+    return out_lo, out_hi
