@@ -17,6 +17,7 @@ MetricFrame / AuditFrame, with the load average before and after (the machine is
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -121,6 +122,33 @@ def vs_fairlearn(n: int, repeats: int, seed: int) -> None:
     print(f"  load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
+def intervals(repeats: int) -> None:
+    """Median time of one two-group interval, uncached, by construction and group size."""
+    from fairprobe.stats import unconditional
+    from fairprobe.stats.exact import (
+        box_difference_interval,
+        exact_difference_interval,
+        exact_ratio_interval,
+    )
+    from fairprobe.stats.intervals import newcombe_interval
+
+    print(f"one 95% interval at rates 0.3 / 0.35, uncached, median of {repeats} "
+          f"(load average {os.getloadavg()[0]:.1f})")
+    print(f"{'per group':>10} | {'exact diff':>11} {'exact ratio':>12} {'box':>9} {'newcombe':>9}")
+    for n in (50, 500, 5_000, 30_000):
+        a, b = int(0.3 * n), int(0.35 * n)
+        cells = []
+        for fn in (exact_difference_interval, exact_ratio_interval, box_difference_interval,
+                   newcombe_interval):
+            def call(fn=fn, a=a, b=b, n=n) -> object:  # type: ignore[no-untyped-def]
+                unconditional._ONES.clear()
+                unconditional._STATS.clear()
+                return fn(a, n, b, n)
+            med, _, _ = timeit(call, repeats, warm_up=False)
+            cells.append(f"{med * 1e3:9.2f}ms")
+        print(f"{n:>10} | {cells[0]:>11} {cells[1]:>12} {cells[2]:>9} {cells[3]:>9}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1_000_000)
@@ -133,7 +161,12 @@ def main() -> None:
     ap.add_argument("--fairlearn-repeats", type=int, default=3)
     ap.add_argument("--no-fairlearn", action="store_true",
                     help="skip the AuditFrame vs MetricFrame comparison (minutes on 10^6 rows)")
+    ap.add_argument("--intervals", action="store_true",
+                    help="time one uncached two-group interval per construction and size")
     args = ap.parse_args()
+    if args.intervals:
+        intervals(args.repeats)
+        return
     if args.vs_fairlearn:
         vs_fairlearn(args.n, args.fairlearn_repeats, args.seed)
         return

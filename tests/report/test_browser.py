@@ -80,7 +80,8 @@ def test_report_in_headless_chromium(tmp_path: Path) -> None:
             assert f["named"] == 2 and f["caption"].startswith("Figure ")
         # verdict is the first thing read after the title
         first = browser.evaluate("document.querySelector('header p.headline').textContent")
-        assert first.startswith("Verdict: unfair The audited model is judged unfair")
+        # the bundled demo result is legacy: no finding, nothing counted
+        assert first.startswith("Verdict: undetermined No verdict on the audited model")
         top = browser.screenshot(shots / "report-top.png", full_page=False)
         # keyboard: the first Tab stop is the skip link, and it becomes visible on focus
         for kind in ("keyDown", "keyUp"):
@@ -146,3 +147,44 @@ def test_headline_in_headless_chromium(tmp_path: Path, docs, starts, absent) -> 
     text = " ".join(text.split())
     assert text.startswith(starts), text
     assert absent not in text
+
+
+_SVGS_JS = """
+(() => Array.from(document.querySelectorAll('figure svg')).map(s => s.innerHTML
+  .replace(/id="[^"]*"/g, '').replace(/url\\(#[^)]*\\)/g, '').replace(/href="#[^"]*"/g, '')
+  .replace(/aria-labelledby="[^"]*"/g, '')))()
+"""
+
+
+def test_six_metrics_grid_short_page_no_repeated_chart(tmp_path: Path) -> None:
+    """Two every-group audits with six metrics each: the group x metric grid comes first, the
+    page stays under 6,000 px, and no chart is drawn twice."""
+    paths = [DATA / "results" / "audit-six-race.json", DATA / "results" / "audit-six-sex.json"]
+    rep = build_report(load_results(paths), now=dt.datetime(2026, 12, 1, tzinfo=dt.UTC))
+    page = write_html(rep, tmp_path / "six.html")
+    assert BINARY is not None
+    with Chromium(BINARY, width=1100, height=900) as browser:
+        browser.open(page.as_uri())
+        height = browser.evaluate("document.documentElement.scrollHeight")
+        grids = browser.evaluate(
+            "Array.from(document.querySelectorAll('table.grid')).map(t => ({"
+            "rows: t.querySelectorAll('tbody tr').length,"
+            "cols: t.querySelectorAll('thead th').length,"
+            "coloured: t.querySelectorAll('td.v-unfair, td.v-fair, td.v-undetermined').length,"
+            "top: t.getBoundingClientRect().top}))")
+        first_section = browser.evaluate(
+            "document.querySelector('main section:not([aria-labelledby=overview])')"
+            ".getBoundingClientRect().top")
+        svgs = browser.evaluate(_SVGS_JS)
+        titles = browser.evaluate(
+            "Array.from(document.querySelectorAll('main section h2')).map(h => h.textContent)")
+        assert browser.problems() == []
+    assert height < 6000, height
+    assert len(grids) == 2
+    race, sex = grids
+    assert race["rows"] == 5 and sex["rows"] == 2  # every group a row
+    assert race["cols"] == sex["cols"] == 7  # the group column and six metrics
+    assert race["coloured"] > 10 and sex["coloured"] >= 6  # each comparison coloured
+    assert race["top"] < first_section  # the grid comes before the sections
+    assert len(svgs) == len(set(svgs)) >= 4, "a chart is repeated"
+    assert all(len(t) < 80 for t in titles), titles  # short titles

@@ -58,7 +58,7 @@ def _frame_verdict(af: AuditFrame, metric: str) -> tuple[str, object]:
     return s.verdict, s
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(datasets(2, 2))
 def test_two_groups_same_question_same_interval_and_verdict(d: dict) -> None:
     af = AuditFrame(y_pred=d["y_pred"], y_true=d["y_true"], sensitive_features=d["groups"],
@@ -97,7 +97,7 @@ def test_two_groups_same_question_same_interval_and_verdict(d: dict) -> None:
     assert fv == want, (ab, ba, s)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(datasets(2, 8))
 def test_equalized_odds_is_at_least_each_of_its_rates(d: dict) -> None:
     af = AuditFrame(y_pred=d["y_pred"], y_true=d["y_true"],

@@ -117,10 +117,13 @@ def test_di_zero_counts() -> None:
     json.dumps(d, allow_nan=False)
     rz = disparate_impact_from_counts(CountsVector(0, 10, 5, 10), method="score")
     assert rz.estimate == 0.0 and rz.interval.low == 0.0 and rz.verdict == "unfair"
-    # exact: 0/10 vs 5/10 at 10 per group still allows a ratio up to 2.23
+    # exact (the unconditional test inverted): 0/10 vs 5/10 bounds the ratio below 0.8
     rx = disparate_impact_from_counts(CountsVector(0, 10, 5, 10))
-    assert rx.interval.low == 0.0 and rx.interval.high == pytest.approx(2.2266, abs=1e-4)
-    assert rx.verdict == "undetermined"
+    assert rx.interval.low == 0.0 and rx.interval.high < 0.8 and rx.verdict == "unfair"
+    # the Clopper-Pearson box still allows a ratio up to 2.23
+    rb = disparate_impact_from_counts(CountsVector(0, 10, 5, 10), method="box")
+    assert rb.interval.low == 0.0 and rb.interval.high == pytest.approx(2.2266, abs=1e-4)
+    assert rb.verdict == "undetermined" and rb.finding.coverage == "exact"
 
 
 def test_di_katz_method() -> None:
@@ -143,7 +146,9 @@ def test_eo_from_counts_is_dp_on_positives() -> None:
     dp = demographic_parity_from_counts(c, tolerance=0.1)
     assert eo.metric == "equal_opportunity_difference"
     assert eo.estimate == dp.estimate and eo.interval == dp.interval
-    assert eo.verdict == "undetermined"  # the exact default: [-0.0, ...] at 10 per group
+    assert eo.verdict == "unfair"  # the exact default decides at 10 per group
+    box = equal_opportunity_from_counts(c, tolerance=0.1, method="box")
+    assert box.verdict == "undetermined" and box.interval.low < 0.1  # the box does not
     assert equal_opportunity_from_counts(c, tolerance=0.1, method="newcombe").verdict == "unfair"
     assert eo.method == "exact-difference" and eo.finding.coverage == "exact"
 

@@ -157,10 +157,14 @@ def test_budget_follows_its_regime_on_the_fairwashing_platform(
     assert d["verdict"] == "manipulated" and "conditional" in d["detected_by"]
     assert d["queries"]["a"] == d["large"]["n_checks"] == d["plan"]["recommended"]["n_a"]
     assert d["queries"]["b"] + d["queries"]["a"] == 3000 and d["n_checked"] > 1000
-    # issue 20: the same verdict gates a release (the corrected finding is unfair: exit 5);
-    # the manipulated-A audit's finding is undetermined: exit 6 with --fail-on undetermined
+    # the gate follows the report's headline, which counts only guaranteed findings: the
+    # corrected DI's interval is asymptotic (double-sampling delta), so it is shown, not
+    # counted, and --fail-on unfair does not trip; --fail-on undetermined does
+    assert d["finding"]["interval"]["coverage"] == "asymptotic"
     code, _, err = _run([*base, "--budget", "3000", "--fail-on", "unfair"], capsys)
-    assert code == 5 and "verdict unfair: exit 5" in err
+    assert code == 0
+    code, _, err = _run([*base, "--budget", "3000", "--fail-on", "undetermined"], capsys)
+    assert code == 6 and "verdict undetermined: exit 6" in err
     code, _, err = _run([*base, "--budget", "1000", "--fail-on", "undetermined"], capsys)
     assert code == 6 and "verdict undetermined: exit 6" in err
     # the bandit is selectable, and the same budget is spent

@@ -66,6 +66,7 @@ _COMMAND_MODULES = (
     "report",
     "monitor",
     "discover",
+    "plan",
 )
 
 

@@ -18,13 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from fairprobe import __version__
-from fairprobe.errors import DataError
+from fairprobe.errors import DataError, InvalidParameterError
 from fairprobe.report._read import get
 from fairprobe.report.adapters import adapt, provenance_of, split_document
 from fairprobe.report.document import Report, Section, polarity
 from fairprobe.report.figures import bounded_spec
 from fairprobe.report.jsonio import RESULT_KINDS, SCHEMA, read_json
-from fairprobe.stats.headline import Headline, headline
+from fairprobe.stats.finding import Finding
+from fairprobe.stats.headline import DEFAULT_ALPHA, Entry, Headline, family_headline
+from fairprobe.stats.refit import refit_family, refit_two_group
 
 __all__ = ["build_report", "load_results", "overall_verdict"]
 
@@ -56,19 +58,58 @@ def _check_schema(path: str | os.PathLike[str], doc: Mapping[str, Any]) -> None:
                             f"expected one of {', '.join(RESULT_KINDS)}.")
 
 
-def overall_verdict(sections: Sequence[Section]) -> str:
-    """``fair``, ``unfair`` or ``undetermined``: :func:`fairprobe.stats.headline.headline` over
-    the sections that are findings about the audited model."""
-    return _combined(sections).verdict
+def overall_verdict(sections: Sequence[Section], alpha: float = DEFAULT_ALPHA) -> str:
+    """``fair``, ``unfair`` or ``undetermined``: the family-wise headline
+    (:func:`fairprobe.stats.headline.family_headline`) over the sections' findings about the
+    audited model."""
+    return _combined(sections, alpha).verdict
 
 
-def _combined(sections: Sequence[Section]) -> Headline:
-    return headline([(s.question or f"{s.source}#{s.anchor or s.title}",
-                      s.decided or s.verdict or "",
-                      0.05 if s.alpha is None else s.alpha)
-                     for s in sections
-                     if s.counts and s.kind not in _NOT_VERDICTS
-                     and polarity(s.decided or s.verdict) is not None])
+def _combined(sections: Sequence[Section], alpha: float = DEFAULT_ALPHA) -> Headline:
+    entries = [e for s in sections
+               if s.counts and s.kind not in _NOT_VERDICTS for e in s.entries]
+    return family_headline(entries, alpha)
+
+
+def _entries(kind: str, part: Mapping[str, Any], question: str, label: str,
+             verdict: str | None) -> list[Entry]:
+    """The findings of one part, each with how to recompute it at another level."""
+    out: list[Entry] = []
+    bg = part.get("by_group")
+    by_group: list[Mapping[str, Any]] = [r for r in bg if isinstance(r, Mapping)] \
+        if isinstance(bg, list) else []
+    method = str(part.get("simultaneous_method") or "")
+    sums = part.get("summaries")
+    if isinstance(sums, Mapping):
+        for name, summ in sums.items():
+            fd = summ.get("finding") if isinstance(summ, Mapping) else None
+            if not isinstance(fd, Mapping):
+                continue
+            f = _finding(fd)
+            if f is None:
+                continue
+            key = f"{question.rsplit('|', 1)[0]}|{','.join(f.question.rates) or name}"
+            out.append(Entry(key, f, f.verdict, refit_family(f, by_group, method),
+                             label=str(name)))
+    for holder in (part, part.get("metric"), part.get("extra")):
+        fd = holder.get("finding") if isinstance(holder, Mapping) else None
+        if isinstance(fd, Mapping):
+            f = _finding(fd)
+            if f is not None:
+                out.append(Entry(question, f, f.verdict, refit_two_group(f),
+                                 label=label or kind))
+                break
+    if not out and polarity(verdict) is not None:
+        out.append(Entry(question, None, verdict or "", None, label=label or kind))
+    return out
+
+
+def _finding(d: Mapping[str, Any]) -> Finding | None:
+    try:
+        f = Finding.from_dict(d)
+    except (KeyError, TypeError, ValueError, InvalidParameterError):
+        return None
+    return f if f.subject == "model" else None
 
 
 #: Sections whose verdict word is not a finding of their own: the consistency radius says how
@@ -137,6 +178,26 @@ def _count(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _note_headline_use(sections: Sequence[Section]) -> None:
+    """Say in each section what the headline did with its findings (counted at which level,
+    or why not)."""
+    pairs = [(s, e) for s in sections if s.counts and s.kind not in _NOT_VERDICTS
+             for e in s.entries]
+    hd = family_headline([e for _, e in pairs])
+    said: dict[int, list[str]] = {}
+    for (sec, _), c in zip(pairs, hd.entries, strict=True):
+        if c.status == "not counted":
+            said.setdefault(id(sec), []).append(f"{c.label} shown, not counted ({c.why})")
+        else:
+            said.setdefault(id(sec), []).append(
+                f"{c.label} counted{' (conditional)' if c.status == 'conditional' else ''}"
+                f" at error share {c.alpha:.3g} ({c.why}: [{c.low:.4g}, {c.high:.4g}], "
+                f"{c.verdict})")
+    for sec in sections:
+        if id(sec) in said:
+            sec.notes.append("In the headline: " + "; ".join(said[id(sec)]) + ".")
+
+
 def _headline(sections: Sequence[Section]) -> str:
     """One sentence: the combined verdict, its tally and error bound, and any manipulation."""
     lead = _combined(sections).sentence().rstrip(".")
@@ -180,6 +241,9 @@ def build_report(results: Sequence[tuple[str, Mapping[str, Any]]], title: str | 
                                     f"{get(part, 'finding', 'reason') or 'see its interval'}.")
                     sec.verdict = fv
             sec.counts = sec.counts and _about_model(kind, part)
+            if sec.counts:
+                sec.entries = _entries(kind, part, sec.question, label or kind,
+                                       sec.decided or sec.verdict)
             sections.append(sec)
     if unknown:
         raise DataError(
@@ -191,6 +255,7 @@ def build_report(results: Sequence[tuple[str, Mapping[str, Any]]], title: str | 
     for s in sections:
         s.anchor = _anchor(s.title, used)
         s.figures = [bounded_spec(f) for f in s.figures]  # captions and alt text cut
+    _note_headline_use(sections)
     overall = overall_verdict(sections)
     headline = _headline(sections)
     models = {v for p in provenance for k, v in p.items if k == "model" and v != "n/a"}

@@ -41,6 +41,8 @@ class Table:
     caption: str
     header: list[str]
     rows: list[list[str]]
+    #: optional CSS class per cell (``v-fair`` ...), same shape as ``rows``
+    classes: list[list[str]] | None = None
 
 
 @dataclass
@@ -86,6 +88,11 @@ class Section:
     #: the finding's fair / unfair / undetermined verdict, when the result carries a finding
     #: (it counts in the headline; ``verdict`` is the method's own word, for display)
     decided: str | None = None
+    #: the group x metric grid of an every-group audit with several metrics (shown first)
+    grid: Table | None = None
+    #: the findings the section offers to the family-wise headline
+    #: (:class:`fairprobe.stats.headline.Entry`), set by ``build_report``
+    entries: list[Any] = field(default_factory=list)
 
 
 @dataclass

@@ -113,6 +113,34 @@ def plot_audit(d: dict[str, Any]) -> Any:
     return fig
 
 
+def plot_rates(d: dict[str, Any]) -> Any:
+    """Small multiples: one panel per per-group rate (dots with intervals, one row a group)."""
+    panels = [p for p in d.get("panels") or [] if p.get("groups")]
+    ncols = min(3, max(1, len(panels)))
+    nrows = max(1, -(-len(panels) // ncols))
+    ngroups = max([len(p["groups"]) for p in panels] + [1])
+    mfig = import_optional("matplotlib.figure", feature="the report's figures")
+    fig = mfig.Figure(figsize=(8.0, 0.4 + nrows * (0.45 + 0.2 * ngroups)), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel().tolist()
+    for ax, p in zip(axes, panels, strict=False):
+        gs = p["groups"]
+        for i, g in enumerate(gs):
+            lo = g["low"] if g["low"] is not None else g["rate"]
+            hi = g["high"] if g["high"] is not None else g["rate"]
+            grey = bool(g.get("too_small"))
+            ax.errorbar([g["rate"]], [i], xerr=[[max(g["rate"] - lo, 0)], [max(hi - g["rate"], 0)]],
+                        fmt="o", ms=4, capsize=3, color=GREY if grey else BLUE)
+        ax.set_yticks(range(len(gs)), [short(g["group"], 18) for g in gs], fontsize=7)
+        ax.set_ylim(-0.6, len(gs) - 0.4)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 1)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.set_title(p.get("rate", "rate"), fontsize=8)
+    for ax in list(axes)[len(panels):]:
+        ax.set_axis_off()
+    return fig
+
+
 def plot_sequential_path(d: dict[str, Any]) -> Any:
     fig, (ax,) = _figure(7.0, 3.2)
     styles = {"statistic_upper": (BLUE, "statistic vs the upper boundary"),
@@ -398,7 +426,7 @@ def plot_collab_sweep(d: dict[str, Any]) -> Any:
 
 def plot_estimates(d: dict[str, Any]) -> Any:
     rows = [r for r in d["rows"] if r.get("estimate") is not None]
-    fig, (ax,) = _figure(7.0, 0.8 + 0.45 * max(len(rows), 2))
+    fig, (ax,) = _figure(7.0, 0.7 + 0.32 * max(len(rows), 2))
     band = d.get("band") or {}
     if band.get("kind") == "ratio":
         right = max([1.25] + [(r["interval"] or (0, r["estimate"]))[1] * 1.05 for r in rows])
@@ -432,6 +460,7 @@ def plot_xy(d: dict[str, Any]) -> Any:
 
 _PLOTS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "audit": plot_audit,
+    "rates": plot_rates,
     "sequential_path": plot_sequential_path,
     "sequential_repeats": plot_sequential_repeats,
     "confidence_sequence": plot_confidence_sequence,

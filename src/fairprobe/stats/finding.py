@@ -200,6 +200,10 @@ class Finding:
         method that could not decide for a reason other than the interval, e.g. a budget).
     counts : mapping
         The raw evidence the interval is computed from (JSON-ready).
+    condition : str or None
+        For ``coverage="conditional"``: the condition the coverage rests on, stated as the
+        headline states it (e.g. ``"at most 2 auditors lie"``). A conditional finding without
+        a stated condition is shown but never counted in a report's headline.
     forced : {"fair", "unfair", "undetermined"} or None
         Set when the verdict does not come from the interval: ``undetermined`` when the method
         refuses to decide (e.g. too few answers), or the decision of a sequential test that has
@@ -219,6 +223,7 @@ class Finding:
     reason: str | None = None
     counts: Mapping[str, Any] = field(default_factory=dict)
     forced: Verdict | None = None
+    condition: str | None = None
     verdict: Verdict = field(init=False)
 
     def __post_init__(self) -> None:
@@ -263,6 +268,7 @@ class Finding:
             "verdict": self.verdict,
             "reason": self.reason,
             "forced": self.forced,
+            "condition": self.condition,
             "counts": dict(self.counts),
         }
 
@@ -284,4 +290,24 @@ class Finding:
             coverage=str(iv.get("coverage", "none")),
             reason=d.get("reason"), counts=dict(d.get("counts") or {}),
             forced=d["forced"] if d.get("forced") in ("fair", "unfair", "undetermined") else None,
+            condition=str(d["condition"]) if d.get("condition") else None,
         )
+
+    @property
+    def guarantee(self) -> Literal["guaranteed", "conditional"] | None:
+        """Whether the verdict carries a guarantee a headline may count.
+
+        ``"guaranteed"``: an ``exact`` or ``anytime-valid`` interval whose verdict is
+        :func:`decide` of it (or a forced ``undetermined``, which is never wrong);
+        ``"conditional"``: the same for a ``conditional`` interval with a stated
+        :attr:`condition`; ``None`` otherwise (asymptotic, bootstrap, no coverage, a
+        conditional one whose condition is not stated, or a verdict forced by a test that
+        has no valid interval, such as a non-rejection read as "fair").
+        """
+        if self.forced not in (None, "undetermined"):
+            return None
+        if self.coverage in ("exact", "anytime-valid"):
+            return "guaranteed"
+        if self.coverage == "conditional" and self.condition:
+            return "conditional"
+        return None

@@ -37,8 +37,8 @@ DEFAULT_TOLERANCE = 0.05
 DEFAULT_DI_THRESHOLD = 0.8
 DEFAULT_CONFIDENCE_LEVEL = 0.95
 
-RATIO_METHODS = ("exact", "score", "katz")
-DIFFERENCE_METHODS = ("exact", "newcombe", "score")
+RATIO_METHODS = ("exact", "box", "score", "katz")
+DIFFERENCE_METHODS = ("exact", "box", "newcombe", "score")
 #: The default construction of every two-group interval: coverage >= the level at every rate
 #: and size (exact enumeration in ``docs/stats.md``); ``"score"``/``"newcombe"`` are narrower
 #: but dip below it near rates 0 and 1.
@@ -47,7 +47,7 @@ DEFAULT_INTERVAL = "exact"
 
 def _difference_method(method: str, owner: str) -> str:
     m = check_choice(method, "method", owner, DIFFERENCE_METHODS)
-    return {"exact": "exact-difference", "score": "newcombe"}.get(m, m)
+    return {"exact": "exact-difference", "box": "box-difference", "score": "newcombe"}.get(m, m)
 
 
 def check_confidence_level(value: Any, owner: str) -> float:
@@ -99,10 +99,12 @@ def demographic_parity_from_counts(
     confidence_level : float in (0, 1)
     groups : (str, str), optional
         Labels of group A and group B, for reports.
-    method : {"exact", "newcombe", "score"}
-        ``"exact"`` (default): Clopper-Pearson intervals of both groups at level
-        ``sqrt(confidence_level)`` combined (coverage >= nominal at every rate, wider; see
-        :func:`fairprobe.stats.exact.exact_difference_interval`). ``"newcombe"`` (alias
+    method : {"exact", "box", "newcombe", "score"}
+        ``"exact"`` (default): the unconditional exact test inverted (coverage >= nominal at
+        every rate and size, at about Newcombe's width; see
+        :mod:`fairprobe.stats.unconditional`). ``"box"``: Clopper-Pearson intervals of both
+        groups at level ``sqrt(confidence_level)`` combined (exact, wider;
+        :func:`fairprobe.stats.exact.box_difference_interval`). ``"newcombe"`` (alias
         ``"score"``): Newcombe's hybrid score interval, narrower, but its exact coverage dips
         below nominal at rates near 0 or 1 in small groups (measured minima in
         ``docs/stats.md``).
@@ -168,14 +170,15 @@ def disparate_impact_from_counts(
         ``(a, A, b, B)`` with group A unprivileged, group B privileged.
     threshold : float in (0, 1]
         Minimum acceptable ratio (0.8 for the 80% rule).
-    method : {"exact", "score", "katz"}
+    method : {"exact", "box", "score", "katz"}
         ``"exact"`` (default): see below. ``"score"``: Koopman's score interval, no correction
         needed at zero counts; asymptotic, its coverage dips near rates 0 and 1.
         ``"katz"``: log-scale Katz interval, with 0.5 added to every cell when any cell of the
         2x2 table is empty (see :func:`fairprobe.stats.intervals.katz_ratio_interval`).
-        ``"exact"``: Clopper-Pearson intervals of both groups at level ``sqrt(level)``
-        combined; coverage >= nominal at every rate, by construction (see
-        :func:`fairprobe.stats.exact.exact_ratio_interval`).
+        ``"exact"``: the unconditional exact test (Koopman's statistic) inverted; coverage >=
+        nominal at every rate and size, by construction (:mod:`fairprobe.stats.unconditional`).
+        ``"box"``: Clopper-Pearson intervals of both groups at level ``sqrt(level)`` combined
+        (exact, wider; :func:`fairprobe.stats.exact.box_ratio_interval`).
 
     Notes
     -----
@@ -188,7 +191,7 @@ def disparate_impact_from_counts(
     th = check_real(threshold, "threshold", owner, lo=0.0, hi=1.0, closed="right")
     level = check_confidence_level(confidence_level, owner)
     m = check_choice(method, "method", owner, RATIO_METHODS)
-    m = "exact-ratio" if m == "exact" else m
+    m = {"exact": "exact-ratio", "box": "box-ratio"}.get(m, m)
     return MetricResult(
         "disparate_impact_ratio", _ratio(c.a, c.A, c.b, c.B), c, th, level, m, _groups(groups)
     )

@@ -27,7 +27,12 @@ from typing import Any, Literal
 from fairprobe._validation import check_real
 from fairprobe.errors import InvalidParameterError
 from fairprobe.stats.counts import CountsVector
-from fairprobe.stats.exact import exact_difference_interval, exact_ratio_interval
+from fairprobe.stats.exact import (
+    box_difference_interval,
+    box_ratio_interval,
+    exact_difference_interval,
+    exact_ratio_interval,
+)
 from fairprobe.stats.finding import Finding, Question, Verdict, decide
 from fairprobe.stats.intervals import (
     katz_ratio_interval,
@@ -136,6 +141,8 @@ INTERVAL_METHODS: dict[str, Callable[[CountsVector | MeanStats, float], tuple[fl
     "katz": _counts_interval(katz_ratio_interval),
     "exact-difference": _counts_interval(exact_difference_interval),
     "exact-ratio": _counts_interval(exact_ratio_interval),
+    "box-difference": _counts_interval(box_difference_interval),
+    "box-ratio": _counts_interval(box_ratio_interval),
     "welch": _welch,
 }
 
@@ -147,6 +154,8 @@ INTERVAL_COVERAGE: dict[str, str] = {
     "katz": "asymptotic",
     "exact-difference": "exact",
     "exact-ratio": "exact",
+    "box-difference": "exact",
+    "box-ratio": "exact",
     "welch": "asymptotic",
 }
 

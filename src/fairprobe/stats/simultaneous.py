@@ -8,13 +8,14 @@ counts the distinct pairwise comparisons only (with two groups: one). Two constr
 (``method``):
 
 ``"exact"`` (the default everywhere)
-    The pairs: Clopper-Pearson intervals of the :math:`k` groups, independent samples, each at
+    With two groups, the pair's interval is the two-group exact interval (an unconditional
+    exact test inverted, :mod:`fairprobe.stats.unconditional`). With :math:`k \ge 3`, the
+    pairs: Clopper-Pearson intervals of the :math:`k` groups, independent samples, each at
     the Šidák level :math:`(1-\alpha)^{1/k}`; all :math:`k` rates lie in their intervals with
     probability :math:`\ge 1-\alpha`, and then every pair's interval (the range of the
     difference or ratio over the two groups' intervals) covers. This holds at every rate and
-    size, by construction; with :math:`k = 2` it is exactly the two-group ``exact`` interval
-    (:func:`fairprobe.stats.exact.exact_difference_interval`), so the two-group and every-group
-    forms of one question give the same interval and verdict. The rests overlap the groups:
+    size, by construction. The two-group and every-group forms of one question give the same
+    interval and verdict. The rests overlap the groups:
     Clopper-Pearson intervals of the :math:`k` groups and their rests at the Bonferroni level
     :math:`1 - \alpha/s` (:math:`s` distinct samples). A rest's count is a sum of binomials with
     different rates (its true rate: the size-weighted mean), whose tails are no heavier than the
@@ -45,6 +46,10 @@ import numpy.typing as npt
 
 from fairprobe.stats.exact import clopper_pearson_interval
 from fairprobe.stats.intervals import newcombe_interval, score_ratio_interval, welch_interval
+from fairprobe.stats.unconditional import (
+    unconditional_difference_interval,
+    unconditional_ratio_interval,
+)
 
 __all__ = ["SIMULTANEOUS_METHODS", "FamilyIntervals", "family_intervals"]
 
@@ -158,6 +163,27 @@ def family_intervals(
         fn = newcombe_interval if kind == "difference" else score_ratio_interval
         lo, hi = fn(kk[..., i1], nn[..., i1], kk[..., i2], nn[..., i2], level)
         rlo, rhi = fn(kk, nn, rk, rn1, rest_level)
+    elif method == "exact" and g == 2:
+        # one pair: the two-group exact interval (an unconditional exact test inverted), so
+        # the two-group and every-group forms of a question give one interval and verdict
+        level = 1.0 - alpha
+        fn2 = unconditional_difference_interval if kind == "difference" \
+            else unconditional_ratio_interval
+        lo, hi = fn2(kk[..., :1], nn[..., :1], kk[..., 1:], nn[..., 1:], level)
+        if two:
+            rest_level = level
+            if kind == "difference":
+                rlo, rhi = np.concatenate([lo, -hi], -1), np.concatenate([hi, -lo], -1)
+            else:
+                with np.errstate(divide="ignore"):
+                    rlo = np.concatenate([lo, 1.0 / hi], -1)
+                    rhi = np.concatenate([hi, np.where(lo > 0, 1.0 / np.where(lo > 0, lo, 1.0),
+                                                       np.inf)], -1)
+        else:
+            rest_level = 1.0 - alpha / max(g + n_rest, 1)
+            sl, sh = clopper_pearson_interval(kk, nn, rest_level)
+            rl, rh = clopper_pearson_interval(rk, rn1, rest_level)
+            rlo, rhi = _box_contrast(sl, sh, rl, rh, kind)
     elif method == "exact":
         # the pairs: the g groups are independent samples, so Clopper-Pearson boxes at the
         # Sidak level (1 - alpha)^(1/g) hold all at once with probability >= 1 - alpha

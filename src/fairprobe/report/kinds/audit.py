@@ -122,6 +122,9 @@ def _views(doc: Doc) -> list[dict[str, Any]]:
                 "rows": _rows_from_table(doc.get("by_group"), rate),
                 "excluded": mapping(s.get("excluded")),
                 "family_size": s.get("family_size"),
+                "vs_rest": [x for x in s.get("vs_rest") or [] if isinstance(x, Mapping)],
+                "vs_reference": [x for x in s.get("vs_reference") or []
+                                 if isinstance(x, Mapping)],
             })
         return views
     metric = mapping(doc.get("metric")) or doc
@@ -222,12 +225,23 @@ def adapt_audit(doc: Doc, source: str, label: str) -> Section:
     figures, notes, tables = [], [], []
     gc = doc.get("group_col") or doc.get("sensitive_features") or "group"
     group_col = " x ".join(map(str, gc)) if isinstance(gc, list) else str(gc)
+    many = len(views) > 1
+    drawn_rates: set[str] = set()
+    tabled_rates: set[str] = set()
     for v in views:
+        # several metrics: each per-group rate is drawn and tabled once (DP and DI share the
+        # selection rate), the metrics themselves in the small multiples below
+        rate = str(v["rate"])
         if v["rows"] or (v["estimate"] is not None and v["interval"] is not None):
-            figures.append(_figure(v))
+            if not many or rate not in drawn_rates:
+                figures.append(_figure(v))
+                drawn_rates.add(rate)
         else:
             notes.append(f"The {metric_label(v['name'])} carries no estimate with an interval "
                          f"and no by-group rates: no figure.")
+        if v["rows"] and many and rate in tabled_rates:
+            v = dict(v, rows=[])
+        tabled_rates.add(rate)
         if v["rows"]:
             lvl = v["level"] or 0.95
             tables.append(Table(
@@ -239,7 +253,8 @@ def adapt_audit(doc: Doc, source: str, label: str) -> Section:
                        str(r["method"])] for r in v["rows"]],
             ))
         for g, why in v["excluded"].items():
-            notes.append(f"{metric_label(v['name'])}: group {g} excluded ({why}).")
+            if not many:
+                notes.append(f"{metric_label(v['name'])}: group {g} excluded ({why}).")
     facts: list[tuple[str, str]] = []
     for v in views:
         lvl = v["level"] or 0.95
@@ -264,17 +279,125 @@ def adapt_audit(doc: Doc, source: str, label: str) -> Section:
         if doc.get(key) is not None:
             facts.append((key.replace("_", " "), fmt(doc[key]) if not isinstance(doc[key], str)
                           else doc[key]))
+    if many:
+        out = sorted({g for v in views for g in v["excluded"]})
+        if out:
+            notes.append("Not compared in some metrics (too few instances; the grid says which): "
+                         + ", ".join(out) + ".")
+    if many:  # the grid holds every by-group number: one chart of the rates, one of the metrics
+        figures[:] = [f for f in figures if f.plot != "audit"]
+        tables[:] = [t for t in tables if not t.caption.endswith(f"by group ({group_col})")]
+        figures[0:0] = [_rates_figure(views)] + _multiples(views)
     sentence += _llm_extras(doc, views, figures, tables, facts, notes)
     title = _title(doc, views) + (f": {label}" if label else "")
-    return Section("audit", title, source, verdict, sentence, short, facts, figures, tables,
-                   A.AUDIT + extra_assumptions(doc), notes)
+    sec = Section("audit", title, source, verdict, sentence, short, facts, figures, tables,
+                  A.AUDIT + extra_assumptions(doc), notes)
+    if many and any(v["rows"] for v in views):
+        sec.grid = grid_table(views, group_col, doc.get("reference"))
+    return sec
+
+
+def _rates_figure(views: list[dict[str, Any]]) -> FigureSpec:
+    """Small multiples of the per-group rates: one panel per rate, each drawn once."""
+    panels, seen = [], set()
+    for v in views:
+        if v["rate"] in seen or not v["rows"]:
+            continue
+        seen.add(v["rate"])
+        panels.append({"rate": _rate_label(v["rate"]), "groups": v["rows"]})
+    level = next((v["level"] for v in views if v["level"]), 0.95)
+    return FigureSpec(
+        plot="rates", data={"panels": panels},
+        alt="Per-group rates with their intervals: " + "; ".join(
+            f"{p['rate']}: " + ", ".join(f"{g['group']} {fmt(g['rate'])}" for g in p["groups"])
+            for p in panels) + ".",
+        caption=f"Each per-group rate behind the metrics, with {level:.0%} intervals "
+                "(grey: too small to compare).")
+
+
+def _multiples(views: list[dict[str, Any]]) -> list[FigureSpec]:
+    """Small multiples: every metric's estimate and simultaneous interval against its band,
+    one panel per kind (differences share the band of +-tolerance, ratios the floor)."""
+    out = []
+    for kind in ("difference", "ratio"):
+        vs = [v for v in views if v["kind"] == kind and v["estimate"] is not None]
+        if not vs:
+            continue
+        ths = {v["threshold"] for v in vs}
+        band = _band(vs[0]) if len(ths) == 1 else {}
+        rows = [{"label": metric_label(v["name"]), "estimate": v["estimate"],
+                 "interval": v["interval"], "verdict": v["verdict"]} for v in vs]
+        what = "largest gap between groups" if kind == "difference" else "smallest ratio"
+        out.append(FigureSpec(
+            plot="estimates",
+            data={"rows": rows, "band": band, "xlabel": what},
+            alt=(f"The {what} of each metric with its simultaneous interval: " + "; ".join(
+                f"{r['label']} {fmt(r['estimate'])} {fmt_interval(r['interval'])} "
+                f"({r['verdict']})" for r in rows) + "."),
+            caption=(f"Every {kind} metric at once: the {what} and its simultaneous interval "
+                     f"against the fair band" + (" (shaded)" if band else "") + "."),
+        ))
+    return out
+
+
+def grid_table(views: list[dict[str, Any]], group_col: str, reference: Any) -> Table:
+    """The group x metric grid: each group's rate and interval, and its comparison with the
+    reference group (when one is chosen) or with the rest, with the verdict of that
+    comparison's simultaneous interval against the metric's threshold."""
+    from fairprobe.stats.finding import decide
+
+    groups: list[str] = []
+    for v in views:
+        for r in v["rows"]:
+            if r["group"] not in groups:
+                groups.append(r["group"])
+    ref = str(reference) if reference is not None else None
+    header = [group_col] + [metric_label(v["name"]) for v in views]
+    rows, classes = [], []
+    for g in groups:
+        row, cls = [g + (" (reference)" if g == ref else "")], [""]
+        for v in views:
+            r = next((x for x in v["rows"] if x["group"] == g), None)
+            if r is None:
+                row.append("n/a")
+                cls.append("")
+                continue
+            text = f"{fmt(r['rate'], 2)} {fmt_interval((r['low'], r['high']), 2)}" \
+                if r["low"] is not None else fmt(r["rate"], 2)
+            if r["n"] is not None:
+                text += f" n={fmt(r['n'])}"
+            comp = [x for x in (v.get("vs_reference") if ref else None) or []
+                    if str(x.get("group")) == g and x.get("rate") == v["rate"]] or \
+                [x for x in v.get("vs_rest") or []
+                 if str(x.get("group")) == g and x.get("rate") == v["rate"]]
+            verdict = ""
+            if r["too_small"] or g in v["excluded"]:
+                text += "; not compared"
+            elif comp:
+                c = comp[0]
+                iv = interval(c.get("interval"))
+                what = f"vs {ref}" if ref and v.get("vs_reference") else "vs rest"
+                text += f"; {what} {fmt(num(c.get('estimate')), 2)} {fmt_interval(iv, 2)}"
+                if iv is not None and v["threshold"] is not None:
+                    verdict = decide(iv[0], iv[1], kind=v["kind"], threshold=v["threshold"])
+                    text += f" ({verdict})"
+            row.append(text)
+            cls.append(f"v-{verdict}" if verdict else "")
+        rows.append(row)
+        classes.append(cls)
+    return Table(
+        caption=(f"Groups x metrics: each {group_col} group's rate with its interval, and its "
+                 f"comparison with " + (f"the reference {ref}" if ref else "the rest")
+                 + " (simultaneous interval, coloured by its verdict against the threshold)"),
+        header=header, rows=rows, classes=classes)
 
 
 def _title(doc: Doc, views: list[dict[str, Any]]) -> str:
     """What was audited: the metrics, the groups and the model (an LLM, a served model, a
     predictions file), e.g. ``Demographic parity difference by sex of LLM gpt-x``."""
     names = list(dict.fromkeys(metric_label(v["name"]) for v in views))
-    what = ", ".join(names) or "Audit"
+    what = ", ".join(names) if len(names) <= 2 else f"{len(names)} metrics"
+    what = what or "Audit"
     what = what[:1].upper() + what[1:]
     cols = doc.get("group_col")
     by = ", ".join(map(str, cols)) if isinstance(cols, list) else (str(cols) if cols else "")

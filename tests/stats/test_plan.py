@@ -1,0 +1,66 @@
+"""The planner's predicted power against the audit itself, simulated at the planned budget."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fairprobe.errors import InvalidParameterError
+from fairprobe.stats import AuditFrame
+from fairprobe.stats.plan import plan_audit_budget
+
+
+def _audit_power(budget: int, shares: dict[str, float], rates: list[float], tol: float,
+                 target: str, reps: int, seed: int) -> float:
+    """Share of real AuditFrame audits (rows drawn at random) whose DP verdict is ``target``."""
+    rng = np.random.default_rng(seed)
+    names = list(shares)
+    p = np.array(list(shares.values()))
+    hits = 0
+    for _ in range(reps):
+        g = rng.choice(len(names), size=budget, p=p / p.sum())
+        pred = (rng.random(budget) < np.asarray(rates)[g]).astype(int)
+        s = AuditFrame(y_pred=pred, sensitive_features=np.asarray(names)[g], tolerance=tol,
+                       min_group_size=1).summary("dp")
+        hits += s.verdict == target
+    return hits / reps
+
+
+@pytest.mark.parametrize(("gap", "target"), [(0.0, "fair"), (0.35, "unfair")])
+def test_predicted_power_matches_the_audit(gap: float, target: str) -> None:
+    shares = {"a": 0.5, "b": 0.3, "c": 0.2}
+    plan = plan_audit_budget("dp", 0.2, shares, gap=gap, power=0.8, reps=2000, seed=3)
+    assert plan.target == target and plan.power >= 0.8
+    rates = [0.5 + gap, 0.5, 0.5]
+    got = _audit_power(plan.budget, shares, rates, 0.2, target, reps=600, seed=11)
+    assert abs(got - plan.power) <= 0.03 + 2 * np.sqrt(0.16 / 600), (plan.budget, got)
+    # and at half the budget the audit decides clearly less often
+    assert _audit_power(plan.budget // 2, shares, rates, 0.2, target, 200, 12) < 0.7
+
+
+def test_plan_validates() -> None:
+    with pytest.raises(InvalidParameterError, match="two groups"):
+        plan_audit_budget("dp", 0.1, {"a": 1.0})
+    with pytest.raises(InvalidParameterError, match="metric"):
+        plan_audit_budget("accuracy", 0.1, {"a": 0.5, "b": 0.5})
+    with pytest.raises(InvalidParameterError, match="exactly at the tolerance"):
+        plan_audit_budget("dp", 0.1, {"a": 0.5, "b": 0.5}, gap=0.1)
+
+
+def test_cli_plan_json(tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    r = subprocess.run([sys.executable, "-m", "fairprobe", "plan", "--metric", "dp",
+                        "--tolerance", "0.2", "--group-shares", "a=0.5,b=0.3,c=0.2", "--reps", "400",
+                        "--json", str(out)], capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["budget"] > 0 and doc["target_verdict"] == "fair" and doc["power"] >= 0.8
+    bad = subprocess.run([sys.executable, "-m", "fairprobe", "plan", "--group-shares", "a"],
+                         capture_output=True, text=True, check=False)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert "--group-shares" in bad.stderr

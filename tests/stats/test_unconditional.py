@@ -1,0 +1,46 @@
+"""The unconditional exact default: the monotonicity its theorem rests on, one answer by both
+paths, exact coverage at small sizes, and narrower than the Clopper-Pearson box."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fairprobe.stats import unconditional as u
+from fairprobe.stats.coverage import exact_coverage_two
+from fairprobe.stats.exact import box_difference_interval, exact_difference_interval
+
+
+@pytest.mark.parametrize("kind", ["difference", "ratio"])
+@pytest.mark.parametrize(("A", "B"), [(5, 7), (12, 9), (40, 25)])
+def test_ordering_bounds_are_monotone_in_each_count(kind, A, B) -> None:
+    # the theorem needs T_L, T_U non-decreasing in a and non-increasing in b
+    aa, bb = np.meshgrid(np.arange(A + 1.0), np.arange(B + 1.0), indexing="ij")
+    tl, tu = u._order_stats(kind, aa.ravel(), np.full(aa.size, float(A)), bb.ravel(),
+                            np.full(aa.size, float(B)), 0.95)
+    for t in (tl.reshape(aa.shape), tu.reshape(aa.shape)):
+        assert (t[1:, :] >= t[:-1, :] - 1e-9).all()  # infinite bounds compare as equal
+        assert (t[:, 1:] <= t[:, :-1] + 1e-9).all()
+
+
+@pytest.mark.parametrize("kind", ["difference", "ratio"])
+def test_table_and_row_paths_agree(kind, monkeypatch) -> None:
+    A, B = 9, 12
+    table = [u._one(kind, a, A, b, B, 0.05) for a in range(A + 1) for b in range(0, B + 1, 3)]
+    u._ONES.clear()
+    monkeypatch.setattr(u, "_STATS_MAX_CELLS", 0)  # the row-by-row bisection of large sizes
+    rows = [u._one(kind, a, A, b, B, 0.05) for a in range(A + 1) for b in range(0, B + 1, 3)]
+    u._ONES.clear()
+    assert np.allclose(np.asarray(table), np.asarray(rows), equal_nan=True)
+
+
+def test_exact_coverage_and_width_at_small_sizes() -> None:
+    p = np.array([0.0, 0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.99, 1.0])
+    p1, p2 = (x.ravel() for x in np.meshgrid(p, p, indexing="ij"))
+    cov, wid = exact_coverage_two(exact_difference_interval, 8, 11, p1, p2)
+    _, wbox = exact_coverage_two(box_difference_interval, 8, 11, p1, p2)
+    assert cov.min() >= 0.95
+    assert wid.mean() < 0.85 * wbox.mean()
+    lo, hi = exact_difference_interval(np.array([0, 8]), 8, np.array([11, 0]), 11)
+    assert lo[0] == -1.0 or lo[0] < -0.6  # all-or-nothing outcomes stay defined
+    assert hi[1] == 1.0 or hi[1] > 0.6
