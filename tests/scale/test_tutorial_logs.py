@@ -24,7 +24,7 @@ SECTION = DOC[DOC.index("### 6. Audit your prediction logs"):DOC.index("## Gloss
 def test_the_log_audit_section_runs_as_written(tmp_path: Path) -> None:
     commands = [line[2:] for body in re.findall(r"```shell\n(.*?)```", SECTION, re.S)
                 for line in body.splitlines() if line.startswith("$ ")]
-    assert len(commands) == 4, commands
+    assert len(commands) == 5, commands
     work = tmp_path / "repo"
     shutil.copytree(REPO / "tutorial", work / "tutorial",
                     ignore=shutil.ignore_patterns("*.csv", "*.json", "*.skops", "*.html",
@@ -50,3 +50,6 @@ def test_the_log_audit_section_runs_as_written(tmp_path: Path) -> None:
     assert alarm is not None and "2024-03-01" <= alarm <= "2024-03-15", alarm
     assert (t / "monitor.svg").stat().st_size > 1000 and (t / "weekly.svg").exists()
     assert (t / "q1-counts.json").stat().st_size < 20_000
+    where = json.loads((t / "where.json").read_text())
+    assert where["kind"] == "discover"
+    assert [s["label"] for s in where["subgroups"]][:1] in (["sex = Female"], ["sex = Male"])

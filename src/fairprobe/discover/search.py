@@ -119,6 +119,35 @@ class DiscoveryResult:
         is not evidence that none exists)."""
         return "unfair" if self.subgroups else "undetermined"
 
+    @property
+    def finding(self) -> Any:
+        """The search as one question for the verdict engine and the report's headline: "is
+        some subgroup unfair?". Its error is at most ``fdr``: with no subgroup beyond the
+        tolerance every report is false, and the procedure reports one with probability at
+        most ``fdr`` (the global null). The interval shown is the top subgroup's; with none
+        reported the finding is ``undetermined``."""
+        from fairprobe.stats.finding import Finding, Question
+
+        top = self.subgroups[0] if self.subgroups else None
+        q = Question(metric=f"discover:{self.metric}", kind="difference",
+                     threshold=self.tolerance,
+                     groups=(str(top), "rest") if top is not None else ("any subgroup", "rest"))
+        common = dict(confidence_level=1.0 - self.fdr,
+                      construction=f"exact boxes, {self.method.upper()} at FDR {self.fdr:g}",
+                      coverage="exact" if self.method == "by" else "conditional",
+                      condition=None if self.method == "by" else
+                      "if the p-values are positively regression dependent (PRDS)")
+        if top is None:
+            return Finding(q, float("nan"), -float("inf"), float("inf"), forced="undetermined",
+                           reason=f"no subgroup of {self.tested} is proven beyond the tolerance "
+                                  "at the FDR level", **common)  # type: ignore[arg-type]
+        return Finding(q, top.estimate, top.interval[0], top.interval[1],
+                       reason=(f"'some subgroup is unfair' is wrong with probability at most "
+                               f"{self.fdr:g} (no subgroup beyond the tolerance: the global "
+                               f"null); the interval is the top subgroup's, at the level its "
+                               f"rejection met ({self.level:.6g})"),
+                       **common)  # type: ignore[arg-type]
+
     def __str__(self) -> str:
         head = (f"{len(self.subgroups)} of {self.tested} subgroups (depth <= {self.depth}, "
                 f"{len(self.features)} features) differ from the rest by more than "
@@ -138,7 +167,7 @@ class DiscoveryResult:
             "method": self.method, "guarantee": self.guarantee, "depth": self.depth,
             "features": list(self.features), "tested": self.tested,
             "too_small": self.too_small, "rows": self.rows, "level": self.level,
-            "bins": self.bins, "verdict": self.verdict,
+            "bins": self.bins, "verdict": self.verdict, "finding": self.finding.to_dict(),
             "subgroups": [s.to_dict() for s in self.subgroups],
         }
 

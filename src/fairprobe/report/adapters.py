@@ -21,6 +21,7 @@ from fairprobe.report.kinds.collab import (
     adapt_collab_simulate,
     adapt_collab_sweep,
 )
+from fairprobe.report.kinds.discover import adapt_discover
 from fairprobe.report.kinds.radius import adapt_radius
 from fairprobe.report.kinds.sequential import adapt_sequential
 from fairprobe.report.kinds.twosource import adapt_twosource, adapt_twosource_plan
@@ -271,6 +272,7 @@ _ADAPTERS: dict[str, Callable[[Doc, str, str], Section]] = {
     "audit": adapt_audit,
     "sequential": adapt_sequential,
     "radius": adapt_radius,
+    "discover": adapt_discover,
     "twosource": adapt_twosource,
     "twosource-plan": adapt_twosource_plan,
     "collab-simulate": adapt_collab_simulate,

@@ -11,6 +11,7 @@ is about the audit API, not the model).
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -91,6 +92,12 @@ def _entries(kind: str, part: Mapping[str, Any], question: str, label: str,
             key = f"{question.rsplit('|', 1)[0]}|{','.join(f.question.rates) or name}"
             out.append(Entry(key, f, f.verdict, refit_family(f, by_group, method),
                              label=str(name)))
+    if kind == "discover" and isinstance(part.get("finding"), Mapping):
+        f = _finding(part["finding"])
+        if f is not None:
+            out.append(Entry(question, f, f.verdict, _discover_refit(f, part),
+                             label=label or kind))
+            return out
     for holder in (part, part.get("metric"), part.get("extra")):
         fd = holder.get("finding") if isinstance(holder, Mapping) else None
         if isinstance(fd, Mapping):
@@ -102,6 +109,21 @@ def _entries(kind: str, part: Mapping[str, Any], question: str, label: str,
     if not out and polarity(verdict) is not None:
         out.append(Entry(question, None, verdict or "", None, label=label or kind))
     return out
+
+
+def _discover_refit(f: Finding, part: Mapping[str, Any]) -> Any:
+    """A discovery at a smaller FDR level: Benjamini-Yekutieli (or -Hochberg) adjusted p-values
+    are monotone, so at level ``q`` some subgroup is reported exactly when the smallest
+    adjusted p-value is at most ``q``; the interval is then the top subgroup's, else unbounded
+    (undetermined)."""
+    adj = [float(s["adjusted_p"]) for s in part.get("subgroups") or []
+           if isinstance(s, Mapping) and isinstance(s.get("adjusted_p"), int | float)]
+    best = min(adj, default=math.inf)
+
+    def refit(level: float) -> tuple[float, float]:
+        return (f.low, f.high) if best <= 1.0 - level + 1e-15 else (-math.inf, math.inf)
+
+    return refit
 
 
 def _finding(d: Mapping[str, Any]) -> Finding | None:

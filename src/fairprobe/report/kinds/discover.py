@@ -1,0 +1,69 @@
+"""Subgroup discovery: the reported subgroups ranked by their gap, with their intervals."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from fairprobe.report._read import Doc, extra_assumptions, fmt, num
+from fairprobe.report.document import FigureSpec, Section, Table
+
+__all__ = ["adapt_discover"]
+
+#: What the discovery's guarantee rests on (docs/discover.md).
+ASSUMPTIONS = [
+    "The rows are independent draws from the population the conclusion is about; a "
+    "subgroup's rate is that population's.",
+    "The features and the search (depth, bins, minimum size) were chosen before looking at "
+    "these decisions; the bins' cut points come from the features alone.",
+    "Benjamini-Yekutieli bounds the expected share of false discoveries under any dependence "
+    "between overlapping subgroups; Benjamini-Hochberg (if chosen) needs positive dependence.",
+]
+
+
+def adapt_discover(doc: Doc, source: str, label: str) -> Section:
+    subs = [s for s in doc.get("subgroups") or [] if isinstance(s, Mapping)]
+    tol, fdr = num(doc.get("tolerance")), num(doc.get("fdr"))
+    tested = doc.get("tested")
+    metric = str(doc.get("metric", "dp"))
+    verdict = "unfair" if subs else "undetermined"
+    if subs:
+        sentence = (f"{len(subs)} of {tested} subgroups differ from the rest by more than "
+                    f"{fmt(tol, 3)} in {metric}; the expected share of false discoveries "
+                    f"among them is at most {fmt(fdr, 3)} ({doc.get('guarantee')}).")
+    else:
+        sentence = (f"No subgroup of {tested} is proven to differ from the rest by more than "
+                    f"{fmt(tol, 3)} in {metric} at FDR {fmt(fdr, 3)}: undetermined (finding "
+                    "none is not evidence that none exists).")
+    short = f"{len(subs)} unfair subgroup(s) at FDR {fmt(fdr, 3)}"
+    rows = [{"label": str(s.get("label")), "estimate": num(s.get("estimate")),
+             "interval": [num((s.get("interval") or {}).get("low")),
+                          num((s.get("interval") or {}).get("high"))],
+             "verdict": str(s.get("verdict"))} for s in subs[:30]]
+    figures = []
+    if rows:
+        figures.append(FigureSpec(
+            plot="estimates",
+            data={"rows": rows, "band": {"low": -(tol or 0.0), "high": tol or 0.0},
+                  "xlabel": f"{metric}: subgroup minus the rest"},
+            alt=("Gap of each reported subgroup to the rest, with its interval: " + "; ".join(
+                f"{r['label']} {fmt(r['estimate'])}" for r in rows) + "."),
+            caption=(f"The reported subgroups (at most 30), their gap to the rest and its exact "
+                     f"interval, against the fair band |gap| <= {fmt(tol, 3)}."),
+        ))
+    tables = [Table(
+        caption="Subgroups reported, ranked by the size of the gap",
+        header=["subgroup", "rows", "rate", "rest", "gap", "interval", "adjusted p"],
+        rows=[[str(s.get("label")), fmt(s.get("size")), fmt(s.get("rate")),
+               fmt(s.get("rate_rest")), fmt(s.get("estimate")),
+               f"[{fmt((s.get('interval') or {}).get('low'))}, "
+               f"{fmt((s.get('interval') or {}).get('high'))}]", fmt(s.get("adjusted_p"), 3)]
+              for s in subs],
+    )] if subs else []
+    facts = [("metric", metric), ("tolerance", fmt(tol, 3)), ("FDR", fmt(fdr, 3)),
+             ("method", str(doc.get("method"))), ("subgroups tested", fmt(tested)),
+             ("too small to test", fmt(doc.get("too_small"))), ("rows", fmt(doc.get("rows"))),
+             ("depth", fmt(doc.get("depth"))),
+             ("features", ", ".join(map(str, doc.get("features") or [])))]
+    title = "Subgroup discovery" + (f": {label}" if label else "")
+    return Section("discover", title, source, verdict, sentence, short, facts, figures, tables,
+                   ASSUMPTIONS + extra_assumptions(doc), [])
