@@ -260,7 +260,7 @@ class OpenAIChatBackend(HttpBackend):
             if not key:
                 raise ConfigError(f"environment variable {c.api_key_env} (the API key) is not set.")
             headers["Authorization"] = f"Bearer {key}"
-        self._transport = HttpTransport(headers, c.timeout)
+        self._transport = HttpTransport(headers, c.timeout, base_url=self.url)  # secrets kept out of errors
         transport = {"api_key_env", "headers", "timeout", "max_batch"}
         if c.cache_name is not None:
             transport |= {"base_url"}
