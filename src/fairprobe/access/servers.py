@@ -599,8 +599,8 @@ class KServeV2Backend(_ServedModel):
                     f"{where}: output {name!r} has shape {shape}, but the model declares "
                     f"{dshape}: refused.")
         text = dtype == "BYTES"
-        if any(isinstance(v, str) != text or (v is not None and not isinstance(v, str | int | float))
-               for v in values):
+        if any(v is not None and (isinstance(v, str) != text
+                                  or not isinstance(v, str | int | float)) for v in values):
             raise AnswerParseError(
                 f"{where}: output {name!r} is {dtype} but holds "
                 f"{'non-text' if text else 'text or non-scalar'} values: refused.")
