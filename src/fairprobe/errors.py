@@ -7,7 +7,6 @@ on stderr and a non-zero exit code (see :mod:`fairprobe.cli.main`).
 
 from __future__ import annotations
 
-
 #: Secret values (API keys from ``headers_env``, URL passwords, the Basic header built from
 #: them) that no error line may show, whoever puts them there: a server may echo a token in its
 #: error body, and that body is quoted in the message. Registered by the HTTP backends.

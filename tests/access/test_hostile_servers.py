@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import free_port
 
+from conftest import free_port
 from fairprobe.access import TransientAccessError
 from fairprobe.access.http import HttpJsonBackend, parse_decision
 from fairprobe.access.servers import KServeV1Backend, KServeV2Backend, MlflowBackend
