@@ -503,6 +503,11 @@ class HttpJsonConfig(HttpLimitsConfig):
         not JSON, falls back to fingerprinting (re-asking a few cached records).
     identity_fields : list of str, optional
         Keys of that report that identify the model (default: all but the volatile ones).
+    timeout : float
+        Total deadline of one request in seconds (default 30), however the server paces its
+        bytes.
+    max_response_bytes_per_record, max_rate_limit_pause, proxy_loopback
+        Transport limits (:class:`HttpLimitsConfig`).
     """
 
     kind: Literal["http-json"] = "http-json"
