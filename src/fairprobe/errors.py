@@ -14,9 +14,12 @@ _SECRETS: set[str] = set()
 
 
 def register_secret(value: str) -> None:
-    """Keep ``value`` (and each whitespace-separated part of it of 6 or more characters, e.g.
-    the token of ``"Bearer <token>"``) out of every :class:`FairprobeError` message."""
-    for part in (value, *value.split()):
+    """Keep ``value`` (4 characters or more) and each whitespace-separated part of it of 6 or
+    more characters (the token of ``"Bearer <token>"``) out of every :class:`FairprobeError`
+    message. Shorter values are not scrubbed: replacing them would garble the messages."""
+    if len(value) >= 4:
+        _SECRETS.add(value)
+    for part in value.split():
         if len(part) >= 6:
             _SECRETS.add(part)
 
