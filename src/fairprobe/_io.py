@@ -37,6 +37,35 @@ def read_stdin_csv(what: str = "Standard input") -> tuple[pd.DataFrame, bytes]:
             from None
 
 
+def _check_input(p: Path, what: str) -> None:
+    """A table is read from a regular file only: a directory, a FIFO (which would block) or a
+    device such as /dev/zero (endless) is refused in one line that says what it is."""
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise DataError(f"{what} {str(p)!r} does not exist.") from None
+    except OSError as exc:
+        raise DataError(f"cannot read {what.lower()} {str(p)!r}: {exc.strerror or exc}.") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise DataError(f"{what} {str(p)!r} is a directory; give the table file itself.")
+    if not stat.S_ISREG(st.st_mode):
+        raise DataError(f"{what} {str(p)!r} is {_kind(st.st_mode)}, not a regular file; save "
+                        "the table to a file (or pipe a CSV into '-').")
+
+
+def _check_header(p: Path, sep: str, what: str) -> None:
+    """Refuse a CSV header that names a column twice: pandas would rename the second ``a.1``
+    and a flag naming ``a`` would silently read the first."""
+    head = pd.read_csv(p, sep=sep, header=None, nrows=1, dtype=str).iloc[0]
+    names = [str(v) for v in head if isinstance(v, str)]
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise DataError(f"{what} {p.name} names the column {n!r} twice; rename one "
+                            "(columns are read by name).")
+        seen.add(n)
+
+
 def read_table(path: str | os.PathLike[str], what: str = "Table file") -> pd.DataFrame:
     """Read a CSV (optionally compressed; ``.tsv`` tab-separated) or Parquet file.
 
@@ -44,8 +73,7 @@ def read_table(path: str | os.PathLike[str], what: str = "Table file") -> pd.Dat
     another suffix, is empty or cannot be parsed; ``what`` names the file in the message.
     """
     p = Path(path)
-    if not p.is_file():
-        raise DataError(f"{what} {str(p)!r} does not exist.")
+    _check_input(p, what)
     name = p.name.lower()
     try:
         if name.endswith(_PARQUET_SUFFIXES):
@@ -54,7 +82,10 @@ def read_table(path: str | os.PathLike[str], what: str = "Table file") -> pd.Dat
             import_optional("pyarrow", feature=f"reading {p.name}")
             return pd.read_parquet(p)
         if name.endswith(_CSV_SUFFIXES):
-            return pd.read_csv(p, sep="\t" if name.endswith(".tsv") else ",")
+            sep = "\t" if name.endswith(".tsv") else ","
+            df = pd.read_csv(p, sep=sep)
+            _check_header(p, sep, what)
+            return df
     except FairprobeError:
         raise
     except pd.errors.EmptyDataError:
@@ -204,8 +235,8 @@ def prepare_private_file(path: str | os.PathLike[str], what: str,
         try:
             fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0),
                          0o600)
-        except FileExistsError:
-            return check_output(p, what, error)  # created meanwhile by another process
+        except FileExistsError:  # created meanwhile by another process: the checks below
+            return prepare_private_file(p, what, error)
         except OSError as exc:
             raise error(f"cannot create {what} {str(p)!r}: {exc.strerror or exc}; choose "
                         "another path.") from None
@@ -214,6 +245,14 @@ def prepare_private_file(path: str | os.PathLike[str], what: str,
         finally:
             os.close(fd)
         return p
+    # a database (or a journal SQLite would replay into it) that another account created is
+    # refused, not trusted: whoever planted it chose the answers it holds, and could read ours
+    uid = os.geteuid()
+    for q in (p, *(Path(str(p) + side) for side in ("-wal", "-shm", "-journal"))):
+        st = _lstat(q)
+        if st is not None and st.st_uid != uid:
+            raise error(f"{what} {str(q)!r} belongs to another account (uid {st.st_uid}), so its "
+                        "contents cannot be trusted; remove it or choose another path.")
     # an existing database (and the journal files SQLite keeps beside it) is narrowed to 0600:
     # what it holds (answers, a node's counts) reveals a private query set
     for q in (p, *(Path(str(p) + side) for side in ("-wal", "-shm", "-journal"))):

@@ -7,11 +7,41 @@ on stderr and a non-zero exit code (see :mod:`fairprobe.cli.main`).
 
 from __future__ import annotations
 
+#: Secret values (API keys from ``headers_env``, URL passwords, the Basic header built from
+#: them) that no error line may show, whoever puts them there: a server may echo a token in its
+#: error body, and that body is quoted in the message. Registered by the HTTP backends.
+_SECRETS: set[str] = set()
+
+
+def register_secret(value: str) -> None:
+    """Keep ``value`` (4 characters or more) and each whitespace-separated part of it of 6 or
+    more characters (the token of ``"Bearer <token>"``) out of every :class:`FairprobeError`
+    message. Shorter values are not scrubbed: replacing them would garble the messages."""
+    if len(value) >= 4:
+        _SECRETS.add(value)
+    for part in value.split():
+        if len(part) >= 6:
+            _SECRETS.add(part)
+
+
+def scrub(text: str) -> str:
+    """``text`` with every registered secret replaced by ``***`` (longest first)."""
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, "***")
+    return text
+
 
 class FairprobeError(Exception):
-    """Base class of every error fairprobe raises on purpose."""
+    """Base class of every error fairprobe raises on purpose.
+
+    Its message never shows a registered secret (:func:`register_secret`).
+    """
 
     exit_code: int = 2
+
+    def __str__(self) -> str:
+        return scrub(super().__str__())
 
 
 class InvalidParameterError(FairprobeError, ValueError):

@@ -212,3 +212,22 @@ def test_claims_of_a_dead_process_are_taken_over(tmp_path: Path) -> None:
         assert c.in_flight("m") == 2
         r = c.claim("m", ["k1", "k2"])
         assert r.claimed == ["k1", "k2"] and r.taken_over == 2, owner
+
+
+def test_a_cache_file_planted_by_another_account_is_refused(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from fairprobe.errors import CacheError
+
+    path = tmp_path / "planted.sqlite"
+    ResponseCache(path).close()  # a valid cache, as another account could prepare one
+    os.chmod(path, 0o666)
+    if os.geteuid() == 0:
+        os.chown(path, 65534, 65534)  # nobody
+    else:  # not root: the file is ours, so we become someone else for the check
+        me = os.geteuid()
+        monkeypatch.setattr(os, "geteuid", lambda: me + 1)
+    with pytest.raises(CacheError, match="belongs to another account"):
+        ResponseCache(path)
+    assert os.stat(path).st_mode & 0o777 == 0o666  # refused, not adopted: left as it was

@@ -34,11 +34,13 @@ from fairprobe.provenance import redact_url
 __all__ = [
     "HttpJsonBackend",
     "HttpJsonConfig",
+    "HttpLimitsConfig",
     "HttpStatusError",
     "HttpTransport",
     "dotted_get",
     "headers_from_env",
     "http_url",
+    "parse_decision",
     "parse_duration",
 ]
 
@@ -158,12 +160,13 @@ def _short(text: str, n: int = 160) -> str:
     return one if len(one) <= n else one[: n - 3] + "..."
 
 
-def _error_text(resp: httpx.Response, n: int = 160) -> str:
+def _error_text(content: bytes, n: int = 160) -> str:
     """The message of an error body (OpenAI ``{"error": {"message"}}``, FastAPI ``{"detail"}``)."""
+    text = content.decode("utf-8", errors="replace")
     try:
-        data = resp.json()
+        data = json.loads(content)
     except (ValueError, UnicodeDecodeError):
-        return _short(resp.text, n)
+        return _short(text, n)
     if isinstance(data, Mapping):
         err = data.get("error", data.get("detail"))
         if isinstance(err, Mapping) and isinstance(err.get("message"), str):
@@ -172,23 +175,140 @@ def _error_text(resp: httpx.Response, n: int = 160) -> str:
             return _short(err, n)
         if isinstance(data.get("message"), str):  # {"object": "error", "message": ...} (vLLM)
             return _short(data["message"], n)
-    return _short(resp.text, n)
+    return _short(text, n)
+
+
+#: Default of the config key ``max_response_bytes_per_record``: bytes a response may hold
+#: (after decompression) per record asked, on top of a fixed :data:`RESPONSE_BYTES_BASE`.
+MAX_RESPONSE_BYTES_PER_RECORD = 64 * 1024
+#: Bytes every response may hold whatever the number of records (envelopes, metadata, errors).
+RESPONSE_BYTES_BASE = 1024 * 1024
+#: Default of the config key ``max_rate_limit_pause``: the longest pause, in seconds, before a
+#: request when an earlier answer reported an exhausted rate-limit window.
+MAX_RATE_LIMIT_PAUSE = 60.0
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url``'s host is this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    import ipaddress
+
+    host = (httpx.URL(url).host or "").strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def url_secrets(url: str) -> list[str]:
+    """The credentials in ``url`` as they may travel: the password, ``user:password`` and the
+    Basic header httpx builds from them."""
+    import base64
+
+    u = httpx.URL(url)
+    user, password = u.username, u.password
+    if not password:
+        return []
+    pair = f"{user}:{password}"
+    return [password, pair, base64.b64encode(pair.encode()).decode()]
+
+
+class _Deadline(Exception):
+    pass
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _read_bounded(resp: httpx.Response, cap: int, deadline: float) -> bytes:
+    """The body of ``resp``, decompressed, refused past ``cap`` bytes or past ``deadline``.
+
+    The raw stream is decompressed here (gzip and deflate only, the encodings the client
+    announces) with ``max_length``, so a small compressed body never expands beyond the cap
+    in memory; the deadline is checked after every chunk, so a server dripping bytes cannot
+    keep a request alive past it.
+    """
+    import zlib
+
+    declared = resp.headers.get("content-length")
+    enc = resp.headers.get("content-encoding", "").strip().lower()
+    if enc in ("", "identity") and declared and declared.isdigit() and int(declared) > cap:
+        raise _TooLarge(int(declared))
+    if enc in ("gzip", "x-gzip"):
+        dec: Any = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    elif enc == "deflate":
+        dec = zlib.decompressobj()
+    elif enc in ("", "identity"):
+        dec = None
+    else:
+        raise AnswerParseError(f"the body is {enc}-encoded; fairprobe accepts gzip and deflate.")
+    out = bytearray()
+    try:
+        for chunk in resp.iter_raw():
+            if time.monotonic() > deadline:
+                raise _Deadline
+            data = chunk
+            while data:
+                piece = data if dec is None else dec.decompress(data, cap + 1 - len(out))
+                out += piece
+                if len(out) > cap:
+                    raise _TooLarge(len(out))
+                data = b"" if dec is None else dec.unconsumed_tail
+        if dec is not None:
+            out += dec.flush()
+    except zlib.error:
+        raise AnswerParseError(f"the {enc} body does not decompress.") from None
+    if len(out) > cap:
+        raise _TooLarge(len(out))
+    return bytes(out)
 
 
 class HttpTransport:
     """A thread-safe httpx client that maps failures onto fairprobe's error types.
 
     Connection errors, timeouts and HTTP 408/425/429/5xx raise
-    :class:`~fairprobe.access.TransientAccessError` (retried by BlackBox); other HTTP errors and
-    non-JSON bodies raise :class:`~fairprobe.errors.AccessError`.
+    :class:`~fairprobe.access.TransientAccessError` (retried by BlackBox); other HTTP errors,
+    redirects (never followed) and non-JSON bodies raise :class:`~fairprobe.errors.AccessError`.
+
+    Limits, each a config key of the HTTP backends: ``timeout`` is a total deadline per request
+    (checked after every received chunk; a single wait for bytes is also bounded by it, so no
+    request outlives twice ``timeout``); a response may hold ``RESPONSE_BYTES_BASE`` plus
+    ``max_response_bytes_per_record`` bytes per record asked, after decompression; a pause for
+    a rate-limit window that a successful answer reports exhausted lasts at most
+    ``max_rate_limit_pause`` seconds, and once paused, a window reported exhausted again by the
+    next successful answer is not believed (a server that means it answers 429, which is
+    retried with its ``Retry-After``). Proxies from the environment (``HTTP_PROXY``, ...) are
+    not used for a loopback ``base_url`` unless ``proxy_loopback``: the secret headers meant
+    for a local server would otherwise reach the proxy. ``secrets`` never appear in an error
+    message.
     """
 
-    def __init__(self, headers: Mapping[str, str], timeout: float) -> None:
+    def __init__(self, headers: Mapping[str, str], timeout: float, *,
+                 base_url: str | None = None,
+                 max_response_bytes_per_record: int = MAX_RESPONSE_BYTES_PER_RECORD,
+                 max_rate_limit_pause: float = MAX_RATE_LIMIT_PAUSE,
+                 proxy_loopback: bool = False, secrets: Sequence[str] = ()) -> None:
+        from fairprobe.errors import register_secret
+
         self.timeout = timeout
-        self._headers = dict(headers)
+        self.max_response_bytes_per_record = max_response_bytes_per_record
+        self.max_rate_limit_pause = max_rate_limit_pause
+        self._trust_env = not (base_url is not None and is_loopback(base_url)
+                               and not proxy_loopback)
+        self._headers = {"Accept-Encoding": "gzip, deflate", **dict(headers)}
+        for name, value in headers.items():  # credentials in plain headers are secrets too
+            if name.lower() in ("authorization", "proxy-authorization", "x-api-key", "api-key",
+                                "cookie"):
+                register_secret(value)
+        for value in (*secrets, *(url_secrets(base_url) if base_url else ())):
+            register_secret(value)
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
         self._not_before = 0.0  # monotonic time before which no request is sent
+        self._paused = False  # the last pause was for a window a successful answer reported
+        self._believe_windows = True
         #: Seconds spent waiting for exhausted rate-limit windows to reset.
         self.throttled_s = 0.0
 
@@ -199,12 +319,22 @@ class HttpTransport:
             time.sleep(wait)
             with self._lock:
                 self.throttled_s += wait
+                self._paused = True
 
     def _note_limits(self, resp: httpx.Response) -> None:
         wait = rate_limit_wait(resp.headers)
-        if wait is not None and wait > 0:
-            with self._lock:
-                self._not_before = max(self._not_before, time.monotonic() + min(wait, 300.0))
+        with self._lock:
+            if wait is None or wait <= 0:
+                if resp.status_code < 300:
+                    self._paused = False
+                return
+            if resp.status_code < 300 and self._paused:
+                # paused for this window already, and it is "exhausted" again on a success:
+                # the headers are not evidence of a limit (429s still are)
+                self._believe_windows = False
+            if self._believe_windows:
+                self._not_before = max(self._not_before,
+                                       time.monotonic() + min(wait, self.max_rate_limit_pause))
 
     def client(self) -> httpx.Client:
         with self._lock:
@@ -212,38 +342,59 @@ class HttpTransport:
                 self._client = httpx.Client(
                     headers=self._headers,
                     limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+                    trust_env=self._trust_env,
                 )
             return self._client
 
-    def request_json(self, method: str, url: str, body: Any) -> Any:
+    def request_json(self, method: str, url: str, body: Any, records: int = 0) -> Any:
+        """The JSON answer to one request; ``records`` sizes the response-bytes limit."""
         self._throttle()
+        cap = RESPONSE_BYTES_BASE + self.max_response_bytes_per_record * max(records, 0)
+        deadline = time.monotonic() + self.timeout
         try:
-            resp = self.client().request(method, url, json=body, timeout=self.timeout)
-        except httpx.TimeoutException as exc:
+            with self.client().stream(method, url, json=body, timeout=self.timeout) as resp:
+                if time.monotonic() > deadline:
+                    raise _Deadline
+                content = _read_bounded(resp, cap, deadline)
+        except (httpx.TimeoutException, _Deadline) as exc:
             raise TransientAccessError(
-                f"{method} {url} timed out after {self.timeout:g} s ({type(exc).__name__})"
-            ) from None
+                f"{method} {url} timed out after {self.timeout:g} s ({type(exc).__name__.strip('_')}"
+                "; config key timeout)") from None
+        except _TooLarge as exc:
+            raise AnswerParseError(
+                f"{method} {url} answered more than {cap:,} bytes ({exc.args[0]:,} read) for "
+                f"{records} record(s): refused (config key max_response_bytes_per_record, "
+                f"{self.max_response_bytes_per_record:,} per record asked).") from None
+        except AnswerParseError as exc:
+            raise AnswerParseError(f"{method} {url}: {exc}") from None
         except httpx.TransportError as exc:
             reason = str(exc) or type(exc).__name__
             if isinstance(exc, httpx.ConnectError) and "refused" in reason.lower():
                 reason = "connection refused"
             raise TransientAccessError(f"{method} {url}: {_short(reason)}") from None
         self._note_limits(resp)
-        if resp.status_code in _RETRY_STATUS:
+        status = resp.status_code
+        if status in _RETRY_STATUS:
             raise RateLimitedError(
-                f"{method} {url} answered HTTP {resp.status_code}: {_error_text(resp)}",
-                retry_after=_retry_after(resp), status=resp.status_code,
+                f"{method} {url} answered HTTP {status}: {_error_text(content)}",
+                retry_after=_retry_after(resp), status=status,
             )
-        if resp.status_code >= 400:
+        if status >= 400:
             raise HttpStatusError(
-                f"{method} {url} answered HTTP {resp.status_code}: {_error_text(resp)}",
-                resp.status_code,
-            )
+                f"{method} {url} answered HTTP {status}: {_error_text(content)}", status)
+        if status >= 300 or status < 200:
+            where = resp.headers.get("location")
+            to = f" to {redact_url(where)!r}" if where else ""
+            raise HttpStatusError(
+                f"{method} {url} answered HTTP {status} (a redirect{to}, which fairprobe never "
+                "follows: a body sent with it is not an answer); point the backend at the "
+                "final URL (config key url).", status)
         try:
-            return resp.json()
+            return json.loads(content)
         except (json.JSONDecodeError, UnicodeDecodeError):
+            text = content.decode("utf-8", errors="replace")
             raise AnswerParseError(
-                f"{method} {url} answered with a body that is not JSON: {_short(resp.text, 80)!r}"
+                f"{method} {url} answered with a body that is not JSON: {_short(text, 80)!r}"
             ) from None
 
     def close(self) -> None:
@@ -266,7 +417,44 @@ def headers_from_env(names: Mapping[str, str]) -> dict[str, str]:
 Scalar = str | int | float | bool
 
 
-class HttpJsonConfig(BackendConfig):
+class HttpLimitsConfig(BackendConfig):
+    """The transport limits every HTTP backend config shares (see :class:`HttpTransport`).
+
+    Attributes
+    ----------
+    max_response_bytes_per_record : int
+        Bytes a response may hold after decompression, per record asked (default 65,536), on
+        top of 1 MiB for every response; a larger one is refused, not read.
+    max_rate_limit_pause : float
+        Longest pause (seconds, default 60) before a request when a successful answer reported
+        an exhausted rate-limit window (``x-ratelimit-remaining-*: 0``).
+    proxy_loopback : bool
+        Use the environment's proxy (``HTTP_PROXY``, ...) for a server on this machine too
+        (default false: a loopback URL is reached directly).
+    """
+
+    max_response_bytes_per_record: int = Field(default=MAX_RESPONSE_BYTES_PER_RECORD, ge=1)
+    max_rate_limit_pause: float = Field(default=MAX_RATE_LIMIT_PAUSE, ge=0.0)
+    proxy_loopback: bool = False
+
+
+#: Config keys that shape how requests travel, not what the model answers: never in an identity.
+TRANSPORT_KEYS = frozenset({"headers", "headers_env", "timeout", "max_batch",
+                            "max_response_bytes_per_record", "max_rate_limit_pause",
+                            "proxy_loopback"})
+
+
+def transport_for(c: HttpLimitsConfig, url: str, headers: Mapping[str, str],
+                  headers_env: Mapping[str, str], timeout: float) -> HttpTransport:
+    """The transport of a backend config: its headers (``headers_env`` values are secrets)."""
+    secret = headers_from_env(headers_env)
+    return HttpTransport({**headers, **secret}, timeout, base_url=url,
+                         max_response_bytes_per_record=c.max_response_bytes_per_record,
+                         max_rate_limit_pause=c.max_rate_limit_pause,
+                         proxy_loopback=c.proxy_loopback, secrets=list(secret.values()))
+
+
+class HttpJsonConfig(HttpLimitsConfig):
     """Config of :class:`HttpJsonBackend`.
 
     Attributes
@@ -315,6 +503,11 @@ class HttpJsonConfig(BackendConfig):
         not JSON, falls back to fingerprinting (re-asking a few cached records).
     identity_fields : list of str, optional
         Keys of that report that identify the model (default: all but the volatile ones).
+    timeout : float
+        Total deadline of one request in seconds (default 30), however the server paces its
+        bytes.
+    max_response_bytes_per_record, max_rate_limit_pause, proxy_loopback
+        Transport limits (:class:`HttpLimitsConfig`).
     """
 
     kind: Literal["http-json"] = "http-json"
@@ -414,13 +607,8 @@ class HttpJsonBackend(HttpBackend):
         self.config = c
         self.max_batch = c.max_batch
         self.url = c.url + (c.path if not c.path or c.path.startswith("/") else "/" + c.path)
-        self._transport = HttpTransport(
-            {**c.headers, **headers_from_env(c.headers_env)}, c.timeout
-        )
-        transport = {
-            "headers", "headers_env", "timeout", "max_batch", "on_malformed", "identity_path",
-            "identity_fields",
-        }
+        self._transport = transport_for(c, self.url, c.headers, c.headers_env, c.timeout)
+        transport = {*TRANSPORT_KEYS, "on_malformed", "identity_path", "identity_fields"}
         if c.cache_name is not None:
             transport |= {"url"}
         ident = json.dumps(c.model_dump(exclude=transport), sort_keys=True, default=str)
@@ -488,7 +676,7 @@ class HttpJsonBackend(HttpBackend):
         if instances:
             self.sent_columns = list(instances[0])
         body: Any = instances if c.batch_key is None else {**c.extra_body, c.batch_key: instances}
-        data = self._transport.request_json(c.method, self.url, body)
+        data = self._transport.request_json(c.method, self.url, body, len(records))
         where = f"{c.method} {self.url}"
         try:
             answers = dotted_get(data, c.answers_path)
@@ -546,30 +734,59 @@ class HttpJsonBackend(HttpBackend):
             return None
 
     def _decision(self, v: Any) -> int:
-        c = self.config
-        if v is None:
-            raise AnswerParseError("the decision is null.")
-        if c.positive_values is not None:
-            if v in c.positive_values:
-                return 1
-            if c.negative_values is None or v in c.negative_values:
-                if isinstance(v, float) and math.isnan(v):
-                    raise AnswerParseError("the decision is NaN.")
+        return parse_decision(v, self.config.positive_values, self.config.negative_values)
+
+
+def _value_kind(v: Any) -> str | None:
+    """``"text"``, ``"number"`` (a finite JSON number or boolean), or ``None`` (anything else:
+    null, NaN, infinity, a list, an object)."""
+    if isinstance(v, str):
+        return "text"
+    if isinstance(v, bool | int):
+        return "number"
+    if isinstance(v, float):
+        return "number" if math.isfinite(v) else None
+    return None
+
+
+def parse_decision(v: Any, positive_values: Sequence[Any] | None,
+                   negative_values: Sequence[Any] | None) -> int:
+    """One answer's 0/1 decision; the rule every backend applies.
+
+    Without ``positive_values``: a JSON number or boolean equal to 0 or 1 (text such as
+    ``"1"``, ``" 1.0e0 "`` or ``"-0"`` is not a decision). With ``positive_values``: 1 for one of
+    them; with ``negative_values`` too, 0 for one of those and anything else is malformed;
+    without, 0 for any other value *of the same kind* as the positive ones (text for text labels,
+    a finite number for numeric ones), while null, NaN, a list, an object or a value of the
+    other kind is malformed, never a negative. Raises AnswerParseError.
+    """
+    if v is None:
+        raise AnswerParseError("the decision is null.")
+    kind = _value_kind(v)
+    if positive_values is not None:
+        if kind is not None and v in positive_values:
+            return 1
+        if negative_values is not None:
+            if kind is not None and v in negative_values:
                 return 0
             raise AnswerParseError(
-                f"decision {v!r} is neither a positive {c.positive_values} nor a negative "
-                f"{c.negative_values} value."
+                f"decision {v!r} is neither a positive {list(positive_values)} nor a negative "
+                f"{list(negative_values)} value (config keys positive_values / negative_values)."
             )
-        if isinstance(v, bool):
-            return int(v)
-        if isinstance(v, int | float):
-            if isinstance(v, float) and math.isnan(v):
-                raise AnswerParseError("the decision is NaN.")
-            if v in (0, 1):
-                return int(v)
+        if kind is not None and kind in {_value_kind(x) for x in positive_values}:
+            return 0
         raise AnswerParseError(
-            f"decision {v!r} ({type(v).__name__}) is not 0 or 1; set positive_values for labels."
-        )
+            f"decision {v!r} ({type(v).__name__}) is not a label like the positive values "
+            f"{list(positive_values)}: an unusable answer, not a negative (set negative_values "
+            "to list the other labels).")
+    if kind == "number" and v in (0, 1):
+        return int(v)
+    if isinstance(v, float) and math.isnan(v):
+        raise AnswerParseError("the decision is NaN.")
+    raise AnswerParseError(
+        f"decision {v!r} ({type(v).__name__}) is not 0 or 1; set positive_values for labels."
+    )
+
 
 def _number(v: Any, what: str, lo: float | None = None, hi: float | None = None) -> float | None:
     if v is None:

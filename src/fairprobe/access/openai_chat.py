@@ -38,7 +38,13 @@ from pydantic import Field, field_validator, model_validator
 
 from fairprobe.access.base import Answer, Backend, Record
 from fairprobe.access.config import BackendConfig, register_backend
-from fairprobe.access.http import HttpBackend, HttpStatusError, HttpTransport
+from fairprobe.access.http import (
+    TRANSPORT_KEYS,
+    HttpBackend,
+    HttpLimitsConfig,
+    HttpStatusError,
+    HttpTransport,
+)
 from fairprobe.access.parsing import (
     PARSERS,
     REFUSAL_PATTERNS,
@@ -67,7 +73,7 @@ PLACEHOLDERS: dict[str, str] = {
 #: Request parameters sent by default (removable with ``omit``).
 DEFAULT_PARAMS: tuple[str, ...] = ("temperature", "seed", "max_tokens")
 
-class OpenAIChatConfig(BackendConfig):
+class OpenAIChatConfig(HttpLimitsConfig):
     """Config of :class:`OpenAIChatBackend`.
 
     Attributes
@@ -118,6 +124,10 @@ class OpenAIChatConfig(BackendConfig):
     cache_name : str, optional
         Names the endpoint in the cache identity instead of ``base_url`` (the model, prompt,
         labels and decoding stay in it), so that cached answers survive a move of the server.
+    timeout : float
+        Total deadline of one request in seconds (default 60).
+    max_response_bytes_per_record, max_rate_limit_pause, proxy_loopback
+        Transport limits (:class:`fairprobe.access.http.HttpLimitsConfig`).
     """
 
     kind: Literal["openai-chat"] = "openai-chat"
@@ -260,8 +270,11 @@ class OpenAIChatBackend(HttpBackend):
             if not key:
                 raise ConfigError(f"environment variable {c.api_key_env} (the API key) is not set.")
             headers["Authorization"] = f"Bearer {key}"
-        self._transport = HttpTransport(headers, c.timeout)
-        transport = {"api_key_env", "headers", "timeout", "max_batch"}
+        self._transport = HttpTransport(
+            headers, c.timeout, base_url=self.url,
+            max_response_bytes_per_record=c.max_response_bytes_per_record,
+            max_rate_limit_pause=c.max_rate_limit_pause, proxy_loopback=c.proxy_loopback)
+        transport = {"api_key_env", *TRANSPORT_KEYS}
         if c.cache_name is not None:
             transport |= {"base_url"}
         ident_d = c.model_dump(exclude=transport)
@@ -365,7 +378,7 @@ class OpenAIChatBackend(HttpBackend):
 
     def _ask_one(self, record: Record) -> Answer:
         try:
-            data = self._transport.request_json("POST", self.url, self.request_body(record))
+            data = self._transport.request_json("POST", self.url, self.request_body(record), 1)
         except HttpStatusError as exc:
             if exc.status == 404 and not self.config.base_url.endswith("/v1"):
                 raise AccessError(

@@ -38,12 +38,14 @@ from pydantic import Field, field_validator
 from fairprobe.access.base import Answer, Backend, Record, TransientAccessError
 from fairprobe.access.config import BackendConfig, register_backend
 from fairprobe.access.http import (
+    TRANSPORT_KEYS,
     HttpBackend,
+    HttpLimitsConfig,
     HttpStatusError,
-    HttpTransport,
     dotted_get,
-    headers_from_env,
     http_url,
+    parse_decision,
+    transport_for,
 )
 from fairprobe.errors import AccessError, AnswerParseError, ConfigError, DataError
 from fairprobe.provenance import redact_url
@@ -65,7 +67,7 @@ _V2_NUMERIC = {"BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "
                "FP16", "FP32", "FP64"}
 
 
-class ServedModelConfig(BackendConfig):
+class ServedModelConfig(HttpLimitsConfig):
     """Keys every model-server backend shares.
 
     Attributes
@@ -94,6 +96,11 @@ class ServedModelConfig(BackendConfig):
         Extra headers, and headers read from environment variables (secrets; never cached).
     cache_name : str, optional
         Names the server in the cache identity instead of its URL.
+    timeout : float
+        Total deadline of one request in seconds (default 30), however the server paces its
+        bytes.
+    max_response_bytes_per_record, max_rate_limit_pause, proxy_loopback
+        Transport limits (:class:`fairprobe.access.http.HttpLimitsConfig`).
     """
 
     url: str
@@ -207,33 +214,25 @@ class KServeV1Config(ServedModelConfig):
 
 
 def _decisions(values: Sequence[Any], c: ServedModelConfig, where: str) -> npt.NDArray[np.int64]:
-    """0/1 decisions from a model's predicted values (labels mapped by ``positive_values``)."""
-    arr = np.asarray(values, dtype=object)
-    if c.positive_values is not None:
-        pos = np.isin(arr, np.asarray(c.positive_values, dtype=object))
-        if c.negative_values is not None:
-            bad = ~pos & ~np.isin(arr, np.asarray(c.negative_values, dtype=object))
-            if bad.any():
-                i = int(np.flatnonzero(bad)[0])
-                raise AnswerParseError(
-                    f"{where} answer {i}: decision {arr[i]!r} is neither a positive "
-                    f"{c.positive_values} nor a negative {c.negative_values} value "
-                    "(config keys positive_values / negative_values).")
-        return pos.astype(np.int64)
-    try:
-        num = np.asarray(values, dtype=np.float64)
-        ok = (num == 0) | (num == 1)
-    except (TypeError, ValueError):  # labels (text): no 0/1 decision without positive_values
-        num, ok = np.zeros(len(arr)), np.zeros(len(arr), dtype=bool)
-    if num.ndim != 1 or not ok.all():
-        i = int(np.flatnonzero(~ok)[0]) if num.ndim == 1 else 0
-        if arr[i] is None:
-            raise AnswerParseError(f"{where} answer {i}: the decision is null.")
-        raise AnswerParseError(
-            f"{where} answer {i}: decision {arr[i]!r} is not 0 or 1; set positive_values = "
-            f"[{json.dumps(arr[i], default=str)}] in the backend config if that label is the "
-            "positive one.")
-    return num.astype(np.int64)
+    """0/1 decisions from a model's predicted values, by the rule every backend applies
+    (:func:`fairprobe.access.http.parse_decision`): null, NaN, text where 0/1 is expected and
+    values of another kind than ``positive_values`` are malformed, never negatives."""
+    if c.positive_values is None and all(type(v) in (int, bool) for v in values):
+        num = np.asarray(values, dtype=np.int64)  # the common case, vectorised
+        bad = (num != 0) & (num != 1)
+        if not bad.any():
+            return num
+    out = np.empty(len(values), dtype=np.int64)
+    for i, v in enumerate(values):
+        try:
+            out[i] = parse_decision(v, c.positive_values, c.negative_values)
+        except AnswerParseError as exc:
+            hint = ""
+            if c.positive_values is None and isinstance(v, str):
+                hint = (f" (set positive_values = [{json.dumps(v)}] in the backend config if that "
+                        "label is the positive one)")
+            raise AnswerParseError(f"{where} answer {i}: {exc}{hint}") from None
+    return out
 
 
 def _scores(matrix: npt.NDArray[np.float64], c: ServedModelConfig, where: str
@@ -333,9 +332,8 @@ class _ServedModel(HttpBackend):
         self.config = c
         self.max_batch = c.max_batch
         self.url = self._endpoint(c)
-        self._transport = HttpTransport({**c.headers, **headers_from_env(c.headers_env)},
-                                        c.timeout)
-        transport = {"headers", "headers_env", "timeout", "max_batch"}
+        self._transport = transport_for(c, self.url, c.headers, c.headers_env, c.timeout)
+        transport = set(TRANSPORT_KEYS)
         if c.cache_name is not None:
             transport |= {"url"}
         ident = json.dumps(c.model_dump(exclude=transport), sort_keys=True, default=str)
@@ -406,6 +404,7 @@ class KServeV2Backend(_ServedModel):
         super().__init__(config, **kwargs)
         self._meta: dict[str, Any] | None = None
         self._meta_lock = threading.Lock()
+        self._seen_version: str | None = None  # the model version that answered first
 
     def _model_path(self, c: KServeV2Config) -> str:
         v = f"/versions/{c.version}" if c.version else ""
@@ -524,43 +523,125 @@ class KServeV2Backend(_ServedModel):
             body["outputs"] = [{"name": o} for o in dict.fromkeys(outs)]
         return body
 
+    def _check_identity(self, data: Mapping[str, Any], where: str) -> None:
+        """The answer's ``model_name`` / ``model_version`` are the model asked, and the version
+        stays the one first answered (a model swapped mid-audit is refused, not mixed in)."""
+        c = self.config
+        name, version = data.get("model_name"), data.get("model_version")
+        if name is not None and str(name) != c.model:
+            raise AccessError(
+                f"{where} answered for model {str(name)!r}, not the model asked, {c.model!r}: "
+                "refused (config key model).")
+        if version is None:
+            return
+        version = str(version)
+        if c.version and version != c.version:
+            raise AccessError(
+                f"{where} answered with model version {version!r}, not the version asked, "
+                f"{c.version!r}: refused (config key version).")
+        with self._meta_lock:
+            first = self._seen_version
+            if first is None:
+                self._seen_version = first = version
+        if version != first:
+            raise AccessError(
+                f"{where}: the model changed during the audit (version {first!r} answered "
+                f"first, now {version!r}); answers of two models cannot be mixed: pin the "
+                "version (config key version) and audit again.")
+
+    def _outputs(self, data: Any, where: str) -> dict[str, Mapping[str, Any]]:
+        outputs = data.get("outputs") if isinstance(data, Mapping) else None
+        if not isinstance(outputs, list) or not outputs:
+            raise AnswerParseError(f"{where} answered without 'outputs'.")
+        by_name: dict[str, Mapping[str, Any]] = {}
+        for o in outputs:
+            if not isinstance(o, Mapping) or not isinstance(o.get("name"), str):
+                raise AnswerParseError(f"{where}: an output is not an object with a name.")
+            if o["name"] in by_name:
+                raise AnswerParseError(
+                    f"{where} returned output {o['name']!r} twice: which one is the answer is "
+                    "undetermined, refused.")
+            by_name[o["name"]] = o
+        return by_name
+
+    def _tensor(self, o: Mapping[str, Any], name: str, n: int, where: str
+                ) -> tuple[list[Any], int, str]:
+        """An output's values, its columns per record and its datatype, after checking that its
+        shape, its length and its datatype agree with each other, with the ``n`` records asked
+        and with what the model declares."""
+        values, shape, dtype = o.get("data"), o.get("shape"), o.get("datatype")
+        if not isinstance(values, list):
+            raise AnswerParseError(f"{where}: output {name!r} holds no data list.")
+        if (not isinstance(shape, list) or not shape
+                or not all(type(d) is int and d >= 0 for d in shape)):
+            raise AnswerParseError(f"{where}: output {name!r} has no valid shape ({shape!r}).")
+        size = int(np.prod(shape))
+        if size != len(values) or shape[0] != n:
+            raise AnswerParseError(
+                f"{where}: output {name!r} declares shape {shape} and holds {len(values)} values "
+                f"for {n} records: refused.")
+        if not isinstance(dtype, str) or dtype not in _V2_NUMERIC | {"BYTES"}:
+            raise AnswerParseError(f"{where}: output {name!r} has no valid datatype ({dtype!r}).")
+        declared = {str(d.get("name")): d for d in self.metadata().get("outputs") or []
+                    if isinstance(d, Mapping)}
+        if name in declared:
+            d = declared[name]
+            if d.get("datatype") is not None and str(d["datatype"]) != dtype:
+                raise AnswerParseError(
+                    f"{where}: output {name!r} is {dtype}, but the model declares "
+                    f"{d['datatype']}: refused.")
+            dshape = d.get("shape")
+            if isinstance(dshape, list) and (
+                    len(dshape) != len(shape)
+                    or any(isinstance(a, int) and a >= 0 and a != b
+                           for a, b in zip(dshape[1:], shape[1:], strict=False))):
+                raise AnswerParseError(
+                    f"{where}: output {name!r} has shape {shape}, but the model declares "
+                    f"{dshape}: refused.")
+        text = dtype == "BYTES"
+        if any(v is not None and (isinstance(v, str) != text
+                                  or not isinstance(v, str | int | float)) for v in values):
+            raise AnswerParseError(
+                f"{where}: output {name!r} is {dtype} but holds "
+                f"{'non-text' if text else 'text or non-scalar'} values: refused.")
+        return values, size // n if n else 1, dtype
+
     def ask(self, records: Sequence[Record]) -> list[Answer]:
         c = self.config
         if not records:
             return []
-        data = self._transport.request_json("POST", self.url, self.request_body(records))
+        data = self._transport.request_json("POST", self.url, self.request_body(records),
+                                            len(records))
         where = f"POST {self.url}"
-        outputs = data.get("outputs") if isinstance(data, Mapping) else None
-        if not isinstance(outputs, list) or not outputs:
-            raise AnswerParseError(f"{where} answered without 'outputs'.")
-        by_name = {str(o.get("name")): o for o in outputs if isinstance(o, Mapping)}
+        by_name = self._outputs(data, where)
+        self._check_identity(data, where)
         n = len(records)
 
-        def tensor(name: str) -> list[Any]:
+        def tensor(name: str) -> tuple[list[Any], int, str]:
             o = by_name.get(name)
             if o is None:
                 raise AnswerParseError(
                     f"{where} returned no output {name!r} (outputs: {', '.join(by_name)}); "
                     "check decision_output / score_output in the backend config.")
-            values = o.get("data")
-            if not isinstance(values, list) or len(values) % n:
-                raise AnswerParseError(
-                    f"{where}: output {name!r} holds {len(values) if isinstance(values, list) else 'no'}"
-                    f" values for {n} records.")
-            return values
+            return self._tensor(o, name, n, where)
 
         score = None
         if c.score_output:
-            m = _float_matrix(tensor(c.score_output), where).reshape(n, -1)
-            score = _scores(m, c, where)
+            sv, _, _ = tensor(c.score_output)
+            score = _scores(_float_matrix(sv, where).reshape(n, -1), c, where)
         dec_name = c.decision_output
         if dec_name is None and (score is None or c.threshold is None):
             dec_name = next(iter(by_name))
         if dec_name is None:
             return _answers(_thresholded(score, c, where), score)
-        values = tensor(dec_name)
-        if len(values) != n:  # a probability matrix as the decision output
-            m = _float_matrix(values, where).reshape(n, -1)
+        values, cols, dtype = tensor(dec_name)
+        if cols != 1:  # a probability matrix [n, k] as the decision output
+            if not dtype.startswith("FP") or cols < 2:
+                raise AnswerParseError(
+                    f"{where}: output {dec_name!r} holds {cols} {dtype} values per record; a "
+                    "decision output holds one (a probability output is floating point, "
+                    "config key score_output).")
+            m = _float_matrix(values, where).reshape(n, cols)
             if score is None:
                 score = _scores(m, c, where)
             return _answers((np.argmax(m, axis=1) == c.score_index).astype(np.int64), score)
@@ -621,7 +702,8 @@ class MlflowBackend(_ServedModel):
 
     def ask(self, records: Sequence[Record]) -> list[Answer]:
         c = self.config
-        data = self._transport.request_json("POST", self.url, self.request_body(records))
+        data = self._transport.request_json("POST", self.url, self.request_body(records),
+                                            len(records))
         preds = data.get("predictions") if isinstance(data, Mapping) else data
         return _from_predictions(preds, len(records), c, f"POST {self.url}",
                                  c.decision_field, c.score_field)
@@ -645,9 +727,14 @@ class KServeV1Backend(_ServedModel):
     def _endpoint(self, c: Any) -> str:
         return self._model_path(c) + ":predict"
 
-    def model_identity(self) -> Any:
-        from fairprobe.access.identity import identity_from_report
+    def __init__(self, config: ServedModelConfig | None = None, **kwargs: Any) -> None:
+        super().__init__(config, **kwargs)
+        self._first_status: dict[str, Any] | None = None  # the model status first reported
+        self._status_lock = threading.Lock()
 
+    def _status(self) -> dict[str, Any] | None:
+        """What ``GET {url}/v1/models/{model}`` reports about the model (name, the versions
+        TF-Serving lists), readiness flags removed; ``None`` when it reports nothing."""
         c = self.config
         try:
             report = self._transport.request_json("GET", self._model_path(c), None)
@@ -664,7 +751,28 @@ class KServeV1Backend(_ServedModel):
                                         if isinstance(s, Mapping))
         if c.version:
             detail["version"] = c.version
-        return identity_from_report(detail)
+        with self._status_lock:
+            if self._first_status is None:
+                self._first_status = detail
+        return detail
+
+    def model_identity(self) -> Any:
+        from fairprobe.access.identity import identity_from_report
+
+        detail = self._status()
+        return None if detail is None else identity_from_report(detail)
+
+    def _check_same_model(self, where: str) -> None:
+        """After each batch, the model status again: v1 answers carry no version, so a model
+        swapped mid-audit shows only there (one GET per batch, no query paid)."""
+        first = self._first_status
+        now = self._status()
+        if first is not None and now is not None and now != first:
+            raise AccessError(
+                f"{where}: the model changed during the audit (the server reported "
+                f"{json.dumps(first, default=str)}, now {json.dumps(now, default=str)}); "
+                "answers of two models cannot be mixed: pin the version (config key version) "
+                "and audit again.")
 
     def request_body(self, records: Sequence[Record]) -> dict[str, Any]:
         cols = self._columns(records)
@@ -674,9 +782,11 @@ class KServeV1Backend(_ServedModel):
 
     def ask(self, records: Sequence[Record]) -> list[Answer]:
         c = self.config
-        data = self._transport.request_json("POST", self.url, self.request_body(records))
+        data = self._transport.request_json("POST", self.url, self.request_body(records),
+                                            len(records))
         if not isinstance(data, Mapping) or "predictions" not in data:
             raise AnswerParseError(f"POST {self.url} answered without 'predictions'.")
+        self._check_same_model(f"POST {self.url}")
         return _from_predictions(data["predictions"], len(records), c, f"POST {self.url}",
                                  c.decision_field, c.score_field)
 

@@ -209,7 +209,10 @@ def _run(argv: list[str] | None, debug: bool) -> None:
         extra_msg = missing_extra_message(exc)
         if extra_msg is not None:
             _fail(extra_msg, 4)
-        _fail(f"unexpected {type(exc).__name__}: {exc} (set FAIRPROBE_DEBUG=1 for details)", 1)
+        from fairprobe.errors import scrub
+
+        _fail(scrub(f"unexpected {type(exc).__name__}: {exc} (set FAIRPROBE_DEBUG=1 for "
+                    "details)"), 1)
     else:
         if rv == 130:  # click's silent exit code for a KeyboardInterrupt it caught
             _fail(INTERRUPT_MESSAGE, 130)
