@@ -351,7 +351,7 @@ def _slsqp_radius(v, g, p, eps, restarts=8, seed=0):
     return best
 
 
-def test_issue16_end_of_range_example():
+def test_end_of_range_example():
     r = consistency_radius([0.85, 0.17, 0.33, 0.92], [0, 0, 1, 1], 0.721627)
     assert r.radius == pytest.approx(0.5849988475, abs=1e-9)  # SLSQP and a 50-digit search: 0.58500
     assert r.lower_bound == pytest.approx(r.radius, rel=1e-8)
