@@ -42,7 +42,7 @@ from fairprobe.collab.net.config import (
 )
 from fairprobe.collab.net.keys import generate_keypair
 from fairprobe.collab.net.roster import Member, Roster
-from fairprobe.errors import FairprobeError, ProtocolError
+from fairprobe.errors import ConfigError, FairprobeError, ProtocolError
 
 __all__ = ["DemoSpec", "LocalNetwork", "free_loopback_port", "run_demo"]
 
@@ -162,6 +162,26 @@ class LocalNetwork:
     plan: Any = None
 
     # -- planning -----------------------------------------------------------------------------
+    def audit_id(self) -> bytes:
+        """The audit id every node of this network binds into its signatures (to check the
+        results a collector got, or tables seen on the wire), after :meth:`write`."""
+        from fairprobe.collab.net.config import load_node_config
+        from fairprobe.collab.net.node import audit_id
+
+        if self.roster is None or not self.procs:
+            raise ConfigError("write() the network first.")
+        return audit_id(load_node_config(self.procs[sorted(self.procs)[0]].config), self.roster)
+
+    def audit_label(self) -> str:
+        """The demo's ``[audit] label``: a digest of its whole spec, so that two demos that
+        differ in anything (liars, attack, seed, ...) are two audits whose signatures never
+        verify in each other, and a rerun of one demo reproduces it."""
+        # not the addresses or timeouts: they change between reruns of the same audit
+        d = {k: v for k, v in asdict(self.spec).items()
+             if k not in ("collector_url", "platform_url") and not k.endswith("_timeout")}
+        raw = json.dumps(d, sort_keys=True, default=str).encode()
+        return "demo-" + hashlib.sha256(raw).hexdigest()[:32]
+
     def write(self) -> LocalNetwork:
         from fairprobe.collab.net.plan import plan_network, plan_platform_network
 
@@ -258,6 +278,7 @@ class LocalNetwork:
                 audit=AuditConfig(
                     n=s.n, rounds=plan.rounds, tau=s.tau, z_max=s.z_max,
                     replacement=s.replacement, seed=s.seed, closing=closing,
+                    label=self.audit_label(),
                 ),
                 timeouts=TimeoutConfig(
                     round=s.round_timeout, request=s.request_timeout, finish=s.finish_timeout

@@ -167,8 +167,9 @@ class Roster:
     def public_keys(self) -> dict[str, Ed25519PublicKey]:
         return {m.id: public_key_from_b64(m.public_key_b64) for m in self.members}
 
-    def verifier(self) -> Ed25519Verifier:
-        return Ed25519Verifier(self.public_keys())
+    def verifier(self, context: bytes = b"") -> Ed25519Verifier:
+        """A verifier of this roster's keys; ``context``: the audit id bound into signatures."""
+        return Ed25519Verifier(self.public_keys(), context=context)
 
     def to_dict(self) -> dict[str, Any]:
         return {
