@@ -266,12 +266,12 @@ class NodeConfig:
             "attack_context": self.attack_context or None,
         }
 
-    def write(self, path: str | os.PathLike[str]) -> Path:
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
+    def write(self, path: str | os.PathLike[str], *, private: bool = False) -> Path:
+        """Write the node file (atomically; never through a symbolic link; ``private``: 0600)."""
+        from fairprobe._io import write_file
+
         doc = {k: v for k, v in self.to_toml_dict().items() if v is not None}
-        p.write_text(_toml.dumps(doc), encoding="utf-8")
-        return p
+        return write_file(path, _toml.dumps(doc), what="node file", private=private)
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any], base: Path | None = None) -> NodeConfig:

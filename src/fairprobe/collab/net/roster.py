@@ -180,11 +180,11 @@ class Roster:
     def dumps(self) -> str:
         return _toml.dumps(self.to_dict())
 
-    def write(self, path: str | os.PathLike[str]) -> Path:
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(self.dumps(), encoding="utf-8")
-        return p
+    def write(self, path: str | os.PathLike[str], *, private: bool = False) -> Path:
+        """Write the roster (atomically; never through a symbolic link; ``private``: 0600)."""
+        from fairprobe._io import write_file
+
+        return write_file(path, self.dumps(), what="roster file", private=private)
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> Roster:
