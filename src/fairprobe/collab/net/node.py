@@ -641,16 +641,33 @@ class Node:
                     continue
                 if reason is not None:
                     self.rejections[str(reason)] += 1
+                    if reason is Reason.EQUIVOCATION:
+                        self._equivocated(e.auditor, t)
                     continue
                 passed.append(
                     Entry(e.auditor, e.round, CountsVector(*e.counts), e.signature)
                 )
-            for _auditor, why in self.driver.merge(passed):
+            for auditor, why in self.driver.merge(passed):
                 self.rejections[why] += 1
+                if why == "equivocation":
+                    self._equivocated(auditor, t)
         # neighbours whose table of this very round is not part of this merge (down, slow, or
         # refused): the run then departs from the fault-free schedule the simulator follows
         self.counters["missing-tables"] += len(set(self.neighbours) - on_time)
         return consumed
+
+    def _equivocated(self, auditor: str, t: int) -> None:
+        """Two entries of one round, both signed by ``auditor`` in this audit: no honest node
+        signs twice for a round (a restarted one re-signs the same bytes), so with verification
+        on the author is excluded here as proven (its two signatures are the evidence; they are
+        not sent on as a proof)."""
+        if not self.driver.verifying or auditor == self.id or auditor in self.driver.proven:
+            return
+        with self.driver.lock:
+            self.driver.exclude(auditor, t, proven=True)
+        self.counters["verify:excluded-equivocation"] += 1
+        log.warning("%s: excluded %s at round %d: it signed two entries for one round",
+                    self.id, auditor, t)
 
     async def _wait_for_neighbours(self, t: int) -> None:
         assert self._table_event is not None and self._stop is not None
@@ -930,7 +947,8 @@ class Node:
 
 
 def audit_id(cfg: NodeConfig, roster: Roster) -> bytes:
-    """The id of an audit: SHA-256 of the roster (ids, keys, addresses, neighbours), the
+    """The id of an audit: SHA-256 of the roster (ids, public keys, neighbours; not the
+    addresses, which a node may see otherwise, e.g. through a proxy or a NAT), the
     ``[audit]`` table (counts, rounds, tolerance, seed, closing rounds, ``label``) and the
     verification settings every node shares -- what all auditors agree on before round 1.
 
@@ -940,7 +958,8 @@ def audit_id(cfg: NodeConfig, roster: Roster) -> bytes:
     does not verify, so it is refused as a bad signature and never excludes anyone."""
     import hashlib
 
-    doc: dict[str, Any] = {"roster": roster.to_dict(), "audit": cfg.audit.to_dict()}
+    members = [[m.id, m.public_key_b64, list(m.neighbours)] for m in roster.members]
+    doc: dict[str, Any] = {"roster": members, "audit": cfg.audit.to_dict()}
     if cfg.verify.enabled:
         doc["verify"] = {"rate": cfg.verify.rate}
     raw = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str).encode()
