@@ -666,7 +666,31 @@ def verify_opening(op: Opening, counts: Sequence[int], root: bytes) -> bool:
     return got is not None and got[0] == root and got[1] == tuple(int(x) for x in counts)
 
 
-FraudKind = Literal["bad-opening", "wrong-answer"]
+FraudKind = Literal["bad-opening", "wrong-answer", "refused-record"]
+#: Proof kinds; ``refused-record``: the opening is consistent, but its record is not one the
+#: model answers (not a JSON object, or refused for good by the model: a query id outside the
+#: population, a missing field) -- the source counted an answer the model never gave.
+FRAUD_KINDS = ("bad-opening", "wrong-answer", "refused-record")
+
+
+def is_refusal(exc: BaseException) -> bool:
+    """Whether a model-access error is the model refusing the record itself, for good.
+
+    Failures that may pass or that are the asker's own (unreachable endpoint, retried statuses,
+    the cache, a 401/403/407 on the asker's credentials) are not: they never prove anything
+    about the record's author."""
+    from fairprobe.errors import (
+        AccessError,
+        CacheError,
+        EndpointStatusError,
+        EndpointUnreachableError,
+    )
+
+    if not isinstance(exc, AccessError):
+        return False
+    if isinstance(exc, (EndpointUnreachableError, EndpointStatusError, CacheError)):
+        return False
+    return getattr(exc, "status", None) not in (401, 403, 407)
 
 
 @dataclass(frozen=True)
@@ -730,6 +754,10 @@ class FraudProof:
         consistent = verify_opening(op, (a, A, b, B), root)
         if self.kind == "wrong-answer" and consistent and record_of(op.record) is None:
             return "undecodable-record"
+        if self.kind == "refused-record":
+            if not consistent:
+                return "opening-is-inconsistent"
+            return None if self.observed is None else "answer-claimed"
         if self.kind == "bad-opening":
             return None if not consistent else "opening-is-consistent"
         if not consistent:
@@ -738,11 +766,19 @@ class FraudProof:
             return "no-mismatch-claimed"
         return None
 
-    def confirmed_by(self, model_answer: int | None) -> bool:
-        """Whether the checker's own answer for the record confirms the fraud."""
+    @property
+    def needs_query(self) -> bool:
+        """Whether the checker must ask the model the opened record (:meth:`confirmed_by`)."""
+        return self.kind != "bad-opening" and record_of(self.opening.record) is not None
+
+    def confirmed_by(self, model_answer: int | None, *, refused: bool = False) -> bool:
+        """Whether the checker's own answer for the record confirms the fraud (``refused``:
+        the checker's model refused the record for good, :func:`is_refusal`)."""
         if self.kind == "bad-opening":
             return True
-        return model_answer is not None and model_answer != self.opening.answer
+        if self.kind == "refused-record":
+            return refused or record_of(self.opening.record) is None
+        return not refused and model_answer is not None and model_answer != self.opening.answer
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -756,7 +792,7 @@ class FraudProof:
     def from_dict(cls, d: Mapping[str, Any]) -> FraudProof:
         try:
             kind = str(d["kind"])
-            if kind not in ("bad-opening", "wrong-answer"):
+            if kind not in FRAUD_KINDS:
                 raise ValueError(f"kind {kind!r}")
             entry = tuple(int(x) for x in d["entry"])
             if len(entry) != 5:

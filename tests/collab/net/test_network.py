@@ -148,7 +148,8 @@ def test_fourteen_node_processes_match_the_simulator_to_the_last_digit(tmp_path)
 
 # -- 2. faults ------------------------------------------------------------------------------------
 def _signer(net: LocalNetwork, nid: str) -> Ed25519Signer:
-    return Ed25519Signer(nid, load_private_key(net.workdir / "keys" / nid / "node.key"))
+    return Ed25519Signer(nid, load_private_key(net.workdir / "keys" / nid / "node.key"),
+                         context=net.audit_id())
 
 
 def _entry(auditor: str, r: int, c: tuple[int, ...], sig: bytes) -> EntryMessage:
@@ -252,7 +253,8 @@ def test_forged_tampered_replayed_malformed_oversized_down_and_sigkilled(tmp_pat
         assert _post(url, json.dumps(forged_env).encode()) == 401
         for not_nb in [u for u in ids if u not in t_nb and u != t_id][:1]:
             assert _post(url, _table(_signer(net, not_nb), t_id, last, [])) == 403
-        stranger = Ed25519Signer("zz", load_private_key(net.workdir / "keys" / att / "node.key"))
+        stranger = Ed25519Signer("zz", load_private_key(net.workdir / "keys" / att / "node.key"),
+                                 context=net.audit_id())
         assert _post(url, _table(stranger, t_id, last, [])) == 403
         assert _post(url, _table(a_signer, att, last, [])) == 400           # misaddressed
         reply = _raw(port, b"POST /v1/table HTTP/1.1\r\nHost: x\r\nContent-Type: application/"
@@ -290,7 +292,7 @@ def test_forged_tampered_replayed_malformed_oversized_down_and_sigkilled(tmp_pat
     assert any(results[u]["timeouts"] >= 1 for u in t_nb if u != x_id) or rt["timeouts"] >= 1
 
     # no accepted entry is false: every entry held anywhere is its author's signed entry
-    verifier = net.roster.verifier()
+    verifier = net.roster.verifier(net.audit_id())
     own = {u: own_entries(state / f"{u}.sqlite") for u in ids}
     for u in ids:
         _, phase, st = checkpoint(state / f"{u}.sqlite")
@@ -382,11 +384,11 @@ def test_every_byte_a_node_sends_is_counts_rounds_and_signatures(tmp_path):
     for raw in collected:
         m = ResultMessage.model_validate_json(raw)
         body = b"fairprobe/collab/result/v1\x00" + m.result.model_dump_json().encode()
-        assert net.roster.verifier().verify(m.result.id, body, base64.b64decode(m.sig))
+        assert net.roster.verifier(net.audit_id()).verify(m.result.id, body, base64.b64decode(m.sig))
         got[m.result.id] = m.result.estimate
     assert got == {k: v["estimate"] for k, v in results.items()}
 
-    verifier = net.roster.verifier()
+    verifier = net.roster.verifier(net.audit_id())
     n_tables = 0
     out = proxy.records["out"].chunks
     allowed_req_headers = {"host", "accept", "accept-encoding", "connection", "user-agent",

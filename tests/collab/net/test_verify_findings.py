@@ -52,7 +52,7 @@ CASE = "civil-near-fair"
 
 def _signer(net: LocalNetwork, nid: str) -> Ed25519Signer:
     cfg = load_node_config(net.procs[nid].config)
-    return Ed25519Signer(nid, load_private_key(cfg.key))
+    return Ed25519Signer(nid, load_private_key(cfg.key), context=net.audit_id())
 
 
 def _url(net: LocalNetwork, nid: str) -> str:

@@ -84,16 +84,26 @@ class AuditConfig:
     #: Closing rounds after the last querying round: entries keep circulating, no source may
     #: add queries, so every honest node ends holding every source's final counts (``bounded``).
     closing: int = 0
+    #: A name of this audit every auditor's file carries (a fresh random string per audit:
+    #: ``python -c "import secrets; print(secrets.token_hex(16))"``). With the roster and this
+    #: table it makes the audit id that every signature binds (``fairprobe.collab.net.node.
+    #: audit_id``): entries, tables, challenges, openings and proofs of another audit over the
+    #: same roster and keys do not verify.
+    label: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``[audit]`` table; ``closing`` only when set (files and state fingerprints of
-        audits without closing rounds stay what they were before it existed)."""
+        """The ``[audit]`` table; ``closing`` and ``label`` only when set (files and state
+        fingerprints of audits without them stay what they were before they existed)."""
         d = asdict(self)
         if not self.closing:
             d.pop("closing")
+        if not self.label:
+            d.pop("label")
         return d
 
     def __post_init__(self) -> None:
+        if not isinstance(self.label, str) or len(self.label) > 256:
+            raise ConfigError("[audit] label must be a string of at most 256 characters.")
         if not 0 <= self.closing <= 10_000:
             raise ConfigError(f"[audit] closing must be an int in [0, 10000]. Got {self.closing}.")
         if self.n < 1:
@@ -122,6 +132,8 @@ class TimeoutConfig:
 
 #: How an attacker node answers challenges (``[verify] answers``).
 ANSWERS = ("all", "none", "truthful")
+#: How an attacker node backs its counts with records (``[verify] records``).
+RECORDS = ("random", "chosen", "poisoned")
 
 
 @dataclass(frozen=True)
@@ -132,7 +144,10 @@ class VerifyNodeConfig:
     exchange proofs of fraud (every node of a network must agree: a node with it on refuses
     entries without a records root). ``rate``: leaves challenged per round as a fraction of the
     queries issued that round (at least one). ``records``: for an attacker node only, how it
-    backs its fabricated counts (``random`` or ``chosen``, see ``VerifyConfig``).
+    backs its fabricated counts (``random`` or ``chosen``, see ``VerifyConfig``; ``poisoned``:
+    drawn like ``random``, but every committed record is one the model refuses -- a query id
+    outside the population or a record without one -- the hostile case the challengers must
+    survive).
     """
 
     enabled: bool = False
@@ -154,9 +169,8 @@ class VerifyNodeConfig:
     def __post_init__(self) -> None:
         if not 0 <= self.rate <= 1:
             raise ConfigError(f"[verify] rate must be a float in [0, 1]. Got {self.rate}.")
-        if self.records not in ("random", "chosen"):
-            raise ConfigError(
-                f"[verify] records must be \"random\" or \"chosen\". Got {self.records!r}.")
+        if self.records not in RECORDS:
+            raise ConfigError(f"[verify] records must be one of {RECORDS}. Got {self.records!r}.")
         if self.answers not in ANSWERS:
             raise ConfigError(f"[verify] answers must be one of {ANSWERS}. Got {self.answers!r}.")
 
@@ -252,12 +266,12 @@ class NodeConfig:
             "attack_context": self.attack_context or None,
         }
 
-    def write(self, path: str | os.PathLike[str]) -> Path:
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
+    def write(self, path: str | os.PathLike[str], *, private: bool = False) -> Path:
+        """Write the node file (atomically; never through a symbolic link; ``private``: 0600)."""
+        from fairprobe._io import write_file
+
         doc = {k: v for k, v in self.to_toml_dict().items() if v is not None}
-        p.write_text(_toml.dumps(doc), encoding="utf-8")
-        return p
+        return write_file(path, _toml.dumps(doc), what="node file", private=private)
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any], base: Path | None = None) -> NodeConfig:
@@ -272,7 +286,8 @@ class NodeConfig:
 
         a = _section(doc, "audit")
         t = _section(doc, "timeouts")
-        unknown_a = set(a) - {"n", "rounds", "tau", "z_max", "replacement", "seed", "closing"}
+        unknown_a = set(a) - {"n", "rounds", "tau", "z_max", "replacement", "seed", "closing",
+                              "label"}
         if unknown_a:
             raise ConfigError(f"[audit] has unknown keys {sorted(unknown_a)}.")
         unknown_t = set(t) - {"round", "request", "finish"}
@@ -286,6 +301,7 @@ class NodeConfig:
             replacement=bool(a.get("replacement", False)),
             seed=_num(a, "seed", 0, int, "[audit]"),
             closing=_num(a, "closing", 0, int, "[audit]"),
+            label=a.get("label", ""),
         )
         timeouts = TimeoutConfig(
             round=_num(t, "round", 20.0, float, "[timeouts]"),

@@ -224,6 +224,10 @@ class Driver:
                 self.truth = be._decisions[rows]
                 self.pool_a = np.flatnonzero(self.in_a)
                 self.pool_b = np.flatnonzero(~self.in_a)
+                if cfg.verify.records == "poisoned":
+                    # committed records the model refuses (the truth above stays the real one)
+                    self.records = [{"query_id": 10**7 + i} if i % 2 == 0 else {"x": i}
+                                    for i in range(len(self.records))]
         if self.verifying:
             from fairprobe.collab.verify import LeafLog, salt_key
 
@@ -319,6 +323,10 @@ class Driver:
         h = self.core.held.get(auditor)
         return None if h is None else tuple(int(x) for x in h.counts)  # type: ignore[return-value]
 
+    def held_sig(self, auditor: str) -> bytes | None:
+        h = self.core.held.get(auditor)
+        return None if h is None else bytes(h.sig)
+
     def table(self) -> list[Entry]:
         return [e for e in self.core.table_entries() if e.auditor not in self.excluded]
 
@@ -336,7 +344,8 @@ class Driver:
             ta = self.truth[self.pool_a[pa:]]
             tb = self.truth[self.pool_b[pb:]]
             ia, ca, ib, cb = assign_claimed_answers(
-                inc, ta, tb, records=self.cfg.verify.records  # type: ignore[arg-type]
+                inc, ta, tb,
+                records="chosen" if self.cfg.verify.records == "chosen" else "random",
             )
             rec = np.concatenate([self.pool_a[pa:][ia], self.pool_b[pb:][ib]])
             grp = np.concatenate([np.ones(ia.size, np.int64), np.zeros(ib.size, np.int64)])

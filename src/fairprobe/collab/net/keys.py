@@ -230,19 +230,35 @@ def load_private_key(path: str | os.PathLike[str]) -> Ed25519PrivateKey:
     return key
 
 
-class Ed25519Signer:
-    """Signs entries and table envelopes with one auditor's private key."""
+#: Prefix of every message signed within an audit (``context``: the audit id).
+AUDIT_TAG = b"fairprobe/collab/audit/v1\x00"
 
-    def __init__(self, auditor_id: str, key: Ed25519PrivateKey) -> None:
+
+def bind_audit(context: bytes, message: bytes) -> bytes:
+    """The bytes actually signed: ``AUDIT_TAG || len(context) (u16) || context || message``
+    (``message`` itself when there is no audit context, as in the simulator)."""
+    if not context:
+        return message
+    return AUDIT_TAG + struct.pack(">H", len(context)) + context + message
+
+
+class Ed25519Signer:
+    """Signs entries and table envelopes with one auditor's private key.
+
+    ``context`` (the audit id, :func:`fairprobe.collab.net.node.audit_id`) is bound into every
+    signature (:func:`bind_audit`): nothing signed in one audit verifies in another."""
+
+    def __init__(self, auditor_id: str, key: Ed25519PrivateKey, *, context: bytes = b"") -> None:
         self.auditor_id = check_auditor_id(auditor_id)
         self._key = key
+        self.context = bytes(context)
 
     @property
     def public_key_b64(self) -> str:
         return public_key_to_b64(self._key.public_key())
 
     def sign(self, message: bytes) -> bytes:
-        return self._key.sign(message)
+        return self._key.sign(bind_audit(self.context, message))
 
     def sign_entry(self, round_: int, a: int, A: int, b: int, B: int) -> bytes:
         return self.sign(entry_bytes(self.auditor_id, round_, a, A, b, B))
@@ -251,8 +267,11 @@ class Ed25519Signer:
 class Ed25519Verifier:
     """Verifies signatures against the public keys of a roster (auditor id -> key)."""
 
-    def __init__(self, public_keys: Mapping[str, Ed25519PublicKey]) -> None:
+    def __init__(
+        self, public_keys: Mapping[str, Ed25519PublicKey], *, context: bytes = b""
+    ) -> None:
         self._keys = dict(public_keys)
+        self.context = bytes(context)
 
     def knows(self, auditor_id: str) -> bool:
         return auditor_id in self._keys
@@ -263,7 +282,7 @@ class Ed25519Verifier:
         if key is None or len(signature) != 64:
             return False
         try:
-            key.verify(signature, message)
+            key.verify(signature, bind_audit(self.context, message))
         except InvalidSignature:
             return False
         return True

@@ -19,6 +19,7 @@ import math
 import os
 import signal
 import socket
+import stat
 import statistics
 import subprocess
 import sys
@@ -32,6 +33,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from fairprobe._io import write_file
 from fairprobe._proc import die_with_parent
 from fairprobe._validation import check_int, check_real
 from fairprobe.collab.net.config import (
@@ -42,7 +44,7 @@ from fairprobe.collab.net.config import (
 )
 from fairprobe.collab.net.keys import generate_keypair
 from fairprobe.collab.net.roster import Member, Roster
-from fairprobe.errors import FairprobeError, ProtocolError
+from fairprobe.errors import ConfigError, FairprobeError, ProtocolError
 
 __all__ = ["DemoSpec", "LocalNetwork", "free_loopback_port", "run_demo"]
 
@@ -162,11 +164,35 @@ class LocalNetwork:
     plan: Any = None
 
     # -- planning -----------------------------------------------------------------------------
+    def audit_id(self) -> bytes:
+        """The audit id every node of this network binds into its signatures (to check the
+        results a collector got, or tables seen on the wire), after :meth:`write`."""
+        from fairprobe.collab.net.config import load_node_config
+        from fairprobe.collab.net.node import audit_id
+
+        if self.roster is None or not self.procs:
+            raise ConfigError("write() the network first.")
+        return audit_id(load_node_config(self.procs[sorted(self.procs)[0]].config), self.roster)
+
+    def audit_label(self) -> str:
+        """The demo's ``[audit] label``: a digest of its whole spec, so that two demos that
+        differ in anything (liars, attack, seed, ...) are two audits whose signatures never
+        verify in each other, and a rerun of one demo reproduces it."""
+        # not the addresses or timeouts: they change between reruns of the same audit
+        d = {k: v for k, v in asdict(self.spec).items()
+             if k not in ("collector_url", "platform_url") and not k.endswith("_timeout")}
+        raw = json.dumps(d, sort_keys=True, default=str).encode()
+        return "demo-" + hashlib.sha256(raw).hexdigest()[:32]
+
     def write(self) -> LocalNetwork:
         from fairprobe.collab.net.plan import plan_network, plan_platform_network
 
         s = self.spec
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        if not self.workdir.exists():
+            self.workdir.mkdir(parents=True)
+            os.chmod(self.workdir, 0o700)
+        for sub in ("keys", "nodes", "state", "results", "logs", "pids"):
+            _private_dir(self.workdir / sub)
         if s.platform_url is None:
             plan = plan_network(
                 case=s.case, honest=s.honest, attackers=s.attackers, seed=s.seed, n=s.n,
@@ -190,7 +216,7 @@ class LocalNetwork:
             nb = tuple(plan.ids[j] for j in plan.neighbours[i])
             members.append(Member(nid, kp.public_key_b64, "127.0.0.1", port, nb))
         self.roster = Roster(tuple(members), name=f"demo-{s.case}-{s.seed}")
-        roster_path = self.roster.write(self.workdir / "roster.toml")
+        roster_path = self.roster.write(self.workdir / "roster.toml", private=True)
         # bounded: closing rounds until every honest node holds every source's final counts
         closing = closing_rounds(plan.neighbours) if s.method == "bounded" else 0
         for i, nid in enumerate(plan.ids):
@@ -258,6 +284,7 @@ class LocalNetwork:
                 audit=AuditConfig(
                     n=s.n, rounds=plan.rounds, tau=s.tau, z_max=s.z_max,
                     replacement=s.replacement, seed=s.seed, closing=closing,
+                    label=self.audit_label(),
                 ),
                 timeouts=TimeoutConfig(
                     round=s.round_timeout, request=s.request_timeout, finish=s.finish_timeout
@@ -272,14 +299,12 @@ class LocalNetwork:
                 attack=s.attack,
                 attack_context=ctx,
             )
-            cpath = cfg.write(self.workdir / "nodes" / f"{nid}.toml")
+            cpath = cfg.write(self.workdir / "nodes" / f"{nid}.toml", private=True)
             self.procs[nid] = _Proc(
                 nid, role, cpath,
                 self.workdir / "results" / f"{nid}.json",
                 self.workdir / "logs" / f"{nid}.log",
             )
-        (self.workdir / "results").mkdir(exist_ok=True)
-        (self.workdir / "logs").mkdir(exist_ok=True)
         return self
 
     def override_peers(self, nid: str, ports: dict[str, int]) -> Path:
@@ -293,10 +318,10 @@ class LocalNetwork:
             dataclasses.replace(m, port=ports.get(m.id, m.port)) for m in self.roster.members
         )
         own = Roster(members, name=self.roster.name, allow_remote=self.roster.allow_remote)
-        path = own.write(self.workdir / f"roster-{nid}.toml")
+        path = own.write(self.workdir / f"roster-{nid}.toml", private=True)
         p = self.procs[nid].config
         cfg = load_node_config(p)
-        dataclasses.replace(cfg, roster=path).write(p)
+        dataclasses.replace(cfg, roster=path).write(p, private=True)
         return path
 
     # -- processes ----------------------------------------------------------------------------
@@ -306,7 +331,7 @@ class LocalNetwork:
             p = self.procs[nid]
             if p.popen is not None and p.popen.poll() is None:
                 continue
-            p.log_fh = open(p.log, "ab")  # noqa: SIM115 - closed in close()
+            p.log_fh = _open_log(p.log)
             p.popen = subprocess.Popen(
                 [self.python, "-m", "fairprobe", "node", "run",
                  "--config", str(p.config), "--json", str(p.result)],
@@ -314,9 +339,8 @@ class LocalNetwork:
                 preexec_fn=die_with_parent,
             )
             # a record of what runs, so that a supervisor can end it even if this process dies
-            pid_dir = self.workdir / "pids"
-            pid_dir.mkdir(exist_ok=True)
-            (pid_dir / f"{nid}.pid").write_text(str(p.popen.pid))
+            pid_dir = _private_dir(self.workdir / "pids")
+            write_file(pid_dir / f"{nid}.pid", str(p.popen.pid), what="pid file", private=True)
 
     def signal(self, nid: str, sig: int = signal.SIGKILL) -> None:
         p = self.procs[nid]
@@ -369,7 +393,8 @@ class LocalNetwork:
                 time.sleep(0.1)
         results: dict[str, dict[str, Any]] = {}
         for nid, p in self.procs.items():
-            assert p.popen is not None
+            if p.popen is None:  # never started (a member played by someone else)
+                continue
             if p.popen.returncode != 0 or not p.result.exists():
                 tail = p.log.read_text(errors="replace").strip().splitlines()[-1:] or ["?"]
                 raise ProtocolError(
@@ -532,11 +557,42 @@ def _term_is_exit() -> None:
         signal.signal(signal.SIGTERM, _exit)
 
 
+def _private_dir(p: Path) -> Path:
+    """A folder of the demo's workdir: created 0700 whatever the umask; a symbolic link (or
+    anything but a folder) placed there is refused, never written through."""
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        st = None
+    if st is None:
+        p.mkdir(mode=0o700)
+    elif not stat.S_ISDIR(st.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a folder"
+        raise ConfigError(f"--workdir: {p} is {kind}; the demo writes only into folders it "
+                          "creates (remove it or choose another --workdir).")
+    os.chmod(p, 0o700)  # mkdir's mode is filtered by the umask
+    return p
+
+
+def _open_log(path: Path) -> Any:
+    """A node's log, opened for appending 0600; never through a symbolic link."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
+                     0o600)
+    except OSError as exc:
+        raise ConfigError(f"--workdir: cannot open the log {path}: {exc.strerror or exc} "
+                          "(a symbolic link is never followed).") from None
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "ab")
+
+
 @contextlib.contextmanager
 def _workdir(path: Path | None) -> Iterator[Path]:
     if path is not None:
         path = path.absolute()  # node configs name their files relative to their own folder
-        path.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            path.mkdir(parents=True)
+            os.chmod(path, 0o700)  # whatever the umask
         yield path
     else:
         with tempfile.TemporaryDirectory(prefix="fairprobe-demo-") as d:

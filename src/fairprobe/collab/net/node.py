@@ -65,7 +65,7 @@ from fairprobe.collab.protocol import Entry
 from fairprobe.errors import ConfigError, FairprobeError, PortInUseError, ProtocolError
 from fairprobe.stats.counts import CountsVector
 
-__all__ = ["Node", "NodeStateLostError", "NodeStopped", "run_node"]
+__all__ = ["Node", "NodeStateLostError", "NodeStopped", "audit_id", "run_node"]
 
 log = logging.getLogger("fairprobe.collab.node")
 
@@ -124,7 +124,8 @@ class Node:
         self.driver = driver
         self.out = out if out is not None else sys.stdout
         self.neighbours: tuple[str, ...] = me.neighbours
-        self.verifier = roster.verifier()
+        # the audit id every signature binds (build_node: audit_id); the same for the checks
+        self.verifier = roster.verifier(context=getattr(signer, "context", b""))
         self.max_body = max_body_bytes(len(roster))
         self.n = cfg.audit.n
         self.last_round = cfg.audit.rounds + cfg.audit.closing  # closing rounds: no queries
@@ -346,14 +347,13 @@ class Node:
                 if why is not None:
                     raise ProtocolError(why)
                 if accused not in self.driver.proven and accused != self.id:
-                    answer = None
-                    if proof.kind == "wrong-answer":
-                        answers = await asyncio.to_thread(
-                            self.driver.reask, [proof.opening.record_dict()]
-                        )
-                        answer = answers[0]
-                        self.counters["verify:reasked"] += 1
-                    if proof.confirmed_by(answer):
+                    answer, refused = None, False
+                    if proof.needs_query:
+                        got = await self._reask([proof.opening.record_dict()])
+                        answer, refused = got[0]
+                        if answer is None and not refused and proof.kind == "refused-record":
+                            raise ProtocolError("the model could not be asked the record")
+                    if proof.confirmed_by(answer, refused=refused):
                         self._exclude(accused, t, d)
                     else:
                         self.counters["verify:proof-not-confirmed"] += 1
@@ -387,14 +387,62 @@ class Node:
         pending = [x for g in got for x in g]
         if not pending:
             return
-        answers = await asyncio.to_thread(
-            self.driver.reask, [op.record_dict() for _, _, _, op in pending]
-        )
-        self.counters["verify:reasked"] += len(pending)
-        for (u, entry, esig, op), ans in zip(pending, answers, strict=True):
-            if u in self.driver.excluded or ans is None or ans == op.answer:
+        from fairprobe.collab.verify import record_of
+
+        # one batch per prover: a liar's records the model refuses must not cost the
+        # challenger the answers of the other provers' records (nor stop it)
+        by_prover: dict[str, list[tuple[Any, bytes, Any]]] = {}
+        for u, entry, esig, op in pending:
+            by_prover.setdefault(u, []).append((entry, esig, op))
+        for u, items in by_prover.items():
+            bad = [it for it in items if record_of(it[2].record) is None]
+            if bad:  # not a JSON object: no model answers it, proven by the signatures alone
+                entry, esig, op = bad[0]
+                self._make_proof("refused-record", entry, esig, op, None, t)
                 continue
-            self._make_proof("wrong-answer", entry, esig, op, ans, t)
+            replies = await self._reask([op.record_dict() for _, _, op in items])
+            for (entry, esig, op), (ans, refused) in zip(items, replies, strict=True):
+                if u in self.driver.excluded:
+                    break
+                if refused:
+                    self._make_proof("refused-record", entry, esig, op, None, t)
+                elif ans is not None and ans != op.answer:
+                    self._make_proof("wrong-answer", entry, esig, op, ans, t)
+
+    async def _reask(self, records: list[dict[str, Any]]) -> list[tuple[int | None, bool]]:
+        """``(answer, refused)`` per record: the model's answer (None: unparsed or not asked),
+        and whether the model refused that record for good (:func:`~fairprobe.collab.verify.
+        is_refusal`). A refused batch is asked again record by record, to find the refused
+        ones; a failure that may pass or is this node's own (unreachable model, credentials)
+        is logged and counted, never turned into an accusation, and never stops the node."""
+        from fairprobe.collab.verify import is_refusal
+
+        async def ask(batch: list[dict[str, Any]]) -> list[int | None]:
+            out = await asyncio.to_thread(self.driver.reask, batch)
+            self.counters["verify:reasked"] += len(batch)
+            return out
+
+        try:
+            return [(a, False) for a in await ask(records)]
+        except FairprobeError as exc:
+            if not is_refusal(exc) or len(records) == 1:
+                return [self._reask_failed(exc)] * len(records)
+        out: list[tuple[int | None, bool]] = []
+        for rec in records:
+            try:
+                out.append(((await ask([rec]))[0], False))
+            except FairprobeError as exc:
+                out.append(self._reask_failed(exc))
+        return out
+
+    def _reask_failed(self, exc: FairprobeError) -> tuple[None, bool]:
+        from fairprobe.collab.verify import is_refusal
+
+        refused = is_refusal(exc)
+        key = "refused-record" if refused else f"unavailable:{type(exc).__name__}"
+        self.counters[f"verify:reask-{key}"] += 1
+        log.warning("%s: re-asking an opened record failed (%s): %s", self.id, key, exc)
+        return None, refused
 
     def _make_proof(self, kind: str, entry: tuple[int, int, int, int, int], esig: bytes,
                     op: Any, observed: int | None, t: int) -> None:
@@ -584,23 +632,42 @@ class Node:
                     carrier_round=msg.round,
                     held_round=self.driver.held_round(e.auditor),
                     held_counts=self.driver.held_counts(e.auditor),
-                    verifier=self.verifier,
+                    # the entry verifier (with verification on, signatures carry the root)
+                    verifier=self.entry_verifier,
+                    held_sig=self.driver.held_sig(e.auditor),
                 )
                 if reason is Reason.STALE_ROUND:
                     self.counters["stale-entries"] += 1
                     continue
                 if reason is not None:
                     self.rejections[str(reason)] += 1
+                    if reason is Reason.EQUIVOCATION:
+                        self._equivocated(e.auditor, t)
                     continue
                 passed.append(
                     Entry(e.auditor, e.round, CountsVector(*e.counts), e.signature)
                 )
-            for _auditor, why in self.driver.merge(passed):
+            for auditor, why in self.driver.merge(passed):
                 self.rejections[why] += 1
+                if why == "equivocation":
+                    self._equivocated(auditor, t)
         # neighbours whose table of this very round is not part of this merge (down, slow, or
         # refused): the run then departs from the fault-free schedule the simulator follows
         self.counters["missing-tables"] += len(set(self.neighbours) - on_time)
         return consumed
+
+    def _equivocated(self, auditor: str, t: int) -> None:
+        """Two entries of one round, both signed by ``auditor`` in this audit: no honest node
+        signs twice for a round (a restarted one re-signs the same bytes), so with verification
+        on the author is excluded here as proven (its two signatures are the evidence; they are
+        not sent on as a proof)."""
+        if not self.driver.verifying or auditor == self.id or auditor in self.driver.proven:
+            return
+        with self.driver.lock:
+            self.driver.exclude(auditor, t, proven=True)
+        self.counters["verify:excluded-equivocation"] += 1
+        log.warning("%s: excluded %s at round %d: it signed two entries for one round",
+                    self.id, auditor, t)
 
     async def _wait_for_neighbours(self, t: int) -> None:
         assert self._table_event is not None and self._stop is not None
@@ -879,11 +946,32 @@ class Node:
         return result
 
 
+def audit_id(cfg: NodeConfig, roster: Roster) -> bytes:
+    """The id of an audit: SHA-256 of the roster (ids, public keys, neighbours; not the
+    addresses, which a node may see otherwise, e.g. through a proxy or a NAT), the
+    ``[audit]`` table (counts, rounds, tolerance, seed, closing rounds, ``label``) and the
+    verification settings every node shares -- what all auditors agree on before round 1.
+
+    Every signature a node makes binds it (:func:`~fairprobe.collab.net.keys.bind_audit`), and
+    the round is inside each signed message (entries, tables, challenges, openings, the entry a
+    proof carries): an entry, table, challenge or proof of another audit with the same keys
+    does not verify, so it is refused as a bad signature and never excludes anyone."""
+    import hashlib
+
+    members = [[m.id, m.public_key_b64, list(m.neighbours)] for m in roster.members]
+    doc: dict[str, Any] = {"roster": members, "audit": cfg.audit.to_dict()}
+    if cfg.verify.enabled:
+        doc["verify"] = {"rate": cfg.verify.rate}
+    raw = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str).encode()
+    return hashlib.sha256(b"fairprobe/collab/audit-id/v1\x00" + raw).digest()
+
+
 def build_node(cfg: NodeConfig, *, out: TextIO | None = None) -> Node:
     """A node from its configuration: roster, key, driver (core + model access)."""
     roster = load_roster(cfg.roster)
-    signer = Ed25519Signer(cfg.id, load_private_key(cfg.key))
-    driver = Driver(cfg, roster, signer, roster.verifier())
+    ctx = audit_id(cfg, roster)
+    signer = Ed25519Signer(cfg.id, load_private_key(cfg.key), context=ctx)
+    driver = Driver(cfg, roster, signer, roster.verifier(context=ctx))
     return Node(cfg, roster, signer, driver, out=out)
 
 

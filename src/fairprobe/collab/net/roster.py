@@ -167,8 +167,9 @@ class Roster:
     def public_keys(self) -> dict[str, Ed25519PublicKey]:
         return {m.id: public_key_from_b64(m.public_key_b64) for m in self.members}
 
-    def verifier(self) -> Ed25519Verifier:
-        return Ed25519Verifier(self.public_keys())
+    def verifier(self, context: bytes = b"") -> Ed25519Verifier:
+        """A verifier of this roster's keys; ``context``: the audit id bound into signatures."""
+        return Ed25519Verifier(self.public_keys(), context=context)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -179,11 +180,11 @@ class Roster:
     def dumps(self) -> str:
         return _toml.dumps(self.to_dict())
 
-    def write(self, path: str | os.PathLike[str]) -> Path:
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(self.dumps(), encoding="utf-8")
-        return p
+    def write(self, path: str | os.PathLike[str], *, private: bool = False) -> Path:
+        """Write the roster (atomically; never through a symbolic link; ``private``: 0600)."""
+        from fairprobe._io import write_file
+
+        return write_file(path, self.dumps(), what="roster file", private=private)
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> Roster:

@@ -53,6 +53,7 @@ def precheck(
     held_round: int,
     held_counts: tuple[int, int, int, int] | None = None,
     verifier: EntryVerifier | None = None,
+    held_sig: bytes | None = None,
 ) -> Reason | None:
     """Checks of one received entry that come before the core's merge.
 
@@ -71,6 +72,12 @@ def precheck(
         With both given, an entry of the held round with other counts is checked for its
         signature here (``bad-signature``): the core would call it an ``equivocation`` without
         verifying, which would blame a tampered relayed copy on its author.
+    held_sig : bytes, optional
+        The signature field of the held entry. A copy of the held round with the same counts
+        but another signature field is verified (``bad-signature`` if it does not verify); if
+        it does and carries another records root (:mod:`fairprobe.collab.verify`), its author
+        signed two commitments for one round: ``equivocation``. (Ed25519 signatures are
+        deterministic: a genuine copy of the same entry has the same field, and is a duplicate.)
     """
     if not known:
         return Reason.UNKNOWN_AUDITOR
@@ -89,4 +96,17 @@ def precheck(
         and not verifier.verify_entry(e.auditor, e.round, a, A, b, B, e.signature)
     ):
         return Reason.BAD_SIGNATURE
+    if (
+        e.round == held_round
+        and e.counts == held_counts
+        and held_sig is not None
+        and verifier is not None
+        and e.signature != held_sig
+    ):
+        from fairprobe.collab.verify import split_signature
+
+        if not verifier.verify_entry(e.auditor, e.round, a, A, b, B, e.signature):
+            return Reason.BAD_SIGNATURE
+        if split_signature(e.signature)[1] != split_signature(held_sig)[1]:
+            return Reason.EQUIVOCATION
     return None
