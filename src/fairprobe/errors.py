@@ -81,6 +81,13 @@ class EndpointStatusError(AccessError):
     exit_code = 3
 
 
+class ModelIdentityError(AccessError):
+    """The server answered for another model than the one asked, or the model changed during
+    the audit: the answers as a whole are refused (never a fault of one record)."""
+
+    exit_code = 3
+
+
 class PortInUseError(FairprobeError, OSError):
     """A server could not bind its port because something else already listens on it."""
 

@@ -47,7 +47,13 @@ from fairprobe.access.http import (
     parse_decision,
     transport_for,
 )
-from fairprobe.errors import AccessError, AnswerParseError, ConfigError, DataError
+from fairprobe.errors import (
+    AccessError,
+    AnswerParseError,
+    ConfigError,
+    DataError,
+    ModelIdentityError,
+)
 from fairprobe.provenance import redact_url
 
 __all__ = [
@@ -529,14 +535,14 @@ class KServeV2Backend(_ServedModel):
         c = self.config
         name, version = data.get("model_name"), data.get("model_version")
         if name is not None and str(name) != c.model:
-            raise AccessError(
+            raise ModelIdentityError(
                 f"{where} answered for model {str(name)!r}, not the model asked, {c.model!r}: "
                 "refused (config key model).")
         if version is None:
             return
         version = str(version)
         if c.version and version != c.version:
-            raise AccessError(
+            raise ModelIdentityError(
                 f"{where} answered with model version {version!r}, not the version asked, "
                 f"{c.version!r}: refused (config key version).")
         with self._meta_lock:
@@ -544,7 +550,7 @@ class KServeV2Backend(_ServedModel):
             if first is None:
                 self._seen_version = first = version
         if version != first:
-            raise AccessError(
+            raise ModelIdentityError(
                 f"{where}: the model changed during the audit (version {first!r} answered "
                 f"first, now {version!r}); answers of two models cannot be mixed: pin the "
                 "version (config key version) and audit again.")
@@ -768,7 +774,7 @@ class KServeV1Backend(_ServedModel):
         first = self._first_status
         now = self._status()
         if first is not None and now is not None and now != first:
-            raise AccessError(
+            raise ModelIdentityError(
                 f"{where}: the model changed during the audit (the server reported "
                 f"{json.dumps(first, default=str)}, now {json.dumps(now, default=str)}); "
                 "answers of two models cannot be mixed: pin the version (config key version) "

@@ -1,7 +1,7 @@
 """Verification of answers: committed records, random challenges, transferable proofs of fraud.
 
 An optional layer over the collaborative audit (``collaborative-auditing-auditopus.md``,
-Section III-B signs counts; issue 15, item 3 adds this). The paper's auditors cannot check
+Section III-B signs counts; this layer is fairprobe's). The paper's auditors cannot check
 another auditor's counts: they never see its queries. Here each auditor **commits**, inside the
 entry it signs every round, to the records behind its counts, and its neighbours **challenge** a
 few random records each round and re-ask the model.
@@ -684,11 +684,15 @@ def is_refusal(exc: BaseException) -> bool:
         CacheError,
         EndpointStatusError,
         EndpointUnreachableError,
+        ModelIdentityError,
     )
 
     if not isinstance(exc, AccessError):
         return False
-    if isinstance(exc, (EndpointUnreachableError, EndpointStatusError, CacheError)):
+    # a server answering for another model, or a model swapped mid-audit, refuses every
+    # record alike: it says nothing about the record's author
+    if isinstance(exc, (EndpointUnreachableError, EndpointStatusError, CacheError,
+                        ModelIdentityError)):
         return False
     return getattr(exc, "status", None) not in (401, 403, 407)
 

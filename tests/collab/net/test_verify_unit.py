@@ -266,3 +266,13 @@ def test_an_attacker_node_backs_its_counts_with_leaves_and_restarts_the_same(tmp
     assert again.local_step(2) == e2 and e1.round == 1
     again.close()
     d.close()
+
+
+def test_a_model_identity_error_is_not_a_refusal_of_the_record() -> None:
+    """A server answering for another model (or a model swapped mid-audit) refuses every record
+    alike: a challenger never turns that into a proof against the record's author."""
+    from fairprobe.collab.verify import is_refusal
+    from fairprobe.errors import AccessError, ModelIdentityError
+
+    assert not is_refusal(ModelIdentityError("the model changed during the audit"))
+    assert is_refusal(AccessError("a query_id lies outside population"))

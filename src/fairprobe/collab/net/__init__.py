@@ -1,4 +1,4 @@
-"""The networked auditor node of the collaborative audit (issue 4).
+"""The networked auditor node of the collaborative audit.
 
 Each auditor runs one node: an HTTP service that gossips signed counts vectors with its
 neighbours and runs the sans-I/O protocol core of :mod:`fairprobe.collab` on what it receives.

@@ -155,7 +155,7 @@ class VerifyNodeConfig:
     records: str = "random"
     #: For an attacker node only: which requested leaves it opens (``all``; ``none``: answers
     #: ``{"openings": []}``; ``truthful``: only the leaves whose answers are true). Honest
-    #: challengers count anything but ``all`` as a failed challenge (issue 21).
+    #: challengers count anything but ``all`` as a failed challenge.
     answers: str = "all"
 
     def to_dict(self) -> dict[str, Any]:
@@ -194,7 +194,7 @@ class NodeConfig:
     #: Aggregation run by an honest node (a name of ``fairprobe.collab`` aggregation methods):
     #: ``bounded``, the interval verdict that holds whichever ``max_liars`` sources lie.
     method: str = "bounded"
-    #: Declared liar bound of the ``bounded`` verdict (issue 21).
+    #: Declared liar bound of the ``bounded`` verdict.
     max_liars: int = 0
     #: Attack strategy of an attacker node (a name of ``fairprobe.collab.attacker.ATTACKS``).
     attack: str = "adaptive"

@@ -562,7 +562,7 @@ class Driver:
         if v is not None and self.log is not None:
             self.log.load_state(v["log"])
             self.excluded = {str(k): int(x) for k, x in v["excluded"].items()}
-            # states written before issue 21 knew only proofs
+            # states written by earlier versions knew only proofs
             self.proven = set(v.get("proven", list(self.excluded)))
             self.pool_pos = [int(x) for x in v["pool_pos"]]
         saved = state.get("sampler")

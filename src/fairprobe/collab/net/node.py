@@ -267,7 +267,7 @@ class Node:
             self.counters[f"verify:served:{msg.challenger}"] += msg.count
         idx = challenge_indices(sig, msg.m, msg.count, lo=msg.lo)
         if self.cfg.role == "attacker" and self.cfg.verify.answers != "all":
-            # an attacker that hides its falsified leaves (issue 21, finding 1)
+            # an attacker that hides its falsified leaves
             keep = [] if self.cfg.verify.answers == "none" else [
                 k for k in idx if self.driver.truthful_leaf(k)]
             idx = keep
