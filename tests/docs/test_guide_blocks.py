@@ -76,6 +76,22 @@ outbox = []
 send = outbox.append
 received_entries = []                         # the neighbours' tables of this round
 """,
+    "scale.md": """
+import os
+import numpy as np
+import pandas as pd
+from fairprobe.scale import CountSpec, count
+rng = np.random.default_rng(0)
+def day(n):
+    return pd.DataFrame({"sex": rng.choice(["F", "M"], n), "race": rng.choice(list("abc"), n),
+                         "p": rng.integers(0, 2, n), "y": rng.integers(0, 2, n)})
+os.makedirs("logs", exist_ok=True)
+os.makedirs("new", exist_ok=True)
+day(2000).to_parquet("logs/2024-06-01.parquet")
+day(500).to_parquet("new/2024-06-02.parquet")
+_spec = CountSpec(group_cols=("sex", "race"), y_pred="p", y_true="y")
+part_a, part_b = count(day(300), _spec), count(day(300), _spec)
+""",
     "platform.md": """
 from fairprobe.platform.core import EXAMPLE_AUDIT_RECORD
 record = EXAMPLE_AUDIT_RECORD
