@@ -112,3 +112,13 @@ def parse_budget(value: Any, flag: str = "--budget") -> int | str | None:
         shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:18] + "..." + repr(value)[-8:]
         raise InvalidParameterError(
             f"{flag} must be a positive integer or 'all', got {shown}.") from None
+
+
+def split_names(value: Any) -> list[str] | None:
+    """``"a,b,c"`` (a flag's value) or a sequence as a list of names; ``None`` stays ``None``.
+    The one rule for every comma-separated flag and its Python argument."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [str(v) for v in value]

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
+from fairprobe._validation import split_names
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,14 +61,6 @@ _NEEDS_LABEL = ("equal_opportunity_difference", "performance_gap")
 DEFAULT_GROUPS = {"sex": ("Female", "Male")}
 #: ``--group-b`` values meaning "every other value".
 REST_WORDS = ("*", "rest")
-
-
-def _split(value: str | Sequence[str] | None) -> list[str] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    return [str(v) for v in value]
 
 
 def _resolve_budget(budget: int | str | None, n: int) -> int:
@@ -208,7 +201,7 @@ def plan_audit(
         raise DataError(f"--metric {metric} needs true labels: give --label-col.")
     required = _platform_fields(url, path, feature_cols)
     columns = plan_columns(
-        pool, group_cols=[group_col], label_col=label, feature_cols=_split(feature_cols),
+        pool, group_cols=[group_col], label_col=label, feature_cols=split_names(feature_cols),
         send_group=send_group, required=required, answer_cols=answer_cols,
     )
     if metric not in _NEEDS_LABEL and label_col is None:
@@ -337,7 +330,7 @@ def plan_group_audit(
     if needs_label and label is None:
         raise DataError(f"--metric {names[0]} needs true labels: give --label-col.")
     columns = plan_columns(pool, group_cols=cols, label_col=label,
-                           feature_cols=_split(feature_cols), send_group=send_group,
+                           feature_cols=split_names(feature_cols), send_group=send_group,
                            required=_platform_fields(url, path, feature_cols),
                            answer_cols=answer_cols)
     if not needs_label and label_col is None:
@@ -448,7 +441,7 @@ def _metric_names(metric: str | Sequence[str]) -> list[str]:
     choices = {"di": "disparate_impact_ratio", "dp": "demographic_parity_difference",
                **FAIRNESS_ALIASES, **{m: m for m in FAIRNESS_METRICS}}
     out = []
-    for m in _split(metric) or []:
+    for m in split_names(metric) or []:
         key = m.strip().lower()
         if key not in choices:
             raise InvalidParameterError(
@@ -528,8 +521,8 @@ def audit_model(
                 f"group_col (--group-col) is required with a query pool: name its sensitive "
                 f"column(s){have}.")
         group_col = "sex"  # the bundled Adult pool
-    cols = _split(group_col) or []
-    names = _split(metric) or []
+    cols = split_names(group_col) or []
+    names = split_names(metric) or []
     if every_group is None:
         every_group = not (group_a is not None or group_b is not None) and (
             len(cols) != 1 or cols[0] not in DEFAULT_GROUPS or len(names) != 1

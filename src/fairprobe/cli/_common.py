@@ -50,9 +50,9 @@ def answer_columns(backend_config: str | None) -> list[str]:
 
 def split_list(value: str | None) -> list[str] | None:
     """``"a,b,c"`` as ``["a", "b", "c"]``; ``None`` stays ``None``."""
-    if value is None:
-        return None
-    return [v.strip() for v in value.split(",") if v.strip()]
+    from fairprobe._validation import split_names
+
+    return split_names(value)
 
 
 # -- flag validation: messages name the CLI flag, checked before anything is paid --------------

@@ -8,15 +8,9 @@ from typing import Any
 
 import pandas as pd
 
+from fairprobe._validation import split_names
+
 __all__ = ["discover_job"]
-
-
-def _split(value: str | Sequence[str] | None) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    return [str(v) for v in value]
 
 
 def discover_job(
@@ -58,7 +52,7 @@ def discover_job(
     from fairprobe.errors import InvalidParameterError
     from fairprobe.provenance import Provenance
 
-    feats = _split(features)
+    feats = split_names(features) or []
     opts = dict(features=feats, y_true=y_true, depth=depth, metric=metric, fdr=fdr,
                 tolerance=tolerance, method=method, bins=bins, min_size=min_size,
                 pos_label=pos_label, engine=engine)

@@ -399,29 +399,27 @@ def _read(data: Any, features: tuple[str, ...], y_pred: str, y_true: str | None)
             raise DataError(f"column {missing[0]!r} is not in the data; it has "
                             f"{', '.join(map(str, data.columns[:20]))}.")
         return data[cols]
-    from fairprobe.scale.engine import list_files
+    # the engine's own readers of files, directories and globs (one rule for every input)
+    from fairprobe.scale.engine import (
+        _duckdb_connect,
+        _from_sql,
+        _q,
+        _to_pandas,
+        engine_name,
+        resolve_source,
+    )
 
-    files = list_files(data)
+    src = resolve_source(data)
+    if engine_name("auto") != "duckdb":
+        return _read(_to_pandas(src), features, y_pred, y_true)
+    con = _duckdb_connect(None, None)
     try:
-        import duckdb
-    except ImportError:
-        from fairprobe._io import read_table
-
-        frames = [read_table(f, "--predictions file") for f in files]
-        df = pd.concat(frames, ignore_index=True)
-        return _read(df, features, y_pred, y_true)
-    parquet = all(f.suffix.lower() in (".parquet", ".pq") for f in files)
-    lits = "[" + ", ".join("'" + str(f).replace("'", "''") + "'" for f in files) + "]"
-    rel = (f"read_parquet({lits}, union_by_name = true)" if parquet else
-           f"read_csv({lits}, union_by_name = true, header = true)")
-    con = duckdb.connect()
-    try:
+        rel = _from_sql(con, src)
         have = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
         missing = [c for c in cols if c not in have]
         if missing:
             raise DataError(f"column {missing[0]!r} is not in {data}; it has "
                             f"{', '.join(have[:20])}.")
-        sel = ", ".join('"' + c.replace('"', '""') + '"' for c in cols)
-        return con.execute(f"SELECT {sel} FROM {rel}").df()
+        return con.execute(f"SELECT {', '.join(_q(c) for c in cols)} FROM {rel}").df()
     finally:
         con.close()

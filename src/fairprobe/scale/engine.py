@@ -96,11 +96,10 @@ def list_files(source: str | os.PathLike[str]) -> list[Path]:
     if p.is_file():
         return [p.resolve()]
     if os.path.lexists(p) and not p.is_dir():
-        # a FIFO (which would block), a device or a socket: named for what it is, never read
-        from fairprobe._io import _kind
+        # a FIFO (which would block), a device or a socket: the table reader's one check
+        from fairprobe._io import _check_input
 
-        raise DataError(f"--predictions {s!r} is {_kind(os.lstat(p).st_mode)}: give a regular "
-                        "file, a directory or a glob.")
+        _check_input(p, "--predictions")
     if p.is_dir():
         found = [q for q in p.rglob("*") if q.is_file() and _format_of(q) is not None
                  and not q.name.startswith((".", "_"))]

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
+from fairprobe._validation import split_names
 from fairprobe.documents import Job
 from fairprobe.errors import ConfigError
 
@@ -23,12 +24,6 @@ DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"
 
 #: Live-mode step callback: the step and the test's (upper, lower) boundaries.
 StepCallback = Callable[[Any, tuple[float, float | None]], None]
-
-
-def _split(value: str | list[str] | None) -> list[str] | None:
-    if value is None or isinstance(value, list):
-        return value
-    return [v.strip() for v in value.split(",") if v.strip()]
 
 
 def _table(data: str | os.PathLike[str] | pd.DataFrame, what: str) -> pd.DataFrame:
@@ -115,9 +110,9 @@ def sequential_job(
     if input is not None:
         cols = _PoolColumns(group_col, group_a, decision_col, score_col, logit_col, label_col)
         result = _pool_mode(_table(input, "--input file"), cols, repeats, common, progress,
-                            partial if partial is not None else [], _split(pair))
+                            partial if partial is not None else [], split_names(pair))
     else:
-        result = _live_mode(backend, queries, _split(feature_cols), group_col, group_a,
+        result = _live_mode(backend, queries, split_names(feature_cols), group_col, group_a,
                             label_col, batch_size, cache, retries, timeout, common, on_step)
     return Job("sequential", result, Provenance.capture(seed=seed))
 

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from fairprobe._defaults import PLATFORM_RATE_FEMALE, PLATFORM_RATE_MALE, PLATFORM_SHARE_FEMALE
+from fairprobe._validation import split_names
 from fairprobe.documents import Job
 from fairprobe.errors import ConfigError, InvalidParameterError
 
@@ -30,14 +31,6 @@ __all__ = [
 ]
 
 DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"
-
-
-def _split(value: str | Sequence[str] | None) -> list[str] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    return [str(v) for v in value]
 
 
 def platform_sources(url: str | None, api_backend: Any = None, ui_backend: Any = None
@@ -109,7 +102,7 @@ def twosource_job(
 
     # the detector list is checked before the pool is read or a query is paid: an empty or
     # unknown name is an error, never "no detector" (a lone ',' must not audit with none)
-    dets = tuple(d.lower() for d in (_split(detectors) or []))
+    dets = tuple(d.lower() for d in (split_names(detectors) or []))
     unknown = [d for d in dets if d not in DETECTORS]
     if not dets or unknown:
         what = f"unknown detector(s) {', '.join(map(repr, unknown))}" if unknown else "no detector"
@@ -145,7 +138,7 @@ def twosource_job(
 
         pool = read_table(queries, "--queries file")
     if proxy == "learned":
-        feats = _split(proxy_features) or ["first_name"]
+        feats = split_names(proxy_features) or ["first_name"]
         px: Any = LearnedProxy(features=feats, seed=seed).fit(pool, pool[group_col].astype(str))
     elif proxy == "identity":
         px = proxy_from_spec(proxy, column=group_col)
@@ -166,13 +159,13 @@ def twosource_job(
                 rates=(rate_unprivileged, rate_privileged), policy=policy, b_groups=b_groups,
                 group_column=group_col, privileged=privileged, alpha=alpha,
                 threshold=threshold, null=null, detectors=dets, seed=seed,
-                api_columns=_split(api_cols), ui_columns=_split(ui_cols),
+                api_columns=split_names(api_cols), ui_columns=split_names(ui_cols),
             )  # fmt: skip
         else:
             result = run_two_source_audit(
                 api, ui, pool, px, budget=budget, beta=beta, t_fraud=checks,
-                group_column=group_col, privileged=privileged, api_columns=_split(api_cols),
-                ui_columns=_split(ui_cols), alpha=alpha, threshold=threshold, p_phi=p_phi,
+                group_column=group_col, privileged=privileged, api_columns=split_names(api_cols),
+                ui_columns=split_names(ui_cols), alpha=alpha, threshold=threshold, p_phi=p_phi,
                 null=null, detectors=dets, batch_size=batch_size, seed=seed, progress=progress,
             )  # fmt: skip
     source = "adult:test" if queries is None else (
