@@ -33,6 +33,25 @@ def _f(x: float) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
 
 
+#: Groups the terminal's by-group table shows at most; the JSON (``--json``) lists every group.
+#: Past it, the table shows the groups of every metric's worst pair and then the first groups.
+MAX_PRINTED_GROUPS = 40
+_MAX_LEFT_OUT_LINES = 10
+
+
+def _shown_groups(result: GroupAudit) -> list[int]:
+    n = result.groups.n_groups
+    if n <= MAX_PRINTED_GROUPS:
+        return list(range(n))
+    pos = {lab: i for i, lab in enumerate(result.groups.labels)}
+    keep = {pos[g] for s in result.summaries().values() for g in s.pair if g in pos}
+    for i in range(n):
+        if len(keep) >= MAX_PRINTED_GROUPS:
+            break
+        keep.add(i)
+    return sorted(keep)
+
+
 def print_group_audit(result: GroupAudit, console: Console) -> None:
     """Print the by-group table, the metric summaries and the query accounting."""
     from fairprobe.stats.frame import FAIRNESS_METRICS
@@ -44,6 +63,7 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
                 rates.append(r)
     frame = result.to_frame()
     pct = f"{result.confidence_level:.0%}"
+    shown = _shown_groups(result)
     # two rates per table, so each table fits 80 columns
     for c in range(0, len(rates), 2):
         chunk = rates[c:c + 2]
@@ -57,7 +77,8 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
             if r not in ("selection_rate", "mean_score"):
                 table.add_column("of", justify="right")
             table.add_column(f"{pct} CI", justify="left", no_wrap=True)
-        for i, label in enumerate(result.groups.labels):
+        for i in shown:
+            label = result.groups.labels[i]
             row = frame.iloc[i]
             cells: list[str] = []
             for r in chunk:
@@ -68,6 +89,9 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
             small = " *" if bool(row["too_small"]) else ""
             table.add_row(f"{term(label)}{small}", str(int(row["n"])), *cells)
         console.print(table)
+    if len(shown) < result.groups.n_groups:
+        console.print(f"({result.groups.n_groups - len(shown):,} more groups not shown: the "
+                      "JSON (--json) lists every group)", soft_wrap=True)
     if result.groups.too_small.any():
         console.print(f"* too small (< {result.groups.min_group_size} answers): listed, left out "
                       "of the summaries", soft_wrap=True)
@@ -85,9 +109,13 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
     for m, why_not in result.not_summarised().items():
         console.print(f"  {m}: not summarised: {term(why_not)}", soft_wrap=True)
     for m, s in result.summaries().items():
-        for g, why in s.excluded.items():
-            if not why.startswith("too small"):
-                console.print(f"  left out of {m}: {term(g)} ({term(why)})", soft_wrap=True)
+        left = [(g, why) for g, why in s.excluded.items() if not why.startswith("too small")]
+        for g, why in left[:_MAX_LEFT_OUT_LINES]:
+            console.print(f"  left out of {m}: {term(g)} ({term(why)})", soft_wrap=True)
+        if len(left) > _MAX_LEFT_OUT_LINES:
+            console.print(f"  left out of {m}: {len(left) - _MAX_LEFT_OUT_LINES:,} more groups "
+                          "(the JSON's summaries.<metric>.excluded lists them with the reason)",
+                          soft_wrap=True)
     console.print(
         f"queries: {result.queried} drawn (seed {result.seed}): {result.paid} paid, "
         f"{result.cached} from the cache, {result.unparsed} unusable (unparsed, refused or truncated; dropped)", soft_wrap=True)

@@ -24,7 +24,7 @@ __all__ = ["FRAME_OPTIONS", "frame_from_counts"]
 
 #: The constructor options that apply to a frame of counts.
 FRAME_OPTIONS = ("min_group_size", "confidence_level", "group_interval", "method", "reference",
-                 "tolerance", "threshold")
+                 "tolerance", "threshold", "max_groups", "max_listed_pairs")
 
 
 def _kish(swx: npt.NDArray[np.float64], sw: npt.NDArray[np.float64],
@@ -46,7 +46,7 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
     Every attribute the constructor sets is set here from the sums; the attribute set is
     pinned against the constructor's by a test, so a new attribute there cannot be missed here.
     """
-    from fairprobe.stats.frame import AuditFrame
+    from fairprobe.stats.frame import AuditFrame, check_group_limits
     from fairprobe.stats.groups import GroupLabels
     from fairprobe.stats.simultaneous import SIMULTANEOUS_METHODS
 
@@ -106,6 +106,8 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
                              names=spec.group_cols, sizes=size,
                              min_group_size=check_int(opt["min_group_size"], "min_group_size",
                                                       owner, lo=1))
+    obj.max_groups, obj.max_listed_pairs = check_group_limits(
+        len(keys), opt["max_groups"], opt["max_listed_pairs"], owner)
     obj.reference = None if opt["reference"] is None else obj.groups.position(opt["reference"])
     obj._n_rows = int(size.sum())
     obj._counts = {}

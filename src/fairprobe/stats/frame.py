@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -20,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from fairprobe._validation import check_choice, check_real
+from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.errors import DataError
 from fairprobe.stats.exact import clopper_pearson_interval
 from fairprobe.stats.finding import Finding, Question, decide
@@ -168,6 +169,65 @@ def _same_label(u: Any, v: Any) -> bool:
         return False
 
 
+#: Pairs a summary lists (``GroupSummary.pairs``) at most: k groups have k(k-1)/2 pairs, so a
+#: full listing of 2,000 groups would be two million entries. 100 lists every pair of up to 14
+#: groups (a pair per rate of equalized odds up to 10).
+MAX_LISTED_PAIRS = 100
+
+#: Groups an audit compares at most (``max_groups``; on the command line the environment
+#: variable ``FAIRPROBE_MAX_GROUPS``): the pairwise family is computed as arrays of k(k-1)/2
+#: entries, about 100 bytes a pair, so 2,000 groups take about 200 MB. A larger grouping is
+#: refused with the key to raise rather than running out of memory.
+MAX_GROUPS = 2000
+MAX_GROUPS_ENV = "FAIRPROBE_MAX_GROUPS"
+
+
+def check_group_limits(n_groups: int, max_groups: Any, max_listed_pairs: Any,
+                       owner: str) -> tuple[int, int]:
+    """Validate the two size limits and refuse a grouping of more than ``max_groups`` groups
+    (default: ``$FAIRPROBE_MAX_GROUPS``, else :data:`MAX_GROUPS`) in one line naming the key."""
+    if max_groups is None:
+        raw = os.environ.get(MAX_GROUPS_ENV, "").strip()
+        try:
+            max_groups = int(raw) if raw else MAX_GROUPS
+        except ValueError:
+            raise DataError(f"{MAX_GROUPS_ENV} must be an integer >= 2; got {raw!r}.") from None
+        if max_groups < 2:
+            raise DataError(f"{MAX_GROUPS_ENV} must be an integer >= 2; got {raw!r}.")
+    mg = check_int(max_groups, "max_groups", owner, lo=2)
+    mp = check_int(max_listed_pairs, "max_listed_pairs", owner, lo=1)
+    if n_groups > mg:
+        raise DataError(
+            f"the sensitive features define {n_groups:,} groups, more than max_groups = {mg:,} "
+            f"(environment variable {MAX_GROUPS_ENV}; the library's max_groups=): the pairwise "
+            "family needs memory quadratic in the groups. Raise it if that is intended, or "
+            "audit a coarser grouping.")
+    return mg, mp
+
+
+def _listed_pairs(fams: Mapping[str, Any], cap: int) -> list[tuple[str, int]]:
+    """``(rate, pair index)`` of the pairs a summary lists: all, in order, when they fit in
+    ``cap``; else the ``cap`` largest gaps (differences, by absolute value) or smallest ratios
+    (either orientation) over all rates, most extreme first."""
+    total = sum(int(f.i1.size) for f in fams.values())
+    if total <= cap:
+        return [(r, j) for r, f in fams.items() for j in range(int(f.i1.size))]
+    cand: list[tuple[float, str, int]] = []
+    for r, f in fams.items():
+        est = np.asarray(f.est, dtype=np.float64)
+        if f.kind == "difference":
+            sev = np.abs(est)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                sev = -np.minimum(est, 1.0 / est)
+        sev = np.where(np.isnan(sev), -np.inf, sev)
+        top = np.sort(np.argpartition(-sev, cap - 1)[:cap]) if sev.size > cap \
+            else np.arange(sev.size)
+        cand += [(float(sev[j]), r, int(j)) for j in top]
+    cand.sort(key=lambda c: -c[0])  # stable: ties keep rate order, then pair order
+    return [(r, j) for _, r, j in cand[:cap]]
+
+
 def _json(x: float) -> float | None:
     return float(x) if x is not None and math.isfinite(float(x)) else None
 
@@ -199,8 +259,13 @@ class GroupSummary:
     vs_reference : list of dict
         Each group vs the reference group (when one is chosen).
     pairs : list of dict
-        Every pair of compared groups (each orientation once): estimate and simultaneous
-        interval, per rate.
+        Pairs of compared groups (each orientation once): estimate and simultaneous interval,
+        per rate. Every pair when there are at most ``max_listed_pairs`` of them (all pairs of up
+        to 14 groups), else the ``max_listed_pairs`` with the largest gaps (smallest ratios),
+        largest first: the verdict uses every pair, the listing keeps the output linear in
+        the number of groups.
+    pairs_total : int
+        How many pairs there are over all rates (``len(pairs)`` when none was left out).
     threshold : float
         Tolerance (differences: fair when the gap is at most it) or floor (ratios).
     confidence_level : float
@@ -230,6 +295,7 @@ class GroupSummary:
     compared: tuple[str, ...]
     excluded: dict[str, str] = field(default_factory=dict)
     pairs: list[dict[str, Any]] = field(default_factory=list)
+    pairs_total: int = 0
     rest_family_size: int = 0
     rates: tuple[str, ...] = ()
     #: Each compared group's denominator of each rate (``{rate: {group: n}}``): what the reason
@@ -305,6 +371,7 @@ class GroupSummary:
             "vs_rest": self.vs_rest,
             "vs_reference": self.vs_reference,
             "pairs": self.pairs,
+            "pairs_total": self.pairs_total,
             **({"by_control": {k: v.to_dict() for k, v in self.by_control.items()}}
                if self.by_control else {}),
         }
@@ -372,6 +439,13 @@ class AuditFrame:
     ci_quantiles : list of float, optional
         fairlearn's bootstrap quantiles (with ``n_boot`` and ``random_state``); the intervals of
         ``to_frame()`` and the summaries need no resampling.
+    max_groups : int, optional
+        Most groups compared (default ``$FAIRPROBE_MAX_GROUPS``, else 2,000): the pairwise
+        family takes memory quadratic in the groups, so a larger grouping raises
+        :class:`~fairprobe.errors.DataError` naming the key instead of exhausting memory.
+    max_listed_pairs : int
+        Most pairs a summary lists (default 100, every pair of up to 14 groups); the verdict and
+        intervals use every pair whatever this is. Keeps the output linear in the groups.
 
     Notes
     -----
@@ -406,6 +480,8 @@ class AuditFrame:
         zero_division: Any = "warn",
         random_state: int | None = None,
         ci_quantiles: Any = None,
+        max_groups: int | None = None,
+        max_listed_pairs: int = MAX_LISTED_PAIRS,
     ) -> None:
         owner = "AuditFrame"
         from fairprobe.stats import dropin
@@ -455,6 +531,8 @@ class AuditFrame:
             self._sensitive_only = dict(zip(snames, scols, strict=True))
             sensitive_features = dict(zip([*cnames, *snames], [*ccols, *scols], strict=True))
         self.groups: GroupLabels = group_labels(sensitive_features, min_group_size=min_group_size)
+        self.max_groups, self.max_listed_pairs = check_group_limits(
+            self.groups.n_groups, max_groups, max_listed_pairs, owner)
         n = self.groups.codes.shape[0]
         pred = _binary_labels(y_pred, "y_pred", pos_label)
         true = None if y_true is None else _binary_labels(y_true, "y_true", pos_label)
@@ -765,7 +843,6 @@ class AuditFrame:
         gives one uint32 seed per resample; ``RandomState(seed_i).choice(n, n)`` its rows, as
         ``DataFrame.sample(frac=1, replace=True)`` does), so the ``*_ci`` quantiles equal
         fairlearn's for the same ``random_state``. Each resample is a full ``AuditFrame``."""
-        from fairprobe._validation import check_int
         from fairprobe.stats.groups import _columns_of
 
         qs = [check_real(q, "ci_quantiles", "AuditFrame", lo=0.0, hi=1.0, closed="both")
@@ -891,6 +968,24 @@ class AuditFrame:
         ``threshold`` overrides the frame's tolerance (differences) or floor (ratios).
         """
         name = fairness_metric_name(metric, "AuditFrame.summary")
+        # one computation per question: a report asks for the same summary several times
+        # (verdict, JSON, not-summarised list), and with many groups each costs a pairwise
+        # family. The key holds every public setting a summary depends on, so changing one
+        # after construction recomputes.
+        key = (name, threshold, self.tolerance, self.threshold, self.confidence_level,
+               self.method, self.reference, self.max_listed_pairs)
+        memo = self.__dict__.setdefault("_summary_memo", {})
+        if key not in memo:
+            try:
+                memo[key] = self._summary(name, threshold)
+            except DataError as exc:
+                memo[key] = exc
+        out = memo[key]
+        if isinstance(out, DataError):
+            raise out
+        return out  # type: ignore[no-any-return]
+
+    def _summary(self, name: str, threshold: float | None) -> GroupSummary:
         if self.control_names:
             return self._control_summary(name, threshold)
         rates, kind = FAIRNESS_METRICS[name]
@@ -933,13 +1028,16 @@ class AuditFrame:
         vs_rest: list[dict[str, Any]] = []
         vs_ref: list[dict[str, Any]] = []
         all_pairs: list[dict[str, Any]] = []
+        pairs_total = sum(int(f.i1.size) for f in fams.values())
+        for r, j in _listed_pairs(fams, self.max_listed_pairs):
+            f, idx = fams[r], idxs[r]
+            p1, p2 = int(f.i1[j]), int(f.i2[j])
+            all_pairs.append({"groups": [labels[idx[p1]], labels[idx[p2]]], "rate": r,
+                              "estimate": _json(f.est[j]),
+                              "interval": _interval(f.low[j], f.high[j],
+                                                    self.confidence_level, smethod)})
         for r, f in fams.items():
             idx = idxs[r]
-            for j, (p1, p2) in enumerate(f.pairs):
-                all_pairs.append({"groups": [labels[idx[p1]], labels[idx[p2]]], "rate": r,
-                                  "estimate": _json(f.est[j]),
-                                  "interval": _interval(f.low[j], f.high[j],
-                                                        self.confidence_level, smethod)})
             for j, gi in enumerate(idx):
                 vs_rest.append({"group": labels[gi], "rate": r,
                                 "estimate": _json(f.rest_est[j]),
@@ -947,13 +1045,17 @@ class AuditFrame:
                                                       self.confidence_level, smethod)})
             if self.reference is not None and self.reference in idx:
                 ref = int(np.flatnonzero(idx == self.reference)[0])
-                opairs, est, lo, hi = f.ordered()
-                for j, (p1, p2) in enumerate(opairs):
-                    if p2 == ref:
-                        vs_ref.append({"group": labels[idx[p1]], "reference": labels[idx[ref]],
-                                       "rate": r, "estimate": _json(est[j]),
-                                       "interval": _interval(lo[j], hi[j],
-                                                             self.confidence_level, smethod)})
+                _, est, lo, hi = f._ordered_arrays()
+                m = f.i1.size
+                # the ordered pairs (g, ref): pair j = (i1, i2) read as is when i2 is the
+                # reference, reversed (entry m + j) when i1 is
+                for j in np.flatnonzero(f.i2 == ref).tolist() + \
+                        (m + np.flatnonzero(f.i1 == ref)).tolist():
+                    g_ = int(f.i1[j] if j < m else f.i2[j - m])
+                    vs_ref.append({"group": labels[idx[g_]], "reference": labels[idx[ref]],
+                                   "rate": r, "estimate": _json(est[j]),
+                                   "interval": _interval(lo[j], hi[j],
+                                                         self.confidence_level, smethod)})
         return GroupSummary(
             metric=name, kind=kind, estimate=float(w["estimate"]),
             pair=pair, low=float(low), high=float(high), rate=top, vs_rest=vs_rest,
@@ -961,7 +1063,7 @@ class AuditFrame:
             method=self.method, family_size=sum(f.family_size for f in fams.values()),
             compared=tuple(labels[i] for i in sorted(set().union(*(map(int, i) for i in
                                                                     idxs.values())))),
-            excluded=excluded, pairs=all_pairs,
+            excluded=excluded, pairs=all_pairs, pairs_total=pairs_total,
             rest_family_size=sum(f.rest_family_size for f in fams.values()),
             rates=tuple(rates),
             denominators={r: {labels[i]: self._denominator(r, i) for i in idxs[r]}
@@ -1024,6 +1126,10 @@ class AuditFrame:
         """The by-group table as JSON-ready records (intervals in the shared shape)."""
         frame = self.to_frame()
         method = self.group_interval
+        # columns as arrays once: indexing a DataFrame cell by cell costs ~20 us, which with
+        # thousands of groups and several rates is most of an audit's time
+        col = {c: frame[c].to_numpy() for c in frame.columns
+               if any(c == r or c.startswith(f"{r}_") for r in self.rates)}
         out = []
         for i, lab in enumerate(self.groups.labels):
             row: dict[str, Any] = {
@@ -1035,11 +1141,11 @@ class AuditFrame:
                 "rates": {},
             }
             for r in self.rates:
-                nr = float(frame[f"{r}_n"].iloc[i])
+                nr = float(col[f"{r}_n"][i])
                 row["rates"][r] = {
-                    "value": _json(frame[r].iloc[i]),
+                    "value": _json(col[r][i]),
                     "n": int(nr) if nr.is_integer() else nr,  # effective n when weighted
-                    "interval": _interval(frame[f"{r}_low"].iloc[i], frame[f"{r}_high"].iloc[i],
+                    "interval": _interval(col[f"{r}_low"][i], col[f"{r}_high"][i],
                                           self.confidence_level,
                                           "t" if r == "mean_score" else method),
                 }

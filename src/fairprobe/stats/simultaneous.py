@@ -37,7 +37,6 @@ ordered pairs, whenever the family covers.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -72,7 +71,10 @@ class FamilyIntervals:
     """
 
     kind: Literal["difference", "ratio"]
-    pairs: tuple[tuple[int, int], ...]
+    #: The pairs as two index arrays (``pairs[j] == (i1[j], i2[j])``): with many groups a tuple
+    #: per pair would cost more memory than the intervals themselves.
+    i1: npt.NDArray[np.int64]
+    i2: npt.NDArray[np.int64]
     est: FloatArray
     low: FloatArray
     high: FloatArray
@@ -85,9 +87,20 @@ class FamilyIntervals:
     rest_family_size: int = 0
     rest_level: float = float("nan")
 
+    @property
+    def pairs(self) -> tuple[tuple[int, int], ...]:
+        """Every pair ``(i1, i2)``, ``i1 < i2``, in the order of ``est``."""
+        return tuple(zip(self.i1.tolist(), self.i2.tolist(), strict=True))
+
     def ordered(self) -> tuple[list[tuple[int, int]], FloatArray, FloatArray, FloatArray]:
         """Both orientations of every pair: ``(i, j)`` and ``(j, i)`` with their intervals."""
-        pairs = list(self.pairs) + [(j, i) for i, j in self.pairs]
+        pairs = list(self.pairs)
+        pairs += [(j, i) for i, j in pairs]
+        return (pairs, *self._ordered_arrays()[1:])
+
+    def _ordered_arrays(self) -> tuple[None, FloatArray, FloatArray, FloatArray]:
+        """:meth:`ordered` without the list of pairs: entry ``j < m`` is pair ``j``, entry
+        ``m + j`` its reverse."""
         if self.kind == "difference":
             est = np.concatenate([self.est, -self.est], axis=-1)
             lo = np.concatenate([self.low, -self.high], axis=-1)
@@ -97,7 +110,14 @@ class FamilyIntervals:
                 est = np.concatenate([self.est, 1.0 / self.est], axis=-1)
                 lo = np.concatenate([self.low, 1.0 / self.high], axis=-1)
                 hi = np.concatenate([self.high, 1.0 / self.low], axis=-1)
-        return pairs, est, lo, hi
+        return None, est, lo, hi
+
+
+def _pair_indices(g: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """``(i1, i2)`` of every pair ``i1 < i2`` of ``g`` groups, in ``itertools.combinations``
+    order (row-major upper triangle)."""
+    i1, i2 = np.triu_indices(g, k=1)
+    return i1.astype(np.int64), i2.astype(np.int64)
 
 
 def _ratio(x: FloatArray, y: FloatArray) -> FloatArray:
@@ -140,14 +160,12 @@ def family_intervals(
     rk = np.asarray(rest_k, dtype=np.float64)
     rn = np.asarray(rest_n, dtype=np.float64)
     g = kk.shape[-1]
-    pairs = tuple(itertools.combinations(range(g), 2))
-    i1 = np.array([p[0] for p in pairs], dtype=np.int64)
-    i2 = np.array([p[1] for p in pairs], dtype=np.int64)
+    i1, i2 = _pair_indices(g)
     with_rest = rn > 0
     # with two groups and nothing else, each one's rest is the other group: one comparison
     two = g == 2 and bool(np.all(rn[..., 0] == nn[..., 1]) and np.all(rn[..., 1] == nn[..., 0]))
     n_rest = 0 if two else int(with_rest.reshape(-1, g)[0].sum())
-    m_pairs = len(pairs)
+    m_pairs = int(i1.size)
     alpha = (1.0 - confidence_level) * share
     p = kk / nn
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -204,7 +222,7 @@ def family_intervals(
     rlo = np.where(with_rest, rlo, np.nan)
     rhi = np.where(with_rest, rhi, np.nan)
     return FamilyIntervals(
-        kind=kind, pairs=pairs, est=np.asarray(est, dtype=np.float64),
+        kind=kind, i1=i1, i2=i2, est=np.asarray(est, dtype=np.float64),
         low=np.asarray(lo, dtype=np.float64), high=np.asarray(hi, dtype=np.float64),
         rest_est=np.asarray(rest_est, dtype=np.float64),
         rest_low=np.asarray(rlo, dtype=np.float64), rest_high=np.asarray(rhi, dtype=np.float64),
@@ -236,17 +254,15 @@ def mean_family_intervals(
     mu, v, nn = (np.asarray(x, dtype=np.float64) for x in (mean, var, n))
     rmu, rv, rn = (np.asarray(x, dtype=np.float64) for x in (rest_mean, rest_var, rest_n))
     g = mu.shape[0]
-    pairs = tuple(itertools.combinations(range(g), 2))
-    i1 = np.array([p[0] for p in pairs], dtype=np.int64)
-    i2 = np.array([p[1] for p in pairs], dtype=np.int64)
+    i1, i2 = _pair_indices(g)
     with_rest = rn > 1
-    m = len(pairs) + int(with_rest.sum())
+    m = int(i1.size) + int(with_rest.sum())
     level = 1.0 - (1.0 - confidence_level) * share / max(m, 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         lo, hi = welch_interval(mu[i1], v[i1], nn[i1], mu[i2], v[i2], nn[i2], level)
         rlo, rhi = welch_interval(mu, v, nn, rmu, rv, np.maximum(rn, 2.0), level)
     return FamilyIntervals(
-        kind="difference", pairs=pairs, est=mu[i1] - mu[i2], low=np.asarray(lo),
+        kind="difference", i1=i1, i2=i2, est=mu[i1] - mu[i2], low=np.asarray(lo),
         high=np.asarray(hi), rest_est=mu - rmu,
         rest_low=np.where(with_rest, rlo, np.nan), rest_high=np.where(with_rest, rhi, np.nan),
         family_size=m, per_level=float(level), method="bonferroni",
@@ -258,12 +274,20 @@ def worst_pair(fam: FamilyIntervals) -> dict[str, Any]:
 
     Returns ``{"estimate", "pair": (i, j), "low", "high"}`` (indices into the compared groups).
     """
-    pairs, est, lo, hi = fam.ordered()
+    # over both orientations of every pair, as :meth:`FamilyIntervals.ordered`, but without a
+    # tuple per pair (vectorised: it runs once per metric over up to max_groups^2 / 2 pairs)
+    _, est, lo, hi = fam._ordered_arrays()
+    m = fam.i1.size
+
+    def pair(j: int) -> tuple[int, int]:
+        a, b = int(fam.i1[j % m]), int(fam.i2[j % m])
+        return (a, b) if j < m else (b, a)
+
     if fam.kind == "difference":
         j = int(np.nanargmax(est))
-        return {"estimate": float(est[j]), "pair": pairs[j],
+        return {"estimate": float(est[j]), "pair": pair(j),
                 "low": max(0.0, float(np.nanmax(lo))), "high": float(np.nanmax(hi))}
     finite = np.where(np.isnan(est), np.inf, est)
     j = int(np.argmin(finite))
-    return {"estimate": float(est[j]), "pair": pairs[j],
+    return {"estimate": float(est[j]), "pair": pair(j),
             "low": float(np.nanmin(lo)), "high": min(1.0, float(np.nanmin(hi)))}
