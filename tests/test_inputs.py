@@ -43,3 +43,39 @@ def test_duplicate_csv_columns_are_refused_not_renamed(tmp_path: Path) -> None:
     ok = tmp_path / "ok.csv"
     ok.write_text("y_pred,g,y_pred.1\n1,a,0\n")  # a genuine column named y_pred.1 is fine
     assert list(read_table(ok).columns) == ["y_pred", "g", "y_pred.1"]
+
+
+def test_a_table_past_the_size_cap_is_refused_before_it_is_parsed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import bz2
+    import gzip
+
+    import pandas as pd
+
+    from fairprobe._io import MAX_TABLE_BYTES_ENV
+
+    body = "g,y_pred\n" + "a,1\nb,0\n" * 50_000  # 800 kB of text
+    (tmp_path / "t.csv").write_text(body)
+    with gzip.open(tmp_path / "t.csv.gz", "wt") as f:
+        f.write(body)  # a few kB on disk: measured as it decompresses
+    with bz2.open(tmp_path / "t.csv.bz2", "wt") as f:
+        f.write(body)
+    pd.DataFrame({"g": ["a", "b"] * 50_000, "y_pred": [1, 0] * 50_000}).to_parquet(
+        tmp_path / "t.parquet")
+    monkeypatch.setenv(MAX_TABLE_BYTES_ENV, "100000")
+    for name in ("t.csv", "t.csv.gz", "t.csv.bz2", "t.parquet"):
+        with pytest.raises(DataError, match=MAX_TABLE_BYTES_ENV):
+            read_table(tmp_path / name, "--queries file")
+    monkeypatch.setenv(MAX_TABLE_BYTES_ENV, "10000000")
+    for name in ("t.csv", "t.csv.gz", "t.csv.bz2", "t.parquet"):
+        assert len(read_table(tmp_path / name)) == 100_000
+    monkeypatch.setenv(MAX_TABLE_BYTES_ENV, "lots")
+    with pytest.raises(DataError, match="positive number of bytes"):
+        read_table(tmp_path / "t.csv")
+    # the CLI: one line naming the key, exit 2 (a query set is read into memory)
+    r = subprocess.run([sys.executable, "-m", "fairprobe", "audit", "--url", "http://127.0.0.1:9",
+                        "--queries", "t.csv.gz", "--group-col", "g"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, MAX_TABLE_BYTES_ENV: "100000"})
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and MAX_TABLE_BYTES_ENV in lines[0], r.stderr

@@ -7,6 +7,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -21,13 +22,101 @@ _PARQUET_SUFFIXES = (".parquet", ".pq")
 #: The path that means standard input (tables read) or standard output (results written).
 STDIO = "-"
 
+#: Bytes of table text a table read into memory may hold (environment variable
+#: ``FAIRPROBE_MAX_TABLE_BYTES``): a CSV's text after decompression; for Parquet, its uncompressed
+#: data, at least 8 bytes a cell. pandas needs several times the text in memory, so 2 GiB of
+#: text stays well inside a 24 GiB machine; a compressed file is measured as it decompresses, so
+#: a small ``.csv.gz`` that expands without bound is refused before it is parsed. Prediction logs
+#: do not go through here: they are counted out of core (``fairprobe.scale``).
+MAX_TABLE_BYTES = 2 * 1024**3
+MAX_TABLE_BYTES_ENV = "FAIRPROBE_MAX_TABLE_BYTES"
+
+
+def max_table_bytes() -> int:
+    """The cap on a table's text: ``$FAIRPROBE_MAX_TABLE_BYTES``, else :data:`MAX_TABLE_BYTES`."""
+    raw = os.environ.get(MAX_TABLE_BYTES_ENV, "").strip()
+    if not raw:
+        return MAX_TABLE_BYTES
+    try:
+        cap = int(raw)
+    except ValueError:
+        cap = 0
+    if cap < 1:
+        raise DataError(f"{MAX_TABLE_BYTES_ENV} must be a positive number of bytes; got {raw!r}.")
+    return cap
+
+
+def _too_large(what: str, name: str, cap: int) -> DataError:
+    return DataError(
+        f"{what} {name} holds more than {cap:,} bytes of table text (environment variable "
+        f"{MAX_TABLE_BYTES_ENV}): tables read into memory are capped. Raise it if that is "
+        "intended; prediction logs of any size are counted out of core by "
+        "'fairprobe audit --predictions'.")
+
+
+def _check_size(p: Path, name: str, what: str) -> None:
+    """Refuse a table whose text exceeds :func:`max_table_bytes`, before parsing it: a plain
+    file by its size, a compressed one by decompressing it in blocks (nothing kept), a Parquet
+    file by its footer (the larger of its uncompressed size and 8 bytes a cell)."""
+    cap = max_table_bytes()
+    if name.endswith(_PARQUET_SUFFIXES):
+        import pyarrow.parquet as pq
+
+        meta = pq.ParquetFile(p).metadata
+        # dictionary and run-length encodings make the declared sizes far smaller than the
+        # frame pandas builds, which holds at least 8 bytes per cell
+        size = max(sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)),
+                   8 * meta.num_rows * meta.num_columns)
+        if size > cap:
+            raise _too_large(what, p.name, cap)
+        return
+    opener = _decompressor(name)
+    if opener is None:
+        if p.stat().st_size > cap:
+            raise _too_large(what, p.name, cap)
+        return
+    total = 0
+    with opener(p) as fh:
+        while block := fh.read(1 << 20):
+            total += len(block)
+            if total > cap:
+                raise _too_large(what, p.name, cap)
+
+
+def _decompressor(name: str) -> Any:
+    if name.endswith(".gz"):
+        import gzip
+
+        return gzip.open
+    if name.endswith(".bz2"):
+        import bz2
+
+        return bz2.open
+    if name.endswith(".xz"):
+        import lzma
+
+        return lzma.open
+    if name.endswith(".zst"):
+        from fairprobe._extras import import_optional
+
+        zstd = import_optional("zstandard", feature="reading .zst tables")
+
+        def open_zst(path: Path) -> Any:
+            return zstd.open(path, "rb")
+
+        return open_zst
+    return None
+
 
 def read_stdin_csv(what: str = "Standard input") -> tuple[pd.DataFrame, bytes]:
     """A CSV table from standard input (``-``), with the bytes read (for their hash)."""
     import io
     import sys
 
-    raw = sys.stdin.buffer.read()
+    cap = max_table_bytes()
+    raw = sys.stdin.buffer.read(cap + 1)
+    if len(raw) > cap:
+        raise _too_large(what, "(piped)", cap)
     if not raw.strip():
         raise DataError(f"{what} is empty: pipe a CSV table into it.")
     try:
@@ -80,9 +169,11 @@ def read_table(path: str | os.PathLike[str], what: str = "Table file") -> pd.Dat
             from fairprobe._extras import import_optional
 
             import_optional("pyarrow", feature=f"reading {p.name}")
+            _check_size(p, name, what)
             return pd.read_parquet(p)
         if name.endswith(_CSV_SUFFIXES):
             sep = "\t" if name.endswith(".tsv") else ","
+            _check_size(p, name, what)
             df = pd.read_csv(p, sep=sep)
             _check_header(p, sep, what)
             return df
