@@ -12,7 +12,8 @@ Run as ``python hostile_app.py PORT``. Every honest answer is decision = ``x > 0
   after the first predict); ``nulls`` (labels with a null and a number).
 - MLflow (``/{kind}/invocations``): ``nulls`` (labels with a null and NaN).
 - http-json (``/h/{kind}/predict``): ``ok``; ``big`` (5 MB of padding); ``gzipbomb`` (20 MB of
-  padding gzip-compressed to about 20 KB); ``drip`` (1 byte every 0.2 s, forever); ``ratelimit``
+  padding gzip-compressed to about 20 KB); ``drip`` (1 byte every 0.2 s, forever); ``late`` (a first chunk after 0.8 s, then 30 s of
+  silence); ``ratelimit``
   (200 with ``x-ratelimit-remaining-requests: 0`` and a 300 s reset); ``redirect`` (302 with
   valid answers as its body); ``echo401`` / ``echo429`` (the Authorization header echoed in
   the error); ``echodecision`` (the Authorization header as the decision).
@@ -143,6 +144,14 @@ async def http_json(kind: str, request: Request) -> Any:
                 yield b" "
 
         return StreamingResponse(drip(), media_type="application/json")
+    if kind == "late":
+        async def late() -> AsyncIterator[bytes]:
+            await asyncio.sleep(0.8)  # a first chunk just inside a 1 s deadline, then silence
+            yield b'{"predictions": '
+            await asyncio.sleep(30)
+            yield b"[]}"
+
+        return StreamingResponse(late(), media_type="application/json")
     if kind == "ratelimit":
         return JSONResponse(ok, headers={"x-ratelimit-remaining-requests": "0",
                                          "x-ratelimit-reset-requests": "300s"})

@@ -142,7 +142,19 @@ def test_the_timeout_is_a_total_deadline_against_a_dripping_server(hostile: str)
     t0 = time.monotonic()
     with pytest.raises(TransientAccessError, match="timed out after 1 s"):
         hj(hostile, "drip", timeout=1.0).ask(RECORDS)
-    assert time.monotonic() - t0 < 2.5  # each byte comes in 0.2 s: a per-read timeout never fires
+    assert time.monotonic() - t0 < 1.5  # each byte comes in 0.2 s: a per-read timeout never fires
+
+
+def test_a_read_started_just_before_the_deadline_does_not_extend_it(hostile: str) -> None:
+    # the first chunk comes at 0.8 s; a per-read timeout of 1 s would wait until 1.8 s
+    t0 = time.monotonic()
+    with pytest.raises(TransientAccessError, match="timed out after 1 s"):
+        hj(hostile, "late", timeout=1.0).ask(RECORDS)
+    assert time.monotonic() - t0 < 1.4
+    # the abandoned exchange does not hold the client: the next request is answered at once
+    be = hj(hostile, "ok", timeout=1.0)
+    t1 = time.monotonic()
+    assert decisions(be) == HONEST and time.monotonic() - t1 < 1.0
 
 
 def test_an_exhausted_window_on_successes_does_not_stall_every_request(hostile: str) -> None:

@@ -265,6 +265,21 @@ def _read_bounded(resp: httpx.Response, cap: int, deadline: float) -> bytes:
     return bytes(out)
 
 
+def _shutdown(resp: httpx.Response | None) -> None:
+    """Shut down the socket under ``resp`` (if it got that far), unblocking a read on it."""
+    import socket
+
+    if resp is None:
+        return
+    try:
+        stream = resp.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RDWR)
+    except (OSError, AttributeError):  # already closed, or a transport without a socket
+        pass
+
+
 class HttpTransport:
     """A thread-safe httpx client that maps failures onto fairprobe's error types.
 
@@ -272,9 +287,9 @@ class HttpTransport:
     :class:`~fairprobe.access.TransientAccessError` (retried by BlackBox); other HTTP errors,
     redirects (never followed) and non-JSON bodies raise :class:`~fairprobe.errors.AccessError`.
 
-    Limits, each a config key of the HTTP backends: ``timeout`` is a total deadline per request
-    (checked after every received chunk; a single wait for bytes is also bounded by it, so no
-    request outlives twice ``timeout``); a response may hold ``RESPONSE_BYTES_BASE`` plus
+    Limits, each a config key of the HTTP backends: ``timeout`` is a total deadline per request,
+    connecting, sending and every read together (the caller waits for the exchange until the
+    deadline and no longer, see :meth:`_exchange`); a response may hold ``RESPONSE_BYTES_BASE`` plus
     ``max_response_bytes_per_record`` bytes per record asked, after decompression; a pause for
     a rate-limit window that a successful answer reports exhausted lasts at most
     ``max_rate_limit_pause`` seconds, and once paused, a window reported exhausted again by the
@@ -346,16 +361,46 @@ class HttpTransport:
                 )
             return self._client
 
+    def _exchange(self, method: str, url: str, body: Any, cap: int,
+                  deadline: float) -> tuple[httpx.Response, bytes]:
+        """One request and its bounded body, returned by ``deadline`` or abandoned.
+
+        httpx bounds each wait (connect, send, every read) by ``timeout`` but not their sum,
+        and a read that starts just before the deadline may wait a whole ``timeout`` more. So
+        the exchange runs in a worker thread that the caller waits for until the deadline
+        only; past it the caller raises, and the worker's socket is shut down so that its
+        blocked read returns at once and the connection is not held.
+        """
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                with self.client().stream(method, url, json=body, timeout=self.timeout) as resp:
+                    box["resp"] = resp
+                    box["content"] = _read_bounded(resp, cap, deadline)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller as is
+                box["exc"] = exc
+            finally:
+                done.set()
+
+        worker = threading.Thread(target=run, name="fairprobe-http", daemon=True)
+        worker.start()
+        if not done.wait(max(0.0, deadline - time.monotonic())):
+            box["abandoned"] = True
+            _shutdown(box.get("resp"))
+            raise _Deadline
+        if "exc" in box:
+            raise box["exc"]
+        return box["resp"], box["content"]
+
     def request_json(self, method: str, url: str, body: Any, records: int = 0) -> Any:
         """The JSON answer to one request; ``records`` sizes the response-bytes limit."""
         self._throttle()
         cap = RESPONSE_BYTES_BASE + self.max_response_bytes_per_record * max(records, 0)
         deadline = time.monotonic() + self.timeout
         try:
-            with self.client().stream(method, url, json=body, timeout=self.timeout) as resp:
-                if time.monotonic() > deadline:
-                    raise _Deadline
-                content = _read_bounded(resp, cap, deadline)
+            resp, content = self._exchange(method, url, body, cap, deadline)
         except (httpx.TimeoutException, _Deadline) as exc:
             raise TransientAccessError(
                 f"{method} {url} timed out after {self.timeout:g} s ({type(exc).__name__.strip('_')}"
