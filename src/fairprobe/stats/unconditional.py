@@ -278,8 +278,14 @@ def _one(kind: Kind, a: int, A: int, b: int, B: int, alpha: float) -> tuple[floa
     grid = _grid(kind)
     K = grid.size
     level = 1.0 - alpha
-    tl, tu = _order_stats(kind, np.array([float(a)]), np.array([float(A)]),
-                          np.array([float(b)]), np.array([float(B)]), level)
+    if (A + 1) * (B + 1) <= _STATS_MAX_CELLS:
+        # the size pair's table holds this outcome's statistics (the same elementwise
+        # computation, done once for every outcome instead of once per outcome)
+        t_l, t_u = _stat_table(kind, A, B, level)
+        tl, tu = t_l[a, b:b + 1], t_u[a, b:b + 1]
+    else:
+        tl, tu = _order_stats(kind, np.array([float(a)]), np.array([float(A)]),
+                              np.array([float(b)]), np.array([float(B)]), level)
     box = _box(a, A, b, B, GAMMA * alpha)
     spacing = SPACING / np.sqrt(max(A, B))
     # the values the box allows: the lower search stays at or below the largest, the upper at
