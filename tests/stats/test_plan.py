@@ -64,3 +64,24 @@ def test_cli_plan_json(tmp_path: Path) -> None:
                          capture_output=True, text=True, check=False)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert "--group-shares" in bad.stderr
+
+
+def test_two_group_plan_simulates_the_exact_default() -> None:
+    """Two groups: the planner's power at its budget is the share of the real default audits
+    (AuditFrame, exact two-group interval) on the very draws it simulated (the draws' model is
+    checked against independent audits above)."""
+    shares = {"a": 0.6, "b": 0.4}
+    plan = plan_audit_budget("dp", 0.25, shares, power=0.8, reps=150, seed=3)
+    assert plan.target == "fair" and plan.power >= 0.8
+    assert "exact" in plan.to_dict()["method"] and "optimistic" not in plan.to_dict()["method"]
+    # the planner's own draws (simulated_power's order of random numbers), audited for real
+    rng = np.random.default_rng(3)
+    sizes = rng.multinomial(plan.budget, [0.6, 0.4], size=150)
+    k = rng.binomial(sizes, 0.5)
+    hits = 0
+    for (ka, kb), (na, nb) in zip(k, sizes, strict=True):
+        g = np.array(["a"] * na + ["b"] * nb)
+        pred = np.array([1] * ka + [0] * (na - ka) + [1] * kb + [0] * (nb - kb))
+        hits += AuditFrame(y_pred=pred, sensitive_features=g, tolerance=0.25).summary(
+            "dp").verdict == "fair"
+    assert hits / 150 == pytest.approx(plan.power, abs=1e-12)
