@@ -85,3 +85,33 @@ def test_two_group_plan_simulates_the_exact_default() -> None:
         hits += AuditFrame(y_pred=pred, sensitive_features=g, tolerance=0.25).summary(
             "dp").verdict == "fair"
     assert hits / 150 == pytest.approx(plan.power, abs=1e-12)
+
+
+def test_undetermined_reason_says_how_many_more_queries_decide_it() -> None:
+    """An undetermined summary's reason and JSON carry the planner's budget at the observed
+    rates; real audits at that budget (same rates) decide as predicted, at the current one not."""
+    shares = {"a": 0.4, "b": 0.3, "c": 0.2, "d": 0.1}
+    rng = np.random.default_rng(4)
+    g = rng.choice(list(shares), size=2000, p=list(shares.values()))
+    pred = (rng.random(2000) < 0.5).astype(int)
+    s = AuditFrame(y_pred=pred, sensitive_features=g, tolerance=0.1).summary("dp")
+    assert s.verdict == "undetermined"
+    more = s.more_queries
+    assert more is not None and more["target"] == "fair" and more["budget"] > 2000
+    assert more["more"] == more["budget"] - 2000
+    assert f"about {more['more']:,} more queries" in (s.reason or "")
+    assert s.to_dict()["more_queries"] == more
+    # the observed gap is the assumed truth: audits with those rates at the planned budget
+    gap = more["gap"]
+    obs = {k: float(np.mean(g == k)) for k in shares}
+    rates = [0.5, 0.5, 0.5, 0.5 + gap]  # on the smallest group, d
+    got = _audit_power(more["budget"], obs, rates, 0.1, "fair", reps=120, seed=5)
+    assert got >= 0.8 - 0.03 - 2 * np.sqrt(0.16 / 120), got
+    assert _audit_power(2000, obs, rates, 0.1, "fair", reps=60, seed=6) < 0.5
+    # decided: nothing to plan; two groups: the scaled stand-in, within the exact plan's reach
+    fair = AuditFrame(y_pred=pred, sensitive_features=g, tolerance=0.3).summary("dp")
+    assert fair.verdict == "fair" and fair.to_dict()["more_queries"] is None
+    two = AuditFrame(y_pred=pred[:300], sensitive_features=np.where(g[:300] == "a", "a", "b"),
+                     tolerance=0.15).summary("dp")
+    assert two.verdict == "undetermined" and two.more_queries is not None
+    assert "exact interval's squared width ratio" in two.more_queries["method"]

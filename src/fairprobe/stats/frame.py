@@ -10,6 +10,7 @@ returns (``fairprobe.audit.run_group_audit``). See ``docs/stats.md``.
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 from collections.abc import Mapping, Sequence
@@ -242,6 +243,21 @@ class GroupSummary:
     #: Groups compared without an interval of their own (weighted rates whose positives or
     #: negatives weigh as too few effective instances), with the reason.
     thin: dict[str, str] = field(default_factory=dict)
+    #: What the planner needs to say how many more queries would likely decide an undetermined
+    #: verdict (:func:`fairprobe.stats.plan.queries_to_decide`'s keywords); ``None``: not said.
+    plan_inputs: dict[str, Any] | None = field(default=None, compare=False)
+
+    @functools.cached_property
+    def more_queries(self) -> dict[str, Any] | None:
+        """How many more queries would likely decide this undetermined verdict (``None`` when
+        it is decided, or for metrics the planner does not model): the planner on the observed
+        rates, the estimate taken as the truth (:func:`fairprobe.stats.plan.queries_to_decide`)."""
+        if self.verdict != "undetermined" or not self.plan_inputs or self.thin:
+            return None
+        from fairprobe.stats.plan import queries_to_decide
+
+        return queries_to_decide(self.metric, self.threshold, self.estimate,
+                                 confidence_level=self.confidence_level, **self.plan_inputs)
 
     @property
     def finding(self) -> Finding:
@@ -289,6 +305,13 @@ class GroupSummary:
         elif sizes:
             least = sorted(sizes, key=lambda k: sizes[k])[:3]
             why += f"; least evidence: {', '.join(least)}"
+        more = self.more_queries
+        if more and more.get("budget") is not None:
+            why += (f"; about {more['more']:,} more queries ({more['budget']:,} in all) would "
+                    f"likely decide it ({more['target']} with probability {more['power']:g} "
+                    f"if {more['assumes']})")
+        elif more:
+            why += f"; no budget would likely decide it ({more['note']})"
         return why + "."
 
     def to_dict(self) -> dict[str, Any]:
@@ -312,6 +335,7 @@ class GroupSummary:
             "vs_reference": self.vs_reference,
             "pairs": self.pairs,
             **({"thin": dict(self.thin)} if self.thin else {}),
+            "more_queries": self.more_queries,
             **({"by_control": {k: v.to_dict() for k, v in self.by_control.items()}}
                if self.by_control else {}),
         }
@@ -1021,7 +1045,27 @@ class AuditFrame:
             thin={labels[i]: (f"the weighted {r}'s positives or negatives weigh as fewer than "
                               f"{MIN_SIDE:g} effective instances")
                   for r in rates if r in self._thin for i in idxs[r] if self._thin[r][i]},
+            plan_inputs=self._plan_inputs(top, idxs[top], kind),
         )
+
+    def _plan_inputs(self, rate: str, idx: npt.NDArray[np.int64], kind: str
+                     ) -> dict[str, Any] | None:
+        """The observed shares, pooled rate and sizes the planner takes for ``rate`` over the
+        compared groups ``idx``."""
+        if rate == "mean_score" or rate not in ("selection_rate", "true_positive_rate"):
+            return None
+        k, n = (np.asarray(x, dtype=np.float64) for x in self._counts[rate])
+        kk, nn = k[idx], n[idx]
+        if nn.sum() <= 0:
+            return None
+        rows = float(self.groups.sizes[idx].sum())
+        out: dict[str, Any] = {
+            "shares": {self.groups.labels[i]: float(x / nn.sum()) for i, x in zip(idx, nn,
+                                                                                strict=True)},
+            "base_rate": float(kk.sum() / nn.sum()), "queried": rows,
+            "label_rate": float(nn.sum() / rows) if rate == "true_positive_rate" else 1.0,
+}
+        return out
 
     def _denominator(self, rate: str, i: int) -> float:
         n = (self.groups.sizes if rate == "mean_score" else self._counts[rate][1])[i]
@@ -1067,6 +1111,7 @@ class AuditFrame:
             confidence_level=self.confidence_level,
             family_size=sum(x.family_size for x in subs.values()),
             pair=(f"{worst}: {w.pair[0]}", f"{worst}: {w.pair[1]}"), by_control=subs,
+            plan_inputs=None,
             compared=tuple(f"{k}: {g}" for k, x in subs.items() for g in x.compared),
             excluded={f"{k}: {g}": why for k, x in subs.items() for g, why in x.excluded.items()},
             denominators={r: {f"{k}: {g}": n for k, x in subs.items()
