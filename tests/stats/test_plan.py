@@ -115,3 +115,16 @@ def test_undetermined_reason_says_how_many_more_queries_decide_it() -> None:
                      tolerance=0.15).summary("dp")
     assert two.verdict == "undetermined" and two.more_queries is not None
     assert "exact interval's squared width ratio" in two.more_queries["method"]
+
+
+def test_report_notes_how_many_more_queries() -> None:
+    from fairprobe.report.kinds.audit import adapt_audit
+
+    rng = np.random.default_rng(4)
+    g = rng.choice(["a", "b", "c"], size=1500)
+    pred = (rng.random(1500) < 0.5).astype(int)
+    doc = AuditFrame(y_pred=pred, sensitive_features=g, tolerance=0.1).to_dict(["dp"])
+    more = doc["summaries"]["demographic_parity_difference"]["more_queries"]
+    assert doc["summaries"]["demographic_parity_difference"]["verdict"] == "undetermined"
+    sec = adapt_audit(doc, "audit.json", "")
+    assert any(f"{more['more']:,} more queries" in n for n in sec.notes), sec.notes
