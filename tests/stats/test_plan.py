@@ -108,7 +108,7 @@ def test_undetermined_reason_says_how_many_more_queries_decide_it() -> None:
     got = _audit_power(more["budget"], obs, rates, 0.1, "fair", reps=120, seed=5)
     assert got >= 0.8 - 0.03 - 2 * np.sqrt(0.16 / 120), got
     assert _audit_power(2000, obs, rates, 0.1, "fair", reps=60, seed=6) < 0.5
-    # decided: nothing to plan; two groups: the scaled stand-in, within the exact plan's reach
+    # decided: nothing to plan; two groups: the stand-in scaled by the exact width ratio
     fair = AuditFrame(y_pred=pred, sensitive_features=g, tolerance=0.3).summary("dp")
     assert fair.verdict == "fair" and fair.to_dict()["more_queries"] is None
     two = AuditFrame(y_pred=pred[:300], sensitive_features=np.where(g[:300] == "a", "a", "b"),
