@@ -128,3 +128,23 @@ def test_report_notes_how_many_more_queries() -> None:
     assert doc["summaries"]["demographic_parity_difference"]["verdict"] == "undetermined"
     sec = adapt_audit(doc, "audit.json", "")
     assert any(f"{more['more']:,} more queries" in n for n in sec.notes), sec.notes
+
+
+def test_terminal_prints_how_many_more_queries() -> None:
+    import io
+
+    import pandas as pd
+    from rich.console import Console
+
+    from fairprobe.predictions import audit_predictions
+    from fairprobe.report.groups import print_group_audit
+
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"g": rng.choice(["a", "b", "c"], size=1500),
+                       "p": (rng.random(1500) < 0.5).astype(int)})
+    res = audit_predictions(df, y_pred_col="p", group_col="g", metrics=("dp",), tolerance=0.1)
+    buf = io.StringIO()
+    print_group_audit(res, Console(file=buf, width=400))
+    s = res.summaries()["demographic_parity_difference"]
+    assert s.verdict == "undetermined" and s.more_queries is not None
+    assert f"about {s.more_queries['more']:,} more queries" in buf.getvalue()
