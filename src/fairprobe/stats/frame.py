@@ -464,7 +464,8 @@ class AuditFrame:
         self.zero_division = zero_division
         self._init_args = {"confidence_level": confidence_level, "group_interval": group_interval,
                            "method": method, "tolerance": tolerance, "threshold": threshold,
-                           "min_group_size": min_group_size, "pos_label": pos_label}
+                           "min_group_size": min_group_size, "pos_label": pos_label,
+                           "weighted_interval": weighted_interval}
         self._inputs = {"y_pred": y_pred, "y_true": y_true, "scores": scores,
                         "sample_weight": sample_weight}
         self._boot_args = {"metrics": metrics, "sensitive_features": sensitive_features,
