@@ -177,7 +177,9 @@ def design_counts(sw1: npt.ArrayLike, sq1: npt.ArrayLike, sw0: npt.ArrayLike,
     ns = ns * (sps.norm.ppf(a2) / sps.t.ppf(a2, df)) ** 2
     # equal weights (Kish's size is n): the unweighted counts, whose interval is exact
     equal = (nn > 0) & (np.abs(kish - nn) <= 1e-9 * np.maximum(nn, 1.0))
-    ns = np.where(equal, nn, ns)
+    # at least one effective instance (fewer only where a side is thin, whose interval is not
+    # reported): the rate k*/n* stays the weighted rate wherever rates divide by max(n, 1)
+    ns = np.where(equal, nn, np.where(nn > 0, np.maximum(ns, 1.0), 0.0))
     k = np.where(equal, np.rint(p * nn), p * ns)
     thin = ~equal & (nn > 0) & (np.minimum(e1, e0) < MIN_SIDE)
     return k, ns, thin
