@@ -44,7 +44,8 @@ SIZES_ONE = (10, 20, 50, 100)
 
 
 def katz_before_fix(a: Any, A: Any, b: Any, B: Any, level: float = 0.95) -> Any:
-    """The Katz interval as it was before issue 16 item 7 (correction only when a or b is 0)."""
+    """The Katz interval with the continuity correction only when a or b is 0 (its old form, kept
+    to show the all-positive collapse it had)."""
     af, Af, bf, Bf = (np.asarray(x, dtype=float) for x in (a, A, b, B))
     c = np.where((af == 0) | (bf == 0), 0.5, 0.0)
     a2, A2, b2, B2 = af + c, Af + 2 * c, bf + c, Bf + 2 * c
@@ -146,10 +147,10 @@ def main() -> None:
             print(f"width cost of the default ({kind}): exact / {r['construction']} = "
                   f"{np.mean(each):.2f}x on average over the sizes ({np.min(each):.2f}-"
                   f"{np.max(each):.2f})")
-    # issue 16 item 7: the all-positive collapse of Katz, before and after the fix
+    # the all-positive collapse of Katz, with the old correction and with the current one
     q1, q2 = np.array([0.99, 0.9, 0.99]), np.array([0.995, 0.995, 0.9])
     out["katz_all_positive"] = []
-    print("\nKatz with near-all-positive groups, sizes 10/200 (issue 16 item 7)")
+    print("\nKatz with near-all-positive groups, sizes 10/200 (old and current correction)")
     for name, fn in (("katz_before_fix", katz_before_fix), ("katz", katz_ratio_interval),
                      ("score", score_ratio_interval), ("exact", exact_ratio_interval),
                      ("box", box_ratio_interval)):

@@ -81,7 +81,8 @@ def audit_predictions(
         Scores in [0, 1] (for ``score-gap``).
     sample_weight_col : str, optional
         Instance weights: every rate is weighted (fairlearn's ``sample_params``), its interval
-        the Wilson interval at Kish's effective size, the summaries ``bonferroni`` (an ``exact``
+        Korn-Graubard's at a design effective size (:mod:`fairprobe.stats.dropin`), the
+        summaries ``bonferroni`` (an ``exact``
         ``method`` becomes ``bonferroni``; weighted counts are not integers).
     pos_label : scalar, optional
         The positive value of ``y_pred_col`` and ``y_true_col`` when they hold labels, as in

@@ -64,3 +64,87 @@ def test_cli_plan_json(tmp_path: Path) -> None:
                          capture_output=True, text=True, check=False)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert "--group-shares" in bad.stderr
+
+
+def test_two_group_plan_simulates_the_exact_default() -> None:
+    """Two groups: the planner's power at its budget is the share of the real default audits
+    (AuditFrame, exact two-group interval) on the very draws it simulated (the draws' model is
+    checked against independent audits above)."""
+    shares = {"a": 0.6, "b": 0.4}
+    plan = plan_audit_budget("dp", 0.25, shares, power=0.8, reps=150, seed=3)
+    assert plan.target == "fair" and plan.power >= 0.8
+    assert "exact" in plan.to_dict()["method"] and "optimistic" not in plan.to_dict()["method"]
+    # the planner's own draws (simulated_power's order of random numbers), audited for real
+    rng = np.random.default_rng(3)
+    sizes = rng.multinomial(plan.budget, [0.6, 0.4], size=150)
+    k = rng.binomial(sizes, 0.5)
+    hits = 0
+    for (ka, kb), (na, nb) in zip(k, sizes, strict=True):
+        g = np.array(["a"] * na + ["b"] * nb)
+        pred = np.array([1] * ka + [0] * (na - ka) + [1] * kb + [0] * (nb - kb))
+        hits += AuditFrame(y_pred=pred, sensitive_features=g, tolerance=0.25).summary(
+            "dp").verdict == "fair"
+    assert hits / 150 == pytest.approx(plan.power, abs=1e-12)
+
+
+def test_undetermined_reason_says_how_many_more_queries_decide_it() -> None:
+    """An undetermined summary's reason and JSON carry the planner's budget at the observed
+    rates; real audits at that budget (same rates) decide as predicted, at the current one not."""
+    shares = {"a": 0.4, "b": 0.3, "c": 0.2, "d": 0.1}
+    rng = np.random.default_rng(4)
+    g = rng.choice(list(shares), size=2000, p=list(shares.values()))
+    pred = (rng.random(2000) < 0.5).astype(int)
+    s = AuditFrame(y_pred=pred, sensitive_features=g, tolerance=0.1).summary("dp")
+    assert s.verdict == "undetermined"
+    more = s.more_queries
+    assert more is not None and more["target"] == "fair" and more["budget"] > 2000
+    assert more["more"] == more["budget"] - 2000
+    assert f"about {more['more']:,} more queries" in (s.reason or "")
+    assert s.to_dict()["more_queries"] == more
+    # the observed gap is the assumed truth: audits with those rates at the planned budget
+    gap = more["gap"]
+    obs = {k: float(np.mean(g == k)) for k in shares}
+    rates = [0.5, 0.5, 0.5, 0.5 + gap]  # on the smallest group, d
+    got = _audit_power(more["budget"], obs, rates, 0.1, "fair", reps=120, seed=5)
+    assert got >= 0.8 - 0.03 - 2 * np.sqrt(0.16 / 120), got
+    assert _audit_power(2000, obs, rates, 0.1, "fair", reps=60, seed=6) < 0.5
+    # decided: nothing to plan; two groups: the stand-in scaled by the exact width ratio
+    fair = AuditFrame(y_pred=pred, sensitive_features=g, tolerance=0.3).summary("dp")
+    assert fair.verdict == "fair" and fair.to_dict()["more_queries"] is None
+    two = AuditFrame(y_pred=pred[:300], sensitive_features=np.where(g[:300] == "a", "a", "b"),
+                     tolerance=0.15).summary("dp")
+    assert two.verdict == "undetermined" and two.more_queries is not None
+    assert "exact interval's squared width ratio" in two.more_queries["method"]
+
+
+def test_report_notes_how_many_more_queries() -> None:
+    from fairprobe.report.kinds.audit import adapt_audit
+
+    rng = np.random.default_rng(4)
+    g = rng.choice(["a", "b", "c"], size=1500)
+    pred = (rng.random(1500) < 0.5).astype(int)
+    doc = AuditFrame(y_pred=pred, sensitive_features=g, tolerance=0.1).to_dict(["dp"])
+    more = doc["summaries"]["demographic_parity_difference"]["more_queries"]
+    assert doc["summaries"]["demographic_parity_difference"]["verdict"] == "undetermined"
+    sec = adapt_audit(doc, "audit.json", "")
+    assert any(f"{more['more']:,} more queries" in n for n in sec.notes), sec.notes
+
+
+def test_terminal_prints_how_many_more_queries() -> None:
+    import io
+
+    import pandas as pd
+    from rich.console import Console
+
+    from fairprobe.predictions import audit_predictions
+    from fairprobe.report.groups import print_group_audit
+
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"g": rng.choice(["a", "b", "c"], size=1500),
+                       "p": (rng.random(1500) < 0.5).astype(int)})
+    res = audit_predictions(df, y_pred_col="p", group_col="g", metrics=("dp",), tolerance=0.1)
+    buf = io.StringIO()
+    print_group_audit(res, Console(file=buf, width=400))
+    s = res.summaries()["demographic_parity_difference"]
+    assert s.verdict == "undetermined" and s.more_queries is not None
+    assert f"about {s.more_queries['more']:,} more queries" in buf.getvalue()

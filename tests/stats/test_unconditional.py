@@ -44,3 +44,30 @@ def test_exact_coverage_and_width_at_small_sizes() -> None:
     lo, hi = exact_difference_interval(np.array([0, 8]), 8, np.array([11, 0]), 11)
     assert lo[0] == -1.0 or lo[0] < -0.6  # all-or-nothing outcomes stay defined
     assert hi[1] == 1.0 or hi[1] > 0.6
+
+
+@pytest.mark.parametrize(("kind", "th"), [("difference", 0.15), ("ratio", 0.8)])
+def test_verdicts_are_the_intervals_verdicts(kind, th) -> None:
+    """The planner's verdict-only path gives the summary's verdict of the full interval."""
+    from fairprobe.stats.finding import decide_array
+    from fairprobe.stats.simultaneous import family_intervals
+
+    rng = np.random.default_rng(5)
+    A, B, m = 60, 40, 60
+    p = rng.uniform(0.05, 0.95, m)
+    a = rng.binomial(A, p)
+    b = rng.binomial(B, np.clip(p + rng.normal(0, 0.08, m), 0.01, 0.99))
+    u._ONES.clear()  # no interval cached: every verdict from its own tests
+    v = u.unconditional_verdicts(kind, a, A, b, B, threshold=th)
+    k, n = np.stack([a, b], 1), np.stack([np.full(m, A), np.full(m, B)], 1)
+    fam = family_intervals(k, n, k[:, ::-1], n[:, ::-1], kind=kind, method="exact")
+    _, _, olo, ohi = fam.ordered()
+    if kind == "difference":
+        lo, hi = np.maximum(0, olo.max(1)), ohi.max(1)
+    else:
+        lo, hi = np.nanmin(olo, 1), np.minimum(1, np.nanmin(np.nan_to_num(ohi, nan=np.inf), 1))
+    want = decide_array(lo, hi, kind=kind, threshold=th)
+    assert (v == want).all()
+    assert len(set(want.tolist())) >= 2  # the cases are not all alike
+    # and from the cache (the intervals just computed) the same verdicts
+    assert (u.unconditional_verdicts(kind, a, A, b, B, threshold=th) == want).all()

@@ -27,6 +27,7 @@ from fairprobe.stats.finding import Finding
 from fairprobe.twosource.bandit import FixedSplit, PolicyState, ThompsonSplit
 from fairprobe.twosource.correction import (
     double_sampling_di,
+    double_sampling_interval,
     double_sampling_log_di,
     double_sampling_se,
     matrix_log_di,
@@ -72,6 +73,36 @@ def test_double_sampling_is_unbiased_and_covers_under_differential_errors() -> N
     acc = np.broadcast_to(np.array([0.72, 0.85]), (u.shape[0], 2))
     o = u + v.reshape(-1, 2, 2, 2).sum(axis=1).reshape(-1, 4)
     assert abs(np.nanmean(np.exp(matrix_log_di(o, acc))) - mu) > 0.03
+
+
+def test_sparse_cells_report_no_interval_and_never_an_undefined_one() -> None:
+    """Rates 0.02 / 0.05 with 100 checks of 1,000: the delta interval alone is undefined in
+    about half the audits and covers < 0.6; the default (no interval with fewer than 3 checked
+    positives in a group) covers >= 0.94 and is never NaN (docs/twosource.md, 2,000 audits)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "experiments" / "twosource" / \
+        "corrected_di_coverage.py"
+    spec = importlib.util.spec_from_file_location("corrected_di_coverage", path)
+    assert spec is not None and spec.loader is not None
+    exp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exp)
+    u, v, mu = exp.draw(np.random.default_rng(3), 1000, 1000, 100, (0.02, 0.05))
+    _, lo, hi, thin = double_sampling_interval(u, v, 0.95)
+    assert not (np.isnan(lo) | np.isnan(hi)).any()
+    assert np.mean((lo <= mu) & (mu <= hi)) >= 0.94
+    assert ((lo == 0) & np.isinf(hi))[thin].all()
+    lm, se = double_sampling_log_di(u, v), double_sampling_se(u, v)
+    with np.errstate(invalid="ignore", over="ignore"):
+        dlo, dhi = np.exp(lm - 1.96 * se), np.exp(lm + 1.96 * se)
+    assert np.mean(np.isnan(dlo) | np.isnan(dhi)) > 0.3
+    assert np.mean((dlo <= mu) & (mu <= dhi)) < 0.6
+    # one audit with a single checked positive woman: undetermined, with the reason
+    res = double_sampling_di([300, 10, 500, 40], [30, 1, 3, 0, 5, 0, 55, 6])
+    assert res.counts["checked_positives"] == [1, 6]
+    assert (res.low, res.high) == (0.0, math.inf)
+    f = res.finding()
+    assert f.verdict == "undetermined" and "checked record(s)" in (f.reason or "")
 
 
 def test_corrected_result_states_its_finding() -> None:

@@ -52,7 +52,7 @@ def plan(
     base_rate: Annotated[float, typer.Option("--base-rate", help="The groups' common rate (0.5: the most variable).")] = 0.5,
     label_rate: Annotated[float, typer.Option("--label-rate", help="eo: the share of positive labels.")] = 0.5,
     confidence_level: Annotated[float, typer.Option("--confidence-level", help="Family-wise level of the audit's intervals.")] = 0.95,
-    reps: Annotated[int, typer.Option("--reps", help="Simulated audits per budget.")] = 2000,
+    reps: Annotated[int, typer.Option("--reps", help="Simulated audits per budget (two groups: the exact interval's verdict per audit, tens of seconds a plan).")] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the simulation.")] = 0,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the plan as JSON (key 'budget').")] = None,
 ) -> None:

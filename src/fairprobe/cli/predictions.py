@@ -138,8 +138,9 @@ def predictions_audit(
     print_group_audit(result, console)
     if sample_weight_col is not None:
         console.print(f"weighted by {sample_weight_col}: rates are weighted, their intervals "
-                      "Wilson at Kish's effective size (asymptotic), summaries bonferroni",
-                      soft_wrap=True)
+                      "Korn-Graubard's Clopper-Pearson at a design effective size (capped by "
+                      "Kish's; asymptotic, none where a side weighs under 5 effective "
+                      "instances), summaries bonferroni", soft_wrap=True)
     total = result.queried if source is None or not isinstance(source, pd.DataFrame) \
         else len(source)
     console.print(f"predictions: {result.queried} of {total} rows of {predictions} "

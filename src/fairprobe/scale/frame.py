@@ -81,6 +81,7 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
     obj.group_interval = check_choice(opt["group_interval"], "group_interval", owner,
                                       ("wilson", "exact"))
     obj.method = check_choice(method, "method", owner, SIMULTANEOUS_METHODS)
+    obj.weighted_interval = "design"  # the constructor's default (design_counts below)
     obj.tolerance = check_real(opt["tolerance"], "tolerance", owner, lo=0.0)
     obj.threshold = check_real(opt["threshold"], "threshold", owner, lo=0.0, hi=1.0,
                                closed="right")
@@ -124,11 +125,21 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
         def cells(pre: str, *names: str) -> npt.NDArray[np.float64]:
             return np.asarray(sum(col[f"{pre}{c}"] for c in names), dtype=np.float64)
 
+        thin: list[npt.NDArray[np.bool_]] = []
+
         def rate(num: tuple[str, ...], den: tuple[str, ...], n_den: Any) -> Any:
-            k, sums = _kish(cells("sw", *num), cells("sw", *den), cells("sq", *den),
+            _, sums = _kish(cells("sw", *num), cells("sw", *den), cells("sq", *den),
                             np.asarray(n_den))
             obj._wsums.append(sums)
-            return k
+            # the constructor's design-based counts, from the same per-cell sums of w and w^2
+            from fairprobe.stats.dropin import design_counts
+
+            sw1, sq1 = cells("sw", *num), cells("sq", *num)
+            kd, nd, th = design_counts(sw1, sq1, cells("sw", *den) - sw1,
+                                       cells("sq", *den) - sq1, np.asarray(n_den, dtype=float),
+                                       obj.confidence_level)
+            thin.append(th)
+            return kd, nd
 
         if spec.y_true is None:
             obj._counts["selection_rate"] = rate(("1",), ("0", "1"), size)
@@ -142,6 +153,9 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
             obj._counts["accuracy"] = rate(("00", "11"), allc, size)
             obj._counts["error_rate"] = rate(("01", "10"), allc, size)
         obj._weighted = dict(zip(obj._counts, obj._wsums, strict=True))
+        from types import MappingProxyType
+
+        obj._thin = MappingProxyType(dict(zip(obj._counts, thin, strict=True)))
     else:
         obj.sample_weight = None
         obj._counts["selection_rate"] = (npos, size)

@@ -10,11 +10,13 @@ returns (``fairprobe.audit.run_group_audit``). See ``docs/stats.md``.
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 import numpy as np
@@ -304,6 +306,24 @@ class GroupSummary:
     #: With ``control_features``: the summary within each control level (at a Bonferroni share
     #: of the level, so that all of them hold at once); this one is the worst of them.
     by_control: dict[str, GroupSummary] = field(default_factory=dict)
+    #: Groups compared without an interval of their own (weighted rates whose positives or
+    #: negatives weigh as too few effective instances), with the reason.
+    thin: dict[str, str] = field(default_factory=dict)
+    #: What the planner needs to say how many more queries would likely decide an undetermined
+    #: verdict (:func:`fairprobe.stats.plan.queries_to_decide`'s keywords); ``None``: not said.
+    plan_inputs: dict[str, Any] | None = field(default=None, compare=False)
+
+    @functools.cached_property
+    def more_queries(self) -> dict[str, Any] | None:
+        """How many more queries would likely decide this undetermined verdict (``None`` when
+        it is decided, or for metrics the planner does not model): the planner on the observed
+        rates, the estimate taken as the truth (:func:`fairprobe.stats.plan.queries_to_decide`)."""
+        if self.verdict != "undetermined" or not self.plan_inputs or self.thin:
+            return None
+        from fairprobe.stats.plan import queries_to_decide
+
+        return queries_to_decide(self.metric, self.threshold, self.estimate,
+                                 confidence_level=self.confidence_level, **self.plan_inputs)
 
     @property
     def finding(self) -> Finding:
@@ -346,9 +366,18 @@ class GroupSummary:
         for r, per in self.denominators.items():
             for g, n in per.items():
                 sizes[f"{g} ({r}: n={n:g})"] = n
-        if sizes:
+        if self.thin:
+            why += "; no interval for " + "; ".join(f"{g}: {r}" for g, r in self.thin.items())
+        elif sizes:
             least = sorted(sizes, key=lambda k: sizes[k])[:3]
             why += f"; least evidence: {', '.join(least)}"
+        more = self.more_queries
+        if more and more.get("budget") is not None:
+            why += (f"; about {more['more']:,} more queries ({more['budget']:,} in all) would "
+                    f"likely decide it ({more['target']} with probability {more['power']:g} "
+                    f"if {more['assumes']})")
+        elif more:
+            why += f"; no budget would likely decide it ({more['note']})"
         return why + "."
 
     def to_dict(self) -> dict[str, Any]:
@@ -372,6 +401,8 @@ class GroupSummary:
             "vs_reference": self.vs_reference,
             "pairs": self.pairs,
             "pairs_total": self.pairs_total,
+            **({"thin": dict(self.thin)} if self.thin else {}),
+            "more_queries": self.more_queries,
             **({"by_control": {k: v.to_dict() for k, v in self.by_control.items()}}
                if self.by_control else {}),
         }
@@ -417,9 +448,13 @@ class AuditFrame:
     sample_weight : array-like of float >= 0, optional
         Instance weights (also taken as fairlearn's ``sample_params={"sample_weight": w}``, or
         one ``{"sample_weight": w}`` per metric when all are the same): every rate is
-        weighted, its interval the Wilson interval at Kish's effective size, and the summaries
-        use ``method="bonferroni"`` on the effective counts (see :mod:`fairprobe.stats.dropin`;
+        weighted, its interval chosen by ``weighted_interval``, and the summaries use
+        ``method="bonferroni"`` on the effective counts (see :mod:`fairprobe.stats.dropin`;
         coverage measured in ``docs/stats.md``).
+    weighted_interval : {"design", "kish-wilson"}
+        Interval of a weighted rate: Korn-Graubard's Clopper-Pearson at a design effective size
+        (default; undetermined where a side's weights are too few,
+        :func:`fairprobe.stats.dropin.design_counts`), or Wilson's at Kish's effective size.
     metrics : callable, list or dict of callables, optional
         MetricFrame's ``metrics``: ``by_group`` then holds exactly these columns. fairlearn's and
         scikit-learn's rate functions are computed vectorised; other callables
@@ -456,6 +491,11 @@ class AuditFrame:
     ``tests/stats/test_migration.py``.
     """
 
+    #: Per weighted rate (``design`` interval), the groups whose interval is not reported (too
+    #: few effective instances on one side of the rate): their rate is undetermined. Empty for
+    #: unweighted rates and for frames built from counts.
+    _thin: Mapping[str, npt.NDArray[np.bool_]] = MappingProxyType({})
+
     def __init__(
         self,
         *,
@@ -480,6 +520,7 @@ class AuditFrame:
         zero_division: Any = "warn",
         random_state: int | None = None,
         ci_quantiles: Any = None,
+        weighted_interval: str = "design",
         max_groups: int | None = None,
         max_listed_pairs: int = MAX_LISTED_PAIRS,
     ) -> None:
@@ -499,7 +540,8 @@ class AuditFrame:
         self.zero_division = zero_division
         self._init_args = {"confidence_level": confidence_level, "group_interval": group_interval,
                            "method": method, "tolerance": tolerance, "threshold": threshold,
-                           "min_group_size": min_group_size, "pos_label": pos_label}
+                           "min_group_size": min_group_size, "pos_label": pos_label,
+                           "weighted_interval": weighted_interval}
         self._inputs = {"y_pred": y_pred, "y_true": y_true, "scores": scores,
                         "sample_weight": sample_weight}
         self._boot_args = {"metrics": metrics, "sensitive_features": sensitive_features,
@@ -514,6 +556,9 @@ class AuditFrame:
                                            lo=0.0, hi=1.0, closed="neither")
         self.group_interval = check_choice(group_interval, "group_interval", owner,
                                            GROUP_INTERVALS)
+        self.weighted_interval = check_choice(weighted_interval, "weighted_interval", owner,
+                                              dropin.WEIGHTED_INTERVALS)
+        thin_by: dict[str, npt.NDArray[np.bool_]] = {}
         self.method = check_choice(method, "method", owner, SIMULTANEOUS_METHODS)
         self.tolerance = check_real(tolerance, "tolerance", owner, lo=0.0)
         self.threshold = check_real(threshold, "threshold", owner, lo=0.0, hi=1.0,
@@ -570,10 +615,19 @@ class AuditFrame:
         self._wsums: list[tuple[npt.NDArray[np.float64], ...]] = []
         if w is not None:  # weighted rates as Kish effective counts (floats)
             def kish(x: Any, d: Any) -> Any:
-                ke, ne, swx, sw = dropin.kish_counts(np.asarray(x, dtype=np.float64),
-                                                     np.asarray(d, dtype=bool), w, codes, g)
+                xf, dm = np.asarray(x, dtype=np.float64), np.asarray(d, dtype=bool)
+                ke, ne, swx, sw = dropin.kish_counts(xf, dm, w, codes, g)
                 self._wsums.append((swx, sw))
-                return ke, ne
+                if self.weighted_interval == "kish-wilson":
+                    return ke, ne
+                wd = np.where(dm, w, 0.0)
+                sq1 = np.bincount(codes, weights=wd * wd * xf, minlength=g)
+                sq0 = np.bincount(codes, weights=wd * wd * (1.0 - xf), minlength=g)
+                nd = np.bincount(codes, weights=dm.astype(np.float64), minlength=g)
+                kd, nsd, thin = dropin.design_counts(swx, sq1, sw - swx, sq0, nd,
+                                                     self.confidence_level)
+                thin_by[f"#{len(self._wsums) - 1}"] = thin
+                return kd, nsd
 
             allrows = np.ones(n, dtype=bool)
             self._counts["selection_rate"] = kish(pred, allrows)
@@ -584,6 +638,9 @@ class AuditFrame:
                 self._counts["accuracy"] = kish(pred == true, allrows)
                 self._counts["error_rate"] = kish(pred != true, allrows)
             self._weighted = dict(zip(self._counts, self._wsums, strict=True))
+            self._thin = MappingProxyType({r: thin_by[f"#{i}"]
+                                           for i, r in enumerate(self._counts)
+                                           if f"#{i}" in thin_by})
             true = None  # the unweighted counts below are not used
         if true is not None:
             tp = count(pred & true)
@@ -675,7 +732,11 @@ class AuditFrame:
         k, n = self._counts[rate]
         nn = np.maximum(n, 1)
         fn = wilson_interval if self.group_interval == "wilson" else clopper_pearson_interval
+        if rate in self._thin:  # weighted, design-based: Korn-Graubard's Clopper-Pearson
+            fn = clopper_pearson_interval
         lo, hi = fn(k, nn, self.confidence_level)
+        if rate in self._thin:  # too few effective instances on a side: nothing reported
+            lo, hi = np.where(self._thin[rate], 0.0, lo), np.where(self._thin[rate], 1.0, hi)
         return np.where(n > 0, lo, np.nan), np.where(n > 0, hi, np.nan)
 
     def _check_rate(self, rate: str) -> str:
@@ -933,8 +994,20 @@ class AuditFrame:
                                          confidence_level=level, share=share)
         k, n = self._counts[rate]
         rk, rn_ = k.sum() - k, n.sum() - n
-        return family_intervals(k[idx], n[idx], rk[idx], rn_[idx], kind=kind,
-                                confidence_level=level, method=self.method, share=share)
+        fam = family_intervals(k[idx], n[idx], rk[idx], rn_[idx], kind=kind,
+                               confidence_level=level, method=self.method, share=share)
+        thin = self._thin.get(rate)
+        if thin is None or not thin[idx].any():
+            return fam
+        # a group without a reported interval: each comparison it enters spans every value
+        from dataclasses import replace
+
+        t = thin[idx]
+        pt = np.array([t[a] or t[b] for a, b in fam.pairs])
+        full = (-1.0, 1.0) if kind == "difference" else (0.0, np.inf)
+        return replace(fam, low=np.where(pt, full[0], fam.low), high=np.where(pt, full[1], fam.high),
+                       rest_low=np.where(t, full[0], fam.rest_low),
+                       rest_high=np.where(t, full[1], fam.rest_high))
 
     def _compared(self, rates: Sequence[str]) -> tuple[npt.NDArray[np.int64], dict[str, str]]:
         labels = self.groups.labels
@@ -951,6 +1024,8 @@ class AuditFrame:
             else:
                 denom = self._counts[r][1]
                 bad = (denom < self.groups.min_group_size) | (denom <= 0)
+                if r in self._thin:  # compared without an interval, never silently left out
+                    bad &= ~self._thin[r]
             for i in np.flatnonzero(ok & bad):
                 if r != "mean_score" and denom[i] <= 0:
                     why = (f"no instance {_DENOMINATOR.get(r, '')}: {r} is undefined there "
@@ -973,7 +1048,8 @@ class AuditFrame:
         # family. The key holds every public setting a summary depends on, so changing one
         # after construction recomputes.
         key = (name, threshold, self.tolerance, self.threshold, self.confidence_level,
-               self.method, self.reference, self.max_listed_pairs)
+               self.method, self.reference, self.max_listed_pairs,
+               getattr(self, "weighted_interval", None))
         memo = self.__dict__.setdefault("_summary_memo", {})
         if key not in memo:
             try:
@@ -986,6 +1062,8 @@ class AuditFrame:
         return out  # type: ignore[no-any-return]
 
     def _summary(self, name: str, threshold: float | None) -> GroupSummary:
+        from fairprobe.stats.dropin import MIN_SIDE
+
         if self.control_names:
             return self._control_summary(name, threshold)
         rates, kind = FAIRNESS_METRICS[name]
@@ -1068,7 +1146,30 @@ class AuditFrame:
             rates=tuple(rates),
             denominators={r: {labels[i]: self._denominator(r, i) for i in idxs[r]}
                           for r in rates},
+            thin={labels[i]: (f"the weighted {r}'s positives or negatives weigh as fewer than "
+                              f"{MIN_SIDE:g} effective instances")
+                  for r in rates if r in self._thin for i in idxs[r] if self._thin[r][i]},
+            plan_inputs=self._plan_inputs(top, idxs[top], kind),
         )
+
+    def _plan_inputs(self, rate: str, idx: npt.NDArray[np.int64], kind: str
+                     ) -> dict[str, Any] | None:
+        """The observed shares, pooled rate and sizes the planner takes for ``rate`` over the
+        compared groups ``idx``."""
+        if rate == "mean_score" or rate not in ("selection_rate", "true_positive_rate"):
+            return None
+        k, n = (np.asarray(x, dtype=np.float64) for x in self._counts[rate])
+        kk, nn = k[idx], n[idx]
+        if nn.sum() <= 0:
+            return None
+        rows = float(self.groups.sizes[idx].sum())
+        out: dict[str, Any] = {
+            "shares": {self.groups.labels[i]: float(x / nn.sum()) for i, x in zip(idx, nn,
+                                                                                strict=True)},
+            "base_rate": float(kk.sum() / nn.sum()), "queried": rows,
+            "label_rate": float(nn.sum() / rows) if rate == "true_positive_rate" else 1.0,
+}
+        return out
 
     def _denominator(self, rate: str, i: int) -> float:
         n = (self.groups.sizes if rate == "mean_score" else self._counts[rate][1])[i]
@@ -1114,6 +1215,7 @@ class AuditFrame:
             confidence_level=self.confidence_level,
             family_size=sum(x.family_size for x in subs.values()),
             pair=(f"{worst}: {w.pair[0]}", f"{worst}: {w.pair[1]}"), by_control=subs,
+            plan_inputs=None,
             compared=tuple(f"{k}: {g}" for k, x in subs.items() for g in x.compared),
             excluded={f"{k}: {g}": why for k, x in subs.items() for g, why in x.excluded.items()},
             denominators={r: {f"{k}: {g}": n for k, x in subs.items()

@@ -18,12 +18,13 @@ by doubling then bisection on :math:`N`, with the same random numbers at every b
 power curve is monotone up to discreteness. Disparate impact is judged against its floor:
 ``gap`` is then one minus the true smallest ratio.
 
-The simulation is vectorised over the audits (one call of the family's intervals per budget),
-about a second a plan. With two groups the audit's exact interval (an unconditional test
-inverted, computed per outcome) would take minutes over thousands of simulated audits:
-Newcombe's (Koopman's for ratios) interval at the same level stands in for it, so a two-group
-plan is optimistic by the exact interval's extra width (1.0-1.2x, ``docs/stats.md``), and the
-JSON's ``method`` says so.
+With three groups or more the simulation is vectorised over the audits (one call of the
+family's intervals per budget), about a second a plan. With two groups the audit's interval is
+the unconditional exact test inverted, computed per outcome; the planner takes each simulated
+audit's verdict from :func:`fairprobe.stats.unconditional.unconditional_verdicts` (the same
+verdict as the interval's, from at most four of its tests), and starts its search at the budget
+Newcombe's (Koopman's) interval would need, which is smaller; a two-group plan takes tens of
+seconds. Every plan simulates the audit's own default intervals.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from fairprobe.errors import InvalidParameterError
 from fairprobe.stats.finding import decide_array
 from fairprobe.stats.simultaneous import family_intervals
 
-__all__ = ["AuditPlan", "plan_audit_budget", "simulated_power"]
+__all__ = ["AuditPlan", "plan_audit_budget", "queries_to_decide", "simulated_power"]
 
 _METRICS = {"dp": ("difference", "selection_rate"), "di": ("ratio", "selection_rate"),
             "eo": ("difference", "true_positive_rate")}
@@ -75,8 +76,8 @@ class AuditPlan:
             "confidence_level": self.confidence_level, "reps": self.reps, "seed": self.seed,
             "method": ("simulation of the default audit (exact simultaneous intervals)"
                        if len(self.group_shares) > 2 else
-                       "simulation with Newcombe's / Koopman's interval standing in for the "
-                       "exact two-group interval (optimistic by its 1.0-1.2x width)"),
+                       "simulation of the default audit (the two-group unconditional exact "
+                       "interval's verdicts)"),
             "curve": [{"budget": n, "power": p} for n, p in self.curve],
         }
 
@@ -98,8 +99,12 @@ def simulated_power(
     metric: str, tolerance: float, shares: np.ndarray, budget: int, *, gap: float,
     target: str, base_rate: float = 0.5, label_rate: float = 0.5,
     confidence_level: float = 0.95, reps: int = 2000, seed: int = 0,
+    stand_in: bool = False,
 ) -> float:
-    """Share of ``reps`` simulated default audits at ``budget`` whose verdict is ``target``."""
+    """Share of ``reps`` simulated default audits at ``budget`` whose verdict is ``target``.
+
+    ``stand_in``: two groups judged by Newcombe's (Koopman's) interval instead of the exact
+    default (narrower, so it needs a smaller budget: only where the search starts)."""
     kind, rate = _METRICS[metric]
     rng = np.random.default_rng(seed)
     g = shares.size
@@ -112,9 +117,12 @@ def simulated_power(
     if not ok.any():
         return 0.0
     k, n = k[ok], sizes[ok]
-    # two groups: the audit's exact interval is computed per outcome (too slow for thousands
-    # of simulated audits); Newcombe's / Koopman's interval at the same level stands in for it
-    # (the exact one is 1.0-1.2x as wide, docs/stats.md), so a two-group plan is optimistic
+    if g == 2 and not stand_in:  # the exact default's verdicts, outcome by outcome
+        from fairprobe.stats.unconditional import unconditional_verdicts
+
+        v2 = unconditional_verdicts(kind, k[:, 0], n[:, 0], k[:, 1], n[:, 1],  # type: ignore[arg-type]
+                                    threshold=tolerance, confidence_level=confidence_level)
+        return float((v2 == target).sum() / reps)
     fam = family_intervals(k, n, k.sum(1, keepdims=True) - k, n.sum(1, keepdims=True) - n,
                            kind=kind,  # type: ignore[arg-type]
                            confidence_level=confidence_level,
@@ -144,6 +152,8 @@ def plan_audit_budget(
     reps: int = 2000,
     seed: int = 0,
     max_budget: int = 10_000_000,
+    resolution: float = 0.01,
+    stand_in: bool = False,
 ) -> AuditPlan:
     """The smallest budget at which the default audit decides with probability >= ``power``.
 
@@ -165,6 +175,12 @@ def plan_audit_budget(
         of positive labels.
     reps, seed
         Simulated audits per budget and their seed.
+    resolution : float
+        Relative resolution of the budget's bisection.
+    stand_in : bool
+        Two groups only: judge by Newcombe's (Koopman's) interval instead of the exact default
+        (seconds instead of tens of seconds; the budget it gives is too small, see
+        :func:`queries_to_decide` for how it is scaled up).
     """
     metric = _ALIASES.get(metric, metric)
     if metric not in _METRICS:
@@ -193,13 +209,19 @@ def plan_audit_budget(
         raise InvalidParameterError("plan: a gap exactly at the tolerance is never decided "
                                     "fair with high probability; plan for a smaller gap.")
 
-    def pw(n: int) -> float:
+    def pw(n: int, fast: bool = stand_in) -> float:
         return simulated_power(metric, tolerance, sh, n, gap=gap, target=target,
                                base_rate=base_rate, label_rate=label_rate,
-                               confidence_level=confidence_level, reps=reps, seed=seed)
+                               confidence_level=confidence_level, reps=reps, seed=seed,
+                               stand_in=fast)
 
     curve: list[tuple[int, float]] = []
     lo, hi = 0, 64 * sh.size
+    if sh.size == 2 and not stand_in:  # start where the narrower stand-in reaches the power
+        while pw(hi, fast=True) < power and hi * 2 <= max_budget:
+            lo, hi = hi, hi * 2
+        lo = max(lo, (lo + hi) // 2 if pw((lo + hi) // 2, fast=True) < power else lo)
+        hi = max(hi, lo + 1)
     while True:
         p = pw(hi)
         curve.append((hi, p))
@@ -211,7 +233,7 @@ def plan_audit_budget(
             raise InvalidParameterError(
                 f"plan: no budget up to {max_budget:,} reaches power {power:g} (the gap is too "
                 f"close to the tolerance); plan for a gap further from it.")
-    while hi - lo > max(1, math.ceil(hi * 0.01)):  # 1% resolution
+    while hi - lo > max(1, math.ceil(hi * resolution)):
         mid = (lo + hi) // 2
         p = pw(mid)
         curve.append((mid, p))
@@ -223,3 +245,92 @@ def plan_audit_budget(
                      base_rate=float(base_rate), label_rate=float(label_rate),
                      confidence_level=float(confidence_level), reps=int(reps), seed=int(seed),
                      curve=curve)
+
+
+#: Metrics of :class:`~fairprobe.stats.frame.GroupSummary` the planner models.
+_PLANNED = {"demographic_parity_difference": "dp", "disparate_impact_ratio": "di",
+            "equal_opportunity_difference": "eo"}
+
+
+def queries_to_decide(
+    metric: str, threshold: float, estimate: float, shares: Mapping[str, float], *,
+    base_rate: float, queried: float, label_rate: float = 1.0,
+    confidence_level: float = 0.95, power: float = 0.8, reps: int = 400, seed: int = 0,
+) -> dict[str, Any] | None:
+    """How many more queries would likely decide an undetermined summary: the planner
+    (:func:`plan_audit_budget`) run on the observed rates, the estimate taken as the truth.
+
+    ``metric`` is the summary's (``demographic_parity_difference``, ``disparate_impact_ratio``,
+    ``equal_opportunity_difference``; others: ``None``), ``estimate`` its largest gap (smallest
+    ratio), ``shares`` the groups' shares of the compared rate's instances, ``base_rate`` their
+    pooled rate, ``queried`` the queries asked so far and ``label_rate`` the share of them the
+    rate counts (the positives for equal opportunity). With two groups the plan uses Newcombe's
+    (Koopman's) interval, and its budget is scaled up by the squared ratio of the exact
+    interval's width to the stand-in's at that budget's expected counts (a budget scales as one
+    over the width squared), so that an audit's reason costs a fraction of a second, not the
+    minute of an exact two-group plan.
+
+    Returns ``{"budget", "more", "target", "power", "gap", "assumes", "method"}``, or
+    ``{"budget": None, "note"}`` when no budget would likely decide it (the estimate at the
+    tolerance).
+    """
+    key = _PLANNED.get(metric)
+    if key is None or not math.isfinite(estimate):
+        return None
+    kind = _METRICS[key][0]
+    gap = abs(float(estimate)) if kind == "difference" else 1.0 - float(estimate)
+    base = float(min(max(base_rate, 0.01), 0.99))
+    if kind == "difference":
+        base = min(base, 1.0 - gap - 1e-9) if gap < 1.0 else base
+    two = len(shares) == 2
+    # the gap on the smallest group (the planner's first): the hardest place for it
+    shares = dict(sorted(shares.items(), key=lambda kv: kv[1]))
+    try:
+        plan = plan_audit_budget(key, threshold, shares, gap=gap, power=power, base_rate=base,
+                                 label_rate=min(max(label_rate, 1e-6), 1.0),
+                                 confidence_level=confidence_level, reps=reps, seed=seed,
+                                 resolution=0.05, stand_in=two)
+    except InvalidParameterError as e:
+        return {"budget": None, "note": str(e).removeprefix("plan: ")}
+    budget = plan.budget
+    if two:
+        budget = int(math.ceil(budget * _width_ratio(kind, plan) ** 2))
+    return {
+        "budget": budget, "more": int(max(0, math.ceil(budget - queried))),
+        "target": plan.target, "power": power, "gap": gap,
+        "assumes": (f"the true {'gap' if kind == 'difference' else 'smallest ratio'} is the "
+                    f"estimate ({estimate:.4g}) and falls on the smallest group, the groups' "
+                    f"shares as observed, their common rate {base:.3g}"),
+        "method": ("planner (simulated default audits)" if not two else
+                   "planner with Newcombe's/Koopman's interval, scaled by the exact interval's "
+                   "squared width ratio at the planned budget's expected counts"),
+    }
+
+
+def _width_ratio(kind: str, plan: AuditPlan) -> float:
+    """Exact default's width over the stand-in's at the plan's expected counts (>= 1; log
+    widths for ratios; sizes capped at 20,000 per group)."""
+    from fairprobe.stats.intervals import newcombe_interval, score_ratio_interval
+    from fairprobe.stats.unconditional import (
+        unconditional_difference_interval,
+        unconditional_ratio_interval,
+    )
+
+    sh = np.asarray(list(plan.group_shares.values()))
+    lab = plan.label_rate if _METRICS[plan.metric][1] == "true_positive_rate" else 1.0
+    # at most 20,000 per group: the ratio settles towards 1 as the sizes grow, and the exact
+    # interval of larger groups costs seconds
+    n = np.maximum(np.rint(min(plan.budget, 20_000 / max(sh.max() * lab, 1e-9)) * sh * lab), 1.0)
+    k = np.rint(n * _rates(kind, 2, plan.base_rate, plan.gap))
+    ex = unconditional_difference_interval if kind == "difference" else \
+        unconditional_ratio_interval
+    si = newcombe_interval if kind == "difference" else score_ratio_interval
+    b = [float(x) for x in (*ex(k[0], n[0], k[1], n[1], plan.confidence_level),
+                            *si(k[0], n[0], k[1], n[1], plan.confidence_level))]
+    if kind == "ratio":
+        with np.errstate(divide="ignore"):
+            b = [float(np.log(x)) for x in b]
+    w_ex, w_si = b[1] - b[0], b[3] - b[2]
+    if not (math.isfinite(w_ex) and math.isfinite(w_si) and w_si > 0):
+        return 1.0
+    return max(1.0, w_ex / w_si)

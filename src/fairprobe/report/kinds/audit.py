@@ -125,6 +125,7 @@ def _views(doc: Doc) -> list[dict[str, Any]]:
                 "vs_rest": [x for x in s.get("vs_rest") or [] if isinstance(x, Mapping)],
                 "vs_reference": [x for x in s.get("vs_reference") or []
                                  if isinstance(x, Mapping)],
+                "more_queries": mapping(s.get("more_queries")),
             })
         return views
     metric = mapping(doc.get("metric")) or doc
@@ -255,6 +256,13 @@ def adapt_audit(doc: Doc, source: str, label: str) -> Section:
         for g, why in v["excluded"].items():
             if not many:
                 notes.append(f"{metric_label(v['name'])}: group {g} excluded ({why}).")
+        more = v.get("more_queries") or {}
+        if v["verdict"] == "undetermined" and more.get("budget") is not None:
+            notes.append(f"{metric_label(v['name']).capitalize()} undetermined: about "
+                         f"{fmt(more.get('more'))} more queries ({fmt(more.get('budget'))} in "
+                         f"all) would likely decide it ({more.get('target')} with probability "
+                         f"{fmt(more.get('power'))} if {more.get('assumes')}; "
+                         f"{more.get('method')}).")
     facts: list[tuple[str, str]] = []
     for v in views:
         lvl = v["level"] or 0.95
