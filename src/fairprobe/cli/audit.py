@@ -33,7 +33,7 @@ from fairprobe.cli._common import (
     console,
     split_list,
 )
-from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit
+from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit, emit_job
 
 if TYPE_CHECKING:
     pass
@@ -508,20 +508,18 @@ def _group_audit(
         from fairprobe.report.tables import group_table, write_csv
 
         write_csv(csv_path, group_table(result))
-    emit_or_fail(json_path, result, prov, fail_on, resume=True)
+    emit_job_or_fail(json_path, job, fail_on, resume=True)
 
 
-def emit_or_fail(json_path: Path | None, result: Any, prov: Any, fail_on: FailOn | None,
-                 resume: bool = False, body: Any = None) -> None:
-    """Write the result (or ``body``, the document's fields when the command adds some); a
-    metric asked for that could not be computed is then an error (exit 2) naming it and why,
-    never a silent omission."""
-    doc = result if body is None else body
-    missing = result.not_summarised()
+def emit_job_or_fail(json_path: Path | None, job: Any, fail_on: FailOn | None,
+                     resume: bool = False) -> None:
+    """Write the job's document; a metric asked for that could not be computed is then an
+    error (exit 2) naming it and why, never a silent omission."""
+    missing = job.result.not_summarised()
     if not missing:
-        emit(json_path, "audit", doc, prov, fail_on)
+        emit_job(json_path, job, fail_on)
         return
-    emit(json_path, "audit", doc, prov, None)
+    emit_job(json_path, job, None)
     from fairprobe.errors import DataError
 
     name, why = next(iter(missing.items()))
