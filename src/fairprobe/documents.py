@@ -274,7 +274,8 @@ class Job:
     @property
     def verdict(self) -> str | None:
         """The result's verdict, when it has one."""
-        v = getattr(self.result, "verdict", None)
+        v = (self.result.get("verdict") if isinstance(self.result, dict)
+             else getattr(self.result, "verdict", None))
         return None if v is None else str(v)
 
     def body(self) -> dict[str, Any]:
