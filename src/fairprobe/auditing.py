@@ -589,3 +589,61 @@ def audit_model(
                 bb, sample, swap, seed=seed, confidence_level=confidence_level).to_dict()
         requests = {"paid": bb.spent, "cached": bb.from_cache}
     return AuditJob(res, prov, plan, extra, requests)
+
+
+def audit_prompt_variants(
+    backend: Any,
+    *,
+    prompt_templates: dict[str, str] | None = None,
+    **kwargs: Any,
+) -> AuditJob:
+    """A two-group audit (:func:`audit_model`), re-run once per prompt template: what
+    ``fairprobe audit --prompt-variants`` does.
+
+    ``backend`` is an :class:`~fairprobe.access.openai_chat.OpenAIChatBackend` when
+    ``prompt_templates`` (``{name: template}``, at least two) are given; each template is
+    checked before anything is paid. The first run's result and provenance are the job's;
+    ``extra["prompt_variation"]`` holds every template's estimate and verdict and their spread
+    (:func:`fairprobe.access.variation.prompt_sensitivity`), ``extra["usage"]`` the tokens the
+    server reported summed over every run, and ``extra["requests"]`` the answers paid and cached
+    over every run (with several runs or a ``name_swap``). Other parameters are
+    :func:`audit_model`'s.
+    """
+    variants: list[Any] = []
+    if prompt_templates is not None:
+        from fairprobe.access.openai_chat import OpenAIChatBackend
+        from fairprobe.errors import ConfigError
+
+        if not isinstance(backend, OpenAIChatBackend):
+            raise ConfigError("--prompt-variants needs an openai-chat backend config.")
+        # every template is checked before anything is paid
+        variants = [OpenAIChatBackend(backend.config, prompt_template=t)
+                    for t in prompt_templates.values()]
+    extra: dict[str, Any] = {}
+    requests = {"paid": 0, "cached": 0, "runs": 0}  # every run's BlackBox: one source of truth
+
+    def one(be: Any, swap: bool = False) -> AuditJob:
+        job = audit_model(be, run_name_swap=swap, **kwargs)
+        extra.update(job.extra)
+        requests["paid"] += job.requests["paid"]
+        requests["cached"] += job.requests["cached"]
+        requests["runs"] += 1
+        usage = getattr(be, "usage", None)
+        if isinstance(usage, dict):  # tokens the server reported, summed over every run
+            total = extra.setdefault("usage", dict.fromkeys(usage, 0))
+            for k, v in usage.items():
+                total[k] = total.get(k, 0) + v
+        return job
+
+    first = one(backend, swap=True)
+    if prompt_templates is not None:
+        from fairprobe.access.variation import prompt_sensitivity
+
+        by_template = dict(zip(prompt_templates.values(), variants, strict=True))
+        extra["prompt_variation"] = prompt_sensitivity(
+            prompt_templates, lambda _name, t: one(by_template[t]).result).to_dict()
+    if requests["runs"] > 1 or kwargs.get("name_swap") is not None:
+        extra["requests"] = dict(requests)
+    return AuditJob(first.result, first.provenance, first.plan, extra,
+                    {"paid": requests["paid"], "cached": requests["cached"],
+                     "runs": requests["runs"]})

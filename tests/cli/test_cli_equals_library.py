@@ -297,3 +297,26 @@ def test_report(work: Path) -> None:
     write_markdown(build_report(load_results([work / "rad.json"])), work / "lib-rep" / "report.md")
     assert (work / "lib-rep" / "report.md").read_text() == \
         (work / "cli-rep" / "report.md").read_text()
+
+
+def test_audit_llm_prompt_variants_and_name_swap(work: Path, platform: str) -> None:
+    from fairprobe.access.config import load_backend
+    from fairprobe.access.variation import read_templates
+    from fairprobe.auditing import audit_prompt_variants
+
+    (work / "llm.toml").write_text("\n".join([
+        'kind = "openai-chat"', f'base_url = "{platform}/v1"', 'model = "adult-logreg-v1"',
+        'labels = [">50K", "<=50K"]', 'positive_labels = [">50K"]',
+        'prompt_template = "Person: {record}. Answer with one label: {labels}."']) + "\n")
+    (work / "variants.toml").write_text('[templates]\nplain = "Person: {record}. Answer '
+                                        '{labels}."\nterse = "{record}\\nLabel ({labels}):"\n')
+    r = _cli("audit", "--backend-config", "llm.toml", "--budget", "30", "--no-progress",
+             "--prompt-variants", "variants.toml", "--name-swap", "first_name",
+             "--cache", "cli-llm.sqlite", "--json", "llm.json", cwd=work)
+    assert r.returncode == 0, r.stderr
+    job = audit_prompt_variants(
+        load_backend(str(work / "llm.toml")),
+        prompt_templates=read_templates(str(work / "variants.toml")), budget=30,
+        name_swap="first_name", cache=work / "lib-llm.sqlite")
+    doc = _same(work / "llm.json", job.to_dict())
+    assert doc["requests"]["runs"] == 3 and doc["prompt_variation"]["variants"]

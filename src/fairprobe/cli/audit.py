@@ -33,7 +33,7 @@ from fairprobe.cli._common import (
     console,
     split_list,
 )
-from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit, emit_job
+from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit_job
 
 if TYPE_CHECKING:
     pass
@@ -270,61 +270,27 @@ def audit(
         pos_label=_label_value(pos_label), answer_cols=answer_columns(backend_config),
     )
     backend = build_backend(url, backend_config, path)  # no network yet
-    if templates is not None:
-        from fairprobe.access.openai_chat import OpenAIChatBackend
-        from fairprobe.errors import ConfigError
-
-        if not isinstance(backend, OpenAIChatBackend):
-            raise ConfigError("--prompt-variants needs an openai-chat backend config.")
-        for t in templates.values():  # every template is checked before anything is paid
-            OpenAIChatBackend(backend.config, prompt_template=t)
     if no_cache:
         from fairprobe.cli import main as cli_main
 
         cli_main.INTERRUPT_MESSAGE = "interrupted; nothing was cached (--no-cache)."
-    from fairprobe.auditing import audit_model
+    from fairprobe.auditing import audit_prompt_variants
     from fairprobe.report.text import print_audit
 
-    extra: dict[str, Any] = {}
-    requests = {"paid": 0, "cached": 0, "runs": 0}  # every run's BlackBox: one source of truth
-
-    def one(be: Any, swap: bool = False) -> tuple[Any, Any]:
-        job = audit_model(
-            be, queries=queries, group_col=group_col, group_a=group_a, group_b=group_b,
-            metric=name, every_group=False, label_col=label_col, feature_cols=feature_cols,
-            send_group=send_group, budget=budget, seed=seed, tolerance=tolerance,
-            threshold=threshold, confidence_level=confidence_level,
-            interval=_two_group_interval(interval.value, name), min_group_size=min_group_size,
-            pos_label=_label_value(pos_label), cache=None if no_cache else cache,
-            refresh=refresh, concurrency=concurrency, retries=retries, timeout=timeout,
-            progress=progress, max_unusable_share=limit,
-            name_swap=name_swap, run_name_swap=swap, url=url, path=path)
-        extra.update(job.extra)
-        requests["paid"] += job.requests["paid"]
-        requests["cached"] += job.requests["cached"]
-        requests["runs"] += 1
-        usage = getattr(be, "usage", None)
-        if isinstance(usage, dict):  # tokens the server reported, summed over every run
-            total = extra.setdefault("usage", dict.fromkeys(usage, 0))
-            for k, v in usage.items():
-                total[k] = total.get(k, 0) + v
-        return job.result, job.provenance
-
-    result, prov = one(backend, swap=True)
-    if templates is not None:
-        from fairprobe.access.openai_chat import OpenAIChatBackend
-        from fairprobe.access.variation import prompt_sensitivity
-
-        def run_variant(_name: str, template: str) -> Any:
-            assert isinstance(backend, OpenAIChatBackend)
-            return one(OpenAIChatBackend(backend.config, prompt_template=template))[0]
-
-        extra["prompt_variation"] = prompt_sensitivity(templates, run_variant).to_dict()
+    job = audit_prompt_variants(
+        backend, prompt_templates=templates, queries=queries, group_col=group_col,
+        group_a=group_a, group_b=group_b, metric=name, every_group=False, label_col=label_col,
+        feature_cols=feature_cols, send_group=send_group, budget=budget, seed=seed,
+        tolerance=tolerance, threshold=threshold, confidence_level=confidence_level,
+        interval=_two_group_interval(interval.value, name), min_group_size=min_group_size,
+        pos_label=_label_value(pos_label), cache=None if no_cache else cache, refresh=refresh,
+        concurrency=concurrency, retries=retries, timeout=timeout, progress=progress,
+        max_unusable_share=limit, name_swap=name_swap, url=url, path=path)
+    result, extra, requests = job.result, job.extra, job.requests
     print_audit(result, console)
-    print_trust_summary(prov, plan, console)  # the plan audit_model re-made from these inputs
+    print_trust_summary(job.provenance, plan, console)  # the plan audit_model re-made
     print_llm_dimensions(extra, console)
-    if requests["runs"] > 1 or name_swap is not None:
-        extra["requests"] = dict(requests)
+    if "requests" in extra:
         console.print(
             f"all requests of this audit ({requests['runs']} run(s)"
             f"{', with name swaps' if name_swap is not None else ''}): {requests['paid']} paid, "
@@ -335,9 +301,7 @@ def audit(
         d = result.to_dict(per_instance=False)
         write_csv(csv_path, findings_table([{**finding_row(d["metric"]), "queried": d["queried"],
                                              "paid": d["paid"], "cached": d["cached"]}]))
-    body = result.to_dict()
-    body.update(extra)
-    emit(json_path, "audit", body, prov, fail_on)
+    emit_job(json_path, job, fail_on)
 
 
 def _missing_group_col(queries: str | None, predictions: str | None) -> None:
