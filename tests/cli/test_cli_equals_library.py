@@ -128,6 +128,9 @@ def test_audit_predictions(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     job = predictions_job("pool.csv", y_pred_col="dec", group_col="g", metrics=["dp", "di"])
     doc = _same(work / "cli.json", job.to_dict())
     assert doc["kind"] == "audit" and doc["provenance"]["backend"]["kind"] == "predictions"
+    # a file is counted, not drawn: the terminal says which
+    assert "rows: 1200 counted (every row) from the predictions" in r.stdout
+    assert "drawn" not in r.stdout
 
     r = _cli("audit", "--predictions", "pool.csv", "--y-pred-col", "dec", "--group-col", "g",
              "--group-a", "A", "--budget", "500", "--seed", "4", "--json", "cli2.json", cwd=work)
@@ -135,6 +138,7 @@ def test_audit_predictions(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     job = predictions_job("pool.csv", y_pred_col="dec", group_col="g", group_a="A", budget=500,
                           seed=4, metrics=["disparate_impact_ratio"])
     _same(work / "cli2.json", job.to_dict())
+    assert "rows: 500 drawn (seed 4) from the predictions" in r.stdout
 
 
 def test_monitor(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
