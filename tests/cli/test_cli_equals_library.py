@@ -119,7 +119,7 @@ def _same(cli_json: Path, lib_doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_audit_predictions(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from fairprobe.predictions import predictions_job
+    from fairprobe.audit.predictions import predictions_job
 
     r = _cli("audit", "--predictions", "pool.csv", "--y-pred-col", "dec", "--group-col", "g",
              "--metric", "dp,di", "--json", "cli.json", cwd=work)
@@ -142,7 +142,7 @@ def test_audit_predictions(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_monitor(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from fairprobe.monitoring import monitor_job
+    from fairprobe.audit.monitor import monitor_job
 
     rng = np.random.default_rng(5)
     n = 3000
@@ -221,7 +221,7 @@ def test_collab_demo_nodes(work: Path) -> None:
 
 def test_audit_model_two_groups_and_every_group(work: Path, platform: str) -> None:
     from fairprobe.access.http import HttpJsonBackend
-    from fairprobe.auditing import audit_model
+    from fairprobe.audit.job import audit_model
 
     r = _cli("audit", "--url", platform, "--budget", "300", "--seed", "1", "--no-progress",
              "--cache", "cli-a.sqlite", "--json", "a2.json", cwd=work)
@@ -306,7 +306,7 @@ def test_report(work: Path) -> None:
 def test_audit_llm_prompt_variants_and_name_swap(work: Path, platform: str) -> None:
     from fairprobe.access.config import load_backend
     from fairprobe.access.variation import read_templates
-    from fairprobe.auditing import audit_prompt_variants
+    from fairprobe.audit.job import audit_prompt_variants
 
     (work / "llm.toml").write_text("\n".join([
         'kind = "openai-chat"', f'base_url = "{platform}/v1"', 'model = "adult-logreg-v1"',

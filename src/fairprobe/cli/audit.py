@@ -16,7 +16,7 @@ import typer
 
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
 from fairprobe._text import term
-from fairprobe.auditing import (
+from fairprobe.audit.job import (
     DEFAULT_CACHE,
     DEFAULT_GROUPS,
     METRIC_CHOICES,
@@ -274,7 +274,7 @@ def audit(
         from fairprobe.cli import main as cli_main
 
         cli_main.INTERRUPT_MESSAGE = "interrupted; nothing was cached (--no-cache)."
-    from fairprobe.auditing import audit_prompt_variants
+    from fairprobe.audit.job import audit_prompt_variants
     from fairprobe.report.text import print_audit
 
     job = audit_prompt_variants(
@@ -453,7 +453,7 @@ def _group_audit(
         timeout=timeout, no_cache=no_cache, refresh=refresh, json_path=json_path, cache=cache,
     )
     backend = build_backend(url, backend_config, path)  # no network yet
-    from fairprobe.auditing import audit_model
+    from fairprobe.audit.job import audit_model
     from fairprobe.report.groups import print_group_audit
 
     job = audit_model(

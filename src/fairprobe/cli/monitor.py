@@ -42,9 +42,9 @@ def monitor(
     fail_on_alarm: Annotated[bool, typer.Option("--fail-on-alarm", help="Exit with the unfair gate code when the monitor alarms.")] = False,
 ) -> None:
     """Monitor prediction logs: per-window findings and an alarm valid at every look."""
+    from fairprobe.audit.monitor import monitor_job
     from fairprobe.cli._common import check_flag_real, check_output_path, console, split_list
     from fairprobe.cli.predictions import print_windows
-    from fairprobe.monitoring import monitor_job
 
     check_flag_real(alpha, "--alpha", lo=0.0, hi=1.0)
     check_flag_real(tolerance, "--tolerance", lo=0.0, hi=1.0)

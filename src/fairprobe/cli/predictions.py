@@ -1,6 +1,6 @@
 """``fairprobe audit --predictions FILE``: audit predictions already made (nothing is paid).
 
-The command checks its flags and calls :func:`fairprobe.predictions.predictions_job`, which
+The command checks its flags and calls :func:`fairprobe.audit.predictions.predictions_job`, which
 hashes the table (the file's SHA-256 enters the provenance and the result's ``backend``) and
 audits it through the every-group verdict path; the terminal table, the JSON and the report are those of an audit of a
 live model.
@@ -82,7 +82,7 @@ def predictions_audit(
         raise InvalidParameterError("--budget draws a sample in memory; --time-col/--engine "
                                     "count every row: drop one.")
 
-    from fairprobe.predictions import predictions_job
+    from fairprobe.audit.predictions import predictions_job
     from fairprobe.report.groups import print_group_audit
 
     name, sha256 = None, None

@@ -6,7 +6,7 @@ every-group audit's (:class:`fairprobe.audit.GroupAudit`, an
 simultaneous intervals, summaries and verdict as an audit of a live model, so point estimates
 equal fairlearn's ``MetricFrame`` on the same columns.
 
->>> from fairprobe.predictions import audit_predictions
+>>> from fairprobe.audit import audit_predictions
 >>> res = audit_predictions(df, y_pred_col="p", y_true_col="y", group_col="race",
 ...                         metrics=["dp", "eo"])                       # doctest: +SKIP
 """
@@ -98,16 +98,18 @@ def audit_predictions(
     time_col, window : str, optional
         Count per time window too (``window`` such as ``"1D"``, ``"7D"``): the result's
         ``counts`` then hold one table per window (:func:`fairprobe.scale.timeseries.window_findings`).
-    Others
-        As in :func:`fairprobe.audit.run_group_audit`.
 
     Returns
     -------
     fairprobe.audit.GroupAudit
         With ``paid = cached = 0``, ``backend`` naming the table, and ``counts`` the
         :class:`~fairprobe.scale.GroupCounts` it was built from (``None`` with a ``budget``).
+
+    Notes
+    -----
+    The other parameters are as in :func:`fairprobe.audit.run_group_audit`.
     """
-    from fairprobe.audit import GroupAudit, check_group_audit, draw_queries
+    from fairprobe.audit.run import GroupAudit, check_group_audit, draw_queries
     from fairprobe.stats.frame import _binary_labels
 
     if budget is None:
@@ -185,7 +187,7 @@ def prediction_spec(*, y_pred_col: str, group_col: str | Sequence[str],
                     sample_weight_col: str | None = None, pos_label: Any = None,
                     time_col: str | None = None, window: str | None = None) -> Any:
     """The :class:`~fairprobe.scale.CountSpec` of a predictions audit's columns."""
-    from fairprobe.audit import _group_columns
+    from fairprobe.audit.run import _group_columns
     from fairprobe.scale import CountSpec
 
     return CountSpec(group_cols=tuple(_group_columns(group_col)), y_pred=y_pred_col,
@@ -200,7 +202,7 @@ def _audit_counts(source: Any, *, y_pred_col: str, group_col: str | Sequence[str
                   threshold: float | None, confidence_level: float, method: str, backend: str,
                   engine: str, scheduler: Any, time_col: str | None, window: str | None) -> Any:
     """Every row counted by the engine; the audit built from the counts."""
-    from fairprobe.audit import GroupAudit, check_group_audit
+    from fairprobe.audit.run import GroupAudit, check_group_audit
     from fairprobe.scale import count
 
     spec = prediction_spec(y_pred_col=y_pred_col, group_col=group_col, y_true_col=y_true_col,
@@ -265,7 +267,7 @@ def files_sha256(files: Sequence[Any]) -> str:
 def two_groups(df: Any, cols: Sequence[str], group_a: str, group_b: str | None) -> Any:
     """The rows of ``group_a`` and ``group_b`` (``rest`` or none: every other row, relabelled
     ``rest``), so that the every-group audit compares exactly these two groups."""
-    from fairprobe.auditing import REST_WORDS, _group_value
+    from fairprobe.audit.job import REST_WORDS, _group_value
     from fairprobe.errors import InvalidParameterError
 
     if len(cols) != 1:

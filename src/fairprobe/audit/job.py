@@ -5,7 +5,7 @@ made before a query is paid, the draw, the run and the provenance block live her
 user gets the same checks and the same document as the command line::
 
     from fairprobe.access.config import load_backend
-    from fairprobe.auditing import audit_model
+    from fairprobe.audit import audit_model
 
     job = audit_model(load_backend("backend.toml"), queries="applicants.csv",
                       group_col="race", metric=["dp", "eo"], label_col="income")
@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_CACHE",
     "AuditJob",
     "audit_model",
+    "audit_prompt_variants",
     "audit_provenance",
     "plan_audit",
     "plan_group_audit",
@@ -174,7 +175,7 @@ def plan_audit(
     Returns the pool, its source, the column plan, the groups, the label and the budget.
     ``answer_cols``: recorded-answer columns (a replay table used as the pool), never sent.
     """
-    from fairprobe.audit import draw_queries, plan_columns
+    from fairprobe.audit.run import draw_queries, plan_columns
     from fairprobe.errors import DataError
 
     if queries is None:
@@ -243,7 +244,7 @@ def _check_binary_labels(labels: pd.Series, col: str, pos_label: Any = None) -> 
     from fairprobe.errors import DataError
 
     if pos_label is not None:  # labels such as '>50K': the library's check names --pos-label
-        from fairprobe.audit import _check_labels
+        from fairprobe.audit.run import _check_labels
 
         _check_labels(labels, col, pos_label)
         return
@@ -311,7 +312,7 @@ def plan_group_audit(
     names = list(metrics)
     needs_label = any("y_true" in RATES[r][0] for n in names for r in FAIRNESS_METRICS[n][0])
 
-    from fairprobe.audit import check_group_audit, draw_queries, plan_columns
+    from fairprobe.audit.run import check_group_audit, draw_queries, plan_columns
 
     if queries is None:
         from fairprobe.datasets import load_adult
@@ -507,7 +508,7 @@ def audit_model(
         writes with ``--json`` for the same inputs (its provenance times aside).
     """
     from fairprobe.access.blackbox import BlackBox
-    from fairprobe.audit import run_audit, run_group_audit
+    from fairprobe.audit.run import run_audit, run_group_audit
 
     backend = as_backend(backend)
     if group_col is None:
@@ -582,7 +583,7 @@ def audit_model(
                                 refresh=refresh)
         if swap is not None:
             from fairprobe.access.variation import name_swap_audit
-            from fairprobe.audit import draw_queries
+            from fairprobe.audit.run import draw_queries
 
             sample = draw_queries(plan["pool"], plan["budget"], seed)[plan["columns"].sent]
             extra["name_swap"] = name_swap_audit(

@@ -86,9 +86,9 @@ def monitor_job(
     import pandas as pd
 
     from fairprobe._validation import split_names
-    from fairprobe.audit import GroupAudit
+    from fairprobe.audit.predictions import prediction_spec
+    from fairprobe.audit.run import GroupAudit
     from fairprobe.errors import InvalidParameterError
-    from fairprobe.predictions import prediction_spec
     from fairprobe.provenance import Provenance
     from fairprobe.scale.engine import ENGINES
     from fairprobe.scale.monitor import MONITOR_METRICS, monitor_counts
