@@ -19,8 +19,9 @@ Every public name is importable from ``fairprobe.audit`` itself. They are loaded
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from fairprobe._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from fairprobe.audit.job import (
@@ -94,14 +95,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module 'fairprobe.audit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"fairprobe.audit.{where}"), name)
-    globals()[name] = value  # later lookups are plain attribute reads
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, globals())

@@ -314,30 +314,18 @@ def predictions_job(
     *,
     y_pred_col: str,
     group_col: str | Sequence[str],
-    metrics: Sequence[str] = ("dp",),
-    y_true_col: str | None = None,
-    score_col: str | None = None,
-    sample_weight_col: str | None = None,
-    pos_label: Any = None,
-    budget: int | None = None,
-    seed: int = 0,
-    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
-    reference: Any = None,
-    tolerance: float | None = None,
-    threshold: float | None = None,
-    confidence_level: float = 0.95,
-    method: str = "exact",
     group_a: str | None = None,
     group_b: str | None = None,
-    engine: str = "auto",
-    scheduler: Any = None,
-    time_col: str | None = None,
-    window: str | None = None,
     per_instance: bool = False,
     name: str | None = None,
     sha256: str | None = None,
+    **options: Any,
 ) -> PredictionsJob:
     """Audit a predictions file as one call: what ``fairprobe audit --predictions`` does.
+
+    ``options`` are the parameters of :func:`audit_predictions` (``metrics``, ``y_true_col``,
+    ``score_col``, ``sample_weight_col``, ``pos_label``, ``budget``, ``seed``, ``engine``,
+    ``time_col``, ``window``, ...), with its defaults.
 
     The file (or directory, or glob) is hashed, its rows counted (or, with ``budget``, a sample
     drawn in memory) and audited by :func:`audit_predictions`; the provenance names the file,
@@ -361,6 +349,8 @@ def predictions_job(
     from fairprobe.provenance import Provenance, pool_digest, redact_text
     from fairprobe.scale.engine import engine_name, list_files
 
+    budget, engine = options.get("budget"), options.get("engine", "auto")
+    time_col = options.get("time_col")
     files: list[Any] = []
     source: Any = predictions
     if isinstance(predictions, pd.DataFrame):
@@ -386,42 +376,40 @@ def predictions_job(
 
         raise InvalidParameterError("--group-b needs --group-a (the two groups compared).")
     result = audit_predictions(
-        source if source is not None else predictions, y_pred_col=y_pred_col,
-        y_true_col=y_true_col, score_col=score_col, sample_weight_col=sample_weight_col,
-        group_col=cols, metrics=metrics, pos_label=pos_label, budget=budget, seed=seed,
-        min_group_size=min_group_size, reference=reference, tolerance=tolerance,
-        threshold=threshold, confidence_level=confidence_level, method=method,
-        backend=predictions_identity(Path(label).name, sha), engine=engine,
-        scheduler=scheduler, time_col=time_col, window=window)
-    used = [c for c in (y_pred_col, y_true_col, score_col, sample_weight_col, time_col, *cols)
-            if c is not None]
+        source if source is not None else predictions, y_pred_col=y_pred_col, group_col=cols,
+        backend=predictions_identity(Path(label).name, sha), **options)
+    named = {k: options.get(f"{k}_col") for k in ("y_true", "score", "sample_weight", "time")}
+    used = [c for c in (y_pred_col, *named.values(), *cols) if c is not None]
     in_memory = isinstance(source, pd.DataFrame)
     pool = (pool_digest(source, label) if in_memory else
             {"sha256": sha, "rows": result.queried, "columns": used,
              "source": redact_text(label), "files": len(files)})
+    columns = {"y_pred": y_pred_col, "y_true": named["y_true"], "score": named["score"],
+               "sample_weight": named["sample_weight"], "groups": cols, "used": used,
+               "time": time_col}
     prov = Provenance.capture(
-        seed=seed,
+        seed=result.seed,
         query_pool={**pool, "file_sha256": sha},
         backend={"kind": "predictions", "identity": result.backend, "file": label,
                  "file_sha256": sha},
-        extra={"columns": {"y_pred": y_pred_col, "y_true": y_true_col, "score": score_col,
-                           "sample_weight": sample_weight_col, "groups": cols, "used": used,
-                           "time": time_col},
+        extra={"columns": columns,
                "engine": engine_name(engine) if budget is None else "pandas (sample)"},
     )
     extra: dict[str, Any] = {}
     if per_instance and result.counts is not None:  # counted: the rows are read back in order
         extra["per_instance"] = per_instance_records(
             source if in_memory else predictions,
-            prediction_spec(y_pred_col=y_pred_col, group_col=cols, y_true_col=y_true_col,
-                            pos_label=pos_label), engine)
+            prediction_spec(y_pred_col=y_pred_col, group_col=cols, y_true_col=named["y_true"],
+                            pos_label=options.get("pos_label")), engine)
     if time_col is not None:
         from fairprobe.scale.timeseries import window_findings
 
         extra["windows"] = window_findings(
-            result.counts, result.metrics, min_group_size=min_group_size,
-            confidence_level=confidence_level, method=result.method, reference=reference,
-            tolerance=result.tolerance, threshold=result.threshold)
+            result.counts, result.metrics,
+            min_group_size=options.get("min_group_size", DEFAULT_MIN_GROUP_SIZE),
+            confidence_level=result.confidence_level, method=result.method,
+            reference=options.get("reference"), tolerance=result.tolerance,
+            threshold=result.threshold)
     return PredictionsJob(
         "audit", result, prov, extra, rows=len(source) if in_memory else result.queried,
         files=len(files), sha256=sha,

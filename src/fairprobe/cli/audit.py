@@ -67,16 +67,10 @@ def check_audit_flags(
     seed: int,
     tolerance: float | None,
     threshold: float | None,
-    confidence_level: float,
-    concurrency: int,
-    retries: int,
-    timeout: float | None,
-    no_cache: bool,
-    refresh: bool,
-    json_path: Path | None,
-    cache: Path,
+    **access: Any,
 ) -> str:
-    """Check every flag that needs no data; return the metric's full name."""
+    """Check every flag that needs no data; return the metric's full name. ``access`` holds the
+    flags every audit form shares (:func:`check_access_flags`)."""
     from fairprobe.errors import InvalidParameterError
 
     name = check_flag_choice(metric, "--metric", METRIC_CHOICES)
@@ -98,10 +92,7 @@ def check_audit_flags(
             )
         if tolerance is not None:
             check_flag_real(tolerance, "--tolerance", lo=0.0, hi=1.0)
-    check_access_flags(
-        seed=seed, confidence_level=confidence_level, concurrency=concurrency, retries=retries,
-        timeout=timeout, no_cache=no_cache, refresh=refresh, json_path=json_path, cache=cache,
-    )
+    check_access_flags(seed=seed, **access)
     return name
 
 
@@ -430,24 +421,13 @@ def _group_audit(
                 "drop it or audit two groups.")
     limit = (check_flag_real(max_unusable, "--max-unusable", lo=0.0, hi=1.0, closed="left")
              if strict else None)
-    from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS
-
-    choices = {"di": "disparate_impact_ratio", "dp": "demographic_parity_difference",
-               **FAIRNESS_ALIASES, **{m: m for m in FAIRNESS_METRICS}}
-    names = list(dict.fromkeys(check_flag_choice(m, "--metric", choices)
-                               for m in (split_list(metric) or [])))
-    if not names:
-        raise InvalidParameterError("--metric names no metric; give e.g. --metric dp,eo.")
+    names = check_group_flags(metric=metric, min_group_size=min_group_size,
+                              tolerance=tolerance, threshold=threshold)
     cols = split_list(group_col) or []
     if not cols or len(set(cols)) != len(cols):
         raise InvalidParameterError(f"--group-col must name distinct columns; got {group_col!r}.")
     if isinstance(budget, int):
         check_flag_int(budget, "--budget", lo=2, hint=" (at least one query per group)")
-    check_flag_int(min_group_size, "--min-group-size", lo=1)
-    if tolerance is not None:
-        check_flag_real(tolerance, "--tolerance", lo=0.0, hi=1.0)
-    if threshold is not None:
-        check_flag_real(threshold, "--threshold", lo=0.0, hi=1.0, closed="right")
     check_access_flags(
         seed=seed, confidence_level=confidence_level, concurrency=concurrency, retries=retries,
         timeout=timeout, no_cache=no_cache, refresh=refresh, json_path=json_path, cache=cache,
@@ -473,6 +453,27 @@ def _group_audit(
 
         write_csv(csv_path, group_table(result))
     emit_job_or_fail(json_path, job, fail_on, resume=True)
+
+
+def check_group_flags(*, metric: str, min_group_size: int, tolerance: float | None,
+                      threshold: float | None) -> list[str]:
+    """The every-group audit's ``--metric`` list as full names, with ``--min-group-size``,
+    ``--tolerance`` and ``--threshold`` checked: one rule for a model and a predictions file."""
+    from fairprobe.errors import InvalidParameterError
+    from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS
+
+    choices = {"di": "disparate_impact_ratio", "dp": "demographic_parity_difference",
+               **FAIRNESS_ALIASES, **{m: m for m in FAIRNESS_METRICS}}
+    names = list(dict.fromkeys(check_flag_choice(m, "--metric", choices)
+                               for m in (split_list(metric) or [])))
+    if not names:
+        raise InvalidParameterError("--metric names no metric; give e.g. --metric dp,eo.")
+    check_flag_int(min_group_size, "--min-group-size", lo=1)
+    if tolerance is not None:
+        check_flag_real(tolerance, "--tolerance", lo=0.0, hi=1.0)
+    if threshold is not None:
+        check_flag_real(threshold, "--threshold", lo=0.0, hi=1.0, closed="right")
+    return names
 
 
 def emit_job_or_fail(json_path: Path | None, job: Any, fail_on: FailOn | None,

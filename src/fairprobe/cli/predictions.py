@@ -49,23 +49,14 @@ def predictions_audit(
         raise InvalidParameterError("--group-b needs --group-a (the two groups compared).")
     if y_pred_col is None:
         raise InvalidParameterError("--predictions needs --y-pred-col, the column of decisions.")
-    from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS
+    from fairprobe.cli.audit import check_group_flags
 
-    choices = {"di": "disparate_impact_ratio", "dp": "demographic_parity_difference",
-               **FAIRNESS_ALIASES, **{m: m for m in FAIRNESS_METRICS}}
-    names = list(dict.fromkeys(check_flag_choice(m, "--metric", choices)
-                               for m in (split_list(metric) or [])))
-    if not names:
-        raise InvalidParameterError("--metric names no metric; give e.g. --metric dp,eo.")
+    names = check_group_flags(metric=metric, min_group_size=min_group_size,
+                              tolerance=tolerance, threshold=threshold)
     if budget is not None:
         check_flag_int(budget, "--budget", lo=2)
     check_flag_int(seed, "--seed", lo=0, hi=2**63 - 1)
-    check_flag_int(min_group_size, "--min-group-size", lo=1)
     check_flag_real(confidence_level, "--confidence-level", lo=0.0, hi=1.0)
-    if tolerance is not None:
-        check_flag_real(tolerance, "--tolerance", lo=0.0, hi=1.0)
-    if threshold is not None:
-        check_flag_real(threshold, "--threshold", lo=0.0, hi=1.0, closed="right")
     check_output_path(json_path, "--json")
     check_output_path(csv_path, "--csv")
     check_output_path(figure, "--figure")
