@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
 from fairprobe._validation import split_names
+from fairprobe.documents import Job
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -352,8 +353,9 @@ def plan_group_audit(
 
 
 @dataclass(frozen=True)
-class AuditJob:
-    """A finished audit: the result, what it was computed from, and the document of both.
+class AuditJob(Job):
+    """A finished audit: a :class:`~fairprobe.documents.Job` of ``kind="audit"`` with the plan
+    it ran and the answers it paid for.
 
     Attributes
     ----------
@@ -361,34 +363,16 @@ class AuditJob:
         The two-group or every-group result (its findings carry the verdicts).
     provenance : Provenance
         Pool hash, backend identity, answers per group, cache policy, columns sent.
-    plan : dict
-        The pool, its source, the column plan, the groups and the budget.
     extra : dict
         Fields the command adds to the document (e.g. LLM usage, name swaps).
+    plan : dict
+        The pool, its source, the column plan, the groups and the budget.
+    requests : dict
+        Answers this run paid for and replayed from the cache (name swaps included).
     """
 
-    result: Any
-    provenance: Any
-    plan: dict[str, Any] = field(repr=False)
-    extra: dict[str, Any] = field(default_factory=dict)
-    #: answers this run paid for and replayed from the cache (name swaps included)
+    plan: dict[str, Any] = field(default_factory=dict, repr=False)
     requests: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def verdict(self) -> str:
-        return str(self.result.verdict)
-
-    def body(self) -> dict[str, Any]:
-        out: dict[str, Any] = self.result.to_dict()
-        out.update(self.extra)
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        """The result document (``{"schema", "kind": "audit", "provenance", ...}``) that
-        ``fairprobe audit --json`` writes for the same inputs."""
-        from fairprobe.documents import result_document
-
-        return result_document("audit", self.body(), self.provenance)
 
 
 @contextlib.contextmanager
@@ -546,7 +530,7 @@ def audit_model(
             prov = audit_provenance(bb, plan, seed=seed, cache=cache_path, no_cache=no_cache,
                                     refresh=refresh)
             requests = {"paid": bb.spent, "cached": bb.from_cache}
-        return AuditJob(result, prov, plan, requests=requests)
+        return AuditJob("audit", result, prov, plan=plan, requests=requests)
     if len(cols) != 1 or len(names) != 1:
         from fairprobe.errors import InvalidParameterError
 
@@ -589,7 +573,7 @@ def audit_model(
             extra["name_swap"] = name_swap_audit(
                 bb, sample, swap, seed=seed, confidence_level=confidence_level).to_dict()
         requests = {"paid": bb.spent, "cached": bb.from_cache}
-    return AuditJob(res, prov, plan, extra, requests)
+    return AuditJob("audit", res, prov, extra, plan=plan, requests=requests)
 
 
 def audit_prompt_variants(
@@ -645,6 +629,5 @@ def audit_prompt_variants(
             prompt_templates, lambda _name, t: one(by_template[t]).result).to_dict()
     if requests["runs"] > 1 or kwargs.get("name_swap") is not None:
         extra["requests"] = dict(requests)
-    return AuditJob(first.result, first.provenance, first.plan, extra,
-                    {"paid": requests["paid"], "cached": requests["cached"],
-                     "runs": requests["runs"]})
+    return AuditJob("audit", first.result, first.provenance, extra, plan=first.plan,
+                    requests=dict(requests))

@@ -38,15 +38,12 @@ class MonitorJob(Job):
         """Whether any metric's monitor alarmed (valid at level ``alpha`` over every look)."""
         return any(m.alarm is not None for m in self.monitors)
 
-    def body(self) -> dict[str, Any]:
-        from fairprobe._jsonable import to_jsonable
+    def result_dict(self) -> Any:
         from fairprobe.errors import DataError
 
         if self.result is None:
             raise DataError("The monitor has read no rows yet: there is no audit to write.")
-        out: dict[str, Any] = to_jsonable(self.result.to_dict(per_instance=False))
-        out.update(to_jsonable(self.extra))
-        return out
+        return self.result.to_dict(per_instance=False)
 
 
 def monitor_job(

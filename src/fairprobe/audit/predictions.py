@@ -301,12 +301,8 @@ class PredictionsJob(Job):
     sha256: str = ""
     per_instance_rows: bool = False
 
-    def body(self) -> dict[str, Any]:
-        from fairprobe._jsonable import to_jsonable
-
-        out: dict[str, Any] = to_jsonable(self.result.to_dict(per_instance=self.per_instance_rows))
-        out.update(to_jsonable(self.extra))
-        return out
+    def result_dict(self) -> Any:
+        return self.result.to_dict(per_instance=self.per_instance_rows)
 
 
 def predictions_job(
