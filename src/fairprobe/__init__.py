@@ -2,12 +2,15 @@
 
 from typing import TYPE_CHECKING, Any
 
+from fairprobe import _moved
 from fairprobe.errors import FairprobeError
 
 if TYPE_CHECKING:
     from fairprobe.stats.frame import AuditFrame
 
 __version__ = "0.1.0"
+
+_moved.install()  # old module names (fairprobe.auditing, ...), importable for one release
 __all__ = ["AuditFrame", "FairprobeError", "__version__"]
 
 

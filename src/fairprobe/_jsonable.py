@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 __all__ = ["to_jsonable"]
 
@@ -31,9 +30,12 @@ def to_jsonable(obj: Any) -> Any:
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple | set | frozenset):
         return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
+    # numpy is not imported here (the command line starts without it): an object can only be
+    # a numpy array or scalar once numpy is loaded
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(obj, np.ndarray):
         return [to_jsonable(v) for v in obj.tolist()]
-    if isinstance(obj, np.generic):
+    if np is not None and isinstance(obj, np.generic):
         return to_jsonable(obj.item())
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None

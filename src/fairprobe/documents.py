@@ -251,7 +251,7 @@ class Job:
     """A finished command: its result, what it was computed from, and the document of both.
 
     Every command's work is one library call that returns a ``Job`` (``audit_model`` returns its
-    own subclass); the command only parses flags, calls it, prints ``result`` and writes
+    subclass :class:`~fairprobe.audit.job.AuditJob`); the command only parses flags, calls it, prints ``result`` and writes
     :meth:`to_dict`, so a Python user gets exactly what ``--json`` writes.
 
     Attributes
@@ -274,12 +274,17 @@ class Job:
     @property
     def verdict(self) -> str | None:
         """The result's verdict, when it has one."""
-        v = getattr(self.result, "verdict", None)
+        v = (self.result.get("verdict") if isinstance(self.result, dict)
+             else getattr(self.result, "verdict", None))
         return None if v is None else str(v)
+
+    def result_dict(self) -> Any:
+        """The result's own fields (a subclass may choose, e.g. without one entry per row)."""
+        return to_jsonable(self.result)
 
     def body(self) -> dict[str, Any]:
         """The result's fields and :attr:`extra`: the document without its envelope."""
-        out = to_jsonable(self.result)
+        out = self.result_dict()
         if not isinstance(out, dict):
             raise InvalidParameterError(
                 f"The result of a {self.kind} job must convert to a mapping; got "

@@ -119,7 +119,7 @@ def test_a_metric_that_cannot_be_computed_is_an_error(preds: Path) -> None:
 def test_audit_model_takes_an_estimator_or_its_predict(tmp_path: Path) -> None:
     from sklearn.linear_model import LogisticRegression
 
-    from fairprobe.auditing import audit_model
+    from fairprobe.audit.job import audit_model
     from fairprobe.errors import InvalidParameterError
 
     rng = np.random.default_rng(0)
@@ -147,7 +147,7 @@ def test_a_failed_audit_says_the_rerun_resumes(tmp_path: Path) -> None:
 
     from fairprobe.access import Answer, Backend
     from fairprobe.access.base import TransientAccessError
-    from fairprobe.auditing import audit_model
+    from fairprobe.audit.job import audit_model
     from fairprobe.errors import EndpointUnreachableError
 
     class Dies(Backend):

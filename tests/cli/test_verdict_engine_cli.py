@@ -150,7 +150,7 @@ def test_library_returns_the_document_the_cli_writes(work: Path, form: str) -> N
     import os
 
     from fairprobe.access.config import load_backend
-    from fairprobe.auditing import audit_model
+    from fairprobe.audit.job import audit_model
 
     args = (["--group-col", "colour", "--metric", "dp,eo"] if form == "every-group" else
             ["--group-col", "colour", "--group-a", "Black", "--group-b", "White", "--metric",

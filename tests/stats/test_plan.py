@@ -136,7 +136,7 @@ def test_terminal_prints_how_many_more_queries() -> None:
     import pandas as pd
     from rich.console import Console
 
-    from fairprobe.predictions import audit_predictions
+    from fairprobe.audit.predictions import audit_predictions
     from fairprobe.report.groups import print_group_audit
 
     rng = np.random.default_rng(4)

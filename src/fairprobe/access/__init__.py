@@ -11,9 +11,9 @@ that needs one backend does not pay for pandas, httpx and pydantic it does not u
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from fairprobe._lazy import lazy_exports
 from fairprobe.access.base import Answer, AnswerBatch, Backend, TransientAccessError
 
 if TYPE_CHECKING:
@@ -94,14 +94,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fairprobe.access' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"fairprobe.access.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

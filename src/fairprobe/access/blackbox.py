@@ -27,12 +27,12 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from numbers import Real
-from types import TracebackType
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from fairprobe._closing import Closing
 from fairprobe._validation import check_int, check_real, param_error
 from fairprobe.access.base import Answer, AnswerBatch, Backend, TransientAccessError
 from fairprobe.access.cache import ResponseCache
@@ -145,7 +145,7 @@ def validate_answers(answers: Any, n: int, who: str) -> list[Answer]:
     return out
 
 
-class BlackBox:
+class BlackBox(Closing):
     """Budgeted, cached, retried, concurrent access to a black-box model.
 
     Parameters
@@ -777,17 +777,6 @@ class BlackBox:
         finally:
             if self._owns_cache:
                 self.cache.close()
-
-    def __enter__(self) -> BlackBox:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return (

@@ -52,8 +52,8 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
+from fairprobe._closing import Closing
 from fairprobe.access.base import Answer
 from fairprobe.errors import AccessError, CacheError, InvalidParameterError
 
@@ -133,7 +133,7 @@ class ClaimResult:
     taken_over: int = 0
 
 
-class ResponseCache:
+class ResponseCache(Closing):
     """A persistent, process- and thread-safe store of model answers.
 
     Parameters
@@ -481,14 +481,15 @@ class ResponseCache:
 
     def in_flight(self, identity: str | None = None) -> int:
         """Claims currently held (by any process) on keys not answered yet."""
+        return self._count("claims", identity)
+
+    def _count(self, table: str, identity: str | None) -> int:
+        """Rows of ``table`` (``answers`` or ``claims``, never user input), of one identity or
+        in all."""
+        sql = f"SELECT COUNT(*) FROM {table}" + ("" if identity is None else " WHERE identity = ?")
         with self._lock:
-            conn = self._connection()
-            if identity is None:
-                row = conn.execute("SELECT COUNT(*) FROM claims").fetchone()
-            else:
-                row = conn.execute(
-                    "SELECT COUNT(*) FROM claims WHERE identity = ?", (identity,)
-                ).fetchone()
+            row = self._connection().execute(sql, () if identity is None else (identity,)
+                                             ).fetchone()
         return int(row[0])
 
     def sample_records(self, identity: str, k: int, seed: int = 0) -> list[tuple[str, str]]:
@@ -509,15 +510,7 @@ class ResponseCache:
 
     def count(self, identity: str | None = None) -> int:
         """Number of stored answers, for one identity or in all."""
-        with self._lock:
-            conn = self._connection()
-            if identity is None:
-                row = conn.execute("SELECT COUNT(*) FROM answers").fetchone()
-            else:
-                row = conn.execute(
-                    "SELECT COUNT(*) FROM answers WHERE identity = ?", (identity,)
-                ).fetchone()
-        return int(row[0])
+        return self._count("answers", identity)
 
     def identities(self) -> dict[str, int]:
         """Every backend identity in the cache with its number of answers."""
@@ -551,17 +544,6 @@ class ResponseCache:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-
-    def __enter__(self) -> ResponseCache:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"ResponseCache({self.path!r})"

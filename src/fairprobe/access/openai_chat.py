@@ -34,7 +34,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from fairprobe.access.base import Answer, Backend, Record
 from fairprobe.access.config import BackendConfig, register_backend
@@ -169,18 +169,12 @@ class OpenAIChatConfig(HttpLimitsConfig):
             )
         return v
 
-    @field_validator("parser")
+    @field_validator("parser", "scorer")
     @classmethod
-    def _check_parser(cls, v: str) -> str:
-        if v not in PARSERS:
-            raise ValueError(f"unknown parser {v!r}; choose one of {sorted(PARSERS)}")
-        return v
-
-    @field_validator("scorer")
-    @classmethod
-    def _check_scorer(cls, v: str) -> str:
-        if v not in SCORERS:
-            raise ValueError(f"unknown scorer {v!r}; choose one of {sorted(SCORERS)}")
+    def _check_choice(cls, v: str, info: ValidationInfo) -> str:
+        choices = PARSERS if info.field_name == "parser" else SCORERS
+        if v not in choices:
+            raise ValueError(f"unknown {info.field_name} {v!r}; choose one of {sorted(choices)}")
         return v
 
     @field_validator("refusal_patterns")

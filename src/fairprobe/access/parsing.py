@@ -305,6 +305,17 @@ Scorer = Callable[..., "tuple[float | None, float | None]"]
 SCORERS: Registry[Scorer] = Registry("scorer", "OpenAIChatConfig")
 
 
+def _label_tokens(token_logprobs: Any, content: str, label: str, labels: Sequence[str]
+                  ) -> tuple[list[str], str, int, int] | None:
+    """The reply's tokens and :func:`_label_token_span` of ``label`` in them (``None``: no
+    log-probabilities, or the label is not found on token boundaries)."""
+    if not token_logprobs:
+        return None
+    toks = [str(t.get("token", "")) for t in token_logprobs]
+    found = _label_token_span(content, label, toks, labels)
+    return None if found is None else (toks, *found)
+
+
 def _label_token_span(
     content: str, label: str, toks: Sequence[str], labels: Sequence[str]
 ) -> tuple[str, int, int] | None:
@@ -356,13 +367,10 @@ def score_first_token(
     positive: Sequence[str],
 ) -> tuple[float | None, float | None]:
     """Score from the alternatives at the label's first token only (next-token approximation)."""
-    if not token_logprobs:
-        return None, None
-    toks = [str(t.get("token", "")) for t in token_logprobs]
-    found = _label_token_span(content, label, toks, labels)
+    found = _label_tokens(token_logprobs, content, label, labels)
     if found is None:
         return None, None
-    content, idx, start = found
+    toks, content, idx, start = found
     pos = sum(len(t) for t in toks[:idx])
     pre = content[pos:start].casefold()
     pos_set = {p.casefold() for p in positive}
@@ -407,13 +415,10 @@ def label_score(
     is 0). Alternatives outside the top ``k``, and continuations of alternatives after they
     diverge, are unobserved and ignored; for single-token labels this equals ``first-token``.
     """
-    if not token_logprobs:
-        return None, None
-    toks = [str(t.get("token", "")) for t in token_logprobs]
-    found = _label_token_span(content, label, toks, labels)
+    found = _label_tokens(token_logprobs, content, label, labels)
     if found is None:
         return None, None
-    content, idx, start = found
+    toks, content, idx, start = found
     end = start + len(label)
     pos_set = {p.casefold() for p in positive}
     chosen_side = 1 if label.casefold() in pos_set else -1

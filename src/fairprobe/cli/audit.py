@@ -16,7 +16,7 @@ import typer
 
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
 from fairprobe._text import term
-from fairprobe.auditing import (
+from fairprobe.audit.job import (
     DEFAULT_CACHE,
     DEFAULT_GROUPS,
     METRIC_CHOICES,
@@ -33,7 +33,7 @@ from fairprobe.cli._common import (
     console,
     split_list,
 )
-from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit
+from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit_job
 
 if TYPE_CHECKING:
     pass
@@ -67,16 +67,10 @@ def check_audit_flags(
     seed: int,
     tolerance: float | None,
     threshold: float | None,
-    confidence_level: float,
-    concurrency: int,
-    retries: int,
-    timeout: float | None,
-    no_cache: bool,
-    refresh: bool,
-    json_path: Path | None,
-    cache: Path,
+    **access: Any,
 ) -> str:
-    """Check every flag that needs no data; return the metric's full name."""
+    """Check every flag that needs no data; return the metric's full name. ``access`` holds the
+    flags every audit form shares (:func:`check_access_flags`)."""
     from fairprobe.errors import InvalidParameterError
 
     name = check_flag_choice(metric, "--metric", METRIC_CHOICES)
@@ -98,10 +92,7 @@ def check_audit_flags(
             )
         if tolerance is not None:
             check_flag_real(tolerance, "--tolerance", lo=0.0, hi=1.0)
-    check_access_flags(
-        seed=seed, confidence_level=confidence_level, concurrency=concurrency, retries=retries,
-        timeout=timeout, no_cache=no_cache, refresh=refresh, json_path=json_path, cache=cache,
-    )
+    check_access_flags(seed=seed, **access)
     return name
 
 
@@ -270,61 +261,27 @@ def audit(
         pos_label=_label_value(pos_label), answer_cols=answer_columns(backend_config),
     )
     backend = build_backend(url, backend_config, path)  # no network yet
-    if templates is not None:
-        from fairprobe.access.openai_chat import OpenAIChatBackend
-        from fairprobe.errors import ConfigError
-
-        if not isinstance(backend, OpenAIChatBackend):
-            raise ConfigError("--prompt-variants needs an openai-chat backend config.")
-        for t in templates.values():  # every template is checked before anything is paid
-            OpenAIChatBackend(backend.config, prompt_template=t)
     if no_cache:
         from fairprobe.cli import main as cli_main
 
         cli_main.INTERRUPT_MESSAGE = "interrupted; nothing was cached (--no-cache)."
-    from fairprobe.auditing import audit_model
+    from fairprobe.audit.job import audit_prompt_variants
     from fairprobe.report.text import print_audit
 
-    extra: dict[str, Any] = {}
-    requests = {"paid": 0, "cached": 0, "runs": 0}  # every run's BlackBox: one source of truth
-
-    def one(be: Any, swap: bool = False) -> tuple[Any, Any]:
-        job = audit_model(
-            be, queries=queries, group_col=group_col, group_a=group_a, group_b=group_b,
-            metric=name, every_group=False, label_col=label_col, feature_cols=feature_cols,
-            send_group=send_group, budget=budget, seed=seed, tolerance=tolerance,
-            threshold=threshold, confidence_level=confidence_level,
-            interval=_two_group_interval(interval.value, name), min_group_size=min_group_size,
-            pos_label=_label_value(pos_label), cache=None if no_cache else cache,
-            refresh=refresh, concurrency=concurrency, retries=retries, timeout=timeout,
-            progress=progress, max_unusable_share=limit,
-            name_swap=name_swap, run_name_swap=swap, url=url, path=path)
-        extra.update(job.extra)
-        requests["paid"] += job.requests["paid"]
-        requests["cached"] += job.requests["cached"]
-        requests["runs"] += 1
-        usage = getattr(be, "usage", None)
-        if isinstance(usage, dict):  # tokens the server reported, summed over every run
-            total = extra.setdefault("usage", dict.fromkeys(usage, 0))
-            for k, v in usage.items():
-                total[k] = total.get(k, 0) + v
-        return job.result, job.provenance
-
-    result, prov = one(backend, swap=True)
-    if templates is not None:
-        from fairprobe.access.openai_chat import OpenAIChatBackend
-        from fairprobe.access.variation import prompt_sensitivity
-
-        def run_variant(_name: str, template: str) -> Any:
-            assert isinstance(backend, OpenAIChatBackend)
-            return one(OpenAIChatBackend(backend.config, prompt_template=template))[0]
-
-        extra["prompt_variation"] = prompt_sensitivity(templates, run_variant).to_dict()
+    job = audit_prompt_variants(
+        backend, prompt_templates=templates, queries=queries, group_col=group_col,
+        group_a=group_a, group_b=group_b, metric=name, every_group=False, label_col=label_col,
+        feature_cols=feature_cols, send_group=send_group, budget=budget, seed=seed,
+        tolerance=tolerance, threshold=threshold, confidence_level=confidence_level,
+        interval=_two_group_interval(interval.value, name), min_group_size=min_group_size,
+        pos_label=_label_value(pos_label), cache=None if no_cache else cache, refresh=refresh,
+        concurrency=concurrency, retries=retries, timeout=timeout, progress=progress,
+        max_unusable_share=limit, name_swap=name_swap, url=url, path=path)
+    result, extra, requests = job.result, job.extra, job.requests
     print_audit(result, console)
-    print_trust_summary(prov, plan, console)  # the plan audit_model re-made from these inputs
+    print_trust_summary(job.provenance, plan, console)  # the plan audit_model re-made
     print_llm_dimensions(extra, console)
-    if requests["runs"] > 1 or name_swap is not None:
-        extra["requests"] = dict(requests)
+    if "requests" in extra:
         console.print(
             f"all requests of this audit ({requests['runs']} run(s)"
             f"{', with name swaps' if name_swap is not None else ''}): {requests['paid']} paid, "
@@ -335,9 +292,7 @@ def audit(
         d = result.to_dict(per_instance=False)
         write_csv(csv_path, findings_table([{**finding_row(d["metric"]), "queried": d["queried"],
                                              "paid": d["paid"], "cached": d["cached"]}]))
-    body = result.to_dict()
-    body.update(extra)
-    emit(json_path, "audit", body, prov, fail_on)
+    emit_job(json_path, job, fail_on)
 
 
 def _missing_group_col(queries: str | None, predictions: str | None) -> None:
@@ -466,30 +421,19 @@ def _group_audit(
                 "drop it or audit two groups.")
     limit = (check_flag_real(max_unusable, "--max-unusable", lo=0.0, hi=1.0, closed="left")
              if strict else None)
-    from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS
-
-    choices = {"di": "disparate_impact_ratio", "dp": "demographic_parity_difference",
-               **FAIRNESS_ALIASES, **{m: m for m in FAIRNESS_METRICS}}
-    names = list(dict.fromkeys(check_flag_choice(m, "--metric", choices)
-                               for m in (split_list(metric) or [])))
-    if not names:
-        raise InvalidParameterError("--metric names no metric; give e.g. --metric dp,eo.")
+    names = check_group_flags(metric=metric, min_group_size=min_group_size,
+                              tolerance=tolerance, threshold=threshold)
     cols = split_list(group_col) or []
     if not cols or len(set(cols)) != len(cols):
         raise InvalidParameterError(f"--group-col must name distinct columns; got {group_col!r}.")
     if isinstance(budget, int):
         check_flag_int(budget, "--budget", lo=2, hint=" (at least one query per group)")
-    check_flag_int(min_group_size, "--min-group-size", lo=1)
-    if tolerance is not None:
-        check_flag_real(tolerance, "--tolerance", lo=0.0, hi=1.0)
-    if threshold is not None:
-        check_flag_real(threshold, "--threshold", lo=0.0, hi=1.0, closed="right")
     check_access_flags(
         seed=seed, confidence_level=confidence_level, concurrency=concurrency, retries=retries,
         timeout=timeout, no_cache=no_cache, refresh=refresh, json_path=json_path, cache=cache,
     )
     backend = build_backend(url, backend_config, path)  # no network yet
-    from fairprobe.auditing import audit_model
+    from fairprobe.audit.job import audit_model
     from fairprobe.report.groups import print_group_audit
 
     job = audit_model(
@@ -508,20 +452,39 @@ def _group_audit(
         from fairprobe.report.tables import group_table, write_csv
 
         write_csv(csv_path, group_table(result))
-    emit_or_fail(json_path, result, prov, fail_on, resume=True)
+    emit_job_or_fail(json_path, job, fail_on, resume=True)
 
 
-def emit_or_fail(json_path: Path | None, result: Any, prov: Any, fail_on: FailOn | None,
-                 resume: bool = False, body: Any = None) -> None:
-    """Write the result (or ``body``, the document's fields when the command adds some); a
-    metric asked for that could not be computed is then an error (exit 2) naming it and why,
-    never a silent omission."""
-    doc = result if body is None else body
-    missing = result.not_summarised()
+def check_group_flags(*, metric: str, min_group_size: int, tolerance: float | None,
+                      threshold: float | None) -> list[str]:
+    """The every-group audit's ``--metric`` list as full names, with ``--min-group-size``,
+    ``--tolerance`` and ``--threshold`` checked: one rule for a model and a predictions file."""
+    from fairprobe.errors import InvalidParameterError
+    from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS
+
+    choices = {"di": "disparate_impact_ratio", "dp": "demographic_parity_difference",
+               **FAIRNESS_ALIASES, **{m: m for m in FAIRNESS_METRICS}}
+    names = list(dict.fromkeys(check_flag_choice(m, "--metric", choices)
+                               for m in (split_list(metric) or [])))
+    if not names:
+        raise InvalidParameterError("--metric names no metric; give e.g. --metric dp,eo.")
+    check_flag_int(min_group_size, "--min-group-size", lo=1)
+    if tolerance is not None:
+        check_flag_real(tolerance, "--tolerance", lo=0.0, hi=1.0)
+    if threshold is not None:
+        check_flag_real(threshold, "--threshold", lo=0.0, hi=1.0, closed="right")
+    return names
+
+
+def emit_job_or_fail(json_path: Path | None, job: Any, fail_on: FailOn | None,
+                     resume: bool = False) -> None:
+    """Write the job's document; a metric asked for that could not be computed is then an
+    error (exit 2) naming it and why, never a silent omission."""
+    missing = job.result.not_summarised()
     if not missing:
-        emit(json_path, "audit", doc, prov, fail_on)
+        emit_job(json_path, job, fail_on)
         return
-    emit(json_path, "audit", doc, prov, None)
+    emit_job(json_path, job, None)
     from fairprobe.errors import DataError
 
     name, why = next(iter(missing.items()))

@@ -169,9 +169,8 @@ def simulate_cmd(
     from rich.console import Console
     from rich.table import Table
 
-    from fairprobe.collab.simulate import SimConfig, simulate
-    from fairprobe.provenance import Provenance
-    from fairprobe.report.jsonio import write_result
+    from fairprobe.collab.job import simulate_job
+    from fairprobe.collab.simulate import SimConfig
 
     cfg = _config(
         case, attackers, seed, honest=honest, alpha=alpha, n=n, rounds=rounds, tau=tau,
@@ -180,7 +179,8 @@ def simulate_cmd(
         verify_rate=verify_rate if verify else None,
     )
     assert isinstance(cfg, SimConfig)
-    res = simulate(cfg)
+    job = simulate_job(cfg)
+    res = job.result
     table = Table(
         title=f"{case}: N={honest}, K={attackers}, seed={seed}, {res.rounds} rounds, "
         f"true DP {res.true_dp:+.4f}"
@@ -205,9 +205,9 @@ def simulate_cmd(
 
         write_csv(csv_path, findings_table(res.rows()))
     if json_path is not None:
-        write_result(
-            json_path, "collab-simulate", res.to_dict(), Provenance.capture(seed=cfg.seed)
-        )
+        from fairprobe.documents import write_json
+
+        write_json(json_path, job.to_dict())
     gate_verdict(str(res.verdicts[res.default_method]), fail_on)
 
 

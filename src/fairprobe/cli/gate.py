@@ -28,7 +28,7 @@ from typing import Any
 
 import typer
 
-__all__ = ["GATE_EXIT", "FailOn", "emit", "emit_job", "gate", "gate_verdict"]
+__all__ = ["GATE_EXIT", "FailOn", "emit_job", "gate", "gate_verdict"]
 
 
 class FailOn(enum.StrEnum):
@@ -64,19 +64,6 @@ def gate(docs: list[tuple[str, Mapping[str, Any]]], fail_on: FailOn | str | None
     verdict = build_report(docs).overall
     gate_verdict(verdict, fail_on)
     return verdict
-
-
-def emit(json_path: str | os.PathLike[str] | None, kind: str, body: Any, provenance: Any,
-         fail_on: FailOn | str | None) -> dict[str, Any]:
-    """Write the result document (if ``--json``) and gate on its verdict (if ``--fail-on``)."""
-    from fairprobe.report.jsonio import result_document, write_json
-
-    doc = result_document(kind, body, provenance)
-    name = Path(json_path).name if json_path is not None else f"{kind}.json"
-    if json_path is not None:
-        write_json(json_path, doc)
-    gate([(name, doc)], fail_on)
-    return doc
 
 
 def emit_job(json_path: str | os.PathLike[str] | None, job: Any,

@@ -147,7 +147,8 @@ def _demo(
     workdir: Path | None, json_path: Path | None, fail_on: FailOn | None = None,
     **extra: object,
 ) -> None:
-    from fairprobe.collab.net.launcher import DemoSpec, run_demo
+    from fairprobe.collab.job import nodes_job
+    from fairprobe.collab.net.launcher import DemoSpec
 
     spec = DemoSpec(
         **extra,  # type: ignore[arg-type]
@@ -162,7 +163,8 @@ def _demo(
         alpha=alpha,
         round_timeout=round_timeout,
     )
-    out = run_demo(spec, workdir=workdir, progress=True)
+    job = nodes_job(spec, workdir=workdir, progress=True)
+    out = job.result
     for node in out["nodes"]:
         ck = node.get("certified_k")
         extra_cols = "" if ck is None else f"  certified_k {ck}"
@@ -204,15 +206,9 @@ def _demo(
             f"({spec.n} queries per round each; method {spec.method})"
         )
     if json_path is not None:
-        from fairprobe.provenance import Provenance
-        from fairprobe.report.jsonio import write_result
+        from fairprobe.documents import write_json
 
-        prov = Provenance.capture(
-            seed=seed,
-            query_pool={"case": case} if platform is None else {"adult": "test"},
-            notes=("collaborative audit run by real node processes on 127.0.0.1",),
-        )
-        write_result(json_path, "collab-nodes", out, provenance=prov)
+        write_json(json_path, job.to_dict())
     gate_verdict(str(out["verdict"]), fail_on)
 
 

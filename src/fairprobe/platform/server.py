@@ -431,27 +431,25 @@ def create_app(cfg: ServerConfig, model: PlatformModel) -> Any:
         pred = platform.user_predict(inst) if user else platform.audit_predict(inst)
         return {"predictions": pred.to_json()}
 
-    @app.post("/audit/predict", responses=_errors(400, 408, 413, 422, 429, 503),
-              openapi_extra={"requestBody": _instances_body(tuple(AUDIT_FEATURES))})
-    async def audit_predict(request: Request) -> Any:
+    async def answer(request: Request, user: bool) -> Any:
+        """Both predict routes: the checked body, the model's answers (or one error)."""
         body, err = await prelude(request)
         if err is not None:
             return err
         try:
-            return await run_in_threadpool(predict, body, False)
+            return await run_in_threadpool(predict, body, user)
         except DataError as exc:
             return error(422, str(exc))
+
+    @app.post("/audit/predict", responses=_errors(400, 408, 413, 422, 429, 503),
+              openapi_extra={"requestBody": _instances_body(tuple(AUDIT_FEATURES))})
+    async def audit_predict(request: Request) -> Any:
+        return await answer(request, False)
 
     @app.post("/user/predict", responses=_errors(400, 408, 413, 422, 429, 503),
               openapi_extra={"requestBody": _instances_body(USER_FEATURES)})
     async def user_predict(request: Request) -> Any:
-        body, err = await prelude(request)
-        if err is not None:
-            return err
-        try:
-            return await run_in_threadpool(predict, body, True)
-        except DataError as exc:
-            return error(422, str(exc))
+        return await answer(request, True)
 
     @app.get("/v1/models")
     async def v1_models() -> dict[str, Any]:

@@ -51,6 +51,13 @@ class GroupCurve(ABC):
     def end_cost(self, upper: bool) -> float:
         """Divergence of the reweighting that puts the mean at a support end."""
 
+    def _end_ratio(self, param: float) -> FloatArray:
+        """The ratio at ``param = +-inf``: all the mass on the largest (smallest) value."""
+        r = np.zeros_like(self.v)
+        k = -1 if param > 0 else 0
+        r[k] = 1.0 / self.p[k]
+        return r
+
     def end_param(self, upper: bool) -> float:
         """Parameter at which the mean reaches the support end (``+-inf`` for KL)."""
         return math.inf if upper else -math.inf
@@ -134,6 +141,16 @@ class GroupCurve(ABC):
         # bracket, with bisection as the safeguard (Illinois-style regula falsi).
         a_lo, _, _ = self.eval(lo_p)
         a_hi, _, _ = self.eval(hi_p)
+
+        def narrow(x: NDArray[np.float64]) -> NDArray[np.float64]:
+            """Evaluate at ``x`` and keep the half of each bracket that holds the target."""
+            nonlocal lo_p, a_lo, hi_p, a_hi
+            ax, _, _ = self.eval(x)
+            left = ax < tt
+            lo_p, a_lo = np.where(left, x, lo_p), np.where(left, ax, a_lo)
+            hi_p, a_hi = np.where(left, hi_p, x), np.where(left, a_hi, ax)
+            return ax
+
         for _ in range(100):
             denom = a_hi - a_lo
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -142,12 +159,7 @@ class GroupCurve(ABC):
             bad = ~np.isfinite(x) | (x <= np.minimum(lo_p, hi_p)) | (x >= np.maximum(lo_p, hi_p))
             x = np.where(bad, mid, x)
             # keep progress: mix in bisection when the bracket shrinks slowly
-            ax, _, _ = self.eval(x)
-            left = ax < tt
-            lo_p = np.where(left, x, lo_p)
-            a_lo = np.where(left, ax, a_lo)
-            hi_p = np.where(left, hi_p, x)
-            a_hi = np.where(left, a_hi, ax)
+            ax = narrow(x)
             # Illinois modification: pull the stale end towards the target
             width = np.abs(hi_p - lo_p)
             done = (np.abs(ax - tt) <= tol * (abs(self.hi) + abs(self.lo) + span)) | (
@@ -156,13 +168,7 @@ class GroupCurve(ABC):
             if done.all():
                 break
             # one bisection step on every other iteration guarantees linear convergence
-            m2 = 0.5 * (lo_p + hi_p)
-            am, _, _ = self.eval(m2)
-            lm = am < tt
-            lo_p = np.where(lm, m2, lo_p)
-            a_lo = np.where(lm, am, a_lo)
-            hi_p = np.where(lm, hi_p, m2)
-            a_hi = np.where(lm, a_hi, am)
+            narrow(0.5 * (lo_p + hi_p))
         res = np.where(np.abs(a_lo - tt) <= np.abs(a_hi - tt), lo_p, hi_p)
         out[inside] = res
         return out
@@ -329,10 +335,7 @@ class KLCurve(GroupCurve):
 
     def ratio(self, param: float) -> FloatArray:
         if param == np.inf or param == -np.inf:
-            r = np.zeros_like(self.v)
-            k = -1 if param > 0 else 0
-            r[k] = 1.0 / self.p[k]
-            return r
+            return self._end_ratio(param)
         ref = self.hi if param >= 0 else self.lo
         e = np.exp(param * (self.v - ref))
         return e / float(self.p @ e)
@@ -432,10 +435,7 @@ class Chi2Curve(GroupCurve):
 
     def ratio(self, param: float) -> FloatArray:
         if param == np.inf or param == -np.inf:
-            r = np.zeros_like(self.v)
-            k = -1 if param > 0 else 0
-            r[k] = 1.0 / self.p[k]
-            return r
+            return self._end_ratio(param)
         if param == 0:
             return np.ones_like(self.v)
         side = 1 if param > 0 else -1

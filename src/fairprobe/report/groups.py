@@ -116,6 +116,12 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
             console.print(f"  left out of {m}: {len(left) - _MAX_LEFT_OUT_LINES:,} more groups "
                           "(the JSON's summaries.<metric>.excluded lists them with the reason)",
                           soft_wrap=True)
-    console.print(
-        f"queries: {result.queried} drawn (seed {result.seed}): {result.paid} paid, "
-        f"{result.cached} from the cache, {result.unparsed} unusable (unparsed, refused or truncated; dropped)", soft_wrap=True)
+    if str(result.backend).startswith("predictions"):  # a file of decisions: no model asked
+        counted = getattr(result, "counts", None) is not None
+        how = "counted (every row)" if counted else f"drawn (seed {result.seed})"
+        console.print(f"rows: {result.queried} {how} from the predictions; no model asked",
+                      soft_wrap=True)
+    else:
+        console.print(
+            f"queries: {result.queried} drawn (seed {result.seed}): {result.paid} paid, "
+            f"{result.cached} from the cache, {result.unparsed} unusable (unparsed, refused or truncated; dropped)", soft_wrap=True)

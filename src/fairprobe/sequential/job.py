@@ -109,8 +109,9 @@ def sequential_job(
     )  # fmt: skip
     if input is not None:
         cols = _PoolColumns(group_col, group_a, decision_col, score_col, logit_col, label_col)
-        result = _pool_mode(_table(input, "--input file"), cols, repeats, common, progress,
-                            partial if partial is not None else [], split_names(pair))
+        result = _pool_mode(_PoolRun(_table(input, "--input file"), cols, repeats, common,
+                                     progress, partial if partial is not None else [],
+                                     split_names(pair)))
     else:
         result = _live_mode(backend, queries, split_names(feature_cols), group_col, group_a,
                             label_col, batch_size, cache, retries, timeout, common, on_step)
@@ -135,16 +136,23 @@ class _PoolColumns(NamedTuple):
     label: str | None
 
 
-def _pool_mode(
-    df: pd.DataFrame,
-    cols: _PoolColumns,
-    repeats: int,
-    common: dict[str, Any],
-    progress: Callable[[int], None] | None,
-    partial: list[Any],
-    pair: list[str] | None,
-) -> Any:
+class _PoolRun(NamedTuple):
+    """A pool-mode audit's inputs: the table and its columns, the orders, the test's settings,
+    the callbacks and the pair asked for."""
+
+    df: pd.DataFrame
+    cols: _PoolColumns
+    repeats: int
+    common: dict[str, Any]
+    progress: Callable[[int], None] | None
+    partial: list[Any]
+    pair: list[str] | None
+
+
+def _pool_mode(run: _PoolRun) -> Any:
     from fairprobe.sequential.pool import AuditPool, run_pool
+
+    df, cols, repeats, common, progress, partial, pair = run
 
     if common["budget"] == "all":
         common["budget"] = len(df)
@@ -152,7 +160,7 @@ def _pool_mode(
         raise ConfigError(f"Group column {cols.group!r} (--group-col) is not in the --input file.")
     n_groups = df[cols.group].dropna().nunique()
     if pair is not None or (n_groups > 2 and cols.group_a is None):
-        return _groups_mode(df, cols, repeats, common, progress, partial, pair)
+        return _groups_mode(run)
     pool = AuditPool.from_frame(
         df, cols.group, decision_col=cols.decision, score_col=cols.score, logit_col=cols.logit,
         label_col=cols.label, group_a=cols.group_a,
@@ -160,16 +168,10 @@ def _pool_mode(
     return run_pool(pool, repeats=repeats, progress=progress, partial=partial, **common)
 
 
-def _groups_mode(
-    df: pd.DataFrame,
-    cols: _PoolColumns,
-    repeats: int,
-    common: dict[str, Any],
-    progress: Callable[[int], None] | None,
-    partial: list[Any],
-    pair: list[str] | None,
-) -> Any:
+def _groups_mode(run: _PoolRun) -> Any:
     from fairprobe.sequential.multigroup import run_groups
+
+    df, cols, repeats, common, progress, partial, pair = run
 
     if common["test"] != "mixture":
         raise ConfigError(

@@ -754,6 +754,8 @@ def run_group_audit(
         True labels (needed by every metric but ``dp``/``di``/``score-gap``) and their positive
         value when not 0/1. NaN or non-binary labels raise before any query is paid.
 
+    Notes
+    -----
     Every parameter is validated before the first query is paid.
     """
     cols, names, feats = check_group_audit(

@@ -6,7 +6,7 @@ every-group audit's (:class:`fairprobe.audit.GroupAudit`, an
 simultaneous intervals, summaries and verdict as an audit of a live model, so point estimates
 equal fairlearn's ``MetricFrame`` on the same columns.
 
->>> from fairprobe.predictions import audit_predictions
+>>> from fairprobe.audit import audit_predictions
 >>> res = audit_predictions(df, y_pred_col="p", y_true_col="y", group_col="race",
 ...                         metrics=["dp", "eo"])                       # doctest: +SKIP
 """
@@ -14,15 +14,17 @@ equal fairlearn's ``MetricFrame`` on the same columns.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
+from fairprobe.documents import Job
 from fairprobe.errors import DataError
 
-__all__ = ["audit_predictions", "predictions_identity"]
+__all__ = ["PredictionsJob", "audit_predictions", "predictions_identity", "predictions_job"]
 
 
 def predictions_identity(source: str, sha256: str) -> str:
@@ -97,16 +99,18 @@ def audit_predictions(
     time_col, window : str, optional
         Count per time window too (``window`` such as ``"1D"``, ``"7D"``): the result's
         ``counts`` then hold one table per window (:func:`fairprobe.scale.timeseries.window_findings`).
-    Others
-        As in :func:`fairprobe.audit.run_group_audit`.
 
     Returns
     -------
     fairprobe.audit.GroupAudit
         With ``paid = cached = 0``, ``backend`` naming the table, and ``counts`` the
         :class:`~fairprobe.scale.GroupCounts` it was built from (``None`` with a ``budget``).
+
+    Notes
+    -----
+    The other parameters are as in :func:`fairprobe.audit.run_group_audit`.
     """
-    from fairprobe.audit import GroupAudit, check_group_audit, draw_queries
+    from fairprobe.audit.run import GroupAudit, check_group_audit, draw_queries
     from fairprobe.stats.frame import _binary_labels
 
     if budget is None:
@@ -184,7 +188,7 @@ def prediction_spec(*, y_pred_col: str, group_col: str | Sequence[str],
                     sample_weight_col: str | None = None, pos_label: Any = None,
                     time_col: str | None = None, window: str | None = None) -> Any:
     """The :class:`~fairprobe.scale.CountSpec` of a predictions audit's columns."""
-    from fairprobe.audit import _group_columns
+    from fairprobe.audit.run import _group_columns
     from fairprobe.scale import CountSpec
 
     return CountSpec(group_cols=tuple(_group_columns(group_col)), y_pred=y_pred_col,
@@ -199,7 +203,7 @@ def _audit_counts(source: Any, *, y_pred_col: str, group_col: str | Sequence[str
                   threshold: float | None, confidence_level: float, method: str, backend: str,
                   engine: str, scheduler: Any, time_col: str | None, window: str | None) -> Any:
     """Every row counted by the engine; the audit built from the counts."""
-    from fairprobe.audit import GroupAudit, check_group_audit
+    from fairprobe.audit.run import GroupAudit, check_group_audit
     from fairprobe.scale import count
 
     spec = prediction_spec(y_pred_col=y_pred_col, group_col=group_col, y_true_col=y_true_col,
@@ -246,3 +250,170 @@ def per_instance_records(source: Any, spec: Any, engine: str = "auto") -> list[d
         return [{"value": v, "group": g} for v, g in zip(vals, labs, strict=True)]
     return [{"value": v, "group": g, "y_true": y}
             for v, g, y in zip(vals, labs, t.astype(float).tolist(), strict=True)]
+
+
+def files_sha256(files: Sequence[Any]) -> str:
+    """One SHA-256 over several files: of each file's name and SHA-256, in path order."""
+    import hashlib
+    from pathlib import Path
+
+    from fairprobe.access.local import file_sha256
+
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f"{Path(f).name}\x1f{file_sha256(f)}\n".encode())
+    return h.hexdigest()
+
+
+def two_groups(df: Any, cols: Sequence[str], group_a: str, group_b: str | None) -> Any:
+    """The rows of ``group_a`` and ``group_b`` (``rest`` or none: every other row, relabelled
+    ``rest``), so that the every-group audit compares exactly these two groups."""
+    from fairprobe.audit.job import REST_WORDS, _group_value
+    from fairprobe.errors import InvalidParameterError
+
+    if len(cols) != 1:
+        raise InvalidParameterError("--group-a/--group-b compare two values of one --group-col; "
+                                    "drop them to audit every intersection.")
+    col = cols[0]
+    if col not in df.columns:
+        return df  # the audit names the missing column
+    a = _group_value(df, col, group_a, "--group-a")
+    if group_b is None or group_b.strip().lower() in REST_WORDS:
+        out = df.copy()
+        out[col] = out[col].where(out[col] == a, "rest")
+        return out
+    b = _group_value(df, col, group_b, "--group-b")
+    if a == b:
+        raise InvalidParameterError("--group-a and --group-b name the same group; give two.")
+    return df[df[col].isin([a, b])].reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class PredictionsJob(Job):
+    """A finished audit of a predictions file: :class:`~fairprobe.documents.Job` with what was
+    read (``rows``, ``files``, ``sha256``) for the command's summary line.
+
+    The document holds the result without one entry per row unless ``per_instance`` was asked
+    for (:func:`predictions_job`).
+    """
+
+    rows: int = 0
+    files: int = 0
+    sha256: str = ""
+    per_instance_rows: bool = False
+
+    def result_dict(self) -> Any:
+        return self.result.to_dict(per_instance=self.per_instance_rows)
+
+
+def predictions_job(
+    predictions: Any,
+    *,
+    y_pred_col: str,
+    group_col: str | Sequence[str],
+    group_a: str | None = None,
+    group_b: str | None = None,
+    per_instance: bool = False,
+    name: str | None = None,
+    sha256: str | None = None,
+    **options: Any,
+) -> PredictionsJob:
+    """Audit a predictions file as one call: what ``fairprobe audit --predictions`` does.
+
+    ``options`` are the parameters of :func:`audit_predictions` (``metrics``, ``y_true_col``,
+    ``score_col``, ``sample_weight_col``, ``pos_label``, ``budget``, ``seed``, ``engine``,
+    ``time_col``, ``window``, ...), with its defaults.
+
+    The file (or directory, or glob) is hashed, its rows counted (or, with ``budget``, a sample
+    drawn in memory) and audited by :func:`audit_predictions`; the provenance names the file,
+    its SHA-256 and the columns used. ``group_a``/``group_b`` keep the rows of two groups of one
+    column (``group_b`` ``rest`` or ``None``: every other row). With ``time_col`` and
+    ``window`` the document also holds the findings of every window (``windows``); with
+    ``per_instance``, one entry per row (``per_instance``; ``fairprobe radius`` reads it).
+
+    ``predictions`` may be a frame already read (e.g. standard input): ``name`` is then what
+    the provenance calls it and ``sha256`` the hash of its bytes (default: the frame's content
+    hash, :func:`fairprobe.provenance.pool_digest`).
+
+    Returns
+    -------
+    PredictionsJob
+        ``kind="audit"``; ``.result`` is the :class:`~fairprobe.audit.GroupAudit`.
+    """
+    from pathlib import Path
+
+    from fairprobe.access.local import file_sha256
+    from fairprobe.provenance import Provenance, pool_digest, redact_text
+    from fairprobe.scale.engine import engine_name, list_files
+
+    budget, engine = options.get("budget"), options.get("engine", "auto")
+    time_col = options.get("time_col")
+    files: list[Any] = []
+    source: Any = predictions
+    if isinstance(predictions, pd.DataFrame):
+        label = "dataframe" if name is None else name
+        sha = sha256 if sha256 is not None else pool_digest(predictions)["sha256"]
+    else:
+        label = str(predictions) if name is None else name
+        files = list_files(predictions)
+        sha = file_sha256(files[0]) if len(files) == 1 else files_sha256(files)
+        if budget is not None:  # a sample of rows, drawn in memory
+            from fairprobe._io import read_table
+
+            source = read_table(predictions, "File") if len(files) == 1 else None
+    cols = list(_group_names(group_col))
+    if group_a is not None:  # two groups of one column: their rows, in memory
+        if not isinstance(source, pd.DataFrame):
+            from fairprobe.scale.engine import _to_pandas, resolve_source
+
+            source = _to_pandas(resolve_source(predictions))
+        source = two_groups(source, cols, group_a, group_b)
+    elif group_b is not None:
+        from fairprobe.errors import InvalidParameterError
+
+        raise InvalidParameterError("--group-b needs --group-a (the two groups compared).")
+    result = audit_predictions(
+        source if source is not None else predictions, y_pred_col=y_pred_col, group_col=cols,
+        backend=predictions_identity(Path(label).name, sha), **options)
+    named = {k: options.get(f"{k}_col") for k in ("y_true", "score", "sample_weight", "time")}
+    used = [c for c in (y_pred_col, *named.values(), *cols) if c is not None]
+    in_memory = isinstance(source, pd.DataFrame)
+    pool = (pool_digest(source, label) if in_memory else
+            {"sha256": sha, "rows": result.queried, "columns": used,
+             "source": redact_text(label), "files": len(files)})
+    columns = {"y_pred": y_pred_col, "y_true": named["y_true"], "score": named["score"],
+               "sample_weight": named["sample_weight"], "groups": cols, "used": used,
+               "time": time_col}
+    prov = Provenance.capture(
+        seed=result.seed,
+        query_pool={**pool, "file_sha256": sha},
+        backend={"kind": "predictions", "identity": result.backend, "file": label,
+                 "file_sha256": sha},
+        extra={"columns": columns,
+               "engine": engine_name(engine) if budget is None else "pandas (sample)"},
+    )
+    extra: dict[str, Any] = {}
+    if per_instance and result.counts is not None:  # counted: the rows are read back in order
+        extra["per_instance"] = per_instance_records(
+            source if in_memory else predictions,
+            prediction_spec(y_pred_col=y_pred_col, group_col=cols, y_true_col=named["y_true"],
+                            pos_label=options.get("pos_label")), engine)
+    if time_col is not None:
+        from fairprobe.scale.timeseries import window_findings
+
+        extra["windows"] = window_findings(
+            result.counts, result.metrics,
+            min_group_size=options.get("min_group_size", DEFAULT_MIN_GROUP_SIZE),
+            confidence_level=result.confidence_level, method=result.method,
+            reference=options.get("reference"), tolerance=result.tolerance,
+            threshold=result.threshold)
+    return PredictionsJob(
+        "audit", result, prov, extra, rows=len(source) if in_memory else result.queried,
+        files=len(files), sha256=sha,
+        per_instance_rows=per_instance and result.counts is None)
+
+
+def _group_names(group_col: str | Sequence[str]) -> list[str]:
+    from fairprobe._validation import split_names
+
+    return (split_names(group_col) or []) if isinstance(group_col, str) else list(group_col)

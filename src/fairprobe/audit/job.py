@@ -5,7 +5,7 @@ made before a query is paid, the draw, the run and the provenance block live her
 user gets the same checks and the same document as the command line::
 
     from fairprobe.access.config import load_backend
-    from fairprobe.auditing import audit_model
+    from fairprobe.audit import audit_model
 
     job = audit_model(load_backend("backend.toml"), queries="applicants.csv",
                       group_col="race", metric=["dp", "eo"], label_col="income")
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
 from fairprobe._validation import split_names
+from fairprobe.documents import Job
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,6 +36,7 @@ __all__ = [
     "DEFAULT_CACHE",
     "AuditJob",
     "audit_model",
+    "audit_prompt_variants",
     "audit_provenance",
     "plan_audit",
     "plan_group_audit",
@@ -174,7 +176,7 @@ def plan_audit(
     Returns the pool, its source, the column plan, the groups, the label and the budget.
     ``answer_cols``: recorded-answer columns (a replay table used as the pool), never sent.
     """
-    from fairprobe.audit import draw_queries, plan_columns
+    from fairprobe.audit.run import draw_queries, plan_columns
     from fairprobe.errors import DataError
 
     if queries is None:
@@ -243,7 +245,7 @@ def _check_binary_labels(labels: pd.Series, col: str, pos_label: Any = None) -> 
     from fairprobe.errors import DataError
 
     if pos_label is not None:  # labels such as '>50K': the library's check names --pos-label
-        from fairprobe.audit import _check_labels
+        from fairprobe.audit.run import _check_labels
 
         _check_labels(labels, col, pos_label)
         return
@@ -311,7 +313,7 @@ def plan_group_audit(
     names = list(metrics)
     needs_label = any("y_true" in RATES[r][0] for n in names for r in FAIRNESS_METRICS[n][0])
 
-    from fairprobe.audit import check_group_audit, draw_queries, plan_columns
+    from fairprobe.audit.run import check_group_audit, draw_queries, plan_columns
 
     if queries is None:
         from fairprobe.datasets import load_adult
@@ -351,8 +353,9 @@ def plan_group_audit(
 
 
 @dataclass(frozen=True)
-class AuditJob:
-    """A finished audit: the result, what it was computed from, and the document of both.
+class AuditJob(Job):
+    """A finished audit: a :class:`~fairprobe.documents.Job` of ``kind="audit"`` with the plan
+    it ran and the answers it paid for.
 
     Attributes
     ----------
@@ -360,34 +363,16 @@ class AuditJob:
         The two-group or every-group result (its findings carry the verdicts).
     provenance : Provenance
         Pool hash, backend identity, answers per group, cache policy, columns sent.
-    plan : dict
-        The pool, its source, the column plan, the groups and the budget.
     extra : dict
         Fields the command adds to the document (e.g. LLM usage, name swaps).
+    plan : dict
+        The pool, its source, the column plan, the groups and the budget.
+    requests : dict
+        Answers this run paid for and replayed from the cache (name swaps included).
     """
 
-    result: Any
-    provenance: Any
-    plan: dict[str, Any] = field(repr=False)
-    extra: dict[str, Any] = field(default_factory=dict)
-    #: answers this run paid for and replayed from the cache (name swaps included)
+    plan: dict[str, Any] = field(default_factory=dict, repr=False)
     requests: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def verdict(self) -> str:
-        return str(self.result.verdict)
-
-    def body(self) -> dict[str, Any]:
-        out: dict[str, Any] = self.result.to_dict()
-        out.update(self.extra)
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        """The result document (``{"schema", "kind": "audit", "provenance", ...}``) that
-        ``fairprobe audit --json`` writes for the same inputs."""
-        from fairprobe.documents import result_document
-
-        return result_document("audit", self.body(), self.provenance)
 
 
 @contextlib.contextmanager
@@ -507,7 +492,7 @@ def audit_model(
         writes with ``--json`` for the same inputs (its provenance times aside).
     """
     from fairprobe.access.blackbox import BlackBox
-    from fairprobe.audit import run_audit, run_group_audit
+    from fairprobe.audit.run import run_audit, run_group_audit
 
     backend = as_backend(backend)
     if group_col is None:
@@ -545,7 +530,7 @@ def audit_model(
             prov = audit_provenance(bb, plan, seed=seed, cache=cache_path, no_cache=no_cache,
                                     refresh=refresh)
             requests = {"paid": bb.spent, "cached": bb.from_cache}
-        return AuditJob(result, prov, plan, requests=requests)
+        return AuditJob("audit", result, prov, plan=plan, requests=requests)
     if len(cols) != 1 or len(names) != 1:
         from fairprobe.errors import InvalidParameterError
 
@@ -582,10 +567,67 @@ def audit_model(
                                 refresh=refresh)
         if swap is not None:
             from fairprobe.access.variation import name_swap_audit
-            from fairprobe.audit import draw_queries
+            from fairprobe.audit.run import draw_queries
 
             sample = draw_queries(plan["pool"], plan["budget"], seed)[plan["columns"].sent]
             extra["name_swap"] = name_swap_audit(
                 bb, sample, swap, seed=seed, confidence_level=confidence_level).to_dict()
         requests = {"paid": bb.spent, "cached": bb.from_cache}
-    return AuditJob(res, prov, plan, extra, requests)
+    return AuditJob("audit", res, prov, extra, plan=plan, requests=requests)
+
+
+def audit_prompt_variants(
+    backend: Any,
+    *,
+    prompt_templates: dict[str, str] | None = None,
+    **kwargs: Any,
+) -> AuditJob:
+    """A two-group audit (:func:`audit_model`), re-run once per prompt template: what
+    ``fairprobe audit --prompt-variants`` does.
+
+    ``backend`` is an :class:`~fairprobe.access.openai_chat.OpenAIChatBackend` when
+    ``prompt_templates`` (``{name: template}``, at least two) are given; each template is
+    checked before anything is paid. The first run's result and provenance are the job's;
+    ``extra["prompt_variation"]`` holds every template's estimate and verdict and their spread
+    (:func:`fairprobe.access.variation.prompt_sensitivity`), ``extra["usage"]`` the tokens the
+    server reported summed over every run, and ``extra["requests"]`` the answers paid and cached
+    over every run (with several runs or a ``name_swap``). Other parameters are
+    :func:`audit_model`'s.
+    """
+    variants: list[Any] = []
+    if prompt_templates is not None:
+        from fairprobe.access.openai_chat import OpenAIChatBackend
+        from fairprobe.errors import ConfigError
+
+        if not isinstance(backend, OpenAIChatBackend):
+            raise ConfigError("--prompt-variants needs an openai-chat backend config.")
+        # every template is checked before anything is paid
+        variants = [OpenAIChatBackend(backend.config, prompt_template=t)
+                    for t in prompt_templates.values()]
+    extra: dict[str, Any] = {}
+    requests = {"paid": 0, "cached": 0, "runs": 0}  # every run's BlackBox: one source of truth
+
+    def one(be: Any, swap: bool = False) -> AuditJob:
+        job = audit_model(be, run_name_swap=swap, **kwargs)
+        extra.update(job.extra)
+        requests["paid"] += job.requests["paid"]
+        requests["cached"] += job.requests["cached"]
+        requests["runs"] += 1
+        usage = getattr(be, "usage", None)
+        if isinstance(usage, dict):  # tokens the server reported, summed over every run
+            total = extra.setdefault("usage", dict.fromkeys(usage, 0))
+            for k, v in usage.items():
+                total[k] = total.get(k, 0) + v
+        return job
+
+    first = one(backend, swap=True)
+    if prompt_templates is not None:
+        from fairprobe.access.variation import prompt_sensitivity
+
+        by_template = dict(zip(prompt_templates.values(), variants, strict=True))
+        extra["prompt_variation"] = prompt_sensitivity(
+            prompt_templates, lambda _name, t: one(by_template[t]).result).to_dict()
+    if requests["runs"] > 1 or kwargs.get("name_swap") is not None:
+        extra["requests"] = dict(requests)
+    return AuditJob("audit", first.result, first.provenance, extra, plan=first.plan,
+                    requests=dict(requests))
