@@ -21,7 +21,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fairprobe.discover.fdr import FDR_METHODS, box_interval, box_pvalues, harmonic, step_up
+from fairprobe.discover.fdr import (
+    FDR_METHODS,
+    PVALUES,
+    first_threshold,
+    intervals,
+    pvalues,
+    step_up,
+)
 from fairprobe.errors import DataError, InvalidParameterError
 
 __all__ = ["METRICS", "Condition", "DiscoveryResult", "Subgroup", "discover_subgroups"]
@@ -108,6 +115,7 @@ class DiscoveryResult:
     rows: int
     level: float
     bins: dict[str, list[float]] = field(default_factory=dict)
+    pvalue: str = "exact"
 
     @property
     def guarantee(self) -> str:
@@ -133,9 +141,10 @@ class DiscoveryResult:
                      threshold=self.tolerance,
                      groups=(str(top), "rest") if top is not None else ("any subgroup", "rest"))
         common = dict(confidence_level=1.0 - self.fdr,
-                      construction=f"exact boxes, {self.method.upper()} at FDR {self.fdr:g}",
-                      coverage="exact" if self.method == "by" else "conditional",
-                      condition=None if self.method == "by" else
+                      construction=f"exact {self.pvalue} p-values, {self.method} at FDR "
+                                   f"{self.fdr:g}",
+                      coverage="conditional" if self.method == "bh" else "exact",
+                      condition=None if self.method != "bh" else
                       "if the p-values are positively regression dependent (PRDS)")
         if top is None:
             return Finding(q, float("nan"), -float("inf"), float("inf"), forced="undetermined",
@@ -164,7 +173,8 @@ class DiscoveryResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "metric": self.metric, "tolerance": self.tolerance, "fdr": self.fdr,
-            "method": self.method, "guarantee": self.guarantee, "depth": self.depth,
+            "method": self.method, "guarantee": self.guarantee, "pvalue": self.pvalue,
+            "depth": self.depth,
             "features": list(self.features), "tested": self.tested,
             "too_small": self.too_small, "rows": self.rows, "level": self.level,
             "bins": self.bins, "verdict": self.verdict, "finding": self.finding.to_dict(),
@@ -225,11 +235,12 @@ def discover_subgroups(
     metric: str = "dp",
     fdr: float = 0.1,
     tolerance: float = 0.05,
-    method: str = "by",
+    method: str = "holm",
     bins: int = 4,
     min_size: int = 30,
     pos_label: Any = None,
     engine: str = "auto",
+    pvalue: str = "exact",
 ) -> DiscoveryResult:
     """Search the subgroups of up to ``depth`` conditions and report those unfair at FDR ``fdr``.
 
@@ -250,14 +261,18 @@ def discover_subgroups(
         The false-discovery rate ``q`` in (0, 1).
     tolerance : float
         A subgroup is unfair when its rate differs from the rest's by more than this (0: at all).
-    method : {"by", "bh"}
-        Benjamini-Yekutieli (valid under any dependence; default) or Benjamini-Hochberg
-        (needs PRDS, not guaranteed here).
+    method : {"holm", "reshaped", "by", "bh"}
+        Holm (default), the reshaped step-up or Benjamini-Yekutieli, each valid under any
+        dependence, or Benjamini-Hochberg (needs PRDS, not guaranteed here); measured side by
+        side in ``docs/discover.md``.
     min_size : int
         Subgroups with fewer rows in the rate's denominator are not tested (sizes do not depend
         on the decisions, so leaving them out keeps the guarantee).
     engine : {"auto", "duckdb", "pandas"}
         The counting engine (:func:`fairprobe.scale.count`).
+    pvalue : {"exact", "box"}
+        The p-value construction (:data:`fairprobe.discover.fdr.PVALUES`), both exact; ``exact``
+        (default) is the sharper.
 
     Returns
     -------
@@ -270,6 +285,7 @@ def discover_subgroups(
     owner = "discover_subgroups"
     check_choice(metric, "metric", owner, list(METRICS))
     check_choice(method, "method", owner, list(FDR_METHODS))
+    check_choice(pvalue, "pvalue", owner, list(PVALUES))
     check_int(depth, "depth", owner, lo=1, hi=3)
     check_int(bins, "bins", owner, lo=2, hi=100)
     check_int(min_size, "min_size", owner, lo=1)
@@ -289,7 +305,7 @@ def discover_subgroups(
     tables = _counts(frame, feats, sets, y_pred, y_true, pos_label, engine)
     counts = subgroup_counts(tables, sets, metric, edges)
     return decide(counts, metric=metric, fdr=fdr, tolerance=tolerance, method=method,
-                  min_size=min_size, depth=depth, features=feats, bins=edges)
+                  min_size=min_size, depth=depth, features=feats, bins=edges, pvalue=pvalue)
 
 
 def grouping_sets(features: Sequence[str], depth: int) -> list[tuple[str, ...]]:
@@ -335,15 +351,19 @@ def subgroup_counts(tables: dict[tuple[str, ...], pd.DataFrame], sets: Sequence[
 
 def decide(counts: SubgroupCounts, *, metric: str, fdr: float, tolerance: float, method: str,
            min_size: int, depth: int, features: tuple[str, ...],
-           bins: dict[str, list[float]] | None = None) -> DiscoveryResult:
-    """Test every subgroup against the rest and keep those the step-up procedure rejects."""
+           bins: dict[str, list[float]] | None = None, pvalue: str = "exact",
+           p_values: np.ndarray | None = None) -> DiscoveryResult:
+    """Test every subgroup against the rest and keep those the procedure rejects.
+
+    ``p_values`` (one per subgroup, 1 for those not tested) skips their computation: an
+    experiment that runs several procedures on one search computes them once
+    (:func:`search_pvalues`)."""
     keys, size_all = counts.keys, counts.size
     k_all, n_all = counts.k, counts.n
     kr, nr = counts.k_total - k_all, counts.n_total - n_all
-    # a subgroup equal to all rows (one level everywhere) has no rest to compare with
-    tested = (n_all >= min_size) & (nr >= min_size)
-    p = np.ones_like(k_all)
-    p[tested] = box_pvalues(k_all[tested], n_all[tested], kr[tested], nr[tested], tolerance)
+    tested = _tested(counts, min_size)
+    p = search_pvalues(counts, tolerance=tolerance, fdr=fdr, method=method, min_size=min_size,
+                       pvalue=pvalue) if p_values is None else p_values
     reject_t, adj_t, level_used = step_up(p[tested], fdr, method)
     reject = np.zeros(len(p), dtype=bool)
     adjusted = np.ones(len(p))
@@ -351,10 +371,10 @@ def decide(counts: SubgroupCounts, *, metric: str, fdr: float, tolerance: float,
     adjusted[tested] = adj_t
     m = int(tested.sum())
     # each reported subgroup's interval at the level its rejection met: outside the band
-    level = 1.0 - level_used if level_used > 0 else 1.0 - fdr / (max(m, 1) * (
-        harmonic(m) if method == "by" else 1.0))
+    level = 1.0 - (level_used if level_used > 0 else first_threshold(method, fdr, max(m, 1)))
     idx = np.flatnonzero(reject)
-    lo, hi = box_interval(k_all[idx], n_all[idx], kr[idx], nr[idx], level)
+    lo, hi = intervals(pvalue, k_all[idx], n_all[idx], kr[idx], nr[idx], level, method=method,
+                       q=fdr, m=m)
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = k_all / n_all
         rest = kr / nr
@@ -370,7 +390,24 @@ def decide(counts: SubgroupCounts, *, metric: str, fdr: float, tolerance: float,
     return DiscoveryResult(subgroups=out, metric=metric, tolerance=float(tolerance),
                            fdr=float(fdr), method=method, depth=int(depth), features=features,
                            tested=m, too_small=int((~tested).sum()), rows=counts.rows,
-                           level=float(level), bins=dict(bins or {}))
+                           level=float(level), bins=dict(bins or {}), pvalue=pvalue)
+
+
+def _tested(counts: SubgroupCounts, min_size: int) -> np.ndarray:
+    # a subgroup equal to all rows (one level everywhere) has no rest to compare with
+    return (counts.n >= min_size) & (counts.n_total - counts.n >= min_size)
+
+
+def search_pvalues(counts: SubgroupCounts, *, tolerance: float, fdr: float, method: str,
+                   min_size: int, pvalue: str = "exact") -> np.ndarray:
+    """Every subgroup's p-value (1 for those not tested, and for those above ``fdr``, which
+    no procedure rejects): :func:`fairprobe.discover.fdr.pvalues`."""
+    tested = _tested(counts, min_size)
+    k, n = counts.k[tested], counts.n[tested]
+    p = np.ones_like(counts.k)
+    p[tested] = pvalues(pvalue, k, n, counts.k_total - k, counts.n_total - n, tolerance,
+                        method=method, q=fdr)
+    return p
 
 
 def _rate_counts(t: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
