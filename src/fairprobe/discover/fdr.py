@@ -12,7 +12,7 @@ p-value (exact, from Clopper-Pearson boxes)
     box lies wholly outside the band with probability at most ``a``. The p-value is the smallest
     ``a`` at which it does: ``P(p <= a) <= a`` under ``H0_S``, with no approximation.
 
-p-value (exact, ``exact``, the default: Berger-Boos over the rest's rate)
+p-value (exact, ``split``: Berger-Boos over the rest's rate, then the subgroup's count)
     The box spends the level on four tails although, with a positive tolerance, only the two on
     the side the data fall can produce a rejection near the band's edge, and it splits it evenly
     although the rest ``R`` is usually far larger than ``S``. The exact construction fixes a
@@ -28,6 +28,11 @@ p-value (exact, ``exact``, the default: Berger-Boos over the rest's rate)
     ``K_R``, the set ``{k: sup P(E(k)) <= a - gamma}`` lies in one ``E(k0)``. Near the band's
     edge the lower tail at ``lo`` is negligible, so the subgroup's count meets one tail at
     nearly the whole level, where the box gives it a quarter.
+
+p-value (exact, ``joint``, the default)
+    The exact unconditional test of the gap itself, Berger-Boos over the rest's rate
+    (:mod:`fairprobe.discover.unconditional`): the two counts' variances add in quadrature, so
+    a large rest costs almost nothing, where ``split`` adds its interval's half-width.
 
 Benjamini-Yekutieli (``by``)
     Reject the ``k`` smallest p-values, ``k`` the largest with ``p_(k) <= k q / (m c_m)``,
@@ -65,8 +70,8 @@ import numpy.typing as npt
 from scipy.special import betainc, betaincinv
 from scipy.stats import binom
 
-__all__ = ["FDR_METHODS", "PVALUES", "box_interval", "box_pvalues", "exact_interval",
-           "exact_pvalues", "first_gamma", "first_threshold", "harmonic", "intervals", "pvalues", "step_up"]
+__all__ = ["FDR_METHODS", "PVALUES", "box_interval", "box_pvalues", "split_interval",
+           "split_pvalues", "first_gamma", "first_threshold", "harmonic", "joint_gamma", "intervals", "pvalues", "step_up"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -83,7 +88,9 @@ FDR_METHODS = {
 
 #: The p-value constructions of ``H0_S: |p_S - p_R| <= tau``, both exact.
 PVALUES = {
-    "exact": "Berger-Boos: the rest's Clopper-Pearson interval, then an exact binomial test of "
+    "joint": "exact unconditional test of the gap (Berger-Boos over the rest's rate): the two "
+             "counts' variances add",
+    "split": "Berger-Boos: the rest's Clopper-Pearson interval, then an exact binomial test of "
              "the subgroup's count over the null band",
     "box": "two Clopper-Pearson intervals (a Sidak box) wholly outside the band",
 }
@@ -222,7 +229,7 @@ def _tail_le(c: FloatArray, n: FloatArray, p: FloatArray) -> FloatArray:
 _GRID = 16
 
 
-def exact_pvalues(ks: npt.ArrayLike, ns: npt.ArrayLike, kr: npt.ArrayLike, nr: npt.ArrayLike,
+def split_pvalues(ks: npt.ArrayLike, ns: npt.ArrayLike, kr: npt.ArrayLike, nr: npt.ArrayLike,
                   tau: float, gamma: npt.ArrayLike) -> FloatArray:
     """Exact p-values of ``H0: |p_S - p_R| <= tau`` by the Berger-Boos construction (module
     docstring), vectorised: ``p = gamma + sup_{p in [lo, hi]} P_p(K_S as extreme)``, with
@@ -275,7 +282,7 @@ def first_threshold(method: str, q: float, m: int) -> float:
     return q / m if method == "holm" else q * float(_shape(method, m)[0]) / m
 
 
-def exact_interval(ks: npt.ArrayLike, ns: npt.ArrayLike, kr: npt.ArrayLike, nr: npt.ArrayLike,
+def split_interval(ks: npt.ArrayLike, ns: npt.ArrayLike, kr: npt.ArrayLike, nr: npt.ArrayLike,
                    level: float | FloatArray, gamma: npt.ArrayLike
                    ) -> tuple[FloatArray, FloatArray]:
     """The interval of ``p_S - p_R`` that matches the exact p-value at ``a = 1 - level``:
@@ -296,17 +303,36 @@ def pvalues(kind: str, ks: npt.ArrayLike, ns: npt.ArrayLike, kr: npt.ArrayLike,
     ``method``; those above ``q`` are returned as 1 (a larger p-value is still valid, and no
     procedure's threshold exceeds ``q``, so nothing rejected changes)."""
     ks_ = np.asarray(ks, dtype=np.float64)
+    m = max(ks_.size, 1)
     if kind == "box":
         p = box_pvalues(ks, ns, kr, nr, tau, cap=min(q, 1.0 - 1e-12))
+    elif kind == "joint":
+        from fairprobe.discover.unconditional import joint_pvalues
+
+        # the p-values that can matter first; the rest only if they could change the list
+        p = joint_pvalues(ks, ns, kr, nr, tau, joint_gamma(q, m), cap=q,
+                          settle=lambda v: step_up(v, q, method)[0],
+                          first=20.0 * first_threshold(method, q, m))
     else:
-        p = exact_pvalues(ks, ns, kr, nr, tau, first_gamma(method, q, max(ks_.size, 1), ns, nr))
+        p = split_pvalues(ks, ns, kr, nr, tau, first_gamma(method, q, max(ks_.size, 1), ns, nr))
     return np.where(p <= q, p, 1.0)
 
 
+def joint_gamma(q: float, m: int) -> float:
+    """The rest's share of the joint test's level: a hundredth of the smallest first threshold
+    of any procedure (BY's ``q / (m c_m)``), fixed by ``q`` and ``m``. The joint test hardly
+    depends on it (module docstring of :mod:`fairprobe.discover.unconditional`)."""
+    return q / (100.0 * m * harmonic(m))
+
+
 def intervals(kind: str, ks: npt.ArrayLike, ns: npt.ArrayLike, kr: npt.ArrayLike,
-              nr: npt.ArrayLike, level: float, *, method: str, q: float, m: int
-              ) -> tuple[FloatArray, FloatArray]:
+              nr: npt.ArrayLike, level: float, *, method: str, q: float, m: int,
+              tau: float = 0.0) -> tuple[FloatArray, FloatArray]:
     """The gap's interval matching construction ``kind`` at ``level`` (``m`` tests)."""
     if kind == "box":
         return box_interval(ks, ns, kr, nr, level)
-    return exact_interval(ks, ns, kr, nr, level, first_gamma(method, q, max(m, 1), ns, nr))
+    if kind == "joint":
+        from fairprobe.discover.unconditional import joint_interval
+
+        return joint_interval(ks, ns, kr, nr, level, joint_gamma(q, max(m, 1)), tau=tau)
+    return split_interval(ks, ns, kr, nr, level, first_gamma(method, q, max(m, 1), ns, nr))

@@ -115,7 +115,7 @@ class DiscoveryResult:
     rows: int
     level: float
     bins: dict[str, list[float]] = field(default_factory=dict)
-    pvalue: str = "exact"
+    pvalue: str = "joint"
 
     @property
     def guarantee(self) -> str:
@@ -240,7 +240,7 @@ def discover_subgroups(
     min_size: int = 30,
     pos_label: Any = None,
     engine: str = "auto",
-    pvalue: str = "exact",
+    pvalue: str = "joint",
 ) -> DiscoveryResult:
     """Search the subgroups of up to ``depth`` conditions and report those unfair at FDR ``fdr``.
 
@@ -270,9 +270,9 @@ def discover_subgroups(
         on the decisions, so leaving them out keeps the guarantee).
     engine : {"auto", "duckdb", "pandas"}
         The counting engine (:func:`fairprobe.scale.count`).
-    pvalue : {"exact", "box"}
-        The p-value construction (:data:`fairprobe.discover.fdr.PVALUES`), both exact; ``exact``
-        (default) is the sharper.
+    pvalue : {"joint", "split", "box"}
+        The p-value construction (:data:`fairprobe.discover.fdr.PVALUES`), all exact; ``joint``
+        (default) is the sharpest.
 
     Returns
     -------
@@ -351,13 +351,14 @@ def subgroup_counts(tables: dict[tuple[str, ...], pd.DataFrame], sets: Sequence[
 
 def decide(counts: SubgroupCounts, *, metric: str, fdr: float, tolerance: float, method: str,
            min_size: int, depth: int, features: tuple[str, ...],
-           bins: dict[str, list[float]] | None = None, pvalue: str = "exact",
-           p_values: np.ndarray | None = None) -> DiscoveryResult:
+           bins: dict[str, list[float]] | None = None, pvalue: str = "joint",
+           p_values: np.ndarray | None = None, with_intervals: bool = True) -> DiscoveryResult:
     """Test every subgroup against the rest and keep those the procedure rejects.
 
     ``p_values`` (one per subgroup, 1 for those not tested) skips their computation: an
     experiment that runs several procedures on one search computes them once
-    (:func:`search_pvalues`)."""
+    (:func:`search_pvalues`); ``with_intervals=False`` leaves the reported intervals NaN, for
+    one that only counts the reports."""
     keys, size_all = counts.keys, counts.size
     k_all, n_all = counts.k, counts.n
     kr, nr = counts.k_total - k_all, counts.n_total - n_all
@@ -373,8 +374,11 @@ def decide(counts: SubgroupCounts, *, metric: str, fdr: float, tolerance: float,
     # each reported subgroup's interval at the level its rejection met: outside the band
     level = 1.0 - (level_used if level_used > 0 else first_threshold(method, fdr, max(m, 1)))
     idx = np.flatnonzero(reject)
-    lo, hi = intervals(pvalue, k_all[idx], n_all[idx], kr[idx], nr[idx], level, method=method,
-                       q=fdr, m=m)
+    if with_intervals:
+        lo, hi = intervals(pvalue, k_all[idx], n_all[idx], kr[idx], nr[idx], level,
+                           method=method, q=fdr, m=m, tau=tolerance)
+    else:
+        lo = hi = np.full(idx.size, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = k_all / n_all
         rest = kr / nr
@@ -399,7 +403,7 @@ def _tested(counts: SubgroupCounts, min_size: int) -> np.ndarray:
 
 
 def search_pvalues(counts: SubgroupCounts, *, tolerance: float, fdr: float, method: str,
-                   min_size: int, pvalue: str = "exact") -> np.ndarray:
+                   min_size: int, pvalue: str = "joint") -> np.ndarray:
     """Every subgroup's p-value (1 for those not tested, and for those above ``fdr``, which
     no procedure rejects): :func:`fairprobe.discover.fdr.pvalues`."""
     tested = _tested(counts, min_size)
