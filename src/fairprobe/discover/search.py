@@ -190,36 +190,125 @@ MAX_LEVELS = 20
 def _bin(frame: pd.DataFrame, features: Sequence[str], bins: int
          ) -> tuple[pd.DataFrame, dict[str, list[float]]]:
     """Numeric features with more than :data:`MAX_LEVELS` values become ``bins`` quantile-bin
-    indices; the edges are kept to name the conditions. Edges depend on the features only, never on the outcome,
-    so the search's hypotheses are fixed before any outcome is looked at."""
+    indices, in memory (the pandas engine; the DuckDB engine derives the same bins in SQL,
+    :func:`_sql_bins`); the edges are kept to name the conditions. Edges depend on the
+    features only, never on the outcome, so the search's hypotheses are fixed before any
+    outcome is looked at. A missing value stays missing (and is refused by the count)."""
     out = frame
     edges: dict[str, list[float]] = {}
     for f in features:
         col = frame[f]
         if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col) \
                 and col.nunique(dropna=True) > MAX_LEVELS:
-            qs = np.unique(np.nanquantile(col.to_numpy(dtype=float), np.linspace(0, 1, bins + 1)))
+            v = col.to_numpy(dtype=float)
+            qs = np.unique(np.nanquantile(v, np.linspace(0, 1, bins + 1)))
             if out is frame:
                 out = frame.copy()
-            idx = np.clip(np.searchsorted(qs, col.to_numpy(dtype=float), side="right") - 1, 0,
-                          len(qs) - 2)
-            out[f] = idx.astype(np.int64)
+            idx = np.clip(np.searchsorted(qs, v, side="right") - 1, 0, len(qs) - 2)
+            out[f] = idx.astype(np.int64) if not np.isnan(v).any() else np.where(
+                np.isnan(v), np.nan, idx)
             edges[f] = [float(x) for x in qs]
     return out, edges
+
+
+def _num(col: str) -> str:
+    from fairprobe.scale.engine import _q
+
+    return f"CAST({_q(col)} AS DOUBLE)"
+
+
+def _sql_bins(con: Any, rel: str, features: Sequence[str], types: dict[str, str], bins: int
+              ) -> dict[str, list[float]]:
+    """The quantile-bin edges of every numeric feature with more than :data:`MAX_LEVELS`
+    values, computed by the engine over the source: an approximate distinct count
+    (HyperLogLog) in one pass; then, in a second, the exact distinct count of the few that may
+    have at most ``2 MAX_LEVELS`` values and the exact quantiles (``quantile_cont``, the same
+    linear interpolation as numpy's) of the others. Only the edges come back to Python."""
+    from fairprobe.scale.engine import _duck_kind
+
+    numeric = [f for f in features if _duck_kind(types[f]) == "number"]
+    if not numeric:
+        return {}
+    ok = {f: f"NOT isnan({_num(f)})" for f in numeric}
+    approx = con.execute("SELECT " + ", ".join(
+        f"approx_count_distinct({_num(f)}) FILTER (WHERE {ok[f]})" for f in numeric)
+        + f" FROM {rel}").fetchone()
+    small = [f for f, a in zip(numeric, approx, strict=True) if (a or 0) <= 2 * MAX_LEVELS]
+    large = [f for f in numeric if f not in small]
+    probs = "[" + ", ".join(repr(float(x)) for x in np.linspace(0, 1, bins + 1)) + "]"
+    parts = [f"count(DISTINCT {_num(f)}) FILTER (WHERE {ok[f]})" for f in small] + [
+        f"quantile_cont({_num(f)}, {probs}) FILTER (WHERE {ok[f]})" for f in large]
+    row = con.execute("SELECT " + ", ".join(parts) + f" FROM {rel}").fetchone()
+    distinct = dict(zip(small, row[:len(small)], strict=True))
+    qs = dict(zip(large, row[len(small):], strict=True))
+    to_bin = [f for f in numeric if f in qs or (distinct.get(f) or 0) > MAX_LEVELS]
+    if any(f in distinct for f in to_bin):  # between MAX_LEVELS and the approximate bound
+        extra = [f for f in to_bin if f in distinct]
+        got = con.execute("SELECT " + ", ".join(
+            f"quantile_cont({_num(f)}, {probs}) FILTER (WHERE {ok[f]})" for f in extra)
+            + f" FROM {rel}").fetchone()
+        qs.update(zip(extra, got, strict=True))
+    return {f: [float(x) for x in np.unique(np.asarray(qs[f], dtype=float))] for f in to_bin
+            if qs[f] is not None}
+
+
+def _bin_sql(feature: str, edges: list[float]) -> str:
+    """The bin index of ``feature`` as SQL: ``j`` for ``e_j <= x < e_j+1``, the top bin
+    holding the maximum, NULL for a missing value (the rule of :func:`_bin`). Edges are
+    written as strings cast to DOUBLE, so each is exactly the float computed."""
+    x = _num(feature)
+    whens = " ".join(f"WHEN {x} < CAST('{e!r}' AS DOUBLE) THEN {j}"
+                     for j, e in enumerate(edges[1:-1]))
+    return (f"CASE WHEN {x} IS NULL OR isnan({x}) THEN NULL {whens} "
+            f"ELSE {len(edges) - 2} END")
+
+
+def _engine_counts(data: Any, features: tuple[str, ...], sets: list[tuple[str, ...]],
+                   bins: int, y_pred: str, y_true: str | None, pos_label: Any
+                   ) -> tuple[dict[tuple[str, ...], pd.DataFrame], dict[str, list[float]]]:
+    """Bins and counts without the rows entering Python: the bins' edges from the engine's
+    quantiles, the binned features as ``CASE`` expressions in the same ``GROUPING SETS``
+    aggregation (:func:`fairprobe.scale.count_grouping_sets`)."""
+    from fairprobe.scale.counts import CountSpec
+    from fairprobe.scale.engine import (
+        _duckdb_connect,
+        _from_sql,
+        count_grouping_sets,
+        resolve_source,
+    )
+
+    src = resolve_source(data)
+    cols = [*features, y_pred] + ([y_true] if y_true is not None else [])
+    con = _duckdb_connect(None, None)
+    try:
+        rel = _from_sql(con, src)
+        try:
+            described = con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()
+        except Exception as exc:  # noqa: BLE001 - an unreadable file is one line
+            raise DataError(f"cannot read {src.name}: {str(exc).splitlines()[0]}") from None
+        types = {str(r[0]): str(r[1]) for r in described}
+        missing = [c for c in cols if c not in types]
+        if missing:
+            raise DataError(f"column {missing[0]!r} is not in {src.name}; it has "
+                            f"{', '.join(list(types)[:20])}.")
+        edges = _sql_bins(con, rel, features, types, bins)
+    finally:
+        con.close()
+    spec = CountSpec(group_cols=features, y_pred=y_pred, y_true=y_true, pos_label=pos_label)
+    got = count_grouping_sets(data, spec, sets,
+                              group_exprs={f: _bin_sql(f, e) for f, e in edges.items()})
+    return {s: got[s].table for s in sets}, edges
 
 
 def _counts(frame: pd.DataFrame, features: tuple[str, ...], sets: list[tuple[str, ...]],
             y_pred: str, y_true: str | None, pos_label: Any, engine: str
             ) -> dict[tuple[str, ...], pd.DataFrame]:
+    """The pandas engine's counts: one groupby per feature combination, never per subgroup."""
     from fairprobe.scale.counts import CountSpec
-    from fairprobe.scale.engine import count, count_grouping_sets, engine_name
+    from fairprobe.scale.engine import count
 
-    spec = CountSpec(group_cols=features, y_pred=y_pred, y_true=y_true, pos_label=pos_label)
-    if engine_name(engine) == "duckdb":
-        got = count_grouping_sets(frame, spec, sets)
-        return {s: got[s].table for s in sets}
     out = {}
-    for s in sets:  # one groupby per feature combination, never per subgroup
+    for s in sets:
         sub = CountSpec(group_cols=s, y_pred=y_pred, y_true=y_true, pos_label=pos_label)
         out[s] = count(frame, sub, engine=engine).table
     return out
@@ -299,10 +388,14 @@ def discover_subgroups(
                                     "--y-true-col.")
     if y_pred in feats or (y_true is not None and y_true in feats):
         raise InvalidParameterError("--features must not include the decision or label column.")
-    frame = _read(data, feats, y_pred, y_true)
-    frame, edges = _bin(frame, feats, bins)
     sets = grouping_sets(feats, depth)
-    tables = _counts(frame, feats, sets, y_pred, y_true, pos_label, engine)
+    from fairprobe.scale.engine import engine_name
+
+    if engine_name(engine) == "duckdb":  # the rows never enter Python
+        tables, edges = _engine_counts(data, feats, sets, bins, y_pred, y_true, pos_label)
+    else:
+        frame, edges = _bin(_read(data, feats, y_pred, y_true), feats, bins)
+        tables = _counts(frame, feats, sets, y_pred, y_true, pos_label, engine)
     counts = subgroup_counts(tables, sets, metric, edges)
     return decide(counts, metric=metric, fdr=fdr, tolerance=tolerance, method=method,
                   min_size=min_size, depth=depth, features=feats, bins=edges, pvalue=pvalue)
@@ -432,35 +525,14 @@ def _condition(feature: str, value: Any, edges: dict[str, list[float]]) -> Condi
 
 
 def _read(data: Any, features: tuple[str, ...], y_pred: str, y_true: str | None) -> pd.DataFrame:
-    """The needed columns as a frame. Files are read column-wise by DuckDB (or pandas)."""
+    """The needed columns as a frame, for the pandas engine (which counts in memory)."""
     cols = [*features, y_pred] + ([y_true] if y_true is not None else [])
-    if isinstance(data, pd.DataFrame):
-        missing = [c for c in cols if c not in data.columns]
-        if missing:
-            raise DataError(f"column {missing[0]!r} is not in the data; it has "
-                            f"{', '.join(map(str, data.columns[:20]))}.")
-        return data[cols]
-    # the engine's own readers of files, directories and globs (one rule for every input)
-    from fairprobe.scale.engine import (
-        _duckdb_connect,
-        _from_sql,
-        _q,
-        _to_pandas,
-        engine_name,
-        resolve_source,
-    )
+    if not isinstance(data, pd.DataFrame):
+        from fairprobe.scale.engine import _to_pandas, resolve_source
 
-    src = resolve_source(data)
-    if engine_name("auto") != "duckdb":
-        return _read(_to_pandas(src), features, y_pred, y_true)
-    con = _duckdb_connect(None, None)
-    try:
-        rel = _from_sql(con, src)
-        have = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
-        missing = [c for c in cols if c not in have]
-        if missing:
-            raise DataError(f"column {missing[0]!r} is not in {data}; it has "
-                            f"{', '.join(have[:20])}.")
-        return con.execute(f"SELECT {', '.join(_q(c) for c in cols)} FROM {rel}").df()
-    finally:
-        con.close()
+        data = _to_pandas(resolve_source(data))
+    missing = [c for c in cols if c not in data.columns]
+    if missing:
+        raise DataError(f"column {missing[0]!r} is not in the data; it has "
+                        f"{', '.join(map(str, data.columns[:20]))}.")
+    return data[cols]
