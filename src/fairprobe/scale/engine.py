@@ -327,7 +327,10 @@ def _duckdb_connect(threads: int | None, memory_limit: str | None) -> Any:
         config["threads"] = int(threads)
     if memory_limit is not None:
         config["memory_limit"] = str(memory_limit)
-    return duckdb.connect(config=config)
+    con = duckdb.connect(config=config)
+    # DuckDB's own progress bar writes to stdout, where a JSON answer (--json -) may go
+    con.execute("SET enable_progress_bar = false")
+    return con
 
 
 def _from_sql(con: Any, src: Source) -> str:
