@@ -125,7 +125,17 @@ def main() -> None:
                        "reported": float(np.mean(v["reported"])),
                        "median_seconds": statistics.median(v["seconds"])}
                 for name, v in tally.items()}
+        peers_from = None
+        if not args.peer_python and args.json.is_file():
+            # the peers' rows do not depend on fairprobe's code: without --peer-python those
+            # of the file's earlier run are kept, and marked as such
+            old = json.loads(args.json.read_text())
+            kept = {k: v for k, v in (old.get("methods") or {}).items() if k != "fairprobe"}
+            if kept:
+                rows.update(kept)
+                peers_from = old.get("peers_from") or "an earlier run of this script"
         write_json(args.json, {"runs": args.runs, "n": args.n, "methods": rows,
+                               "peers_from": peers_from,
                                "speed_1e6": {"subgroups": res.tested,
                                              "median_seconds": statistics.median(times),
                                              "load": load},

@@ -221,9 +221,9 @@ def _sql_bins(con: Any, rel: str, features: Sequence[str], types: dict[str, str]
               ) -> tuple[dict[str, list[float]], dict[str, float]]:
     """The quantile-bin edges of every numeric feature with more than :data:`MAX_LEVELS`
     values, computed by the engine over the source: an approximate distinct count
-    (HyperLogLog) in one pass; then, in a second, the exact distinct count of the few that may
-    have at most ``2 MAX_LEVELS`` values and the exact quantiles (``quantile_cont``, the same
-    linear interpolation as numpy's) of the others. Only the edges come back to Python, with
+    (HyperLogLog) of every feature in one pass; then, in a second, the exact distinct count of
+    the numeric ones near :data:`MAX_LEVELS` and the exact quantiles (``quantile_cont``, the
+    same linear interpolation as numpy's) of those with more values. Only the edges come back to Python, with
     every feature's approximate number of values (bins for a binned one), which
     :func:`_blocks` uses to plan the count."""
     from fairprobe.scale.engine import _duck_kind, _q
