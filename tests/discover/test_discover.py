@@ -97,8 +97,10 @@ def test_step_up_matches_the_definition() -> None:
         m = int(rng.integers(1, 40))
         p = np.where(rng.random(m) < 0.3, rng.random(m) * 1e-3, rng.random(m))
         c = harmonic(m)
-        for method, thr in (("by", lambda k: k * 0.1 / (m * c)), ("bh", lambda k: k * 0.1 / m),
-                            ("reshaped", lambda k: 0.1 * (0.5 + k / (2 * c)) / m)):
+        thresholds = {"by": lambda k, m=m, c=c: k * 0.1 / (m * c),
+                      "bh": lambda k, m=m, c=c: k * 0.1 / m,
+                      "reshaped": lambda k, m=m, c=c: 0.1 * (0.5 + k / (2 * c)) / m}
+        for method, thr in thresholds.items():
             reject, adj, _ = step_up(p, 0.1, method)
             srt = np.sort(p)
             ks = [k for k in range(1, m + 1) if srt[k - 1] <= thr(k)]

@@ -26,7 +26,7 @@ class Method(StrEnum):
 
 class PValue(StrEnum):
     joint = "joint"
-    split = "split"
+    split_ = "split"  # a member named "split" would shadow str.split
     box = "box"
 
 

@@ -255,7 +255,8 @@ def split_pvalues(ks: npt.ArrayLike, ns: npt.ArrayLike, kr: npt.ArrayLike, nr: n
     # than the true one
     with np.errstate(invalid="ignore"):
         c2 = np.where(upper, np.nan_to_num(binom.ppf(t, ns_, lo), nan=-1.0) + 1.0, ks_)
-        c1 = np.where(upper, ks_, np.nan_to_num(binom.isf(t, ns_, hi), nan=ns_ + 1.0))
+        isf = np.asarray(binom.isf(t, ns_, hi), dtype=np.float64)
+        c1 = np.where(upper, ks_, np.where(np.isnan(isf), ns_ + 1.0, isf))
     c2 = np.where(upper & (lo <= 0.0), -1.0, c2)  # at p = 0 no count lies below 0
     c1 = np.where(~upper & (hi >= 1.0), ns_ + 1.0, c1)  # at p = 1 none above n
     # each tail is monotone in p: on a piece [g_j, g_j+1] their sum is at most the upper
