@@ -27,7 +27,7 @@ def test_experiment_counts_equal_the_engine() -> None:
     sets = grouping_sets(exp.FEATURES, 2)
     c, lv = exp.codes(frame, sets)
     counts = exp.counts_of(c, lv, sets, y.astype(float), edges)
-    mine = decide(counts, metric="dp", fdr=0.1, tolerance=0.05, method="by", min_size=30,
+    mine = decide(counts, metric="dp", fdr=0.1, tolerance=0.05, method="holm", min_size=30,
                   depth=2, features=exp.FEATURES, bins=edges)
     lib = discover_subgroups(raw.assign(y=y), y_pred="y", features=list(exp.FEATURES))
     assert mine.tested == lib.tested and mine.subgroups

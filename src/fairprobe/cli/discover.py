@@ -18,8 +18,16 @@ class Metric(StrEnum):
 
 
 class Method(StrEnum):
+    holm = "holm"
+    reshaped = "reshaped"
     by = "by"
     bh = "bh"
+
+
+class PValue(StrEnum):
+    joint = "joint"
+    split_ = "split"  # a member named "split" would shadow str.split
+    box = "box"
 
 
 def discover(
@@ -35,7 +43,8 @@ def discover(
     metric: Annotated[Metric, typer.Option("--metric", case_sensitive=False, help="Rate compared with the rest.")] = Metric.dp,
     fdr: Annotated[float, typer.Option("--fdr", help="False-discovery rate of the reported list.")] = 0.1,
     tolerance: Annotated[float, typer.Option("--tolerance", help="A subgroup is unfair when its rate differs from the rest's by more (0: at all).")] = 0.05,
-    method: Annotated[Method, typer.Option("--method", case_sensitive=False, help="by: valid under any dependence (default); bh: needs PRDS.")] = Method.by,
+    method: Annotated[Method, typer.Option("--method", case_sensitive=False, help="holm (default), reshaped, by: valid under any dependence; bh: needs PRDS.")] = Method.holm,
+    pvalue: Annotated[PValue, typer.Option("--pvalue", case_sensitive=False, help="p-value construction, all exact: joint (default, sharpest), split, box.")] = PValue.joint,
     bins: Annotated[int, typer.Option("--bins", help="Quantile bins of a numeric feature.")] = 4,
     min_size: Annotated[int, typer.Option("--min-size", help="Smallest subgroup tested (rows in the rate's denominator).")] = 30,
     pos_label: Annotated[str | None, typer.Option("--pos-label", help="The positive label of string decisions/labels.")] = None,
@@ -64,7 +73,7 @@ def discover(
         backend=build_backend(url, backend_config) if model else None, queries=queries,
         budget=budget, seed=seed, cache=cache if model else None, depth=depth,
         metric=metric.value, fdr=fdr, tolerance=tolerance, method=method.value, bins=bins,
-        min_size=min_size, pos_label=pos_label, engine=engine,
+        min_size=min_size, pos_label=pos_label, engine=engine, pvalue=pvalue.value,
     )  # fmt: skip
     console.print(str(job.result), markup=False, soft_wrap=True)
     emit_job(json_path, job, fail_on)

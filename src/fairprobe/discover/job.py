@@ -28,11 +28,12 @@ def discover_job(
     metric: str = "dp",
     fdr: float = 0.1,
     tolerance: float = 0.05,
-    method: str = "by",
+    method: str = "holm",
     bins: int = 4,
     min_size: int = 30,
     pos_label: Any = None,
     engine: str = "auto",
+    pvalue: str = "joint",
 ) -> Any:
     """Discover the unfair subgroups of predictions you have, or of a model's answers.
 
@@ -55,7 +56,7 @@ def discover_job(
     feats = split_names(features) or []
     opts = dict(features=feats, y_true=y_true, depth=depth, metric=metric, fdr=fdr,
                 tolerance=tolerance, method=method, bins=bins, min_size=min_size,
-                pos_label=pos_label, engine=engine)
+                pos_label=pos_label, engine=engine, pvalue=pvalue)
     if backend is None:
         if data is None or y_pred is None:
             raise InvalidParameterError(

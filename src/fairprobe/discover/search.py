@@ -21,7 +21,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fairprobe.discover.fdr import FDR_METHODS, box_interval, box_pvalues, harmonic, step_up
+from fairprobe.discover.fdr import (
+    FDR_METHODS,
+    PVALUES,
+    first_threshold,
+    intervals,
+    pvalues,
+    step_up,
+)
 from fairprobe.errors import DataError, InvalidParameterError
 
 __all__ = ["METRICS", "Condition", "DiscoveryResult", "Subgroup", "discover_subgroups"]
@@ -108,6 +115,7 @@ class DiscoveryResult:
     rows: int
     level: float
     bins: dict[str, list[float]] = field(default_factory=dict)
+    pvalue: str = "joint"
 
     @property
     def guarantee(self) -> str:
@@ -133,9 +141,10 @@ class DiscoveryResult:
                      threshold=self.tolerance,
                      groups=(str(top), "rest") if top is not None else ("any subgroup", "rest"))
         common = dict(confidence_level=1.0 - self.fdr,
-                      construction=f"exact boxes, {self.method.upper()} at FDR {self.fdr:g}",
-                      coverage="exact" if self.method == "by" else "conditional",
-                      condition=None if self.method == "by" else
+                      construction=f"exact {self.pvalue} p-values, {self.method} at FDR "
+                                   f"{self.fdr:g}",
+                      coverage="conditional" if self.method == "bh" else "exact",
+                      condition=None if self.method != "bh" else
                       "if the p-values are positively regression dependent (PRDS)")
         if top is None:
             return Finding(q, float("nan"), -float("inf"), float("inf"), forced="undetermined",
@@ -164,7 +173,8 @@ class DiscoveryResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "metric": self.metric, "tolerance": self.tolerance, "fdr": self.fdr,
-            "method": self.method, "guarantee": self.guarantee, "depth": self.depth,
+            "method": self.method, "guarantee": self.guarantee, "pvalue": self.pvalue,
+            "depth": self.depth,
             "features": list(self.features), "tested": self.tested,
             "too_small": self.too_small, "rows": self.rows, "level": self.level,
             "bins": self.bins, "verdict": self.verdict, "finding": self.finding.to_dict(),
@@ -180,36 +190,192 @@ MAX_LEVELS = 20
 def _bin(frame: pd.DataFrame, features: Sequence[str], bins: int
          ) -> tuple[pd.DataFrame, dict[str, list[float]]]:
     """Numeric features with more than :data:`MAX_LEVELS` values become ``bins`` quantile-bin
-    indices; the edges are kept to name the conditions. Edges depend on the features only, never on the outcome,
-    so the search's hypotheses are fixed before any outcome is looked at."""
+    indices, in memory (the pandas engine; the DuckDB engine derives the same bins in SQL,
+    :func:`_sql_bins`); the edges are kept to name the conditions. Edges depend on the
+    features only, never on the outcome, so the search's hypotheses are fixed before any
+    outcome is looked at. A missing value stays missing (and is refused by the count)."""
     out = frame
     edges: dict[str, list[float]] = {}
     for f in features:
         col = frame[f]
         if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col) \
                 and col.nunique(dropna=True) > MAX_LEVELS:
-            qs = np.unique(np.nanquantile(col.to_numpy(dtype=float), np.linspace(0, 1, bins + 1)))
+            v = col.to_numpy(dtype=float)
+            qs = np.unique(np.nanquantile(v, np.linspace(0, 1, bins + 1)))
             if out is frame:
                 out = frame.copy()
-            idx = np.clip(np.searchsorted(qs, col.to_numpy(dtype=float), side="right") - 1, 0,
-                          len(qs) - 2)
-            out[f] = idx.astype(np.int64)
+            idx = np.clip(np.searchsorted(qs, v, side="right") - 1, 0, len(qs) - 2)
+            out[f] = idx.astype(np.int64) if not np.isnan(v).any() else np.where(
+                np.isnan(v), np.nan, idx)
             edges[f] = [float(x) for x in qs]
     return out, edges
+
+
+def _num(col: str) -> str:
+    from fairprobe.scale.engine import _q
+
+    return f"CAST({_q(col)} AS DOUBLE)"
+
+
+def _sql_bins(con: Any, rel: str, features: Sequence[str], types: dict[str, str], bins: int
+              ) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """The quantile-bin edges of every numeric feature with more than :data:`MAX_LEVELS`
+    values, computed by the engine over the source: an approximate distinct count
+    (HyperLogLog) of every feature in one pass; then, in a second, the exact distinct count of
+    the numeric ones near :data:`MAX_LEVELS` and the exact quantiles (``quantile_cont``, the
+    same linear interpolation as numpy's) of those with more values. Only the edges come back to Python, with
+    every feature's approximate number of values (bins for a binned one), which
+    :func:`_blocks` uses to plan the count."""
+    from fairprobe.scale.engine import _duck_kind, _q
+
+    numeric = [f for f in features if _duck_kind(types[f]) == "number"]
+    ok = {f: f"NOT isnan({_num(f)})" for f in numeric}
+    approx = con.execute("SELECT " + ", ".join(
+        f"approx_count_distinct({_num(f)}) FILTER (WHERE {ok[f]})" if f in ok
+        else f"approx_count_distinct({_q(f)})" for f in features) + f" FROM {rel}").fetchone()
+    cards = {f: float(a or 1) for f, a in zip(features, approx, strict=True)}
+    if not numeric:
+        return {}, cards
+    # HyperLogLog is near exact at a handful of values: only a count near the threshold is
+    # checked exactly (a feature misjudged would change which subgroups are searched, fixed by
+    # the features alone, never the guarantee)
+    small = [f for f in numeric if MAX_LEVELS / 2 < cards[f] <= 2 * MAX_LEVELS]
+    few = [f for f in numeric if cards[f] <= MAX_LEVELS / 2]
+    large = [f for f in numeric if f not in small and f not in few]
+    probs = "[" + ", ".join(repr(float(x)) for x in np.linspace(0, 1, bins + 1)) + "]"
+    parts = [f"count(DISTINCT {_num(f)}) FILTER (WHERE {ok[f]})" for f in small] + [
+        f"quantile_cont({_num(f)}, {probs}) FILTER (WHERE {ok[f]})" for f in large]
+    row = con.execute("SELECT " + ", ".join(parts) + f" FROM {rel}").fetchone() if parts else ()
+    distinct = dict(zip(small, row[:len(small)], strict=True))
+    qs = dict(zip(large, row[len(small):], strict=True))
+    to_bin = [f for f in numeric if f in qs or (distinct.get(f) or 0) > MAX_LEVELS]
+    if any(f in distinct for f in to_bin):  # between MAX_LEVELS and the approximate bound
+        extra = [f for f in to_bin if f in distinct]
+        got = con.execute("SELECT " + ", ".join(
+            f"quantile_cont({_num(f)}, {probs}) FILTER (WHERE {ok[f]})" for f in extra)
+            + f" FROM {rel}").fetchone()
+        qs.update(zip(extra, got, strict=True))
+    edges = {f: [float(x) for x in np.unique(np.asarray(qs[f], dtype=float))] for f in to_bin
+             if qs[f] is not None}
+    cards.update({f: float(len(e) - 1) for f, e in edges.items()})
+    return edges, cards
+
+
+#: The most groups a counting block may have (the product of its features' numbers of values).
+BLOCK_GROUPS = 5_000
+
+
+def _blocks(sets: Sequence[tuple[str, ...]], cards: dict[str, float]) -> list[tuple[str, ...]]:
+    """Feature blocks whose groupings hold every set: greedily, an uncovered set grown by the
+    feature that covers most uncovered sets while the block's groups stay within
+    :data:`BLOCK_GROUPS`. The engine runs one hash aggregate per grouping set, so counting a
+    few blocks (e.g. 6 of 4-5 features for the 55 sets of depth 2 over 10 features) and
+    taking each set as a marginal of its block costs a fraction of 55 aggregates; the counts
+    are the same sums."""
+    order = list(dict.fromkeys(f for st in sets for f in st))
+    todo = [st for st in sorted(sets, key=len, reverse=True)]
+    out: list[tuple[str, ...]] = []
+    while todo:
+        block = list(todo[0])
+        size = float(np.prod([cards[f] for f in block]))
+        while True:
+            best, gain = None, 0
+            for f in order:
+                if f in block or size * cards[f] > BLOCK_GROUPS:
+                    continue
+                cand = set(block) | {f}
+                g = sum(set(st) <= cand for st in todo)
+                if g > gain:
+                    best, gain = f, g
+            if best is None:
+                break
+            block.append(best)
+            size *= cards[best]
+        inside = set(block)
+        todo = [st for st in todo if not set(st) <= inside]
+        out.append(tuple(f for f in order if f in inside))
+    return out
+
+
+def _bin_sql(feature: str, edges: list[float]) -> str:
+    """The bin index of ``feature`` as SQL: ``j`` for ``e_j <= x < e_j+1``, the top bin
+    holding the maximum, NULL for a missing value (the rule of :func:`_bin`). Edges are
+    written as strings cast to DOUBLE, so each is exactly the float computed."""
+    x = _num(feature)
+    whens = " ".join(f"WHEN {x} < CAST('{e!r}' AS DOUBLE) THEN {j}"
+                     for j, e in enumerate(edges[1:-1]))
+    return (f"CASE WHEN {x} IS NULL OR isnan({x}) THEN NULL {whens} "
+            f"ELSE {len(edges) - 2} END")
+
+
+def _engine_counts(data: Any, features: tuple[str, ...], sets: list[tuple[str, ...]],
+                   bins: int, y_pred: str, y_true: str | None, pos_label: Any
+                   ) -> tuple[dict[tuple[str, ...], pd.DataFrame], dict[str, list[float]]]:
+    """Bins and counts without the rows entering Python: the bins' edges from the engine's
+    quantiles, the binned features as ``CASE`` expressions in the same ``GROUPING SETS``
+    aggregation (:func:`fairprobe.scale.count_grouping_sets`)."""
+    from fairprobe.scale.counts import CountSpec
+    from fairprobe.scale.engine import (
+        _duckdb_connect,
+        _from_sql,
+        count_grouping_sets,
+        resolve_source,
+    )
+
+    src = resolve_source(data)
+    cols = [*features, y_pred] + ([y_true] if y_true is not None else [])
+    con = _duckdb_connect(None, None)
+    try:
+        rel = _from_sql(con, src)
+        try:
+            described = con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()
+        except Exception as exc:  # noqa: BLE001 - an unreadable file is one line
+            raise DataError(f"cannot read {src.name}: {str(exc).splitlines()[0]}") from None
+        types = {str(r[0]): str(r[1]) for r in described}
+        missing = [c for c in cols if c not in types]
+        if missing:
+            raise DataError(f"column {missing[0]!r} is not in {src.name}; it has "
+                            f"{', '.join(list(types)[:20])}.")
+        edges, cards = _sql_bins(con, rel, features, types, bins)
+    finally:
+        con.close()
+    spec = CountSpec(group_cols=features, y_pred=y_pred, y_true=y_true, pos_label=pos_label)
+    blocks = _blocks(sets, cards)
+    got = count_grouping_sets(data, spec, blocks,
+                              group_exprs={f: _bin_sql(f, e) for f, e in edges.items()})
+    home = {st: next(b for b in blocks if set(st) <= set(b)) for st in sets}
+    return {st: got[st].table if home[st] == st else _marginal(got[home[st]].table, st)
+            for st in sets}, edges
+
+
+def _marginal(table: pd.DataFrame, cols: tuple[str, ...]) -> pd.DataFrame:
+    """A block's counts summed to the grouping ``cols``: the sums of
+    :meth:`GroupCounts.marginal`, in the same row order, by ``np.bincount`` over the block's
+    (small) table rather than a pandas group-by per combination."""
+    from fairprobe.scale.counts import sort_keys
+
+    sums = [c for c in ("n", "sp", "st", "stp") if c in table.columns]
+    codes = np.zeros(len(table), dtype=np.int64)
+    for c in cols:
+        f, u = pd.factorize(table[c], sort=False)
+        codes = codes * max(len(u), 1) + f
+    uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    out = table.iloc[first][list(cols)].reset_index(drop=True)
+    for c in sums:  # counts below 2**53 add exactly in float64
+        out[c] = np.bincount(inverse, weights=table[c].to_numpy(dtype=np.float64),
+                             minlength=len(uniq)).round().astype(np.int64)
+    return sort_keys(out, list(cols))
 
 
 def _counts(frame: pd.DataFrame, features: tuple[str, ...], sets: list[tuple[str, ...]],
             y_pred: str, y_true: str | None, pos_label: Any, engine: str
             ) -> dict[tuple[str, ...], pd.DataFrame]:
+    """The pandas engine's counts: one groupby per feature combination, never per subgroup."""
     from fairprobe.scale.counts import CountSpec
-    from fairprobe.scale.engine import count, count_grouping_sets, engine_name
+    from fairprobe.scale.engine import count
 
-    spec = CountSpec(group_cols=features, y_pred=y_pred, y_true=y_true, pos_label=pos_label)
-    if engine_name(engine) == "duckdb":
-        got = count_grouping_sets(frame, spec, sets)
-        return {s: got[s].table for s in sets}
     out = {}
-    for s in sets:  # one groupby per feature combination, never per subgroup
+    for s in sets:
         sub = CountSpec(group_cols=s, y_pred=y_pred, y_true=y_true, pos_label=pos_label)
         out[s] = count(frame, sub, engine=engine).table
     return out
@@ -225,11 +391,12 @@ def discover_subgroups(
     metric: str = "dp",
     fdr: float = 0.1,
     tolerance: float = 0.05,
-    method: str = "by",
+    method: str = "holm",
     bins: int = 4,
     min_size: int = 30,
     pos_label: Any = None,
     engine: str = "auto",
+    pvalue: str = "joint",
 ) -> DiscoveryResult:
     """Search the subgroups of up to ``depth`` conditions and report those unfair at FDR ``fdr``.
 
@@ -250,14 +417,18 @@ def discover_subgroups(
         The false-discovery rate ``q`` in (0, 1).
     tolerance : float
         A subgroup is unfair when its rate differs from the rest's by more than this (0: at all).
-    method : {"by", "bh"}
-        Benjamini-Yekutieli (valid under any dependence; default) or Benjamini-Hochberg
-        (needs PRDS, not guaranteed here).
+    method : {"holm", "reshaped", "by", "bh"}
+        Holm (default), the reshaped step-up or Benjamini-Yekutieli, each valid under any
+        dependence, or Benjamini-Hochberg (needs PRDS, not guaranteed here); measured side by
+        side in ``docs/discover.md``.
     min_size : int
         Subgroups with fewer rows in the rate's denominator are not tested (sizes do not depend
         on the decisions, so leaving them out keeps the guarantee).
     engine : {"auto", "duckdb", "pandas"}
         The counting engine (:func:`fairprobe.scale.count`).
+    pvalue : {"joint", "split", "box"}
+        The p-value construction (:data:`fairprobe.discover.fdr.PVALUES`), all exact; ``joint``
+        (default) is the sharpest.
 
     Returns
     -------
@@ -270,6 +441,7 @@ def discover_subgroups(
     owner = "discover_subgroups"
     check_choice(metric, "metric", owner, list(METRICS))
     check_choice(method, "method", owner, list(FDR_METHODS))
+    check_choice(pvalue, "pvalue", owner, list(PVALUES))
     check_int(depth, "depth", owner, lo=1, hi=3)
     check_int(bins, "bins", owner, lo=2, hi=100)
     check_int(min_size, "min_size", owner, lo=1)
@@ -283,13 +455,17 @@ def discover_subgroups(
                                     "--y-true-col.")
     if y_pred in feats or (y_true is not None and y_true in feats):
         raise InvalidParameterError("--features must not include the decision or label column.")
-    frame = _read(data, feats, y_pred, y_true)
-    frame, edges = _bin(frame, feats, bins)
     sets = grouping_sets(feats, depth)
-    tables = _counts(frame, feats, sets, y_pred, y_true, pos_label, engine)
+    from fairprobe.scale.engine import engine_name
+
+    if engine_name(engine) == "duckdb":  # the rows never enter Python
+        tables, edges = _engine_counts(data, feats, sets, bins, y_pred, y_true, pos_label)
+    else:
+        frame, edges = _bin(_read(data, feats, y_pred, y_true), feats, bins)
+        tables = _counts(frame, feats, sets, y_pred, y_true, pos_label, engine)
     counts = subgroup_counts(tables, sets, metric, edges)
     return decide(counts, metric=metric, fdr=fdr, tolerance=tolerance, method=method,
-                  min_size=min_size, depth=depth, features=feats, bins=edges)
+                  min_size=min_size, depth=depth, features=feats, bins=edges, pvalue=pvalue)
 
 
 def grouping_sets(features: Sequence[str], depth: int) -> list[tuple[str, ...]]:
@@ -335,15 +511,20 @@ def subgroup_counts(tables: dict[tuple[str, ...], pd.DataFrame], sets: Sequence[
 
 def decide(counts: SubgroupCounts, *, metric: str, fdr: float, tolerance: float, method: str,
            min_size: int, depth: int, features: tuple[str, ...],
-           bins: dict[str, list[float]] | None = None) -> DiscoveryResult:
-    """Test every subgroup against the rest and keep those the step-up procedure rejects."""
+           bins: dict[str, list[float]] | None = None, pvalue: str = "joint",
+           p_values: np.ndarray | None = None, with_intervals: bool = True) -> DiscoveryResult:
+    """Test every subgroup against the rest and keep those the procedure rejects.
+
+    ``p_values`` (one per subgroup, 1 for those not tested) skips their computation: an
+    experiment that runs several procedures on one search computes them once
+    (:func:`search_pvalues`); ``with_intervals=False`` leaves the reported intervals NaN, for
+    one that only counts the reports."""
     keys, size_all = counts.keys, counts.size
     k_all, n_all = counts.k, counts.n
     kr, nr = counts.k_total - k_all, counts.n_total - n_all
-    # a subgroup equal to all rows (one level everywhere) has no rest to compare with
-    tested = (n_all >= min_size) & (nr >= min_size)
-    p = np.ones_like(k_all)
-    p[tested] = box_pvalues(k_all[tested], n_all[tested], kr[tested], nr[tested], tolerance)
+    tested = _tested(counts, min_size)
+    p = search_pvalues(counts, tolerance=tolerance, fdr=fdr, method=method, min_size=min_size,
+                       pvalue=pvalue) if p_values is None else p_values
     reject_t, adj_t, level_used = step_up(p[tested], fdr, method)
     reject = np.zeros(len(p), dtype=bool)
     adjusted = np.ones(len(p))
@@ -351,10 +532,13 @@ def decide(counts: SubgroupCounts, *, metric: str, fdr: float, tolerance: float,
     adjusted[tested] = adj_t
     m = int(tested.sum())
     # each reported subgroup's interval at the level its rejection met: outside the band
-    level = 1.0 - level_used if level_used > 0 else 1.0 - fdr / (max(m, 1) * (
-        harmonic(m) if method == "by" else 1.0))
+    level = 1.0 - (level_used if level_used > 0 else first_threshold(method, fdr, max(m, 1)))
     idx = np.flatnonzero(reject)
-    lo, hi = box_interval(k_all[idx], n_all[idx], kr[idx], nr[idx], level)
+    if with_intervals:
+        lo, hi = intervals(pvalue, k_all[idx], n_all[idx], kr[idx], nr[idx], level,
+                           method=method, q=fdr, m=m, tau=tolerance)
+    else:
+        lo = hi = np.full(idx.size, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = k_all / n_all
         rest = kr / nr
@@ -370,7 +554,24 @@ def decide(counts: SubgroupCounts, *, metric: str, fdr: float, tolerance: float,
     return DiscoveryResult(subgroups=out, metric=metric, tolerance=float(tolerance),
                            fdr=float(fdr), method=method, depth=int(depth), features=features,
                            tested=m, too_small=int((~tested).sum()), rows=counts.rows,
-                           level=float(level), bins=dict(bins or {}))
+                           level=float(level), bins=dict(bins or {}), pvalue=pvalue)
+
+
+def _tested(counts: SubgroupCounts, min_size: int) -> np.ndarray:
+    # a subgroup equal to all rows (one level everywhere) has no rest to compare with
+    return (counts.n >= min_size) & (counts.n_total - counts.n >= min_size)
+
+
+def search_pvalues(counts: SubgroupCounts, *, tolerance: float, fdr: float, method: str,
+                   min_size: int, pvalue: str = "joint") -> np.ndarray:
+    """Every subgroup's p-value (1 for those not tested, and for those above ``fdr``, which
+    no procedure rejects): :func:`fairprobe.discover.fdr.pvalues`."""
+    tested = _tested(counts, min_size)
+    k, n = counts.k[tested], counts.n[tested]
+    p = np.ones_like(counts.k)
+    p[tested] = pvalues(pvalue, k, n, counts.k_total - k, counts.n_total - n, tolerance,
+                        method=method, q=fdr)
+    return p
 
 
 def _rate_counts(t: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
@@ -391,35 +592,14 @@ def _condition(feature: str, value: Any, edges: dict[str, list[float]]) -> Condi
 
 
 def _read(data: Any, features: tuple[str, ...], y_pred: str, y_true: str | None) -> pd.DataFrame:
-    """The needed columns as a frame. Files are read column-wise by DuckDB (or pandas)."""
+    """The needed columns as a frame, for the pandas engine (which counts in memory)."""
     cols = [*features, y_pred] + ([y_true] if y_true is not None else [])
-    if isinstance(data, pd.DataFrame):
-        missing = [c for c in cols if c not in data.columns]
-        if missing:
-            raise DataError(f"column {missing[0]!r} is not in the data; it has "
-                            f"{', '.join(map(str, data.columns[:20]))}.")
-        return data[cols]
-    # the engine's own readers of files, directories and globs (one rule for every input)
-    from fairprobe.scale.engine import (
-        _duckdb_connect,
-        _from_sql,
-        _q,
-        _to_pandas,
-        engine_name,
-        resolve_source,
-    )
+    if not isinstance(data, pd.DataFrame):
+        from fairprobe.scale.engine import _to_pandas, resolve_source
 
-    src = resolve_source(data)
-    if engine_name("auto") != "duckdb":
-        return _read(_to_pandas(src), features, y_pred, y_true)
-    con = _duckdb_connect(None, None)
-    try:
-        rel = _from_sql(con, src)
-        have = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()]
-        missing = [c for c in cols if c not in have]
-        if missing:
-            raise DataError(f"column {missing[0]!r} is not in {data}; it has "
-                            f"{', '.join(have[:20])}.")
-        return con.execute(f"SELECT {', '.join(_q(c) for c in cols)} FROM {rel}").df()
-    finally:
-        con.close()
+        data = _to_pandas(resolve_source(data))
+    missing = [c for c in cols if c not in data.columns]
+    if missing:
+        raise DataError(f"column {missing[0]!r} is not in the data; it has "
+                        f"{', '.join(map(str, data.columns[:20]))}.")
+    return data[cols]

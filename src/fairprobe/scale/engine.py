@@ -185,9 +185,14 @@ def count(source: Any, spec: CountSpec, *, engine: str = "auto", scheduler: Any 
 
 
 def count_grouping_sets(source: Any, spec: CountSpec, sets: Sequence[Sequence[str]], *,
-                        threads: int | None = None,
-                        memory_limit: str | None = None) -> dict[tuple[str, ...], GroupCounts]:
+                        threads: int | None = None, memory_limit: str | None = None,
+                        group_exprs: dict[str, str] | None = None
+                        ) -> dict[tuple[str, ...], GroupCounts]:
     """Counts of several groupings in ONE pass (DuckDB ``GROUPING SETS``).
+
+    ``group_exprs`` maps a grouping column to a SQL expression over the source's columns that
+    replaces it in the same pass (e.g. a numeric column's quantile bin as a ``CASE``), so a
+    derived grouping never leaves the engine.
 
     ``sets`` lists column tuples (each a subset of the columns to group by, e.g. every pair of
     ten features); the result maps each tuple to its :class:`GroupCounts`, equal to
@@ -200,7 +205,7 @@ def count_grouping_sets(source: Any, spec: CountSpec, sets: Sequence[Sequence[st
     if not norm or any(not s for s in norm):
         raise DataError("grouping sets must be non-empty column lists.")
     src = resolve_source(source)
-    results = _duckdb_counts(src, spec, norm, threads, memory_limit)
+    results = _duckdb_counts(src, spec, norm, threads, memory_limit, group_exprs)
     out = {}
     for cols, (table, checks) in zip(norm, results, strict=True):
         sub = CountSpec(group_cols=cols, y_pred=spec.y_pred, y_true=spec.y_true,
@@ -322,7 +327,10 @@ def _duckdb_connect(threads: int | None, memory_limit: str | None) -> Any:
         config["threads"] = int(threads)
     if memory_limit is not None:
         config["memory_limit"] = str(memory_limit)
-    return duckdb.connect(config=config)
+    con = duckdb.connect(config=config)
+    # DuckDB's own progress bar writes to stdout, where a JSON answer (--json -) may go
+    con.execute("SET enable_progress_bar = false")
+    return con
 
 
 def _from_sql(con: Any, src: Source) -> str:
@@ -338,7 +346,8 @@ def _from_sql(con: Any, src: Source) -> str:
 
 
 def _duckdb_counts(src: Source, spec: CountSpec, sets: Sequence[tuple[str, ...]],
-                   threads: int | None, memory_limit: str | None
+                   threads: int | None, memory_limit: str | None,
+                   group_exprs: dict[str, str] | None = None
                    ) -> list[tuple[pd.DataFrame, dict[str, dict[str, Any]]]]:
     """One query; per grouping set its sorted counts table and input checks."""
     con = _duckdb_connect(threads, memory_limit)
@@ -354,7 +363,9 @@ def _duckdb_counts(src: Source, spec: CountSpec, sets: Sequence[tuple[str, ...]]
         _check_columns(spec, group_union, list(types), src.name)
         inner, aggs, params = _duckdb_exprs(spec, types)
         keys = ([WINDOW] if spec.window is not None else []) + group_union
-        inner_sql = ", ".join(inner + [f"{_q(c)} AS {_q(c)}" for c in group_union])
+        derived = group_exprs or {}
+        inner_sql = ", ".join(inner + [f"{derived.get(c, _q(c))} AS {_q(c)}"
+                                       for c in group_union])
         if len(sets) == 1:
             group_sql = "GROUP BY " + ", ".join(_q(k) for k in keys)
             gid = ""

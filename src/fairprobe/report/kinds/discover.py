@@ -15,8 +15,9 @@ ASSUMPTIONS = [
     "subgroup's rate is that population's.",
     "The features and the search (depth, bins, minimum size) were chosen before looking at "
     "these decisions; the bins' cut points come from the features alone.",
-    "Benjamini-Yekutieli bounds the expected share of false discoveries under any dependence "
-    "between overlapping subgroups; Benjamini-Hochberg (if chosen) needs positive dependence.",
+    "Holm (the default), the reshaped step-up and Benjamini-Yekutieli bound the expected share "
+    "of false discoveries under any dependence between overlapping subgroups; "
+    "Benjamini-Hochberg (if chosen) needs positive dependence.",
 ]
 
 
