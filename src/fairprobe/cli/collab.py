@@ -383,8 +383,11 @@ def _certificate_line(b: dict[str, Any], max_liars: int) -> str:
         else:
             out += " (no verification: --verify bounds the chance they escape)"
     if b.get("census") is False:
-        out += ("; the rounds stopped before the query sets were exhausted: the records not "
-                "queried count as unseen (worst case), the verdict is about the population")
+        out += ("; the rounds stopped before the query sets were exhausted: the verdict is "
+                "about the population, " + (
+                    f"the interval a stratified sample hull at level {b['level']:g}"
+                    if str(b.get("construction", "")).endswith("stratified-sample")
+                    else "the records not queried counted as unseen (worst case)"))
     return out
 
 
