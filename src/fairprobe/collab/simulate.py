@@ -603,8 +603,11 @@ def simulate(
         H_true[:, att] = hist.truth
         t_tables, t_round = closing_view(H_true, lag, hon)
         t_sizes = None if sizes is None else stratum_sizes(cfg, setup, H_true, hon, horizon, R)
-        bres["true_answer_verdict"] = bounded_run(cfg, horizon, t_tables, t_round, K,
-                                                     querying=R, sizes=t_sizes)["verdict"]
+        tres = bounded_run(cfg, horizon, t_tables, t_round, K, querying=R, sizes=t_sizes)
+        bres["true_answer_verdict"] = tres["verdict"]
+        bres["true_answer_node_verdicts"] = tres["verdicts"]
+    if proven is not None:
+        bres["node_caught"] = proven.any(axis=1)
     if checks is not None:
         base_q = int(H[R, hon][:, [1, 3]].sum())
         caught = [x is not None for x in checks["first_proof_round"]]
