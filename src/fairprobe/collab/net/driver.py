@@ -490,7 +490,8 @@ class Driver:
             ck = certified_ks(tab, hr, ver, tau=core.tau, start=K, max_k=len(core.roster), **kw)
         else:
             ck = np.array([-1 if ver[0] == "undetermined" else K])
-            for k in range(K + 1, min(len(core.roster), 4)):  # the exact sample hull: k <= 3
+            # the exact sample hull: k <= 3; an undetermined verdict certifies nothing
+            for k in range(K + 1, min(len(core.roster), 4) if ck[0] >= 0 else 0):
                 if decide_array(*sampling_hull(v, k), kind="difference",
                                 threshold=core.tau)[0] != ver[0]:
                     break
