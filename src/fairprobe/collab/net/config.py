@@ -240,7 +240,8 @@ class NodeConfig:
         if self.verify.enabled:
             doc["verify"] = self.verify.to_dict()
         doc["method"] = self.method
-        doc["max_liars"] = self.max_liars
+        if self.max_liars:
+            doc["max_liars"] = self.max_liars
         if self.role == "attacker" and self.attack != "adaptive":
             doc["attack"] = self.attack
             doc["attack_context"] = self.attack_context
@@ -261,7 +262,8 @@ class NodeConfig:
             "backend": self.backend or None,
             "verify": self.verify.to_dict() if self.verify.enabled else None,
             "method": self.method,
-            "max_liars": self.max_liars or None,
+            # always written: a file without it declares the default K
+            "max_liars": self.max_liars,
             "attack": self.attack,
             "attack_context": self.attack_context or None,
         }
