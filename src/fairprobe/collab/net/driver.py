@@ -121,9 +121,9 @@ def load_query_set(
         qs = adult_queryset(str(spec.get("split", "test")))
         df = qs.frame
         order = np.random.default_rng(int(spec.get("seed", audit_seed))).permutation(len(df))
-        feats = df.loc[order, list(qs.feature_cols)].to_dict(orient="records")
+        pool = df.loc[order, list(qs.feature_cols)].to_dict(orient="records")
         return (
-            [{str(k): v for k, v in r.items()} for r in feats],
+            [{str(k): v for k, v in r.items()} for r in pool],
             (df[qs.group_col] == ADULT_GROUP_A).to_numpy()[order],
             QuerySampler(0, 0, replacement=True),
         )
@@ -237,9 +237,11 @@ class Driver:
                         "with)."
                     )
                 self.records, self.in_a, _ = load_query_set(cfg.query_set, a.seed, False)
+                self.truth: npt.NDArray[np.int64]
                 if pool == "adult-pool":
                     # it colludes with the platform: it asks it for the true answers
                     self._open_backend()
+                    assert self.bb is not None
                     batch = self.bb.query(self.records)
                     self.truth = np.where(batch.parsed, batch.decisions, 0).astype(np.int64)
                 else:
