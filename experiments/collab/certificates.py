@@ -42,7 +42,6 @@ import math
 import os
 import sys
 import time
-from collections import defaultdict
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -72,7 +71,8 @@ def _run(args: tuple[str, str, int, int, int, float]) -> dict[str, Any] | None:
     case, attack, declared, liars, seed, rate = args
     try:
         r = simulate(SimConfig(case=case, seed=seed, attackers=liars, attack=attack,
-                               max_liars=declared, verify_rate=rate if rate > 0 else None))
+                               max_liars=declared, verify_rate=rate if rate > 0 else None),
+                     bounded_only=True)
     except FairprobeError:
         return None
     b = r.bounded
@@ -110,11 +110,82 @@ def _share(xs: list[float]) -> tuple[float, float]:
     return m, math.sqrt(var / n)
 
 
+def _summarise(rs: list[dict[str, Any]], key: tuple[str, str, int, int, float]
+               ) -> dict[str, Any]:
+    case, attack, k, liars, rate = key
+    d: dict[str, Any] = {"case": case, "attack": attack, "declared": k, "liars": liars,
+                         "rate": rate, "runs": len(rs)}
+    for name in ("wrong", "decided", "escaped", "bound", "node_wrong", "node_decided",
+                 "node_escaped", "node_bound", "caught", "extra"):
+        m, se = _share([float(r[name]) for r in rs])
+        d[name], d[f"{name}_se"] = m, se
+    d["bound_holds"] = (d["escaped"] <= d["bound"] + 2 * d["escaped_se"] + 1e-12
+                        and d["node_escaped"] <= d["node_bound"]
+                        + 2 * d["node_escaped_se"] + 1e-12)
+    return d
+
+
+def _write(a: argparse.Namespace, table: list[dict[str, Any]], planned: int, runs: int,
+           elapsed: float) -> dict[str, Any]:
+    within = [d for d in table if d["liars"] <= d["declared"]]
+    verified = [d for d in table if d["rate"] == a.rate]
+    summary = {
+        "cells": len(table), "cells_planned": planned, "complete": len(table) == planned,
+        "runs": runs,
+        "bound_holds_everywhere": all(d["bound_holds"] for d in table),
+        "cells_where_bound_fails": [
+            {k: d[k] for k in ("case", "attack", "declared", "liars", "rate", "escaped",
+                               "bound")}
+            for d in table if not d["bound_holds"]],
+        "wrong_within_k": sum(round(d["wrong"] * d["runs"]) for d in within),
+        "node_wrong_within_k": sum(round(d["node_wrong"] * d["runs"]) for d in within),
+        "runs_within_k": sum(d["runs"] for d in within),
+        "max_wrong_beyond_k": max((d["wrong"] for d in table if d["liars"] > d["declared"]),
+                                  default=math.nan),
+        "max_extra": max((d["extra"] for d in verified), default=math.nan),
+        "cells_with_escapes": sum(1 for d in table if d["escaped"] + d["node_escaped"] > 0),
+    }
+    write_json(RESULTS / a.out, {
+        "experiment": "collab-certificates",
+        "command": "python experiments/collab/certificates.py " + " ".join(sys.argv[1:]),
+        "seeds": a.seeds, "rate": a.rate,
+        "populations": {k: {"true_dp": p.true_dp} for k, p in (*FAIR.items(),
+                                                                 (EDGE.name, EDGE))},
+        "elapsed_s": round(elapsed, 1), "load_average": list(os.getloadavg()),
+        "summary": summary, "cells": table,
+    })
+    return summary
+
+
+def _cells(a: argparse.Namespace) -> list[tuple[str, str, int, int, float]]:
+    """Every cell, in the order they run (the file is rewritten as cells complete, so an
+    interrupted run keeps the first ones): escape cells, the first configuration for every
+    (population, liar), the second, three late liars, beyond K unverified, the rest."""
+    attacks = [x for x in a.attacks.split(",") if x]
+    cases = [x for x in a.cases.split(",") if x]
+    configs = [tuple(int(x) for x in c.split(":")) for c in a.configs.split(",") if c]
+    grid = [[(c, at, k, n, a.rate) for c in cases for at in attacks] for k, n in configs]
+    out: list[tuple[str, str, int, int, float]] = []
+    if a.escape_cells:
+        out += list(ESCAPE_CELLS)
+    out += [x for g in grid[:2] for x in g]
+    if a.extra_cells:
+        out += [(c, at, 1, 3, a.rate) for c in TABLE1 if not c.endswith("near-fair")
+                for at in ("late", "late-records", "late-edge")]
+        out += [(c, at, k, n, 0.0) for k, n in ((1, 2), (2, 4)) for c in cases
+                for at in ("adaptive", "consistent", "late")]
+    out += [x for g in grid[2:] for x in g]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=200)
     ap.add_argument("--rate", type=float, default=DEFAULT_RATE)
     ap.add_argument("--escape-cells", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--extra-cells", action=argparse.BooleanOptionalAction, default=True,
+                    help="three late liars (K = 1) on the very unfair and moderate cases, and "
+                    "K + 1 .. 2K liars without verification")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--attacks", default=",".join(ATTACKS))
     ap.add_argument("--cases", default=",".join((*TABLE1, *FAIR)))
@@ -127,50 +198,30 @@ def main() -> None:
 
     POPULATIONS.update(FAIR)  # before the pool forks: the workers see them too
     POPULATIONS[EDGE.name] = EDGE
-    attacks = [x for x in a.attacks.split(",") if x]
-    cases = [x for x in a.cases.split(",") if x]
-    configs = [tuple(int(x) for x in c.split(":")) for c in a.configs.split(",") if c]
-    jobs = [(c, at, k, liars, s, a.rate) for c in cases for at in attacks
-            for k, liars in configs for s in range(a.seeds)]
-    if a.escape_cells:
-        jobs += [(c, at, k, liars, s, r) for c, at, k, liars, r in ESCAPE_CELLS
-                 for s in range(a.seeds)]
-    print(f"{len(jobs)} runs on {a.workers} worker(s)", flush=True)
-    t0 = time.time()
+    cells = _cells(a)
+    jobs = [(*cell[:4], s, cell[4]) for cell in cells for s in range(a.seeds)]
+    print(f"{len(jobs)} runs in {len(cells)} cells on {a.workers} worker(s)", flush=True)
+    t0 = last = time.time()
+    table: list[dict[str, Any]] = []
+    pending: list[dict[str, Any] | None] = []
+    n_runs = 0
     with ProcessPoolExecutor(max_workers=a.workers) as ex:
-        rows = [x for x in ex.map(_run, jobs, chunksize=16) if x is not None]
-    elapsed = time.time() - t0
-    cells: dict[tuple[str, str, int, int, float], list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        cells[(r["case"], r["attack"], r["declared"], r["liars"], r["rate"])].append(r)
-    table = []
-    for (case, attack, k, liars, rate), rs in sorted(cells.items()):
-        d: dict[str, Any] = {"case": case, "attack": attack, "declared": k, "liars": liars,
-                             "rate": rate, "runs": len(rs)}
-        for key in ("wrong", "decided", "escaped", "bound", "node_wrong", "node_decided",
-                    "node_escaped", "node_bound", "caught", "extra"):
-            m, se = _share([float(r[key]) for r in rs])
-            d[key], d[f"{key}_se"] = m, se
-        d["bound_holds"] = (d["escaped"] <= d["bound"] + 2 * d["escaped_se"] + 1e-12
-                            and d["node_escaped"] <= d["node_bound"]
-                            + 2 * d["node_escaped_se"] + 1e-12)
-        table.append(d)
-    within = [d for d in table if d["liars"] <= d["declared"]]
-    summary = {
-        "cells": len(table), "runs": len(rows),
-        "bound_holds_everywhere": all(d["bound_holds"] for d in table),
-        "cells_where_bound_fails": [
-            {k: d[k] for k in ("case", "attack", "declared", "liars", "escaped", "bound")}
-            for d in table if not d["bound_holds"]],
-        "wrong_within_k": sum(round(d["wrong"] * d["runs"]) for d in within),
-        "runs_within_k": sum(d["runs"] for d in within),
-        "max_wrong_beyond_k": max((d["wrong"] for d in table if d["liars"] > d["declared"]),
-                                  default=math.nan),
-        "max_extra": max((d["extra"] for d in table if d["rate"] == a.rate),
-                         default=math.nan),
-        "node_wrong_within_k": sum(round(d["node_wrong"] * d["runs"]) for d in within),
-        "cells_with_escapes": sum(1 for d in table if d["escaped"] + d["node_escaped"] > 0),
-    }
+        for out in ex.map(_run, jobs, chunksize=8):  # in job order: cells complete in turn
+            pending.append(out)
+            if len(pending) == a.seeds:
+                rs = [r for r in pending if r is not None]
+                if rs:
+                    table.append(_summarise(rs, cells[len(table)]))
+                else:
+                    table.append({**_summarise([], cells[len(table)]), "runs": 0})
+                n_runs += len(rs)
+                pending = []
+                if time.time() - last > 60:
+                    _write(a, table, len(cells), n_runs, time.time() - t0)
+                    last = time.time()
+                    print(f"{len(table)}/{len(cells)} cells, {time.time() - t0:.0f} s",
+                          flush=True)
+    summary = _write(a, table, len(cells), n_runs, time.time() - t0)
     print(f"{'case':17s} {'attack':16s} K L  rate   wrong%  decided%  escaped% bound%  "
           f"node: wrong% escaped% bound%  extra%")
     for d in table:
@@ -180,16 +231,6 @@ def main() -> None:
               f"{100 * d['node_wrong']:10.1f} {100 * d['node_escaped']:8.2f} "
               f"{100 * d['node_bound']:6.2f}  {100 * d['extra']:6.2f}")
     print({k: v for k, v in summary.items() if k != "cells_where_bound_fails"})
-    write_json(RESULTS / a.out, {
-        "experiment": "collab-certificates",
-        "command": "python experiments/collab/certificates.py " + " ".join(sys.argv[1:]),
-        "seeds": a.seeds, "rate": a.rate, "configs": [list(c) for c in configs],
-        "populations": {k: {"true_dp": p.true_dp} for k, p in (*FAIR.items(),
-                                                                 (EDGE.name, EDGE))},
-        "escape_cells": [list(c) for c in ESCAPE_CELLS] if a.escape_cells else [],
-        "elapsed_s": round(elapsed, 1), "load_average": list(os.getloadavg()),
-        "summary": summary, "cells": table,
-    })
 
 
 if __name__ == "__main__":
