@@ -61,8 +61,8 @@ TABLE1 = ("bios-very-unfair", "bios-moderate", "bios-near-fair",
 FAIR = {k: v for k, v in fair_populations().items() if k in ("fair-0", "fair+0.045")}
 EDGE = Population("unfair-edge", "bios", "teacher sizes, DP -0.0502", 71_261, 63_018,
                   0.0575, 0.1077, -0.0502)
-#: (declared K, liars): within K, K + 1 colluders.
-CONFIGS = ((0, 1), (1, 1), (1, 2))
+#: (declared K, liars): within the default K, K + 1 colluders, one liar beyond K = 0.
+CONFIGS = ((1, 1), (1, 2), (0, 1))
 #: (case, attack, declared K, liars, rate) of the cells where escapes happen.
 ESCAPE_CELLS = tuple(("unfair-edge", "late-edge", 0, 1, r) for r in (0.001, 0.003))
 
