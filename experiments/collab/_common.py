@@ -11,6 +11,22 @@ from typing import Any
 import numpy as np
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "collab"
+
+
+def fair_populations() -> dict[str, Any]:
+    """Fair populations built from the teacher case's group sizes: ``fair-0`` (DP 0),
+    ``fair+0.045`` (inside the band 0.05) and ``fair-edge`` (DP +0.0500: on the band's edge,
+    still fair)."""
+    from fairprobe.datasets.populations import Population
+
+    return {
+        "fair-0": Population("fair-0", "bios", "teacher sizes, equal rates", 71_261, 63_018,
+                             0.080, 0.080, 0.0),
+        "fair+0.045": Population("fair+0.045", "bios", "teacher sizes, DP +0.045", 71_261,
+                                 63_018, 0.1025, 0.0575, 0.045),
+        "fair-edge": Population("fair-edge", "bios", "teacher sizes, DP +0.05", 71_261,
+                                63_018, 0.1050, 0.0550, 0.05),
+    }
 MAIN_METHODS = ("none", "median", "trimmed-mean", "auditopus")
 LABELS = {
     "none": "No-defense",

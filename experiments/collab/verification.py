@@ -1,4 +1,4 @@
-"""Verification of answers in the simulator (issue 15, item 3; docs/collab-network.md).
+"""Verification of answers in the simulator (docs/collab-network.md).
 
 For each Bias in Bios case, attack, number of attackers K and seed, runs
 :func:`fairprobe.collab.verify.simulate_verification` with attackers that back their fabricated
@@ -23,7 +23,7 @@ import numpy as np
 
 from fairprobe.collab.attacker import ATTACKS
 from fairprobe.collab.simulate import SimConfig
-from fairprobe.collab.verify import VerifyConfig, simulate_verification
+from fairprobe.collab.verify import DEFAULT_RATE, VerifyConfig, simulate_verification
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "collab" / "verification.json"
 CASES = ("bios-very-unfair", "bios-moderate", "bios-near-fair")
@@ -41,7 +41,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--attackers", default="1,2,5")
     ap.add_argument("--honest", type=int, default=20)
-    ap.add_argument("--rate", type=float, default=0.04)
+    ap.add_argument("--rate", type=float, default=DEFAULT_RATE)
     ap.add_argument("--attacks", default="adaptive,consistent")
     ap.add_argument("--json", type=Path, default=OUT)
     args = ap.parse_args()
@@ -59,6 +59,7 @@ def main() -> None:
                                         attack=attack)
                         r = simulate_verification(cfg, vc)
                         r["attack"] = attack
+                        r.pop("proven", None)  # the (N, V) exclusion matrix: not summarised
                         rows.append(r)
     wall = time.monotonic() - t0
     cells = []

@@ -157,7 +157,12 @@ def simulate_cmd(
     robust_c_decisive: RobustCDecisive = 2.0,
     max_liars: MaxLiars = 0,
     verify: Verify = False,
-    verify_rate: VerifyRate = 0.01,
+    verify_rate: VerifyRate = 0.008,
+    partial: str = typer.Option(
+        "sampling", "--partial",
+        help="Interval when --rounds stops before the query sets are exhausted: sampling (a "
+        "stratified sample hull at level 0.95) or worst-case (the records not queried of any "
+        "group and answer)."),
     json_path: Path | None = typer.Option(None, "--json", help="Write the result here (JSON)."),
     csv_path: Path | None = typer.Option(None, "--csv", help="Write the printed table (one row per method) as CSV."),
     fail_on: FailOn | None = typer.Option(None, "--fail-on", case_sensitive=False, help=FAIL_ON_HELP + " (here: the default method's verdict on the simulated model)"),
@@ -179,7 +184,9 @@ def simulate_cmd(
         verify_rate=verify_rate if verify else None,
     )
     assert isinstance(cfg, SimConfig)
-    job = simulate_job(cfg)
+    from dataclasses import replace
+
+    job = simulate_job(replace(cfg, partial=partial.lower()))
     res = job.result
     table = Table(
         title=f"{case}: N={honest}, K={attackers}, seed={seed}, {res.rounds} rounds, "
@@ -239,7 +246,7 @@ def sweep_cmd(
     robust_c_decisive: RobustCDecisive = 2.0,
     max_liars: MaxLiars = 0,
     verify: Verify = False,
-    verify_rate: VerifyRate = 0.01,
+    verify_rate: VerifyRate = 0.008,
 ) -> None:
     """Run cases x attackers x seeds on Dask; resumable (rerun to finish an interrupted sweep)."""
     from rich.console import Console
@@ -383,8 +390,11 @@ def _certificate_line(b: dict[str, Any], max_liars: int) -> str:
         else:
             out += " (no verification: --verify bounds the chance they escape)"
     if b.get("census") is False:
-        out += ("; the rounds stopped before the query sets were exhausted: the records not "
-                "queried count as unseen (worst case), the verdict is about the population")
+        out += ("; the rounds stopped before the query sets were exhausted: the verdict is "
+                "about the population, " + (
+                    f"the interval a stratified sample hull at level {b['level']:g}"
+                    if str(b.get("construction", "")).endswith("stratified-sample")
+                    else "the records not queried counted as unseen (worst case)"))
     return out
 
 

@@ -95,18 +95,19 @@ def demo_cmd(
         "median-local-dp, trimmed-mean-local-dp.",
     ),
     max_liars: int = typer.Option(
-        0, "--max-liars",
+        1, "--max-liars",
         help="Declared liar bound K of the bounded verdict: fair/unfair only if that holds "
-        "whichever <= K auditors lie (else undetermined).",
+        "whichever <= K auditors lie besides those proven by verification (else undetermined).",
     ),
     verify: bool | None = typer.Option(
         None, "--verify/--no-verify",
         help="Verification of answers: commit records, challenge neighbours, exclude on fraud "
-        "(default: on for a Table I population, where without it a fabricating node can fool "
-        "every honest one; off with --platform/--serve-platform, which it does not support).",
+        "(default: on; without it a fabricating node can fool every honest one; with "
+        "--platform/--serve-platform the attackers commit Adult records and challengers "
+        "re-ask the platform).",
     ),
     verify_rate: float = typer.Option(
-        0.01, "--verify-rate",
+        0.008, "--verify-rate",
         help="Share of each neighbour's new leaves opened per challenge (extra queries about "
         "rate x degree).",
     ),
@@ -132,7 +133,7 @@ def demo_cmd(
 
         plat_ctx = PlatformProcess()
     if verify is None:
-        verify = platform is None and not serve_platform
+        verify = True
     with plat_ctx as plat:
         url = plat.url if serve_platform else platform  # type: ignore[attr-defined]
         _demo(honest, attackers, seed, case, n, rounds, max_rounds, alpha, round_timeout,

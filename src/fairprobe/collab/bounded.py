@@ -80,6 +80,8 @@ __all__ = [
     "global_interval",
     "make_finding",
     "sampling_hull",
+    "stratified_hull",
+    "stratified_sensitivity",
     "unseen_mass",
 ]
 
@@ -372,6 +374,108 @@ def sampling_hull(
             np.where(bad, np.nan, np.minimum(hi0 + h, 1.0)))
 
 
+def _removed_sums(x: FloatArray, idx: npt.NDArray[np.int64]) -> FloatArray:
+    """``sum_{j not in S} x_j`` for every removal row of ``idx``: (B, V, ...) -> (B, nS, ...)."""
+    pad = np.zeros((x.shape[0], 1, *x.shape[2:]))
+    xx = np.concatenate([x, pad], axis=1)
+    out: FloatArray = np.maximum(x.sum(axis=1)[:, None] - xx[:, idx].sum(axis=2), 0.0)
+    return out
+
+
+def stratified_hull(
+    vectors: npt.ArrayLike, sizes: npt.ArrayLike, k: int, alpha: float = 0.05, *,
+    replacement: bool = False,
+) -> tuple[FloatArray, FloatArray]:
+    r"""The liar hull of a **stratified sample**: each source ``j`` queried ``A_j`` of the
+    ``M_jA`` group-A records (``B_j`` of ``M_jB`` group-B ones) of its own query set, drawn
+    uniformly (without replacement unless ``replacement``); the estimand is the DP of the
+    union of the honest query sets (the population), whatever the sizes of the strata.
+
+    For a removal ``S`` (``|S| <= k``) and group ``g``, the positives of the remaining strata
+    ``P_g = sum_j P_jg`` are estimated by ``T_g = sum_j M_jg a_j / A_j`` (Horvitz-Thompson).
+    Given the group counts of the sample, stratum ``j``'s group-``g`` records are a uniform
+    sample of size ``A_j`` from ``M_jg`` records, independent across strata, so by Serfling's
+    bound on the moment generating function of a without-replacement sum (each draw in
+    ``[0, M_jg / A_j]``) and Chernoff, ``P(T_g - P_g >= t) <= exp(-2 t^2 / v_g)`` with
+    ``v_g = sum_j M_jg^2 (1 - (A_j - 1) / M_jg) / A_j`` over the strata not exhausted (an
+    exhausted stratum, ``A_j = M_jg``, is known exactly; with replacement the factor is 1);
+    the same for the lower tail. A stratum with no group-``g`` record queried contributes any
+    ``P_jg`` in ``[0, M_jg]``; and always ``x_g <= P_g <= x_g + M_g - m_g`` (queried positives
+    plus the records not queried). With ``t_g = sqrt(v_g log(4/alpha) / 2)`` each of the four
+    one-sided events fails with probability ``<= alpha/4``, so the box
+    ``[lo_A - hi_B, hi_A - lo_B]`` of ``S`` covers its DP with probability ``>= 1 - alpha``.
+    The true liar set is one of the removals, hence the hull covers the honest population's DP
+    with probability ``>= 1 - alpha`` whatever the liars report (their declared sizes
+    included). ``vectors`` (B, V, 4); ``sizes`` (B, V, 2) the declared ``(M_jA, M_jB)``
+    (a source declaring its counts is a census of itself). ``nan`` where a group is empty."""
+    v = np.asarray(vectors, dtype=np.float64)
+    M = np.maximum(np.asarray(sizes, dtype=np.float64), v[..., [1, 3]])
+    B, V = v.shape[0], v.shape[1]
+    if B == 0:
+        return np.zeros(0), np.zeros(0)
+    idx = _removals(V, min(int(k), V))
+    logq = math.log(4.0 / float(alpha))
+    lows, highs = [], []
+    for g in (0, 1):
+        pos, cnt, m = v[..., 2 * g], v[..., 2 * g + 1], M[..., g]
+        seen = cnt > 0
+        exact = seen & (cnt >= m) & (not replacement)
+        samp = seen & ~exact
+        with np.errstate(all="ignore"):
+            ht = np.where(samp, m * pos / np.where(seen, cnt, 1.0), 0.0)
+            fpc = 1.0 if replacement else np.clip(1.0 - (cnt - 1.0) / np.where(m > 0, m, 1.0),
+                                                  0.0, 1.0)
+            var = np.where(samp, m * m * fpc / np.where(seen, cnt, 1.0), 0.0)
+        cols = np.stack([
+            np.where(exact, pos, 0.0), ht, var,
+            np.where(~seen, m, 0.0),  # strata with nothing of this group queried: any count
+            pos, cnt, m,
+        ], axis=-1)  # (B, V, 7)
+        r = _removed_sums(cols, idx)  # (B, nS, 7)
+        ex, T, vv, free, x, mq, Mg = (r[..., i] for i in range(7))
+        t = np.sqrt(vv * logq / 2.0)
+        det_lo, det_hi = x, x + (Mg - mq)
+        if replacement:
+            det_lo, det_hi = np.zeros_like(x), Mg
+        p_lo = np.maximum(ex + T - t, det_lo)
+        p_hi = np.minimum(ex + T + t + free, det_hi)
+        with np.errstate(all="ignore"):
+            lows.append(np.where(Mg > 0, np.clip(p_lo / Mg, 0.0, 1.0), np.nan))
+            highs.append(np.where(Mg > 0, np.clip(p_hi / Mg, 0.0, 1.0), np.nan))
+    ok = np.isfinite(lows[0]) & np.isfinite(lows[1])
+    with np.errstate(invalid="ignore"):
+        hi = np.where(ok, highs[0] - lows[1], -np.inf).max(axis=1)
+        lo = np.where(ok, lows[0] - highs[1], np.inf).min(axis=1)
+    bad = ~ok.any(axis=1)
+    return (np.where(bad, np.nan, np.maximum(lo - _EPS, -1.0)),
+            np.where(bad, np.nan, np.minimum(hi + _EPS, 1.0)))
+
+
+def stratified_sensitivity(
+    vectors: npt.ArrayLike, sizes: npt.ArrayLike, k: int
+) -> FloatArray:
+    """``1 / L``: the least number of answers one unit of movement of an endpoint of
+    :func:`stratified_hull` needs. One flipped answer of stratum ``j``, group ``g`` moves
+    ``T_g`` by ``M_jg / A_j`` and the deterministic bounds by 1 (the widths depend on the
+    groups only, not on the answers), so every box endpoint, hence the hull's, by at most
+    ``L = max_g max_j (M_jg / A_j) / M_g^-`` with ``M_g^-`` the least group size a removal of
+    ``k`` sources leaves. (B, V, 4), (B, V, 2) -> (B,)."""
+    v = np.asarray(vectors, dtype=np.float64)
+    M = np.maximum(np.asarray(sizes, dtype=np.float64), v[..., [1, 3]])
+    out = np.full(v.shape[0], np.inf)
+    for g in (0, 1):
+        cnt, m = v[..., 2 * g + 1], M[..., g]
+        with np.errstate(all="ignore"):
+            step = np.where(cnt > 0, m / np.where(cnt > 0, cnt, 1.0), 1.0).max(axis=-1)
+        ms = np.sort(m, axis=-1)
+        kk = min(int(k), m.shape[-1])
+        rest = ms.sum(axis=-1) - (ms[..., m.shape[-1] - kk:].sum(axis=-1) if kk else 0.0)
+        with np.errstate(all="ignore"):
+            out = np.minimum(out, np.where(rest > 0, rest / np.maximum(step, 1.0), 0.0))
+    res: FloatArray = out
+    return res
+
+
 def _sup_reach(t: FloatArray, m: FloatArray) -> FloatArray:
     """``sup_{X in [0, m]} (a + X)/(A + X) - b/(B + m - X)``, with the limits at the ends
     where a group is empty (``A = 0``: the A rate is 1 for every ``X > 0``; ``B = 0``: the B
@@ -435,6 +539,7 @@ def answer_flips(
     tau: float,
     max_liars: int,
     proven: npt.ArrayLike | None = None,
+    m_min: npt.ArrayLike | None = None,
 ) -> FloatArray:
     r"""Least number of committed answers that must be false for the verdict to differ from
     the one the true answers give (a lower bound, ``nan`` for an undetermined verdict).
@@ -449,7 +554,8 @@ def answer_flips(
     from the interval to the nearest band edge it must cross (``low - tau`` or ``-tau - high``
     for "unfair"; ``min(tau - high, low + tau)`` for "fair"). The true-answer view and the
     reported one differ by exactly the falsified answers, so if their verdicts differ at least
-    ``floor(gap * m_min)`` answers were falsified, whoever falsified them.
+    ``floor(gap * m_min)`` answers were falsified, whoever falsified them. ``m_min`` may be
+    given (a stratified interval: :func:`stratified_sensitivity`).
     """
     t = np.asarray(tables, dtype=np.float64)
     hr = np.asarray(held_round)
@@ -464,7 +570,7 @@ def answer_flips(
         tot = g.sum(axis=-1)
         top = g[..., g.shape[-1] - min(k, g.shape[-1]):].sum(axis=-1) if k else 0.0
         mins.append(tot - top)
-    m_min = np.minimum(mins[0], mins[1])
+    m_min = np.minimum(mins[0], mins[1]) if m_min is None else np.asarray(m_min, dtype=float)
     lo = np.asarray(low, dtype=np.float64)
     hi = np.asarray(high, dtype=np.float64)
     ver = np.asarray(verdicts)
@@ -535,6 +641,7 @@ def make_finding(
     counts: dict[str, Any] | None = None,
     reason: str | None = None,
     level: float = 0.95,
+    construction: str = CONSTRUCTION,
 ) -> Finding:
     """The :class:`Finding` of one collaborative verdict (``bounded``: the liar hull, coverage
     conditional on at most ``max_liars`` liars; any other method: its point estimate, no
@@ -551,6 +658,9 @@ def make_finding(
             "report their answers truthfully"
             + ("; the honest queries are independent draws from the model's inputs"
                if c.get("census") is False and subject == "model" else "")
+            + ("; each honest auditor's queries are a uniform sample of its own query set, "
+               "whose group sizes it declares truthfully"
+               if construction.endswith("stratified-sample") else "")
         )
     if method != "bounded":
         return Finding(q, estimate, estimate, estimate, level, "point-estimate", "none",
@@ -559,10 +669,13 @@ def make_finding(
             "undetermined":
         reason = (
             "the interval that holds whichever "
-            f"{int(max_liars)} source(s) lie, with the records not yet held, meets the band edge"
+            f"{int(max_liars)} source(s) lie, "
+            + ("at its level, for the records not queried" if construction != CONSTRUCTION
+               else "with the records not yet held")
+            + ", meets the band edge"
             if math.isfinite(low) and math.isfinite(high)
             else "no interval: a group with no data, or more reports contradict the others than the "
             "regulator's rule allows"
         )
-    return Finding(q, estimate, low, high, level, CONSTRUCTION, "conditional", reason=reason,
+    return Finding(q, estimate, low, high, level, construction, "conditional", reason=reason,
                    counts=c)

@@ -307,11 +307,12 @@ def late_rounds(rounds: int) -> int:
     return max(1, int(math.ceil(LATE_SHARE * int(rounds))))
 
 
-def flip_share(ctx: AttackContext, lying: float) -> float:
+def flip_share(ctx: AttackContext, lying: float, target: float = 0.0) -> float:
     """Share ``phi`` of the falsifiable answers the liars flip so that the pooled DP of the
     population plus every liar's records (at the population's rates, ``lying`` of them with
-    flips) is 0: group-A negatives claimed positive and group-B positives claimed negative
-    (mirrored for a model that favours group A). Linear in ``phi``, clipped to [0, 1]."""
+    flips) is ``target`` (0; or, for :class:`LateEdgeAttack`, just inside the band): group-A
+    negatives claimed positive and group-B positives claimed negative (mirrored for a model
+    that favours group A). Linear in ``phi``, clipped to [0, 1]."""
     h = np.asarray(ctx.population.as_tuple(), dtype=np.float64)
     pa, pb = h[0] / h[1], h[2] / h[3]
     pi = h[1] / (h[1] + h[3])
@@ -325,7 +326,8 @@ def flip_share(ctx: AttackContext, lying: float) -> float:
         slope = lying * (pa * nA / A + (1 - pb) * nB / B)
     if slope <= 0:
         return 0.0
-    return float(min(max(abs(dp0) / slope, 0.0), 1.0))
+    gap = abs(dp0) - min(abs(float(target)), abs(dp0))
+    return float(min(max(gap / slope, 0.0), 1.0))
 
 
 class AnswerLiar(_Calibrated):
@@ -436,3 +438,18 @@ class LateRecordsAttack(AnswerLiar):
         ctx = self.context
         assert ctx is not None
         return flip_share(ctx, 1.0 / ctx.rounds)
+
+
+@register_attack
+class LateEdgeAttack(LateAttack):
+    """:class:`LateAttack` that falsifies the fewest answers it can: in its last rounds it
+    brings the pooled DP just inside the band (``0.99 tau`` on the population's side), not to
+    0. Against a model just outside the band it needs few false answers, the case in which
+    the escape bound ``(1 - c)^F`` is far from 0 and escapes are observed."""
+
+    name = "late-edge"
+
+    def share(self) -> float:
+        ctx = self.context
+        assert ctx is not None
+        return flip_share(ctx, late_rounds(ctx.rounds) / ctx.rounds, target=0.99 * ctx.tau)

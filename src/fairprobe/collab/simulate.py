@@ -40,11 +40,17 @@ from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.collab.attacker import ATTACKS, AttackContext, AttackStrategy, get_attack
 from fairprobe.collab.baselines import get_aggregator
 from fairprobe.collab.bounded import (
+    CONSTRUCTION,
+    EXACT_MAX_K,
+    EXACT_MAX_SETS,
+    _n_sets,
     answer_flips,
     bounded_intervals,
     escape_bound,
     global_interval,
     make_finding,
+    stratified_hull,
+    stratified_sensitivity,
 )
 from fairprobe.collab.certificate import certify_many, global_certified_k, robust_certified_k
 from fairprobe.collab.graph import connected_erdos_renyi, gossip_lags
@@ -105,6 +111,15 @@ AGGREGATORS = BASE_METHODS[:5]
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
+#: Intervals of an audit that stops before the query sets are exhausted: ``sampling`` (the
+#: stratified sample hull at level 0.95, :func:`fairprobe.collab.bounded.stratified_hull`) or
+#: ``worst-case`` (the records never queried as unseen mass of any group and answer: level 1,
+#: rarely decided).
+PARTIAL_INTERVALS = ("sampling", "worst-case")
+
+#: Coverage of the ``sampling`` interval of a partial audit.
+PARTIAL_LEVEL = 0.95
+
 #: Largest audit (N + K) whose runs carry certificates.
 CERTIFY_MAX_AUDITORS = 100
 
@@ -134,6 +149,7 @@ class SimConfig:
     max_liars: int = 0
     verify_rate: float | None = None
     legacy_certificates: bool = False
+    partial: str = "sampling"
 
     def __post_init__(self) -> None:
         o = "SimConfig"
@@ -159,6 +175,7 @@ class SimConfig:
         check_int(self.max_liars, "max_liars", o, lo=0)
         if self.verify_rate is not None:
             check_real(self.verify_rate, "verify_rate", o, lo=0.0, hi=1.0)
+        check_choice(self.partial, "partial", o, list(PARTIAL_INTERVALS))
 
     @property
     def robust_params(self) -> RobustParams:
@@ -540,30 +557,33 @@ def simulate(
     setup: HonestSetup | None = None,
     trajectory: bool = False,
     keep_views: bool = False,
+    bounded_only: bool = False,
 ) -> RunResult:
-    """Simulate one audit with the vectorised path (see the module docstring)."""
+    """Simulate one audit with the vectorised path (see the module docstring).
+
+    ``bounded_only``: compute the default ``bounded`` verdict only (no point method, no
+    source summaries): the same ``bounded`` result in a fraction of the time, for experiments
+    that measure nothing else."""
     setup = setup or prepare_honest(cfg)
     R, N, K = setup.rounds, cfg.honest, cfg.attackers
     V = N + K
     hist = histories(cfg, setup)
-    att, lag, hon, H, delta, w, CW = (
-        hist.att, hist.lag, hist.hon, hist.H, hist.delta, hist.weight, hist.CW
-    )
-    is_att = hist.is_att
+    att, lag, hon, H, w, CW = hist.att, hist.lag, hist.hon, hist.H, hist.weight, hist.CW
     s_idx = np.maximum(R - lag[hon], 0)  # (N, V): round of j's entry that i holds at the end
     cols = np.arange(V)[None, :]
     weighted = CW[s_idx, cols]  # (N, V, 4)
     per: dict[str, FloatArray] = {}
-    tot = weighted.sum(axis=1)
-    with np.errstate(all="ignore"):
-        per["auditopus"] = np.array([dp_of(r) for r in tot])
     tables = H[s_idx, cols]
     held = s_idx >= 1
-    per["robust"] = robust_estimate(weighted, tables, held, cfg.robust_params).estimate
-    for m in AGGREGATORS:
-        per[m] = get_aggregator(m, cfg.beta)(tables, held)
-    for b in cfg.extra_betas:
-        per[f"trimmed-mean@{b:g}"] = get_aggregator("trimmed-mean", b)(tables, held)
+    if not bounded_only:
+        tot = weighted.sum(axis=1)
+        with np.errstate(all="ignore"):
+            per["auditopus"] = np.array([dp_of(r) for r in tot])
+        per["robust"] = robust_estimate(weighted, tables, held, cfg.robust_params).estimate
+        for m in AGGREGATORS:
+            per[m] = get_aggregator(m, cfg.beta)(tables, held)
+        for b in cfg.extra_betas:
+            per[f"trimmed-mean@{b:g}"] = get_aggregator("trimmed-mean", b)(tables, held)
     b_tables, b_round = closing_view(H, lag, hon)
     pop = get_population(cfg.case)
     checks: dict[str, Any] | None = None
@@ -577,15 +597,20 @@ def simulate(
     # exhausted, the records never queried are unseen mass (worst-cased), so the verdict is
     # about the population and never about the queried records only
     horizon = census_rounds(cfg, setup)
-    bres = bounded_run(cfg, horizon, b_tables, b_round, K, proven=proven, querying=R)
-    bres["census"] = horizon <= R
+    sizes = stratum_sizes(cfg, setup, H, hon, horizon, R)
+    bres = bounded_run(cfg, horizon, b_tables, b_round, K, proven=proven, querying=R,
+                       sizes=sizes)
     if hist.truth is not None:
         # what the same audit decides on the attackers' true answers (only a simulation knows)
         H_true = H.copy()
         H_true[:, att] = hist.truth
         t_tables, t_round = closing_view(H_true, lag, hon)
-        bres["true_answer_verdict"] = bounded_run(cfg, horizon, t_tables, t_round, K,
-                                                     querying=R)["verdict"]
+        t_sizes = None if sizes is None else stratum_sizes(cfg, setup, H_true, hon, horizon, R)
+        tres = bounded_run(cfg, horizon, t_tables, t_round, K, querying=R, sizes=t_sizes)
+        bres["true_answer_verdict"] = tres["verdict"]
+        bres["true_answer_node_verdicts"] = tres["verdicts"]
+    if proven is not None:
+        bres["node_caught"] = proven.any(axis=1)
     if checks is not None:
         base_q = int(H[R, hon][:, [1, 3]].sum())
         caught = [x is not None for x in checks["first_proof_round"]]
@@ -596,30 +621,18 @@ def simulate(
             "caught": caught,
         }
     per["bounded"] = bres.pop("estimate")
-    estimates = {m: _global(per[m], K) for m in cfg.methods}
+    estimates = {m: _global(per[m], K) for m in cfg.methods if m in per}
     node_k, glob_k = (
-        _certificates(cfg, R, per, weighted, tables, held) if cfg.legacy_certificates else ({}, {})
+        _certificates(cfg, R, per, weighted, tables, held)
+        if cfg.legacy_certificates and not bounded_only else ({}, {})
     )
     node_k["bounded"] = bres.pop("node_certified_k")
     glob_k["bounded"] = int(bres["certified_k"]) if bres["certified_k"] is not None else -1
     verdicts, node_verdicts, findings = _verdicts(cfg, estimates, per, bres)
-    rob0 = robust_estimate(weighted[:1], tables[:1], held[:1], cfg.robust_params)
-    empty = (delta[..., 1] + delta[..., 3]) == 0  # (R, V)
-    raw_mass = (H[R, :, 1] + H[R, :, 3]).astype(np.float64)
-    w_mass = CW[R, :, 1] + CW[R, :, 3]
-    sources = {
-        "ids": [f"a{j:04d}" for j in range(V)],
-        "role": ["attacker" if is_att[j] else "honest" for j in range(V)],
-        "queries": raw_mass.astype(np.int64).tolist(),
-        "weighted_queries": w_mass.tolist(),
-        "weight": np.where(raw_mass > 0, w_mass / np.where(raw_mass > 0, raw_mass, 1), 0).tolist(),
-        "local_dp": [None if math.isnan(x) else x for x in (dp_of(H[R, j]) for j in range(V))],
-        "robust_kept_by_first_auditor": rob0.kept[0].tolist(),
-        # None where the source added nothing that round (its query set had run out)
-        "scores_by_round": _masked(hist.score.reshape(R, V).T, empty.T, 4),
-        "weights_by_round": _masked(w.T, empty.T, 6),
-    }
-    honest_total = H[R, hon].sum(axis=0)
+    sources = {} if bounded_only else _sources(cfg, hist, weighted, tables, held)
+    # the estimand: the DP of the honest auditors' whole query sets (the population), also
+    # when the rounds stop before they are exhausted or queries repeat records
+    honest_total = _query_set_counts(setup)
     traj = None
     if trajectory:
         ts = np.arange(1, R + 1)
@@ -659,6 +672,54 @@ def simulate(
     )
 
 
+def _sources(
+    cfg: SimConfig, hist: Histories, weighted: FloatArray, tables: IntArray,
+    held: npt.NDArray[np.bool_],
+) -> dict[str, Any]:
+    """Per-source summaries of a run (queries, weights, local DP, scores by round)."""
+    H, CW, delta, w, is_att = hist.H, hist.CW, hist.delta, hist.weight, hist.is_att
+    R, V = H.shape[0] - 1, H.shape[1]
+    rob0 = robust_estimate(weighted[:1], tables[:1], held[:1], cfg.robust_params)
+    empty = (delta[..., 1] + delta[..., 3]) == 0  # (R, V)
+    raw_mass = (H[R, :, 1] + H[R, :, 3]).astype(np.float64)
+    w_mass = CW[R, :, 1] + CW[R, :, 3]
+    return {
+        "ids": [f"a{j:04d}" for j in range(V)],
+        "role": ["attacker" if is_att[j] else "honest" for j in range(V)],
+        "queries": raw_mass.astype(np.int64).tolist(),
+        "weighted_queries": w_mass.tolist(),
+        "weight": np.where(raw_mass > 0, w_mass / np.where(raw_mass > 0, raw_mass, 1), 0).tolist(),
+        "local_dp": [None if math.isnan(x) else x for x in (dp_of(H[R, j]) for j in range(V))],
+        "robust_kept_by_first_auditor": rob0.kept[0].tolist(),
+        # None where the source added nothing that round (its query set had run out)
+        "scores_by_round": _masked(hist.score.reshape(R, V).T, empty.T, 4),
+        "weights_by_round": _masked(w.T, empty.T, 6),
+    }
+
+
+def _query_set_counts(setup: HonestSetup) -> IntArray:
+    """``(a, A, b, B)`` of the honest auditors' whole query sets (the population)."""
+    pa, na, pb, nb = (int(x) for x in setup.cells.sum(axis=0))
+    return np.array([pa, pa + na, pb, pb + nb], dtype=np.int64)
+
+
+def stratum_sizes(
+    cfg: SimConfig, setup: HonestSetup, H: IntArray, hon: IntArray, horizon: int, R: int
+) -> FloatArray | None:
+    """Each source's declared query-set group sizes ``(M_jA, M_jB)`` (V, 2) for the
+    ``sampling`` interval of a partial audit, or None for a census (the rounds exhausted every
+    query set without replacement) or the ``worst-case`` construction. An honest auditor knows
+    its records' groups without asking the model (a group is read off the record); an attacker
+    declares its own counts (a census of itself: the claim that weighs most in the hull; any
+    claim is covered, since the true liar set is one of the removals)."""
+    if cfg.partial != "sampling" or (horizon <= R and not cfg.replacement):
+        return None
+    out = H[R][:, [1, 3]].astype(np.float64)
+    out[hon] = np.stack([setup.cells[:, 0] + setup.cells[:, 1],
+                         setup.cells[:, 2] + setup.cells[:, 3]], axis=1)
+    return out
+
+
 def census_rounds(cfg: SimConfig, setup: HonestSetup) -> int:
     """Rounds that exhaust every honest query set: ``ceil(max_i |D_i| / n)`` (the audit runs
     ``min`` of it and ``max_rounds``). Sources may add up to ``n`` records a round until then."""
@@ -690,13 +751,41 @@ def bounded_run(
     proven: npt.NDArray[np.bool_] | None = None,
     verify_rate: float | None = None,
     querying: int | None = None,
+    sizes: FloatArray | None = None,
 ) -> dict[str, Any]:
     """The ``bounded`` verdicts of one audit (:mod:`fairprobe.collab.bounded`): each honest
     auditor's interval from its final table, the regulator's interval (attackers report
-    ``[0, 0]``), ``certified_k`` (per auditor and global) and the verification bound."""
+    ``[0, 0]``), ``certified_k`` (per auditor and global) and the verification bound.
+
+    ``sizes`` (V, 2): the sources' declared query-set group sizes of a partial audit
+    (:func:`stratum_sizes`): the intervals are then the stratified sample hull at level
+    :data:`PARTIAL_LEVEL` (every removal of at most ``K <= 3`` sources; larger ``K`` falls
+    back to the worst case)."""
     K = cfg.max_liars
     kw: dict[str, Any] = {"n": cfg.n, "rounds": rounds, "querying": querying}
-    est, lo, hi = bounded_intervals(tables, held_round, max_liars=K, proven=proven, **kw)
+    if sizes is not None and (K > EXACT_MAX_K or _n_sets(tables.shape[1], K) > EXACT_MAX_SETS):
+        sizes = None
+    sz = None if sizes is None else np.broadcast_to(sizes, (*tables.shape[:2], 2))
+
+    def intervals(rows: npt.NDArray[np.int64] | slice, k: int) -> tuple[
+            FloatArray, FloatArray, FloatArray]:
+        pr = None if proven is None else proven[rows]
+        e, lo_, hi_ = bounded_intervals(tables[rows], held_round[rows], max_liars=k,
+                                        proven=pr, **kw)
+        if sz is not None:
+            keep = held_round[rows] >= 1
+            if pr is not None:
+                keep &= ~pr
+            v = np.where(keep[..., None], tables[rows], 0)
+            lo_s, hi_s = stratified_hull(v, np.where(keep[..., None], sz[rows], 0), k,
+                                         1.0 - PARTIAL_LEVEL, replacement=cfg.replacement)
+            # a source with no entry held has unknown records: the worst case stays valid
+            full = keep.any(axis=-1) & ((held_round[rows] >= 1) | (
+                pr if pr is not None else False)).all(axis=-1)
+            lo_, hi_ = np.where(full, lo_s, lo_), np.where(full, hi_s, hi_)
+        return e, lo_, hi_
+
+    est, lo, hi = intervals(slice(None), K)
     ver = decide_array(lo, hi, kind="difference", threshold=cfg.tau)
     # proofs are transferable: the regulator drops the reports of proven liars (each one uses
     # not count against K: "at most K liars besides the proven ones")
@@ -708,6 +797,8 @@ def bounded_run(
     # certified_k, per auditor and of the regulator's rule: intervals grow with k, so one pass
     # k = K + 1, K + 2, ... until every decided verdict has failed
     kmax = min(tables.shape[1], CERTIFY_MAX_AUDITORS)
+    if sz is not None:  # the stratified hull enumerates removals: k <= 3
+        kmax = min(kmax, EXACT_MAX_K)
     node_k = np.where(ver == "undetermined", -1, K).astype(np.int64)
     alive = ver != "undetermined"
     g_k: int | None = None if g_ver == "undetermined" else K
@@ -716,9 +807,7 @@ def bounded_run(
     while (alive.any() or g_alive) and k < kmax:
         k += 1
         rows = np.flatnonzero(alive) if not g_alive else np.arange(ver.size)
-        pr = None if proven is None else proven[rows]
-        _, lo_k, hi_k = bounded_intervals(tables[rows], held_round[rows], max_liars=k,
-                                          proven=pr, **kw)
+        _, lo_k, hi_k = intervals(rows, k)
         same = decide_array(lo_k, hi_k, kind="difference", threshold=cfg.tau) == ver[rows]
         same &= alive[rows]
         node_k[rows[same]] = k
@@ -730,8 +819,13 @@ def bounded_run(
             else:
                 g_alive = False
     # answers that must be false for a verdict to differ from the true answers' verdict
+    m_min = None
+    if sz is not None:
+        keep = (held_round >= 1) & (~proven if proven is not None else True)
+        m_min = stratified_sensitivity(np.where(keep[..., None], tables, 0),
+                                       np.where(keep[..., None], sz, 0), K)
     flip = answer_flips(tables, held_round, lo, hi, ver, tau=cfg.tau, max_liars=K,
-                        proven=proven)
+                        proven=proven, m_min=m_min)
     g_flip = (
         float(np.nanmin(flip[ver == g_ver])) if g_ver != "undetermined" and (ver == g_ver).any()
         else math.nan
@@ -744,6 +838,9 @@ def bounded_run(
         "flip_mass": _num(g_flip), "node_flip_mass": flip,
         "verification_rate": rate,
         "escape_bound": escape_bound(_num(g_flip), rate),
+        "census": sizes is None and (querying is None or rounds <= querying),
+        "construction": CONSTRUCTION if sz is None else CONSTRUCTION + "+stratified-sample",
+        "level": PARTIAL_LEVEL,  # a census or worst-case interval covers with probability 1
     }
 
 
@@ -762,6 +859,8 @@ def _verdicts(
             lo = math.nan if iv["low"] is None else iv["low"]
             hi = math.nan if iv["high"] is None else iv["high"]
             node[m] = b["verdicts"]
+            level = float(b.get("level", PARTIAL_LEVEL))
+            construction = str(b.get("construction", CONSTRUCTION))
             counts = {"certified_k": b["certified_k"], "flip_mass": b["flip_mass"],
                       "census": b.get("census"),
                       "verification_rate": b["verification_rate"],
@@ -770,8 +869,10 @@ def _verdicts(
             lo = hi = e
             node[m] = decide_array(per[m], per[m], kind="difference", threshold=cfg.tau)
             counts = {}
+            level, construction = 0.95, CONSTRUCTION
         f = make_finding(e, lo, hi, tau=cfg.tau, subject="simulation", max_liars=cfg.max_liars,
-                         method="bounded" if m == "bounded" else m, counts=counts)
+                         method="bounded" if m == "bounded" else m, counts=counts,
+                         level=level, construction=construction)
         verdicts[m] = f.verdict
         findings[m] = f.to_dict()
     return verdicts, node, findings
@@ -884,10 +985,15 @@ def simulate_reference(cfg: SimConfig, *, setup: HonestSetup | None = None) -> R
             core.end_round()
     held_round = np.stack([np.array([c.held[a].round for a in roster]) for c in honest_cores])
     b_tables = np.stack([c.table_counts() for c in honest_cores])
-    bres = bounded_run(cfg, census_rounds(cfg, setup), b_tables, held_round, K, querying=R)
+    horizon = census_rounds(cfg, setup)
+    H_R = np.zeros((2, V, 4), dtype=np.int64)
+    H_R[1] = b_tables[0]
+    hon_idx = np.array(plan.honest_index, dtype=np.int64)
+    sizes = stratum_sizes(cfg, setup, H_R, hon_idx, horizon, 1 if horizon <= R else 0)
+    bres = bounded_run(cfg, horizon, b_tables, held_round, K, querying=R, sizes=sizes)
     per["bounded"] = bres.pop("estimate")
     estimates = {m: _global(per[m], K) for m in cfg.methods}
-    honest_total = np.sum([c.own for c in honest_cores], axis=0)
+    honest_total = _query_set_counts(setup)
     return RunResult(
         config=cfg,
         true_dp=get_population(cfg.case).true_dp,

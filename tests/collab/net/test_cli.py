@@ -41,8 +41,6 @@ def test_keygen(tmp_path, capsys):
         (["collab", "demo", "--honest", "3", "--verify-rate", "2"], "'verify_rate' parameter"),
         (["collab", "demo", "--honest", "3", "--verify", "--verify-records", "some"],
          "'verify_records' parameter"),
-        (["collab", "demo", "--honest", "3", "--verify", "--platform", "http://127.0.0.1:9"],
-         "drop --platform or --verify"),
         (["collab", "demo", "--honest", "3", "--attack", "consistent", "--platform",
           "http://127.0.0.1:9"], "use --attack adaptive"),
     ],

@@ -87,7 +87,7 @@ def test_fourteen_node_processes_match_the_simulator_to_the_last_digit(tmp_path)
         "--case", CASE, "--n", str(n), "--round-timeout", "120",
         "--workdir", str(wd), "--json", str(out_json),
         # the protocol itself, digit for digit: no challenges (they exclude the attackers)
-        "--no-verify",
+        "--no-verify", "--max-liars", "0",
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:

@@ -13,8 +13,9 @@ Guarantees checked:
    state: the node finishes with a verdict (no exit 4);
 4. an author's two entries of one round with the same counts and different records roots, or
    with different counts, are ``equivocation`` (never ``bad-signature``: the committed
-   96-byte signatures are checked with the committing verifier), and the node that sees it
-   excludes the author as proven.
+   96-byte signatures are checked with the committing verifier); the node that sees it
+   excludes the author as proven and forwards the two signed entries as a proof, on which
+   every other honest node excludes it too.
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ def _wrong_answer_proof(accused: Ed25519Signer, challenger: Ed25519Signer) -> Fr
                       ).signed(challenger)
 
 
-def test_another_audits_signatures_exclude_nobody_and_equivocations_are_named(tmp_path):
+def test_another_audits_signatures_exclude_nobody_and_equivocations_are_proven(tmp_path):
     spec = DemoSpec(honest=5, attackers=0, seed=3, case=CASE, n=200, rounds=3,
                     round_timeout=60, verify=True, verify_rate=0.0)
     with LocalNetwork(spec, tmp_path / "net") as net:
@@ -176,8 +177,11 @@ def test_another_audits_signatures_exclude_nobody_and_equivocations_are_named(tm
 
     assert set(results) == set(started)  # every started node finished (no exit 4, no crash)
     for k, r in results.items():
-        # the equivocating ghost is excluded by the node that saw it equivocate; nobody else
-        assert set(r["excluded"]) == ({ghost} if k == t_node else set()), (k, r["excluded"])
+        # the equivocating ghost is excluded by the node that saw it equivocate, and by every
+        # other node on the two signed entries it forwarded as a proof
+        assert set(r["excluded"]) == {ghost}, (k, r["excluded"])
+        if k != t_node:
+            assert r["verification"].get("excluded", 0) >= 1, (k, r["verification"])
         assert "state-lost" not in r["refused"], (k, r["refused"])
         assert r["finding"]["verdict"] in ("fair", "unfair", "undetermined")
     refused = sum(r["verification"].get("proof-refused:bad-entry-signature", 0)

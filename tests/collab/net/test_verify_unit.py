@@ -29,6 +29,7 @@ from fairprobe.collab.verify import (
     split_signature,
     verify_opening,
 )
+from fairprobe.errors import ProtocolError
 
 CASE = "civil-near-fair"
 
@@ -276,3 +277,33 @@ def test_a_model_identity_error_is_not_a_refusal_of_the_record() -> None:
 
     assert not is_refusal(ModelIdentityError("the model changed during the audit"))
     assert is_refusal(AccessError("a query_id lies outside population"))
+
+
+def test_an_equivocation_proof_checks_two_signed_entries_of_one_round(tmp_path):
+    from fairprobe.collab.net.keys import Ed25519Verifier
+    from fairprobe.collab.verify import EquivocationProof, committed_entry_bytes, proof_from_dict
+
+    kp = generate_keypair(tmp_path / "e")
+    here, other = b"audit-1", b"audit-2"
+    s = Ed25519Signer("x0", load_private_key(kp.private_path), context=here)
+    v = Ed25519Verifier({"x0": s._key.public_key()}, context=here)
+    r1, r2 = b"\x01" * 32, b"\x02" * 32
+
+    def signed(c: tuple[int, int, int, int], root: bytes, signer: Ed25519Signer = s) -> bytes:
+        return bytes(signer.sign(committed_entry_bytes("x0", 3, *c, root))) + root
+
+    c = (5, 40, 9, 50)
+    for second in ((c, r2), ((6, 40, 9, 50), r1)):  # another root; other counts
+        p = EquivocationProof("x0", 3, c, signed(c, r1), second[0], signed(*second))
+        assert p.check_signatures(v) is None
+        q = proof_from_dict(p.to_dict())
+        assert q == p and q.message() == p.message() and q.accused == "x0"
+    same = EquivocationProof("x0", 3, c, signed(c, r1), c, signed(c, r1))
+    assert same.check_signatures(v) == "not-an-equivocation"
+    forged = EquivocationProof("x0", 3, c, signed(c, r1), (6, 40, 9, 50), signed(c, r2))
+    assert forged.check_signatures(v) == "bad-entry-signature"  # counts not the signed ones
+    s2 = Ed25519Signer("x0", load_private_key(kp.private_path), context=other)
+    replayed = EquivocationProof("x0", 3, c, signed(c, r1, s2), c, signed(c, r2, s2))
+    assert replayed.check_signatures(v) == "bad-entry-signature"  # another audit's pair
+    with pytest.raises(ProtocolError):
+        proof_from_dict({"kind": "equivocation", "auditor": "x0"})

@@ -49,6 +49,7 @@ from typing import Any
 from fairprobe.collab.net import _toml
 from fairprobe.collab.net.keys import check_auditor_id
 from fairprobe.collab.net.roster import parse_address
+from fairprobe.collab.verify import DEFAULT_MAX_LIARS, DEFAULT_RATE
 from fairprobe.errors import ConfigError, InvalidParameterError
 
 __all__ = ["AuditConfig", "NodeConfig", "TimeoutConfig", "VerifyNodeConfig", "load_node_config"]
@@ -151,7 +152,7 @@ class VerifyNodeConfig:
     """
 
     enabled: bool = False
-    rate: float = 0.01
+    rate: float = DEFAULT_RATE
     records: str = "random"
     #: For an attacker node only: which requested leaves it opens (``all``; ``none``: answers
     #: ``{"openings": []}``; ``truthful``: only the leaves whose answers are true). Honest
@@ -195,7 +196,7 @@ class NodeConfig:
     #: ``bounded``, the interval verdict that holds whichever ``max_liars`` sources lie.
     method: str = "bounded"
     #: Declared liar bound of the ``bounded`` verdict.
-    max_liars: int = 0
+    max_liars: int = DEFAULT_MAX_LIARS
     #: Attack strategy of an attacker node (a name of ``fairprobe.collab.attacker.ATTACKS``).
     attack: str = "adaptive"
     #: What the platform tells a calibrated attacker (``AttackContext.to_dict()``; attackers
@@ -261,7 +262,8 @@ class NodeConfig:
             "backend": self.backend or None,
             "verify": self.verify.to_dict() if self.verify.enabled else None,
             "method": self.method,
-            "max_liars": self.max_liars or None,
+            # always written: a file without it declares the default K
+            "max_liars": self.max_liars,
             "attack": self.attack,
             "attack_context": self.attack_context or None,
         }
@@ -316,7 +318,7 @@ class NodeConfig:
             raise ConfigError("[verify] enabled must be true or false.")
         verify = VerifyNodeConfig(
             enabled=bool(vs.get("enabled", False)),
-            rate=_num(vs, "rate", 0.01, float, "[verify]"),
+            rate=_num(vs, "rate", DEFAULT_RATE, float, "[verify]"),
             records=str(vs.get("records", "random")),
             answers=str(vs.get("answers", "all")),
         )
@@ -354,7 +356,7 @@ class NodeConfig:
                 backend=be,
                 verify=verify,
                 method=method,
-                max_liars=doc.get("max_liars", 0),
+                max_liars=doc.get("max_liars", DEFAULT_MAX_LIARS),
                 attack=attack,
                 attack_context=_section(doc, "attack_context"),
             )

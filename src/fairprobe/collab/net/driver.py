@@ -17,6 +17,11 @@ Query sets (``[query_set]`` of ``node.toml``)
 ``kind = "adult"``
     This auditor's share of the bundled Adult records (``split``), for audits of the platform
     server (:func:`fairprobe.collab.net.plan.adult_share`); use the ``http-json`` backend.
+``kind = "population-pool"`` / ``kind = "adult-pool"``
+    An attacker node's pool of records to back its fabricated counts with when verification is
+    on: every row of a Table I population (answers known from the replay), or every bundled
+    Adult record of ``split`` (answers asked of the attacker's own ``[backend]``, the audited
+    platform it colludes with), in an order seeded by ``seed``.
 ``kind = "file"``
     A CSV/Parquet file of records (``path``), the group column (``group_column``) and the value
     meaning group A (``group_a``); every other column is sent to the model. The order is a
@@ -107,6 +112,19 @@ def load_query_set(
         return (
             [{"query_id": int(r)} for r in order.tolist()],
             in_a_all[order],
+            QuerySampler(0, 0, replacement=True),
+        )
+    if kind == "adult-pool":
+        from fairprobe.collab.net.plan import ADULT_GROUP_A
+        from fairprobe.datasets.queryset import adult_queryset
+
+        qs = adult_queryset(str(spec.get("split", "test")))
+        df = qs.frame
+        order = np.random.default_rng(int(spec.get("seed", audit_seed))).permutation(len(df))
+        pool = df.loc[order, list(qs.feature_cols)].to_dict(orient="records")
+        return (
+            [{str(k): v for k, v in r.items()} for r in pool],
+            (df[qs.group_col] == ADULT_GROUP_A).to_numpy()[order],
             QuerySampler(0, 0, replacement=True),
         )
     if kind == "file":
@@ -211,17 +229,27 @@ class Driver:
                 signer=signer, verifier=verifier,
             )
             if self.verifying:
-                if cfg.query_set.get("kind") != "population-pool":
+                pool = cfg.query_set.get("kind")
+                if pool not in ("population-pool", "adult-pool"):
                     raise ConfigError(
                         "An attacker node with [verify] on needs [query_set] kind = "
-                        "\"population-pool\" (records to back its counts with)."
+                        "\"population-pool\" or \"adult-pool\" (records to back its counts "
+                        "with)."
                     )
                 self.records, self.in_a, _ = load_query_set(cfg.query_set, a.seed, False)
-                from fairprobe.collab.net.population import PopulationBackend
+                self.truth: npt.NDArray[np.int64]
+                if pool == "adult-pool":
+                    # it colludes with the platform: it asks it for the true answers
+                    self._open_backend()
+                    assert self.bb is not None
+                    batch = self.bb.query(self.records)
+                    self.truth = np.where(batch.parsed, batch.decisions, 0).astype(np.int64)
+                else:
+                    from fairprobe.collab.net.population import PopulationBackend
 
-                be = PopulationBackend(str(cfg.query_set["case"]))
-                rows = np.array([r["query_id"] for r in self.records], dtype=np.int64)
-                self.truth = be._decisions[rows]
+                    be = PopulationBackend(str(cfg.query_set["case"]))
+                    rows = np.array([r["query_id"] for r in self.records], dtype=np.int64)
+                    self.truth = be._decisions[rows]
                 self.pool_a = np.flatnonzero(self.in_a)
                 self.pool_b = np.flatnonzero(~self.in_a)
                 if cfg.verify.records == "poisoned":
@@ -464,7 +492,8 @@ class Driver:
             ck = certified_ks(tab, hr, ver, tau=core.tau, start=K, max_k=len(core.roster), **kw)
         else:
             ck = np.array([-1 if ver[0] == "undetermined" else K])
-            for k in range(K + 1, min(len(core.roster), 4)):  # the exact sample hull: k <= 3
+            # the exact sample hull: k <= 3; an undetermined verdict certifies nothing
+            for k in range(K + 1, min(len(core.roster), 4) if ck[0] >= 0 else 0):
                 if decide_array(*sampling_hull(v, k), kind="difference",
                                 threshold=core.tau)[0] != ver[0]:
                     break

@@ -44,6 +44,7 @@ from fairprobe.collab.net.config import (
 )
 from fairprobe.collab.net.keys import generate_keypair
 from fairprobe.collab.net.roster import Member, Roster
+from fairprobe.collab.verify import DEFAULT_MAX_LIARS, DEFAULT_RATE
 from fairprobe.errors import ConfigError, FairprobeError, ProtocolError
 
 __all__ = ["DemoSpec", "LocalNetwork", "free_loopback_port", "run_demo"]
@@ -84,11 +85,11 @@ class DemoSpec:
     #: Aggregation method of the honest nodes (``bounded``, the interval verdict, by default).
     method: str = "bounded"
     #: Declared liar bound of the ``bounded`` verdict.
-    max_liars: int = 0
+    max_liars: int = DEFAULT_MAX_LIARS
     #: Verification of answers (fairprobe.collab.verify): on/off, challenge rate, and how the
     #: attackers back their counts with records (``random`` or ``chosen``).
     verify: bool = False
-    verify_rate: float = 0.01
+    verify_rate: float = DEFAULT_RATE
     verify_records: str = "random"
 
     def __post_init__(self) -> None:
@@ -118,13 +119,6 @@ class DemoSpec:
             raise InvalidParameterError(
                 f"The {self.attack!r} attack is calibrated on a Table I population; against the "
                 "platform server use --attack adaptive (or drop --platform)."
-            )
-        if self.verify and self.platform_url is not None:
-            from fairprobe.errors import InvalidParameterError
-
-            raise InvalidParameterError(
-                "Verification in the demo needs a Table I population (attackers back their "
-                "counts with its records); drop --platform or --verify."
             )
 
 
@@ -256,6 +250,12 @@ class LocalNetwork:
                     }
             if role == "attacker" and s.verify:
                 qs = {"kind": "population-pool", "case": s.case, "seed": s.seed * 1000 + i}
+                if s.platform_url is not None:
+                    # Adult records, answers asked of the platform it colludes with
+                    qs = {"kind": "adult-pool", "split": s.adult_split,
+                          "seed": s.seed * 1000 + i}
+                    be = {"kind": "http-json", "url": s.platform_url, "path": "/audit/predict",
+                          "cache": str(self.workdir / "state" / f"{nid}.answers.sqlite")}
             ctx: dict[str, Any] = {}
             if role == "attacker" and s.platform_url is None:
                 from fairprobe.collab.attacker import get_attack

@@ -281,17 +281,18 @@ class Node:
         return out
 
     def accept_proof(self, msg: ProofMessage) -> None:
-        from fairprobe.collab.verify import FraudProof
+        from fairprobe.collab.verify import FraudProof, proof_from_dict
 
         if not self.driver.verifying:
             raise Refused(404, "verification-off")
         if msg.sender not in self.roster or msg.sender == self.id:
             raise Refused(403, "not-a-member")
         try:
-            proof = FraudProof.from_dict(msg.proof)
+            proof = proof_from_dict(msg.proof)
         except ProtocolError:
             raise Refused(422, "malformed-proof") from None
-        if proof.accused not in self.roster or proof.challenger not in self.roster:
+        if proof.accused not in self.roster or (
+                isinstance(proof, FraudProof) and proof.challenger not in self.roster):
             raise Refused(422, "unknown-auditor")
         why = proof.check_signatures(self.verifier)
         if why is not None:
@@ -337,23 +338,25 @@ class Node:
 
     async def _process_proofs(self, t: int) -> None:
         """Check stored proofs (one model query each for ``wrong-answer``); exclude, forward."""
-        from fairprobe.collab.verify import FraudProof
+        from fairprobe.collab.verify import FraudProof, proof_from_dict
 
         for accused, digest, body in self.store.proofs_pending():
             try:
                 d = json.loads(body)
-                proof = FraudProof.from_dict(d)
+                proof = proof_from_dict(d)
                 why = proof.check_signatures(self.verifier)
                 if why is not None:
                     raise ProtocolError(why)
                 if accused not in self.driver.proven and accused != self.id:
                     answer, refused = None, False
-                    if proof.needs_query:
+                    if isinstance(proof, FraudProof) and proof.needs_query:
                         got = await self._reask([proof.opening.record_dict()])
                         answer, refused = got[0]
                         if answer is None and not refused and proof.kind == "refused-record":
                             raise ProtocolError("the model could not be asked the record")
-                    if proof.confirmed_by(answer, refused=refused):
+                    # two signatures of one round prove an equivocation by themselves
+                    if not isinstance(proof, FraudProof) or proof.confirmed_by(
+                            answer, refused=refused):
                         self._exclude(accused, t, d)
                     else:
                         self.counters["verify:proof-not-confirmed"] += 1
@@ -624,6 +627,7 @@ class Node:
                 self.counters["late-tables"] += 1
             msg = TableMessage.model_validate_json(body)
             passed: list[Entry] = []
+            held_before: dict[str, tuple[tuple[int, int, int, int], bytes]] = {}
             for e in msg.entries:
                 reason = precheck(
                     e,
@@ -642,32 +646,55 @@ class Node:
                 if reason is not None:
                     self.rejections[str(reason)] += 1
                     if reason is Reason.EQUIVOCATION:
-                        self._equivocated(e.auditor, t)
+                        self._equivocated(e.auditor, t, e.round, tuple(e.counts), e.signature)
                     continue
+                hc, hs = self.driver.held_counts(e.auditor), self.driver.held_sig(e.auditor)
+                if hc is not None and hs is not None and e.auditor not in held_before:
+                    held_before[e.auditor] = (hc, hs)
                 passed.append(
                     Entry(e.auditor, e.round, CountsVector(*e.counts), e.signature)
                 )
             for auditor, why in self.driver.merge(passed):
                 self.rejections[why] += 1
                 if why == "equivocation":
-                    self._equivocated(auditor, t)
+                    other = next((p for p in passed if p.auditor == auditor), None)
+                    if other is not None:
+                        self._equivocated(auditor, t, other.round,
+                                          tuple(int(x) for x in other.counts.as_tuple()),
+                                          bytes(other.sig),
+                                          held=held_before.get(auditor))
         # neighbours whose table of this very round is not part of this merge (down, slow, or
         # refused): the run then departs from the fault-free schedule the simulator follows
         self.counters["missing-tables"] += len(set(self.neighbours) - on_time)
         return consumed
 
-    def _equivocated(self, auditor: str, t: int) -> None:
+    def _equivocated(
+        self, auditor: str, t: int, round_: int, counts: tuple[int, ...], sig: bytes,
+        held: tuple[tuple[int, int, int, int], bytes] | None = None,
+    ) -> None:
         """Two entries of one round, both signed by ``auditor`` in this audit: no honest node
         signs twice for a round (a restarted one re-signs the same bytes), so with verification
-        on the author is excluded here as proven (its two signatures are the evidence; they are
-        not sent on as a proof)."""
+        on the author is excluded here as proven, and the two signed entries are sent to every
+        roster member as an :class:`~fairprobe.collab.verify.EquivocationProof`, so that every
+        honest node excludes it too."""
+        from fairprobe.collab.verify import EquivocationProof
+
         if not self.driver.verifying or auditor == self.id or auditor in self.driver.proven:
             return
-        with self.driver.lock:
-            self.driver.exclude(auditor, t, proven=True)
+        if held is None:
+            hc, hs = self.driver.held_counts(auditor), self.driver.held_sig(auditor)
+            held = None if hc is None or hs is None else (hc, hs)
         self.counters["verify:excluded-equivocation"] += 1
         log.warning("%s: excluded %s at round %d: it signed two entries for one round",
                     self.id, auditor, t)
+        proof = None if held is None else EquivocationProof(
+            auditor, int(round_), held[0], held[1],
+            tuple(int(x) for x in counts), bytes(sig))  # type: ignore[arg-type]
+        if proof is None or proof.check_signatures(self.verifier) is not None:
+            with self.driver.lock:  # excluded here; nothing transferable to send
+                self.driver.exclude(auditor, t, proven=True)
+            return
+        self._exclude(auditor, t, proof.to_dict(), found=True)
 
     async def _wait_for_neighbours(self, t: int) -> None:
         assert self._table_event is not None and self._stop is not None
