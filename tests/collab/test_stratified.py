@@ -7,7 +7,7 @@ from itertools import combinations
 
 import numpy as np
 
-from fairprobe.collab.bounded import stratified_hull, stratified_sensitivity
+from fairprobe.collab.bounded import stratified_estimate, stratified_hull, stratified_sensitivity
 from fairprobe.collab.simulate import SimConfig, simulate
 
 
@@ -136,3 +136,19 @@ def test_a_partial_simulated_audit_is_judged_against_the_population() -> None:
     assert r.verdicts["bounded"] == "unfair"
     r = simulate(SimConfig(case="bios-moderate", seed=1, max_rounds=3, partial="worst-case"))
     assert r.verdicts["bounded"] == "undetermined" and r.bounded["census"] is False
+
+
+def test_a_partial_audits_estimate_is_of_the_population_its_interval_is_about() -> None:
+    # the pooled DP of the queried records weighs each query set by how much it queried; the
+    # stratified estimate weighs it by its size, as the interval does
+    for case in ("civil-near-fair", "bios-moderate"):
+        for seed in range(3):
+            r = simulate(SimConfig(case=case, seed=seed, max_rounds=3))
+            est = r.estimates["bounded"]
+            lo, hi = r.bounded["interval"]["low"], r.bounded["interval"]["high"]
+            assert lo <= est <= hi, (case, seed, est, lo, hi)
+            assert abs(est - r.true_dp) < 0.03
+    v = np.array([[[3, 10, 1, 10], [5, 5, 0, 20]]], dtype=float)
+    sizes = np.array([[[100, 100], [5, 200]]], dtype=float)
+    # group A: (100 * 3/10 + 5 * 5/5) / 105, group B: (100 * 1/10 + 200 * 0/20) / 300
+    assert stratified_estimate(v, sizes)[0] == (35 / 105) - (10 / 300)

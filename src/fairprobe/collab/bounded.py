@@ -451,6 +451,27 @@ def stratified_hull(
             np.where(bad, np.nan, np.minimum(hi + _EPS, 1.0)))
 
 
+def stratified_estimate(vectors: npt.ArrayLike, sizes: npt.ArrayLike) -> FloatArray:
+    """The point estimate that goes with :func:`stratified_hull`: each group's rate over the
+    strata that queried it, ``sum_j T_jg / sum_j M_jg`` (an exhausted stratum counts its
+    positives, a sampled one its Horvitz-Thompson ``M_jg a_j / A_j``), and their difference.
+    The pooled DP of the queried records weighs each stratum by how much it happened to query,
+    so it can lie outside the population interval; this weighs it by its declared size.
+    ``vectors`` (B, V, 4), ``sizes`` (B, V, 2) -> (B,); ``nan`` where a group was never
+    queried."""
+    v = np.asarray(vectors, dtype=np.float64)
+    M = np.maximum(np.asarray(sizes, dtype=np.float64), v[..., [1, 3]])
+    rates = []
+    for g in (0, 1):
+        pos, cnt, m = v[..., 2 * g], v[..., 2 * g + 1], M[..., g]
+        seen = cnt > 0
+        with np.errstate(all="ignore"):
+            t = np.where(seen, m * pos / np.where(seen, cnt, 1.0), 0.0).sum(axis=-1)
+            mg = np.where(seen, m, 0.0).sum(axis=-1)
+            rates.append(np.where(mg > 0, t / np.where(mg > 0, mg, 1.0), np.nan))
+    return np.asarray(rates[0] - rates[1], dtype=np.float64)
+
+
 def stratified_sensitivity(
     vectors: npt.ArrayLike, sizes: npt.ArrayLike, k: int
 ) -> FloatArray:

@@ -49,6 +49,7 @@ from fairprobe.collab.bounded import (
     escape_bound,
     global_interval,
     make_finding,
+    stratified_estimate,
     stratified_hull,
     stratified_sensitivity,
 )
@@ -777,12 +778,16 @@ def bounded_run(
             if pr is not None:
                 keep &= ~pr
             v = np.where(keep[..., None], tables[rows], 0)
-            lo_s, hi_s = stratified_hull(v, np.where(keep[..., None], sz[rows], 0), k,
-                                         1.0 - PARTIAL_LEVEL, replacement=cfg.replacement)
+            szk = np.where(keep[..., None], sz[rows], 0)
+            lo_s, hi_s = stratified_hull(v, szk, k, 1.0 - PARTIAL_LEVEL,
+                                         replacement=cfg.replacement)
             # a source with no entry held has unknown records: the worst case stays valid
             full = keep.any(axis=-1) & ((held_round[rows] >= 1) | (
                 pr if pr is not None else False)).all(axis=-1)
             lo_, hi_ = np.where(full, lo_s, lo_), np.where(full, hi_s, hi_)
+            # the estimate of the same population as the interval (not the queried records')
+            e_s = stratified_estimate(v, szk)
+            e = np.where(full & np.isfinite(e_s), e_s, e)
         return e, lo_, hi_
 
     est, lo, hi = intervals(slice(None), K)
