@@ -3,6 +3,7 @@ writer of every output file (results, reports, CSV tables, caches, node state)."
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import tempfile
@@ -34,16 +35,9 @@ MAX_TABLE_BYTES_ENV = "FAIRPROBE_MAX_TABLE_BYTES"
 
 def max_table_bytes() -> int:
     """The cap on a table's text: ``$FAIRPROBE_MAX_TABLE_BYTES``, else :data:`MAX_TABLE_BYTES`."""
-    raw = os.environ.get(MAX_TABLE_BYTES_ENV, "").strip()
-    if not raw:
-        return MAX_TABLE_BYTES
-    try:
-        cap = int(raw)
-    except ValueError:
-        cap = 0
-    if cap < 1:
-        raise DataError(f"{MAX_TABLE_BYTES_ENV} must be a positive number of bytes; got {raw!r}.")
-    return cap
+    from fairprobe._validation import env_int
+
+    return env_int(MAX_TABLE_BYTES_ENV, MAX_TABLE_BYTES, lo=1, what="a positive number of bytes")
 
 
 def _too_large(what: str, name: str, cap: int) -> DataError:
@@ -55,9 +49,10 @@ def _too_large(what: str, name: str, cap: int) -> DataError:
 
 
 def _check_size(p: Path, name: str, what: str) -> None:
-    """Refuse a table whose text exceeds :func:`max_table_bytes`, before parsing it: a plain
-    file by its size, a compressed one by decompressing it in blocks (nothing kept), a Parquet
-    file by its footer (the larger of its uncompressed size and 8 bytes a cell)."""
+    """Refuse a plain or Parquet table whose text exceeds :func:`max_table_bytes`, before
+    parsing it: a plain file by its size, a Parquet file by its footer (the larger of its
+    uncompressed size and 8 bytes a cell). A compressed file is counted as it is parsed
+    (:class:`_Capped`), so it is decompressed once."""
     cap = max_table_bytes()
     if name.endswith(_PARQUET_SUFFIXES):
         import pyarrow.parquet as pq
@@ -69,18 +64,37 @@ def _check_size(p: Path, name: str, what: str) -> None:
                    8 * meta.num_rows * meta.num_columns)
         if size > cap:
             raise _too_large(what, p.name, cap)
-        return
+    elif _decompressor(name) is None and p.stat().st_size > cap:
+        raise _too_large(what, p.name, cap)
+
+
+class _Capped(io.RawIOBase):
+    """A decompressed stream that raises once more than ``cap`` bytes have come out of it:
+    the parser stops there, with at most one block beyond the cap in memory."""
+
+    def __init__(self, fh: Any, cap: int, error: DataError) -> None:
+        self._fh, self._cap, self._error, self._total = fh, cap, error, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = int(self._fh.readinto(b) or 0)
+        self._total += n
+        if self._total > self._cap:
+            raise self._error
+        return n
+
+
+def _read_csv(p: Path, name: str, sep: str, what: str) -> pd.DataFrame:
+    """``pd.read_csv`` of a plain file, or of a compressed one through :class:`_Capped`."""
     opener = _decompressor(name)
     if opener is None:
-        if p.stat().st_size > cap:
-            raise _too_large(what, p.name, cap)
-        return
-    total = 0
+        return pd.read_csv(p, sep=sep)
+    cap = max_table_bytes()
     with opener(p) as fh:
-        while block := fh.read(1 << 20):
-            total += len(block)
-            if total > cap:
-                raise _too_large(what, p.name, cap)
+        return pd.read_csv(io.BufferedReader(_Capped(fh, cap, _too_large(what, p.name, cap))),
+                           sep=sep)
 
 
 def _decompressor(name: str) -> Any:
@@ -110,7 +124,6 @@ def _decompressor(name: str) -> Any:
 
 def read_stdin_csv(what: str = "Standard input") -> tuple[pd.DataFrame, bytes]:
     """A CSV table from standard input (``-``), with the bytes read (for their hash)."""
-    import io
     import sys
 
     cap = max_table_bytes()
@@ -174,7 +187,7 @@ def read_table(path: str | os.PathLike[str], what: str = "Table file") -> pd.Dat
         if name.endswith(_CSV_SUFFIXES):
             sep = "\t" if name.endswith(".tsv") else ","
             _check_size(p, name, what)
-            df = pd.read_csv(p, sep=sep)
+            df = _read_csv(p, name, sep, what)
             _check_header(p, sep, what)
             return df
     except FairprobeError:

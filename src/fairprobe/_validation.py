@@ -122,3 +122,23 @@ def split_names(value: Any) -> list[str] | None:
     if isinstance(value, str):
         return [v.strip() for v in value.split(",") if v.strip()]
     return [str(v) for v in value]
+
+
+def env_int(name: str, default: int, *, lo: int, what: str) -> int:
+    """The integer in environment variable ``name`` (``default`` when unset or blank); anything
+    else, or a value below ``lo``, raises :class:`~fairprobe.errors.DataError` naming it and
+    saying what it must be (``what``, e.g. ``"an integer >= 2"``)."""
+    import os
+
+    from fairprobe.errors import DataError
+
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = lo - 1
+    if value < lo:
+        raise DataError(f"{name} must be {what}; got {raw!r}.")
+    return value

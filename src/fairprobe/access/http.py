@@ -387,7 +387,6 @@ class HttpTransport:
         worker = threading.Thread(target=run, name="fairprobe-http", daemon=True)
         worker.start()
         if not done.wait(max(0.0, deadline - time.monotonic())):
-            box["abandoned"] = True
             _shutdown(box.get("resp"))
             raise _Deadline
         if "exc" in box:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import html
 import math
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -23,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from fairprobe._validation import check_choice, check_int, check_real
+from fairprobe._validation import check_choice, check_int, check_real, env_int
 from fairprobe.errors import DataError
 from fairprobe.stats.exact import clopper_pearson_interval
 from fairprobe.stats.finding import Finding, Question, decide
@@ -189,13 +188,7 @@ def check_group_limits(n_groups: int, max_groups: Any, max_listed_pairs: Any,
     """Validate the two size limits and refuse a grouping of more than ``max_groups`` groups
     (default: ``$FAIRPROBE_MAX_GROUPS``, else :data:`MAX_GROUPS`) in one line naming the key."""
     if max_groups is None:
-        raw = os.environ.get(MAX_GROUPS_ENV, "").strip()
-        try:
-            max_groups = int(raw) if raw else MAX_GROUPS
-        except ValueError:
-            raise DataError(f"{MAX_GROUPS_ENV} must be an integer >= 2; got {raw!r}.") from None
-        if max_groups < 2:
-            raise DataError(f"{MAX_GROUPS_ENV} must be an integer >= 2; got {raw!r}.")
+        max_groups = env_int(MAX_GROUPS_ENV, MAX_GROUPS, lo=2, what="an integer >= 2")
     mg = check_int(max_groups, "max_groups", owner, lo=2)
     mp = check_int(max_listed_pairs, "max_listed_pairs", owner, lo=1)
     if n_groups > mg:
