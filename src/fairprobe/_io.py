@@ -26,8 +26,8 @@ STDIO = "-"
 #: Bytes of table text a table read into memory may hold (environment variable
 #: ``FAIRPROBE_MAX_TABLE_BYTES``): a CSV's text after decompression; for Parquet, its uncompressed
 #: data, at least 8 bytes a cell. pandas needs several times the text in memory, so 2 GiB of
-#: text stays well inside a 24 GiB machine; a compressed file is measured as it decompresses, so
-#: a small ``.csv.gz`` that expands without bound is refused before it is parsed. Prediction logs
+#: text stays well inside a 24 GiB machine; a compressed file is counted as it decompresses and is
+#: parsed, so a small ``.csv.gz`` that expands without bound is stopped at the cap. Prediction logs
 #: do not go through here: they are counted out of core (``fairprobe.scale``).
 MAX_TABLE_BYTES = 2 * 1024**3
 MAX_TABLE_BYTES_ENV = "FAIRPROBE_MAX_TABLE_BYTES"
