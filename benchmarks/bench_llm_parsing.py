@@ -5,8 +5,7 @@
 For each hostile input family and sizes n, 2n, 4n, 8n it prints the median CPU time of
 ``fairprobe.platform.llm.extract_record`` (a chat message, up to 1 MB) and of
 ``fairprobe.access.parsing.classify_answer`` (a model answer, capped at 64 KiB), and the ratio of
-successive medians: about 2 for linear work, about 4 for quadratic work (the record extraction
-before issue 16 was quadratic: about 30 s at 200,000 characters). CPU time of this process, so
+successive medians: about 2 for linear work, about 4 for quadratic work. CPU time of this process, so
 other load on a shared machine matters less than for wall time.
 """
 

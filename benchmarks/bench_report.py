@@ -1,4 +1,4 @@
-"""Time and peak memory of ``fairprobe report`` on large results (issue 23).
+"""Time and peak memory of ``fairprobe report`` on large results.
 
 Each case is one ``fairprobe report FILE --html OUT --md OUT`` run in a fresh process (the
 every-group audit of the committed fixture, scaled to N groups; one case with a 5 MB group

@@ -3,7 +3,7 @@ and throughput (10^6 steps, per-step objects and vectorised orders).
 
     .venv/bin/python benchmarks/bench_sequential.py [--orders 2000] [--steps 1000000] [--runs 3]
 
-Queries: on the pools of issue 12 (2 x 5,000, decisions, SP, delta 0.1, alpha 0.05, beta 0.2,
+Queries: on the pools of experiments/sequential/error_rates.py (2 x 5,000, decisions, SP, delta 0.1, alpha 0.05, beta 0.2,
 budget 4,000; ``experiments/sequential/error_rates.synthetic_pool``), the mean queries of the
 default test (``mixture``) at gaps delta + 0.05 and delta + 0.1 and at the centre of H0, as a
 ratio to the paper's GLR (``glr-wald``, anytime-invalid) on the same pool, and to Wald's lower

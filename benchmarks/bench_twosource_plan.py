@@ -1,4 +1,4 @@
-"""Benchmark of the two-source planner (issue 16 item 3): time and peak memory against the budget.
+"""Benchmark of the two-source planner: time and peak memory against the budget.
 
 ``pareto_frontier`` evaluates every split ``t_fraud = 0 .. t/2`` (an even grid of at most
 20,001 splits above that) with binomial quantiles and tails in closed form and an O(n log n)

@@ -1,4 +1,4 @@
-"""Issue 23, finding 6: schemathesis, every check (``--checks all``, both generation modes),
+"""Schemathesis, every check (``--checks all``, both generation modes),
 against the platform server and an auditor node, real processes on 127.0.0.1. The served
 OpenAPI schemas say exactly what each endpoint answers: a schema-valid request is answered
 (ST202), every status and content type is documented (ST103, ST105), a schema-violating request

@@ -1,4 +1,4 @@
-"""Issue 23, finding 4 and the file modes of finding 6: every output path refuses to replace
+"""Every output path refuses to replace
 anything but a regular file or a missing path, in one line, and files holding answers or keys
 are created 0600. Real processes, real files (a device node, a FIFO, symbolic links).
 

@@ -1,4 +1,4 @@
-"""What each ingredient of the recommended method ``robust`` buys (issue 15).
+"""What each ingredient of the recommended method ``robust`` buys.
 
     .venv/bin/python experiments/collab/robust_ablation.py [--seeds 10]
 

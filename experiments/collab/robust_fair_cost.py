@@ -1,4 +1,4 @@
-"""What rule 5 of ``robust`` costs audits of *fair* models, and a liar who accuses one (issue 15).
+"""What rule 5 of ``robust`` costs audits of *fair* models, and a liar who accuses one.
 
     .venv/bin/python experiments/collab/robust_fair_cost.py [--seeds 40] [--liar-seeds 10]
 

@@ -1,4 +1,4 @@
-"""Issue 21, goal 6: how often the default ``bounded`` verdict is fair / unfair / undetermined,
+"""How often the default ``bounded`` verdict is fair / unfair / undetermined,
 and that it is never wrong with at most the declared number of liars.
 
 Populations: the six Table I cases (all unfair) and three fair ones built from the teacher case's
@@ -8,7 +8,7 @@ the band tau = 0.05). Part A: no liar, ``--fair-seeds`` (>= 200) seeds per fair 
 point-estimate methods (``robust``, ``auditopus``, ``median``). Part B: K = 1, 2, 5 liars of
 every registered attack (``away``, a liar pushing a fair model out of the band, included),
 declared K = the number of liars and K = 0, without and with verification (challenges at rate
-``--rate``; the ``selective`` liar answers truthfully on records it chose, so verification cannot
+``--rate``, by default the product's ``verify.DEFAULT_RATE``; the ``selective`` liar answers truthfully on records it chose, so verification cannot
 catch it): in the Table II layout, "attack success" is a wrong "fair" (on the unfair cases), and
 "wrong" any wrong fair/unfair verdict, next to the undetermined share; ``certified_k`` and the
 verification bound ``(1 - c)^flip_mass`` over the decided runs.
@@ -43,7 +43,11 @@ from fairprobe.collab.simulate import (  # noqa: E402
     closing_view,
     simulate,
 )
-from fairprobe.collab.verify import VerifyConfig, simulate_verification  # noqa: E402
+from fairprobe.collab.verify import (  # noqa: E402
+    DEFAULT_RATE,
+    VerifyConfig,
+    simulate_verification,
+)
 from fairprobe.datasets.populations import POPULATIONS, Population  # noqa: E402
 from fairprobe.errors import FairprobeError  # noqa: E402
 from fairprobe.report.jsonio import write_json  # noqa: E402
@@ -135,7 +139,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fair-seeds", type=int, default=200)
     ap.add_argument("--seeds", type=int, default=10)
-    ap.add_argument("--rate", type=float, default=0.04)
+    ap.add_argument("--rate", type=float, default=DEFAULT_RATE)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     a = ap.parse_args()
     POPULATIONS.update(FAIR)  # before the pool forks: the workers see them too

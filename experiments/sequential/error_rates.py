@@ -2,7 +2,7 @@
 
     .venv/bin/python experiments/sequential/error_rates.py [--audits 500] [--seeds 4]
 
-Pools (issue 12's setting): two groups of 5,000 members built deterministically from quantiles,
+Pools (the paper's setting): two groups of 5,000 members built deterministically from quantiles,
 so that the pool's gap in the audited functional is exactly ``0``, ``delta - 0.05``, ``delta``
 (H0: every "violation" is a type-I error), ``delta + 0.05`` or ``delta + 0.1`` (H1: every
 "compliant" is a type-II error); delta = 0.1, alpha = 0.05, beta = 0.2, budget 4,000, SP:
@@ -48,7 +48,7 @@ N_GROUP, DELTA, ALPHA, BETA = 5_000, 0.1, 0.05, 0.2
 GAPS = (("centre", 0.0), ("below", DELTA - 0.05), ("at", DELTA), ("above", DELTA + 0.05),
         ("far", DELTA + 0.1))  # fmt: skip
 TESTS = ("mixture", "glr-wald", "betting", "fixed", "prpl-eb")
-# issue 12's measurement of the tests before this work (decisions, 200 orders each)
+# the first measurement of these tests (decisions, 200 orders each), printed beside the new one
 ISSUE = {
     ("glr-wald", "centre"): "0.12 / 446 q",
     ("glr-wald", "at"): "0.184 +- 0.004",
@@ -217,7 +217,7 @@ def _line(d: dict[str, Any]) -> str:
     return (f"{d['access']:9s} {d['case']:6s} gap {d['gap']:.2f} {d['test']:8s} {err:6s} "
             f"{val:.3f} +- {se['violation']:.3f}{extra}  inconclusive {sh['inconclusive']:.3f}  "
             f"mean queries {d['mean_queries']:7.1f} +- {d['mean_queries_se']:.1f}"
-            + (f"   [issue 12: {issue}]" if issue else ""))  # fmt: skip
+            + (f"   [first measured: {issue}]" if issue else ""))  # fmt: skip
 
 
 def summary(rows: list[dict[str, Any]]) -> None:

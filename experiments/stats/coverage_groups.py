@@ -1,4 +1,4 @@
-"""Family-wise coverage of the simultaneous intervals over 5 groups (issue 11).
+"""Family-wise coverage of the simultaneous intervals over 5 groups.
 
 Five groups, sizes 20..2,000 per group (balanced and unbalanced), rates near 0 and near 0.5
 (and near 1 for ratios); both constructions of :mod:`fairprobe.stats.simultaneous`. For each

@@ -111,7 +111,7 @@ def test_nan_answer_is_refused(tmp_path: Path) -> None:
         c.put_many("m", [("k", Answer(1, float("nan")))])
 
 
-# -- integrity (issue 16: tampered answers were accepted; a foreign schema was used) ----------
+# -- integrity (tampered answers and a foreign schema are refused) ----------------------------------
 def _tamper(path: Path, sql: str) -> None:
     con = sqlite3.connect(path)
     con.execute(sql)

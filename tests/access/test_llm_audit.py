@@ -132,7 +132,7 @@ def test_prompt_variants_and_name_swap_from_the_cli(plat: PlatformProcess, tmp_p
     assert 0 < ns["n_flips"] < ns["n_usable"]
     assert ns["interval"]["low"] <= ns["flip_rate"] <= ns["interval"]["high"]
     assert "name swap (first_name)" in r.stdout
-    # one source of truth for the counters (issue 22): the terminal's request line is the JSON's
+    # one source of truth for the counters: the terminal's request line is the JSON's
     # `requests`, and every paid request is one the server reported usage for
     req = d["requests"]
     assert req["runs"] == 3 and req["paid"] == d["usage"]["requests"] > 60

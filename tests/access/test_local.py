@@ -235,7 +235,7 @@ class _Evil:
 
 
 def test_pickles_never_load_without_opt_in_anywhere(tmp_path: Path, capsys) -> None:
-    """Issue 16: ``platform --model-file`` loaded pickles with no opt-in; now one rule for both."""
+    """``platform --model-file`` loaded pickles with no opt-in; now one rule for both."""
     import pickle
 
     from fairprobe.cli.main import main

@@ -84,7 +84,7 @@ def test_intersections_and_too_small_groups() -> None:
     ],
 )
 def test_bad_labels_fail_before_any_query_is_paid(labels, match) -> None:
-    # issue 16 item 5: accuracy-gap audits accepted NaN or non-0/1 labels and exited 0
+    # accuracy-gap audits must refuse NaN or non-0/1 labels, not exit 0
     pool = _pool(300)
     pool["y"] = pool["y"].astype(object)
     bad_rows = np.arange(len(pool)) % 3

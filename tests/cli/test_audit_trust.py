@@ -1,4 +1,4 @@
-"""Issue 10: audits of a real model that cannot silently go wrong.
+"""Audits of a real model that cannot silently go wrong.
 
 Each of the five problems seen is reproduced against real servers on 127.0.0.1 (the platform,
 and a spy endpoint that records every request and every field it receives).
@@ -276,7 +276,7 @@ def _rows(cache: Path) -> int:
         con.close()
 
 
-# -- issue 16: credentials in a URL are redacted everywhere ----------------------------------
+# -- credentials in a URL are redacted everywhere ----------------------------------
 def test_url_credentials_never_written(spy, pool_csv, tmp_path, capsys) -> None:
     secret = "s3cr3t-pw"
     url = spy.replace("http://", f"http://alice:{secret}@")
@@ -318,7 +318,7 @@ def test_unequal_unparsed_shares_qualify_the_verdict(spy, pool_csv, tmp_path, ca
     assert "differs significantly between groups" in " ".join(text.split())
 
 
-# -- issue 22: --url never assumes the platform's columns ---------------------------------------
+# -- --url never assumes the platform's columns ---------------------------------------
 def test_url_sends_what_the_endpoint_declares_or_every_feature(spy, tmp_path, capsys) -> None:
     """An endpoint at the platform's path that declares no inputs (no /schema) gets every column
     but the label and the sensitive one; the platform gets what its /schema declares."""

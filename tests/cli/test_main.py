@@ -28,7 +28,7 @@ def test_unknown_option_is_a_usage_error() -> None:
 
 
 def test_runtime_warnings_stay_off_stderr() -> None:
-    """Issue 16: numpy RuntimeWarnings reached the user's terminal (pytest would capture them,
+    """Numpy RuntimeWarnings must not reach the user's terminal (pytest would capture them,
     so the command runs in a fresh process)."""
     import os
 
@@ -53,7 +53,7 @@ def test_runtime_warnings_stay_off_stderr() -> None:
 @pytest.mark.parametrize("command", [["sequential"], ["twosource"], ["radius"], ["audit"],
                                      ["collab", "simulate"]])
 def test_output_paths_are_checked_before_any_work(command, tmp_path, capsys) -> None:
-    """Issue 16: a directory or unwritable --json/--cache gave 'error: unexpected ...' after the
+    """A directory or unwritable --json/--cache gave 'error: unexpected ...' after the
     queries were paid; now every command refuses it first, in one line."""
     from fairprobe.cli.main import main
 

@@ -1,4 +1,4 @@
-"""Issue 22's newcomer path: errors name the flag or key that fixes them, --pos-label works in
+"""A newcomer's path: errors name the flag or key that fixes them, --pos-label works in
 two-group audits, help texts say what the flags are."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One question, one verdict, from every command (issue 20), end to end in real processes.
+"""One question, one verdict, from every command, end to end in real processes.
 
 Checked: the two-group and every-group forms of one question print the same interval and
 verdict; ``radius --input`` examines the groups the audit compared; ``--fail-on`` exits 5 on an

@@ -1,4 +1,4 @@
-"""The ``bounded`` verdict (issue 21): soundness by brute force, against every registered attack,
+"""The ``bounded`` verdict: soundness by brute force, against every registered attack,
 and the pieces of its certificate.
 
 Guarantees checked: the interval contains ``DP`` of every hypothesis (any ``<= k`` sources

@@ -87,7 +87,7 @@ def test_context_round_trips() -> None:
 
 
 def test_consistent_liar_defeats_auditopus_but_not_robust_on_very_unfair() -> None:
-    """Issue 15's finding on a small audit (bios very unfair, 2 liars): Auditopus is pushed to or
+    """Calibrated liars on a small audit (bios very unfair, 2 liars): Auditopus is pushed to or
     past 0; the recommended method keeps the verdict."""
     fooled_a = moved_r = 0
     for seed in range(3):

@@ -190,7 +190,7 @@ def test_robust_threshold_is_a_config_field_and_cores_agree() -> None:
 
 
 def test_decisive_screening_stops_two_consistent_liars() -> None:
-    # issue 15: two calibrated liars on the moderate case fool robust without rule 5 (estimate in
+    # two calibrated liars on the moderate case fool robust without rule 5 (estimate in
     # the band), not with it; simulator and one core per auditor agree on both
     cfg = SimConfig(case="bios-moderate", attackers=2, seed=1, attack="consistent")
     old = SimConfig(case="bios-moderate", attackers=2, seed=1, attack="consistent",

@@ -128,7 +128,7 @@ def test_cli_simulate_json(tmp_path: Path) -> None:
     src = doc["sources"]
     assert len(src["weight"]) == 22 and src["role"].count("attacker") == 2
     assert len(src["scores_by_round"][0]) == doc["rounds"]
-    # the default method's certificate (the issue-15 ones need legacy_certificates=True)
+    # the default method's certificate (the point methods' ones need legacy_certificates=True)
     assert "bounded" in doc["certified_k"] and doc["default_method"] == "bounded"
     b = next(r for r in doc["runs"] if r["method"] == "bounded")
     assert {"interval", "flip_mass", "escape_bound", "finding", "max_liars"} <= set(b)

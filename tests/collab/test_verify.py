@@ -1,4 +1,4 @@
-"""Verification of answers (issue 15, item 3): Merkle sum tree, openings, proofs of fraud, and the
+"""Verification of answers: Merkle sum tree, openings, proofs of fraud, and the
 simulator hook. Guarantees checked: an opening verifies iff it is the committed leaf at its position
 with consistent counts; a proof of fraud verifies with the signatures alone and is confirmed only by a
 model answer that differs; honest sources are never excluded; sources that falsify answers are."""

@@ -1,4 +1,4 @@
-"""Hostile requests never freeze, crash or leak from the platform server (issue 16)."""
+"""Hostile requests never freeze, crash or leak from the platform server."""
 
 from __future__ import annotations
 

@@ -300,7 +300,7 @@ def test_random_problems_beat_dense_scan(seed):
                 assert r.radius - r.lower_bound <= 1e-8 * r.radius + 1e-12
 
 
-# --- issue 16, item 6: optimum at the end of a group's value range ---------------------------
+# --- optimum at the end of a group's value range ---------------------------
 
 
 def _slsqp_radius(v, g, p, eps, restarts=8, seed=0):

@@ -1,4 +1,4 @@
-"""Consistency radius with more than two groups (issue 11): a chosen pair and the worst pair."""
+"""Consistency radius with more than two groups: a chosen pair and the worst pair."""
 
 from __future__ import annotations
 

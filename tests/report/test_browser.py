@@ -118,7 +118,7 @@ def _audit_doc(verdict_low: float, verdict_high: float) -> dict:
 @pytest.mark.parametrize(
     ("docs", "starts", "absent"),
     [
-        # issue 20: one fair and one undetermined finding never make a "fair" headline
+        # one fair and one undetermined finding never make a "fair" headline
         ([_audit_doc(-0.0495, -0.0119), _audit_doc(-0.058, 0.003)],
          "Verdict: undetermined No verdict on the audited model", "judged fair"),
         # a simulation (collaborative demo on bundled data) is shown but not counted

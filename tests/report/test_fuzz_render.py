@@ -1,4 +1,4 @@
-"""Hostile strings through every result kind into every renderer (issue 23, property-based).
+"""Hostile strings through every result kind into every renderer.
 
 Every committed result (one per kind and shape, written by real commands) gets its strings (group
 names, labels, notes, provenance, object keys) replaced by strings hypothesis draws from

@@ -1,4 +1,4 @@
-"""Issue 23, findings 1-3 and 6: reports of real audits whose data is hostile, and hostile or odd
+"""Reports of real audits whose data is hostile, and hostile or odd
 result files. Real processes (``python -m fairprobe``), real files, headless Chromium.
 
 * 1: the Markdown report escapes every value (group names, ``--title``); converted with

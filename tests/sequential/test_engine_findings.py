@@ -1,4 +1,4 @@
-"""Sequential results through the verdict engine (issue 20).
+"""Sequential results through the verdict engine.
 
 Checked: Wald's bound is computed for the sampling scheme the test uses (alternating groups:
 shares 1/2; random order: the pool's shares), on a 9,000 : 1,000 pool; a finding never

@@ -110,7 +110,7 @@ def test_parameters_are_checked() -> None:
         MixtureBettingTest(0.1, "scores", bounds=(-1.0, 1.0))
     with pytest.raises(InvalidParameterError, match="population"):
         MixtureBettingTest(0.1, population=(0, 5))
-    # issue 20: logit access audits sigmoid(logit), the probability-scale gap (tolerance in the
+    # logit access audits sigmoid(logit), the probability-scale gap (tolerance in the
     # units of score access), so logits and the scores they come from give the same audit
     t = MixtureBettingTest(0.1, "logits")
     z = np.linspace(-3.0, 2.0, 10)

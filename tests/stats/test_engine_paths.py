@@ -1,4 +1,4 @@
-"""One question, one verdict (issue 20): every path of the verdict engine agrees.
+"""One question, one verdict: every path of the verdict engine agrees.
 
 Guarantee checked: for random data sets (2-8 groups, 5-5,000 per group, rates including 0 and 1,
 every metric), the two-group functions, ``compute_metric``, ``AuditFrame.summary`` and the

@@ -67,7 +67,7 @@ def test_point_estimates_equal_fairlearn_metricframe(adult: pd.DataFrame, cols) 
     sf = adult[cols[0]] if len(cols) == 1 else adult[cols]
     # string labels with pos_label, as an auditor holds them
     # min_group_size=1 compares every group, as fairlearn does (the default, 20, leaves out
-    # groups too small to judge: issue 20's one filtering rule)
+    # groups too small to judge: the engine's one filtering rule)
     af = AuditFrame(y_pred=adult["pred_label"], y_true=adult["income"], pos_label=">50K",
                     sensitive_features=sf, scores=adult["score"], min_group_size=1)
     mf = _fairlearn_frame(adult, sf)

@@ -241,7 +241,7 @@ def test_katz_continuity_correction_at_zero() -> None:
 
 @pytest.mark.parametrize("counts", [(10, 10, 10, 10), (10, 10, 190, 200), (3, 10, 20, 20)])
 def test_katz_correction_for_any_empty_cell(counts) -> None:
-    # issue 16 item 7: an all-positive group used to skip the correction; (10,10,10,10) gave
+    # an all-positive group must not skip the correction; (10,10,10,10) gave
     # the point interval [1, 1] (zero variance), called "fair" at any sample size.
     a, A, b, B = counts
     lo, hi = katz_ratio_interval(*counts)
@@ -255,7 +255,7 @@ def test_katz_correction_for_any_empty_cell(counts) -> None:
 
 
 def test_katz_exact_coverage_with_all_positive_groups() -> None:
-    # exact coverage at rates (.99, .995), sizes 10/200: 0.096 before the fix (issue 16 item 7)
+    # exact coverage at rates (.99, .995), sizes 10/200: 0.096 without the correction
     from fairprobe.stats.coverage import exact_coverage_two
 
     cov, _ = exact_coverage_two(katz_ratio_interval, 10, 200, np.array([0.99]),

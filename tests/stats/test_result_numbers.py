@@ -1,4 +1,4 @@
-"""MetricResult behaves like a number where users expect one (issue 10)."""
+"""MetricResult behaves like a number where users expect one."""
 
 import numpy as np
 import pytest

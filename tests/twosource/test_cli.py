@@ -73,7 +73,7 @@ def test_audit_command_against_live_server(
     assert err.count("\n") == 1
 
 
-# --- Appendix B: the regime of a budget (issue 17) ------------------------------------------
+# --- Appendix B: the regime of a budget ------------------------------------------
 
 
 def _plan(tmp_path: Path, capsys: pytest.CaptureFixture[str], budget: int) -> tuple[int, str, str, Any]:

@@ -112,8 +112,9 @@ def _entries(kind: str, part: Mapping[str, Any], question: str, label: str,
 
 
 def _discover_refit(f: Finding, part: Mapping[str, Any]) -> Any:
-    """A discovery at a smaller FDR level: Benjamini-Yekutieli (or -Hochberg) adjusted p-values
-    are monotone, so at level ``q`` some subgroup is reported exactly when the smallest
+    """A discovery at a smaller level: every shipped procedure (Holm, Benjamini-Yekutieli,
+    Benjamini-Hochberg, the reshaped step-up) rejects at level ``q`` exactly the subgroups whose
+    adjusted p-value is at most ``q``, so some subgroup is reported exactly when the smallest
     adjusted p-value is at most ``q``; the interval is then the top subgroup's, else unbounded
     (undetermined)."""
     adj = [float(s["adjusted_p"]) for s in part.get("subgroups") or []

@@ -1,4 +1,4 @@
-"""Issue 23, finding 5 and the modes of finding 6: ``collab demo --workdir wd`` with a relative
+"""``collab demo --workdir wd`` with a relative
 path (main: ``node a00 exited with code 2: Cannot read roster .../wd/nodes/wd/roster.toml``), and
 the node state and answer caches it leaves are 0600; at umask 000 every file the demo writes in
 its workdir is 0600 (results excepted: they follow the umask) and every folder 0700; a symbolic

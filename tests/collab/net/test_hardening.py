@@ -1,4 +1,4 @@
-"""Issue 16 on real node processes (127.0.0.1): lost or rolled-back state, slow and broken
+"""Hardening on real node processes (127.0.0.1): lost or rolled-back state, slow and broken
 requests, SIGTERM, and a bounded fuzz test generated from the node's OpenAPI schema.
 
 Guarantees checked: a node whose state database was deleted or rolled back never reports a

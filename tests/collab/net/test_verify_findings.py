@@ -1,4 +1,4 @@
-"""Issue 21, goal 4: the three findings against the verification layer, on real node processes
+"""The three findings against the verification layer, on real node processes
 (127.0.0.1), and the state files' modes.
 
 Guarantees checked:

@@ -1,4 +1,4 @@
-"""Verification of answers on real node processes (issue 15, item 3).
+"""Verification of answers on real node processes.
 
 Guarantees checked: a source that falsifies answers is excluded by every honest node (also by
 those that never challenged it: the proof of fraud is transferable); a source that backs its
