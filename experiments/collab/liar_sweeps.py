@@ -27,7 +27,7 @@ from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "collab" / "liar_sweeps.json"
 CASES = "bios-very-unfair,bios-moderate,bios-near-fair"
-SETTINGS = (
+SETTINGS: tuple[tuple[str, list[str]], ...] = (
     ("robust_c=4, no rule 5", ["--robust-c-decisive", "0"]),
     ("robust_c=2, no rule 5", ["--robust-c", "2", "--robust-c-decisive", "0"]),
     ("rule 5 (robust_c_decisive=2, default)", []),
