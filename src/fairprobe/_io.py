@@ -7,6 +7,7 @@ import io
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -139,20 +140,41 @@ def read_stdin_csv(what: str = "Standard input") -> tuple[pd.DataFrame, bytes]:
             from None
 
 
-def _check_input(p: Path, what: str) -> None:
-    """A table is read from a regular file only: a directory, a FIFO (which would block) or a
-    device such as /dev/zero (endless) is refused in one line that says what it is."""
+def stat_regular(path: str | os.PathLike[str], message: Callable[[str, str], str]) -> os.stat_result:
+    """``os.stat(path)`` of a regular file, else a :class:`DataError` of ``message(problem,
+    detail)``: ``problem`` is ``"missing"``, ``"unreadable"`` (``detail``: the system's reason),
+    ``"directory"`` or ``"special"`` (``detail``: what it is, e.g. ``"a FIFO (named pipe)"``).
+    A FIFO would block a reader and a device such as /dev/zero is endless, so only regular
+    files are read; each caller says in its own words what it expected."""
     try:
-        st = os.stat(p)
+        st = os.stat(path)
     except FileNotFoundError:
-        raise DataError(f"{what} {str(p)!r} does not exist.") from None
+        raise DataError(message("missing", "")) from None
     except OSError as exc:
-        raise DataError(f"cannot read {what.lower()} {str(p)!r}: {exc.strerror or exc}.") from None
+        raise DataError(message("unreadable", str(exc.strerror or exc))) from None
     if stat.S_ISDIR(st.st_mode):
-        raise DataError(f"{what} {str(p)!r} is a directory; give the table file itself.")
+        raise DataError(message("directory", "a directory"))
     if not stat.S_ISREG(st.st_mode):
-        raise DataError(f"{what} {str(p)!r} is {_kind(st.st_mode)}, not a regular file; save "
-                        "the table to a file (or pipe a CSV into '-').")
+        raise DataError(message("special", _kind(st.st_mode)))
+    return st
+
+
+def _check_input(p: Path, what: str) -> None:
+    """A table is read from a regular file only (:func:`stat_regular`), refused in one line
+    that says what it is otherwise."""
+    name = repr(str(p))
+
+    def message(problem: str, detail: str) -> str:
+        if problem == "missing":
+            return f"{what} {name} does not exist."
+        if problem == "unreadable":
+            return f"cannot read {what.lower()} {name}: {detail}."
+        if problem == "directory":
+            return f"{what} {name} is a directory; give the table file itself."
+        return (f"{what} {name} is {detail}, not a regular file; save the table to a file "
+                "(or pipe a CSV into '-').")
+
+    stat_regular(p, message)
 
 
 def _check_header(p: Path, sep: str, what: str) -> None:

@@ -203,20 +203,20 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     :data:`MAX_INT_DIGITS` digits, numbers beyond the float range (``1e400``) and the non-JSON
     constants ``NaN``/``Infinity``.
     """
-    import stat
+    from fairprobe._io import stat_regular
 
     name = os.fspath(path)
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise DataError(f"File not found: {name}.") from None
-    except OSError as exc:
-        raise DataError(f"Cannot read {name}: {exc.strerror or exc}.") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise DataError(f"{name} is a directory, not a result JSON file.")
-    if not stat.S_ISREG(st.st_mode):
-        raise DataError(f"{name} is not a regular file (a device, FIFO or socket); give a "
-                        f"result JSON file.")
+
+    def message(problem: str, detail: str) -> str:
+        if problem == "missing":
+            return f"File not found: {name}."
+        if problem == "unreadable":
+            return f"Cannot read {name}: {detail}."
+        if problem == "directory":
+            return f"{name} is a directory, not a result JSON file."
+        return f"{name} is not a regular file (a device, FIFO or socket); give a result JSON file."
+
+    st = stat_regular(path, message)
     if st.st_size > MAX_BYTES:
         raise DataError(f"{name} is {st.st_size / 2**20:,.0f} MiB; result files are read up to "
                         f"{MAX_BYTES // 2**20} MiB.")

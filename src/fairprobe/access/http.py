@@ -620,6 +620,20 @@ class HttpBackend(Backend):
     def close(self) -> None:
         self._transport.close()
 
+    def _config_of(self, config: Any, kwargs: dict[str, Any], *, revalidate: bool = False) -> Any:
+        """The backend's config: ``config``, or one parsed from ``kwargs`` (the keyword form of
+        the constructor); ``kwargs`` given with a ``config`` override its fields (validated
+        again when ``revalidate``, for a model whose validators combine fields)."""
+        if config is None:
+            from fairprobe.access.config import parse_config
+
+            return parse_config({"kind": self.kind, **kwargs})
+        if not kwargs:
+            return config
+        if revalidate:
+            return type(config).model_validate({**config.model_dump(exclude_unset=True), **kwargs})
+        return config.model_copy(update=kwargs)
+
 
 class HttpJsonBackend(HttpBackend):
     """A classifier behind a generic HTTP JSON endpoint (batched requests).
@@ -634,12 +648,7 @@ class HttpJsonBackend(HttpBackend):
     kind = "http-json"
 
     def __init__(self, config: HttpJsonConfig | None = None, **kwargs: Any) -> None:
-        if config is None:
-            from fairprobe.access.config import parse_config
-
-            config = parse_config({"kind": self.kind, **kwargs})  # type: ignore[assignment]
-        elif kwargs:
-            config = config.model_copy(update=kwargs)
+        config = self._config_of(config, kwargs)
         assert isinstance(config, HttpJsonConfig)
         c = config
         if c.decision_field is None and c.threshold is None:

@@ -246,13 +246,7 @@ class OpenAIChatBackend(HttpBackend):
     kind = "openai-chat"
 
     def __init__(self, config: OpenAIChatConfig | None = None, **kwargs: Any) -> None:
-        if config is None:
-            from fairprobe.access.config import parse_config
-
-            config = parse_config({"kind": self.kind, **kwargs})  # type: ignore[assignment]
-        elif kwargs:
-            data = config.model_dump(exclude_unset=True)
-            config = OpenAIChatConfig.model_validate({**data, **kwargs})
+        config = self._config_of(config, kwargs, revalidate=True)
         assert isinstance(config, OpenAIChatConfig)
         c = config
         self.config = c

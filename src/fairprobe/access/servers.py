@@ -325,12 +325,7 @@ class _ServedModel(HttpBackend):
     config_type: ClassVar[type[ServedModelConfig]]
 
     def __init__(self, config: ServedModelConfig | None = None, **kwargs: Any) -> None:
-        if config is None:
-            from fairprobe.access.config import parse_config
-
-            config = parse_config({"kind": self.kind, **kwargs})  # type: ignore[assignment]
-        elif kwargs:
-            config = config.model_copy(update=kwargs)
+        config = self._config_of(config, kwargs)
         assert isinstance(config, self.config_type)
         c = config
         if c.negative_values is not None and c.positive_values is None:

@@ -346,30 +346,38 @@ def _neutral_rows(k: int, n: int) -> IntArray:
     return np.tile(np.array(neutral_increment(n), dtype=np.int64), (k, 1))
 
 
+class _NeutralFirst(AttackStrategy):
+    """Neutral first report (nothing to adapt to yet), then :meth:`_adapt` of the views."""
+
+    def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:
+        v = _check_views(views, n)
+        if round_ <= 1:
+            return _neutral_rows(v.shape[0], n)
+        return self._adapt(v, n)
+
+    @abstractmethod
+    def _adapt(self, views: IntArray, n: int) -> IntArray:
+        """The increments of a round after the first, from the checked ``(k, 4)`` views."""
+
+
 @register_attack
-class AdaptiveAttack(AttackStrategy):
+class AdaptiveAttack(_NeutralFirst):
     """Algorithm 2: neutral first report, then the exact minimiser of ``|DP(C + delta)|``."""
 
     name = "adaptive"
 
-    def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:
-        v = _check_views(views, n)
-        if round_ <= 1:
-            return _neutral_rows(v.shape[0], n)
-        return minimise_abs_dp(v, n)
+    def _adapt(self, views: IntArray, n: int) -> IntArray:
+        return minimise_abs_dp(views, n)
 
 
 @register_attack
-class ExtremeAttack(AttackStrategy):
+class ExtremeAttack(_NeutralFirst):
     """Neutral first report, then always the Lemma 1 maximiser of DP (no overshoot control)."""
 
     name = "extreme"
 
-    def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:
-        v = _check_views(views, n)
-        if round_ <= 1:
-            return _neutral_rows(v.shape[0], n)
-        return maximise_dp(v, n)
+    def _adapt(self, views: IntArray, n: int) -> IntArray:
+        return maximise_dp(views, n)
 
 
 @register_attack

@@ -116,6 +116,15 @@ def get_aggregator(name: str, beta: float = 0.2) -> Aggregator:
     return agg
 
 
+def _local_dp(
+    tables: npt.NDArray[np.int64], held: npt.NDArray[np.bool_]
+) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
+    """Each source's local DP ``a/A - b/B`` (nan where a group is empty) and where it exists."""
+    ra, rb, ok_a, ok_b = _rates(tables, held)
+    ok = ok_a & ok_b
+    return np.where(ok, ra - rb, np.nan), ok
+
+
 @register_aggregator
 class NoDefense(Aggregator):
     """``DP(sum_j M[j].c)``: the plain sum of the table."""
@@ -158,9 +167,7 @@ class MedianLocalDP(Aggregator):
     name = "median-local-dp"
 
     def aggregate(self, tables: npt.NDArray[np.int64], held: npt.NDArray[np.bool_]) -> FloatArray:
-        ra, rb, ok_a, ok_b = _rates(tables, held)
-        ok = ok_a & ok_b
-        return masked_median(np.where(ok, ra - rb, np.nan), ok)
+        return masked_median(*_local_dp(tables, held))
 
 
 @register_aggregator
@@ -170,6 +177,4 @@ class TrimmedMeanLocalDP(Aggregator):
     name = "trimmed-mean-local-dp"
 
     def aggregate(self, tables: npt.NDArray[np.int64], held: npt.NDArray[np.bool_]) -> FloatArray:
-        ra, rb, ok_a, ok_b = _rates(tables, held)
-        ok = ok_a & ok_b
-        return masked_trimmed_mean(np.where(ok, ra - rb, np.nan), ok, self.beta)
+        return masked_trimmed_mean(*_local_dp(tables, held), self.beta)

@@ -139,6 +139,16 @@ def _upper(v: FloatArray, k: int, unseen: FloatArray, grid: int) -> FloatArray:
     return out
 
 
+def _widened(
+    lo: FloatArray, hi: FloatArray, bad: npt.NDArray[np.bool_]
+) -> tuple[FloatArray, FloatArray]:
+    """``(lo, hi)`` widened by ``_EPS`` against float round-off and clipped to ``[-1, 1]``;
+    ``nan`` (no verdict) where ``bad``."""
+    hi = np.where(bad, np.nan, np.minimum(hi + _EPS, 1.0))
+    lo = np.where(bad, np.nan, np.maximum(lo - _EPS, -1.0))
+    return lo, hi
+
+
 def dp_range(
     vectors: npt.ArrayLike, k: int, unseen: npt.ArrayLike, *, grid: int = GRID
 ) -> tuple[FloatArray, FloatArray]:
@@ -149,10 +159,7 @@ def dp_range(
     u = np.broadcast_to(np.asarray(unseen, dtype=np.float64), v.shape[:-2])
     hi = _upper(v, int(k), u, grid)
     lo = -_upper(_mirror(v), int(k), u, grid)
-    bad = ~(np.isfinite(hi) & np.isfinite(lo))
-    hi = np.where(bad, np.nan, np.minimum(hi + _EPS, 1.0))
-    lo = np.where(bad, np.nan, np.maximum(lo - _EPS, -1.0))
-    return lo, hi
+    return _widened(lo, hi, ~(np.isfinite(hi) & np.isfinite(lo)))
 
 
 def bounded_intervals(
@@ -270,10 +277,7 @@ def exact_hull(
     with np.errstate(invalid="ignore"):
         hi = np.where(ok, up, -np.inf).max(axis=1)
         lo = np.where(ok, down, np.inf).min(axis=1)
-    bad = ~ok.any(axis=1) | ~np.isfinite(hi) | ~np.isfinite(lo)
-    hi = np.where(bad, np.nan, np.minimum(hi + _EPS, 1.0))
-    lo = np.where(bad, np.nan, np.maximum(lo - _EPS, -1.0))
-    return lo, hi
+    return _widened(lo, hi, ~ok.any(axis=1) | ~np.isfinite(hi) | ~np.isfinite(lo))
 
 
 def certified_ks(

@@ -198,6 +198,17 @@ class _Calibrated(AttackStrategy):
             )
         return self.context, self.plan
 
+    def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:
+        v = _check_views(views, n)
+        ctx, plan = self._ready(v.shape[0])
+        return self._fabricate(ctx, plan, v.shape[0], n, round_)
+
+    @abstractmethod
+    def _fabricate(
+        self, ctx: AttackContext, plan: LiarPlan, k: int, n: int, round_: int
+    ) -> IntArray:
+        """The ``(k, 4)`` increments of round ``round_`` of the calibrated liar (``n`` queries)."""
+
     def for_ids(self, ids: tuple[int, ...]) -> AttackStrategy:
         """The same calibrated liar fabricating for the attackers ``ids`` (one per view row)."""
         new = type(self)()
@@ -209,19 +220,23 @@ class _Calibrated(AttackStrategy):
         return f"{type(self).__name__}(plan={self.plan})"
 
 
-@register_attack
-class ConsistentAttack(_Calibrated):
-    """Fixed calibrated rates from round 1, binomial noise (indistinguishable from honest)."""
-
-    name = "consistent"
+class _ConsistentRates(_Calibrated):
+    """A liar reporting the fixed rates of :func:`plan_consistent` from round 1."""
 
     def _solve(self, ctx: AttackContext) -> LiarPlan:
         return plan_consistent(ctx)
 
-    def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:
-        v = _check_views(views, n)
-        ctx, p = self._ready(v.shape[0])
-        out = np.zeros((v.shape[0], 4), dtype=np.int64)
+
+@register_attack
+class ConsistentAttack(_ConsistentRates):
+    """Fixed calibrated rates from round 1, binomial noise (indistinguishable from honest)."""
+
+    name = "consistent"
+
+    def _fabricate(
+        self, ctx: AttackContext, p: LiarPlan, k: int, n: int, round_: int
+    ) -> IntArray:
+        out = np.zeros((k, 4), dtype=np.int64)
         for r, j in enumerate(ctx.ids):
             rng = np.random.default_rng([ctx.seed, int(j), int(round_)])
             dA = int(rng.binomial(n, p.pi))
@@ -230,24 +245,21 @@ class ConsistentAttack(_Calibrated):
 
 
 @register_attack
-class ConsistentExactAttack(_Calibrated):
+class ConsistentExactAttack(_ConsistentRates):
     """Fixed calibrated rates from round 1 without noise (cumulative rounding)."""
 
     name = "consistent-exact"
 
-    def _solve(self, ctx: AttackContext) -> LiarPlan:
-        return plan_consistent(ctx)
-
-    def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:
-        v = _check_views(views, n)
-        _, p = self._ready(v.shape[0])
+    def _fabricate(
+        self, ctx: AttackContext, p: LiarPlan, k: int, n: int, round_: int
+    ) -> IntArray:
         t = np.array([round_ - 1, round_], dtype=np.float64)
         A = _carry(t * n * p.pi)
         B = t.astype(np.int64) * n - A
         a = _carry(np.asarray(A * p.q_a, dtype=np.float64))
         b = _carry(np.asarray(B * p.q_b, dtype=np.float64))
         row = np.array([a[1] - a[0], A[1] - A[0], b[1] - b[0], B[1] - B[0]], dtype=np.int64)
-        return np.tile(row, (v.shape[0], 1))
+        return np.tile(row, (k, 1))
 
 
 @register_attack
@@ -264,13 +276,13 @@ class SelectiveAttack(_Calibrated):
     def _solve(self, ctx: AttackContext) -> LiarPlan:
         return plan_selective(ctx)
 
-    def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:
-        v = _check_views(views, n)
-        ctx, p = self._ready(v.shape[0])
+    def _fabricate(
+        self, ctx: AttackContext, p: LiarPlan, k: int, n: int, round_: int
+    ) -> IntArray:
         pop = ctx.population
         cum = [self._cumulative(pop.as_tuple(), p, n, t) for t in (round_ - 1, round_)]
         row = np.array(cum[1], dtype=np.int64) - np.array(cum[0], dtype=np.int64)
-        return np.tile(row, (v.shape[0], 1))
+        return np.tile(row, (k, 1))
 
     @staticmethod
     def _cumulative(
@@ -387,11 +399,11 @@ class AnswerLiar(_Calibrated):
         truth = ((cells == 0) | (cells == 2)).astype(np.int64)
         return groups, truth
 
-    def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:
-        v = _check_views(views, n)
-        ctx, _ = self._ready(v.shape[0])
-        out = np.zeros((v.shape[0], 4), dtype=np.int64)
-        for r in range(v.shape[0]):
+    def _fabricate(
+        self, ctx: AttackContext, plan: LiarPlan, k: int, n: int, round_: int
+    ) -> IntArray:
+        out = np.zeros((k, 4), dtype=np.int64)
+        for r in range(k):
             one = self.for_ids((ctx.ids[r],))
             g, y = one.records(round_, one.draws(n, round_))  # type: ignore[attr-defined]
             rep = one.answers(g, y, round_)

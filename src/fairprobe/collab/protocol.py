@@ -374,6 +374,13 @@ class _Base:
         self.phase = "stamped"
         return self.own_entry()
 
+    def record_answers(self, increment: CountsVector | Sequence[int]) -> Entry:
+        """Step 2: add this round's statistics to ``c`` and stamp the own entry with round t (an
+        attacker: the counts of the answers an answer-level liar reports this round, its
+        :meth:`~fairprobe.collab.attacker.AttackStrategy.answers` on records it drew)."""
+        inc = increment if isinstance(increment, CountsVector) else CountsVector(*increment)
+        return self._stamp(inc.as_tuple())
+
     def pass_round(self) -> Entry:
         """Stamp an empty increment (a closing round: the counts stay as they are)."""
         return self._stamp((0, 0, 0, 0))
@@ -555,11 +562,6 @@ class AuditorCore(_Base):
         self.W = np.zeros((v, 4), dtype=np.float64)
         self.last_report: RoundReport | None = None
 
-    def record_answers(self, increment: CountsVector | Sequence[int]) -> Entry:
-        """Step 2: add this round's statistics to ``c`` and stamp the own entry with round t."""
-        inc = increment if isinstance(increment, CountsVector) else CountsVector(*increment)
-        return self._stamp(inc.as_tuple())
-
     def end_round(self) -> RoundReport:
         """Steps 5-6: score and weight every replaced entry, update ``prev``, estimate."""
         if self.phase == "open":  # an auditor with no query left still stamps its round
@@ -705,12 +707,6 @@ class AttackerCore(_Base):
         )
         self._init_common()
         self.strategy = get_attack(strategy) if isinstance(strategy, str) else strategy
-
-    def record_answers(self, increment: CountsVector | Sequence[int]) -> Entry:
-        """Stamp the counts of the answers an answer-level liar reports this round (its
-        :meth:`~fairprobe.collab.attacker.AttackStrategy.answers` on records it drew)."""
-        inc = increment if isinstance(increment, CountsVector) else CountsVector(*increment)
-        return self._stamp(inc.as_tuple())
 
     def view(self) -> CountsVector:
         """``C = sum_j M_k[j].c``: the attacker's view of the global counts vector (eq. 5)."""

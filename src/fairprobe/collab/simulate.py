@@ -631,9 +631,6 @@ def simulate(
     glob_k["bounded"] = int(bres["certified_k"]) if bres["certified_k"] is not None else -1
     verdicts, node_verdicts, findings = _verdicts(cfg, estimates, per, bres)
     sources = {} if bounded_only else _sources(cfg, hist, weighted, tables, held)
-    # the estimand: the DP of the honest auditors' whole query sets (the population), also
-    # when the rounds stop before they are exhausted or queries repeat records
-    honest_total = _query_set_counts(setup)
     traj = None
     if trajectory:
         ts = np.arange(1, R + 1)
@@ -648,14 +645,8 @@ def simulate(
             "auditopus": np.median(np.concatenate([dpw, zk], axis=1), axis=1),
             "none": np.median(np.concatenate([dpn, zk], axis=1), axis=1),
         }
-    return RunResult(
-        config=cfg,
-        true_dp=pop.true_dp,
-        honest_dp=dp_of(honest_total),
-        rounds=R,
-        estimates=estimates,
-        per_auditor=per,
-        attacker_positions=tuple(int(x) for x in att),
+    return _run_result(
+        cfg, setup, R, estimates, per, att, bres,
         trajectory=traj,
         certified=glob_k,
         node_certified=node_k,
@@ -663,7 +654,6 @@ def simulate(
         verdicts=verdicts,
         node_verdicts=node_verdicts,
         findings=findings,
-        bounded=bres,
         views=(
             {"tables": tables, "weighted": weighted, "held": held, "w": w, "score": hist.score,
              "H": H, "lag": lag, "hon": hon}
@@ -998,16 +988,27 @@ def simulate_reference(cfg: SimConfig, *, setup: HonestSetup | None = None) -> R
     bres = bounded_run(cfg, horizon, b_tables, held_round, K, querying=R, sizes=sizes)
     per["bounded"] = bres.pop("estimate")
     estimates = {m: _global(per[m], K) for m in cfg.methods}
-    honest_total = _query_set_counts(setup)
+    return _run_result(cfg, setup, R, estimates, per, att, bres)
+
+
+def _run_result(
+    cfg: SimConfig, setup: HonestSetup, rounds: int, estimates: dict[str, float],
+    per: dict[str, FloatArray], attackers: IntArray, bounded: dict[str, Any],
+    **paths: Any,
+) -> RunResult:
+    """The :class:`RunResult` of either path (``paths``: what only the vectorised one has)."""
     return RunResult(
         config=cfg,
         true_dp=get_population(cfg.case).true_dp,
-        honest_dp=dp_of(honest_total),
-        rounds=R,
+        # the estimand: the DP of the honest auditors' whole query sets (the population), also
+        # when the rounds stop before they are exhausted or queries repeat records
+        honest_dp=dp_of(_query_set_counts(setup)),
+        rounds=rounds,
         estimates=estimates,
         per_auditor=per,
-        attacker_positions=tuple(int(x) for x in att),
-        bounded=bres,
+        attacker_positions=tuple(int(x) for x in attackers),
+        bounded=bounded,
+        **paths,
     )
 
 

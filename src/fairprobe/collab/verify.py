@@ -221,6 +221,31 @@ class MerkleSumTree:
         return out
 
 
+def _path_steps(
+    k: int, m: int, path: Sequence[tuple[bytes, Sequence[int]]]
+) -> list[tuple[int, int, bytes, Sequence[int]]] | None:
+    """The opening of leaf ``k`` of ``m`` matched to its levels, bottom up: ``(level, index of
+    the path's node at that level, sibling hash, sibling counts)`` for each level where the
+    node has a sibling (an odd last node is promoted without one); None if the path has more or
+    fewer entries than the tree's shape gives position ``k``."""
+    steps = []
+    it = iter(path)
+    width, level = m, 0
+    while width > 1:
+        if (k ^ 1) < width:
+            try:
+                sh, sc = next(it)
+            except StopIteration:
+                return None
+            steps.append((level, k, bytes(sh), sc))
+        k //= 2
+        width = (width + 1) // 2
+        level += 1
+    if next(it, None) is not None:
+        return None
+    return steps
+
+
 def root_from_path(
     k: int, m: int, leaf: bytes, counts: Sequence[int],
     path: Sequence[tuple[bytes, Sequence[int]]],
@@ -230,33 +255,22 @@ def root_from_path(
     number of leaves under it."""
     if not 0 <= k < m:
         return None
+    steps = _path_steps(k, m, path)
+    if steps is None:
+        return None
     h_ = leaf
     c = tuple(int(x) for x in counts)
-    width = m
-    level = 0
-    it = iter(path)
-    while width > 1:
-        s = k ^ 1
-        if s < width:
-            try:
-                sh, sc = next(it)
-            except StopIteration:
-                return None
-            lo = s << level
-            size = min(1 << level, m - lo)
-            if not _counts_ok(sc, size):
-                return None
-            scs = tuple(int(x) for x in sc)
-            c2 = tuple(x + y for x, y in zip(c, scs, strict=True))
-            if any(x > _U64 for x in c2):
-                return None
-            h_ = _node_hash(h_, bytes(sh), c2) if k % 2 == 0 else _node_hash(bytes(sh), h_, c2)
-            c = c2
-        k //= 2
-        width = (width + 1) // 2
-        level += 1
-    if next(it, None) is not None:
-        return None
+    for level, node, sh, sc in steps:
+        lo = (node ^ 1) << level
+        size = min(1 << level, m - lo)
+        if not _counts_ok(sc, size):
+            return None
+        scs = tuple(int(x) for x in sc)
+        c2 = tuple(x + y for x, y in zip(c, scs, strict=True))
+        if any(x > _U64 for x in c2):
+            return None
+        h_ = _node_hash(h_, sh, c2) if node % 2 == 0 else _node_hash(sh, h_, c2)
+        c = c2
     return h_, c  # type: ignore[return-value]
 
 
@@ -274,27 +288,17 @@ def prefix_root(
     under both roots are the same (collision resistance of SHA-256)."""
     if not 0 <= k < m:
         return None
-    h_, c = leaf, tuple(int(x) for x in counts)
-    width, level, kk = m, 0, k
-    it = iter(path)
-    while width > 1:
-        s = kk ^ 1
-        if s < width:
-            try:
-                sh, sc = next(it)
-            except StopIteration:
-                return None
-            if kk % 2 == 1:  # a left sibling: in the smaller tree too
-                lo = s << level
-                if not _counts_ok(sc, 1 << level) or lo + (1 << level) > k + 1:
-                    return None
-                c = tuple(x + int(y) for x, y in zip(c, sc, strict=True))
-                h_ = _node_hash(bytes(sh), h_, c)
-        kk //= 2
-        width = (width + 1) // 2
-        level += 1
-    if next(it, None) is not None:
+    steps = _path_steps(k, m, path)
+    if steps is None:
         return None
+    h_, c = leaf, tuple(int(x) for x in counts)
+    for level, node, sh, sc in steps:
+        if node % 2 == 1:  # a left sibling: in the smaller tree too
+            lo = (node ^ 1) << level
+            if not _counts_ok(sc, 1 << level) or lo + (1 << level) > k + 1:
+                return None
+            c = tuple(x + int(y) for x, y in zip(c, sc, strict=True))
+            h_ = _node_hash(sh, h_, c)
     return h_, c  # type: ignore[return-value]
 
 

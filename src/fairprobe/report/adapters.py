@@ -63,30 +63,30 @@ def infer_kind(doc: Doc) -> str | None:
         return "platform-info"
     return None
 
+def _one_or_several(
+    block: Any, kind: str, label: Callable[[str], str]
+) -> Iterator[tuple[str, Doc, str]]:
+    """A demo's block of ``kind``: one document of that kind, or several by name (labelled)."""
+    if not isinstance(block, Mapping):
+        return
+    if infer_kind(block) == kind:
+        yield (kind, block, "")
+        return
+    for name, part in block.items():
+        if isinstance(part, Mapping):
+            yield (kind, part, label(str(name)))
+
+
 def split_document(doc: Doc, source: str) -> Iterator[tuple[str, Doc, str]]:
     """``(kind, part, label)`` for each part of a document; composite documents give several."""
     kind = infer_kind(doc)
     if kind != "demo":
         yield (kind or "unknown", doc, "")
         return
-    audits = doc.get("audit")
-    if isinstance(audits, Mapping):
-        if infer_kind(audits) == "audit":
-            yield ("audit", audits, "")
-        else:
-            for name, part in audits.items():
-                if isinstance(part, Mapping):
-                    yield ("audit", part, str(name).replace("_", " "))
+    yield from _one_or_several(doc.get("audit"), "audit", lambda name: name.replace("_", " "))
     if isinstance(doc.get("radius"), Mapping):
         yield ("radius", doc["radius"], "")
-    seqs = doc.get("sequential")
-    if isinstance(seqs, Mapping):
-        if infer_kind(seqs) == "sequential":
-            yield ("sequential", seqs, "")
-        else:
-            for name, part in seqs.items():
-                if isinstance(part, Mapping):
-                    yield ("sequential", part, f"{name} access")
+    yield from _one_or_several(doc.get("sequential"), "sequential", lambda name: f"{name} access")
     for key in ("twosource", "collab", "collab_simulate"):
         part = doc.get(key)
         if isinstance(part, Mapping):

@@ -39,6 +39,16 @@ def _ticker() -> Any:
     return import_optional("matplotlib.ticker", feature="the report's figures")
 
 
+def _labelled(fig: Any, ax: Any, xlabel: str, ylabel: str, *, integer_x: bool = False) -> Any:
+    """``fig`` with its axes labelled and the legend drawn (integer ticks for rounds)."""
+    ax.set_xlabel(xlabel)
+    if integer_x:
+        ax.xaxis.set_major_locator(_ticker().MaxNLocator(integer=True))
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
 def _band(ax: Any, low: float | None, high: float | None, horizontal: bool = True,
           label: str = "fair band") -> None:
     if low is None or high is None:
@@ -166,11 +176,8 @@ def plot_sequential_path(d: dict[str, Any]) -> Any:
     if d.get("lower") is not None:
         ax.axhline(d["lower"], color=GREEN, ls="--", lw=1.2,
                    label=f"lower boundary {d['lower']:.2f} (compliance)")
-    ax.set_xlabel("queries")
-    ax.set_ylabel("test statistic")
     ax.set_title(f"Outcome: {d.get('outcome')} after {int(d['queries'])} queries", fontsize=10)
-    ax.legend(fontsize=8, loc="best")
-    return fig
+    return _labelled(fig, ax, "queries", "test statistic")
 
 
 def plot_sequential_repeats(d: dict[str, Any]) -> Any:
@@ -187,10 +194,7 @@ def plot_sequential_repeats(d: dict[str, Any]) -> Any:
     if d.get("wald") is not None:
         ax.axvline(d["wald"], color="black", ls=":", lw=1,
                    label=f"Wald's bound on the mean {d['wald']:.0f}")
-    ax.set_xlabel("queries until the audit stopped")
-    ax.set_ylabel("audits")
-    ax.legend(fontsize=8, loc="best")
-    return fig
+    return _labelled(fig, ax, "queries until the audit stopped", "audits")
 
 
 def plot_confidence_sequence(d: dict[str, Any]) -> Any:
@@ -208,10 +212,7 @@ def plot_confidence_sequence(d: dict[str, Any]) -> Any:
     if d.get("estimate"):
         ax.step(q, d["estimate"], where="post", color=BLUE, lw=1.4, label="gap estimate")
     ax.axhline(0, color=GREY, lw=0.8, ls=":")
-    ax.set_xlabel("queries")
-    ax.set_ylabel("gap")
-    ax.legend(fontsize=8, loc="best")
-    return fig
+    return _labelled(fig, ax, "queries", "gap")
 
 
 def plot_radius_curve(d: dict[str, Any]) -> Any:
@@ -231,10 +232,7 @@ def plot_radius_curve(d: dict[str, Any]) -> Any:
     r = d.get("radius")
     if r is not None:
         ax.axvline(r, color=RED, ls="--", lw=1.2, label=f"radius {r:.4f}")
-    ax.set_xlabel(f"shift budget ({d.get('divergence', 'KL')})")
-    ax.set_ylabel("metric phi")
-    ax.legend(fontsize=8, loc="best")
-    return fig
+    return _labelled(fig, ax, f"shift budget ({d.get('divergence', 'KL')})", "metric phi")
 
 
 def plot_radius_shift(d: dict[str, Any]) -> Any:
@@ -362,11 +360,7 @@ def plot_collab_trajectory(d: dict[str, Any]) -> Any:
         ax.plot(range(1, len(ys) + 1), ys, color=colours[i % 6], lw=1.6, label=name)
     if d.get("true") is not None:
         ax.axhline(d["true"], color="black", ls="--", lw=1, label=f"true DP {d['true']:.3f}")
-    ax.set_xlabel("round")
-    ax.xaxis.set_major_locator(_ticker().MaxNLocator(integer=True))
-    ax.set_ylabel("estimated DP gap")
-    ax.legend(fontsize=8, loc="best")
-    return fig
+    return _labelled(fig, ax, "round", "estimated DP gap", integer_x=True)
 
 
 def plot_collab_nodes(d: dict[str, Any]) -> Any:
@@ -384,10 +378,7 @@ def plot_collab_nodes(d: dict[str, Any]) -> Any:
                        color=colour, marker=marker, s=40, label=label, zorder=3)
     if d.get("true") is not None:
         ax.axvline(d["true"], color="black", ls="--", lw=1, label=f"true DP {d['true']:.3f}")
-    ax.set_xlabel("node's local estimate")
-    ax.set_ylabel("weight")
-    ax.legend(fontsize=8, loc="best")
-    return fig
+    return _labelled(fig, ax, "node's local estimate", "weight")
 
 
 def plot_collab_suspicion(d: dict[str, Any]) -> Any:
@@ -402,11 +393,7 @@ def plot_collab_suspicion(d: dict[str, Any]) -> Any:
                 alpha=1.0 if bad else 0.6, label=label, zorder=3 if bad else 2)
     if d.get("z_max") is not None:
         ax.axhline(d["z_max"], color="black", ls=":", lw=1, label=f"cap z_max {d['z_max']:g}")
-    ax.set_xlabel("round")
-    ax.xaxis.set_major_locator(_ticker().MaxNLocator(integer=True))
-    ax.set_ylabel("suspicion score")
-    ax.legend(fontsize=8, loc="best")
-    return fig
+    return _labelled(fig, ax, "round", "suspicion score", integer_x=True)
 
 
 def plot_collab_sweep(d: dict[str, Any]) -> Any:

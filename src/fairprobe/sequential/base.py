@@ -38,6 +38,7 @@ __all__ = [
     "SequentialTest",
     "Stepper",
     "available_tests",
+    "first_crossing",
     "get_test",
     "register_test",
 ]
@@ -57,6 +58,38 @@ class OrdersOutcome:
 
     queries: IntArray
     codes: npt.NDArray[np.int8]
+
+    @classmethod
+    def undecided(cls, orders: int, budget: int) -> OrdersOutcome:
+        """Every order inconclusive at the budget: the start of a test that settles orders."""
+        return cls(np.full(orders, budget, dtype=np.int64), np.full(orders, INCONCLUSIVE, np.int8))
+
+    def settle(self, violation: BoolArray, compliant: BoolArray, queries: IntArray) -> None:
+        """Stop the orders in ``violation`` or ``compliant`` (disjoint masks) after ``queries``."""
+        stop = violation | compliant
+        self.queries[stop] = queries[stop]
+        self.codes[violation] = VIOLATION
+        self.codes[compliant] = COMPLIANT
+
+
+def first_crossing(
+    violation: BoolArray, compliant: BoolArray, budget: int, when: IntArray | None = None
+) -> OrdersOutcome:
+    """The outcome of each order (row) at the first step where a boundary is crossed.
+
+    ``violation`` / ``compliant`` have shape (orders, steps): whether the violation or the
+    compliance boundary is crossed at each step; a violation wins a step where both are.
+    ``when[order, step]`` is the number of queries used by that step (default ``step + 1``);
+    an order that crosses neither is inconclusive after ``budget`` queries.
+    """
+    stop = violation | compliant
+    has = stop.any(axis=1)
+    k = np.argmax(stop, axis=1)
+    rows = np.arange(stop.shape[0])
+    used = k + 1 if when is None else when[rows, k]
+    queries = np.where(has, used, budget).astype(np.int64)
+    codes = np.where(has, np.where(violation[rows, k], VIOLATION, COMPLIANT), INCONCLUSIVE)
+    return OrdersOutcome(queries, codes.astype(np.int8))
 
 
 class Stepper(ABC):

@@ -41,9 +41,6 @@ import numpy as np
 import numpy.typing as npt
 
 from fairprobe.sequential.base import (
-    COMPLIANT,
-    INCONCLUSIVE,
-    VIOLATION,
     OrdersOutcome,
     SequentialTest,
     Stepper,
@@ -163,10 +160,9 @@ class BettingTest(SequentialTest):
         n_a = in_a.sum(axis=1)
         n_pairs = np.minimum(n_a, t - n_a)
         kmax = int(n_pairs.max()) if r else 0
-        queries = np.full(r, t, dtype=np.int64)
-        codes = np.full(r, INCONCLUSIVE, dtype=np.int8)
+        out = OrdersOutcome.undecided(r, t)
         if kmax == 0:
-            return OrdersOutcome(queries, codes)
+            return out
         pos_a = np.argsort(~in_a, axis=1, kind="stable")[:, :kmax]
         pos_b = np.argsort(in_a, axis=1, kind="stable")[:, :kmax]
         d_all = np.take_along_axis(v, pos_a, 1) - np.take_along_axis(v, pos_b, 1)
@@ -199,8 +195,6 @@ class BettingTest(SequentialTest):
             comp = live & ~viol & (best.min(axis=0) >= lb)
             stop = viol | comp
             if stop.any():
-                queries[stop] = when[stop, k]
-                codes[viol] = VIOLATION
-                codes[comp] = COMPLIANT
+                out.settle(viol, comp, when[:, k])
                 active &= ~stop
-        return OrdersOutcome(queries, codes)
+        return out

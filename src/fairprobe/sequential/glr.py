@@ -248,13 +248,11 @@ def gaussian_glr_scalar(
 
 # ------------------------------------------------------------------------------- the GLR test
 from fairprobe.sequential.base import (  # noqa: E402  (the statistics above stand alone)
-    COMPLIANT,
-    INCONCLUSIVE,
-    VIOLATION,
     OrdersOutcome,
     SequentialTest,
     Stepper,
     check_budget,
+    first_crossing,
     register_test,
 )
 from fairprobe.sequential.boundaries import Boundaries, wald_boundaries  # noqa: E402
@@ -393,12 +391,4 @@ class GLRTest(SequentialTest):
         bnd = self.boundaries
         up = stat >= bnd.upper
         low = stat <= bnd.lower if bnd.lower is not None else np.zeros_like(up)
-        cross = up | low
-        has = cross.any(axis=1)
-        idx = np.argmax(cross, axis=1)
-        rows = np.arange(stat.shape[0])
-        codes = np.where(has, np.where(up[rows, idx], VIOLATION, COMPLIANT), INCONCLUSIVE).astype(
-            np.int8
-        )
-        queries = np.where(has, idx + 1, stat.shape[1]).astype(np.int64)
-        return OrdersOutcome(queries, codes)
+        return first_crossing(up, low, stat.shape[1])

@@ -60,21 +60,18 @@ import numpy.typing as npt
 from fairprobe._validation import check_int, check_real
 from fairprobe.errors import InvalidParameterError
 from fairprobe.sequential.base import (
-    COMPLIANT,
-    INCONCLUSIVE,
-    VIOLATION,
+    BoolArray,
+    FloatArray,
     OrdersOutcome,
     SequentialTest,
     Stepper,
     check_budget,
+    first_crossing,
     register_test,
 )
 from fairprobe.sequential.boundaries import Boundaries
 
 __all__ = ["MixtureBettingTest", "pair_orders"]
-
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
 
 #: design excesses, in units of delta (three bets; measured in experiments/sequential)
 DESIGN = (0.5, 0.866, 1.5)
@@ -274,11 +271,9 @@ class MixtureBettingTest(SequentialTest):
 
     def _run_orders(self, in_a: BoolArray, x: FloatArray) -> OrdersOutcome:
         r, t = x.shape
-        queries = np.full(r, t, dtype=np.int64)
-        codes = np.full(r, INCONCLUSIVE, dtype=np.int8)
         xa, xb, n_pairs, when = pair_orders(in_a, x)
         if xa.shape[1] == 0:
-            return OrdersOutcome(queries, codes)
+            return OrdersOutcome.undecided(r, t)
         p = self.processes(xa, xb)
         valid = np.arange(xa.shape[1])[None, :] < n_pairs[:, None]
         viol = (p["V"] >= math.log(1.0 / self.alpha)) & valid
@@ -288,15 +283,7 @@ class MixtureBettingTest(SequentialTest):
             & (np.maximum.accumulate(p["C-"], axis=1) >= lb)
             & valid
         )
-        stop = viol | comp
-        has = stop.any(axis=1)
-        k = np.argmax(stop, axis=1)
-        rows = np.arange(r)
-        queries = np.where(has, when[rows, k], t).astype(np.int64)
-        codes = np.where(has, np.where(viol[rows, k], VIOLATION, COMPLIANT), INCONCLUSIVE).astype(
-            np.int8
-        )
-        return OrdersOutcome(queries, codes)
+        return first_crossing(viol, comp, t, when)
 
     # ------------------------------------------------------------------ confidence sequence
     def confidence_sequence(

@@ -36,6 +36,7 @@ from fairprobe.sequential.base import (
     INCONCLUSIVE,
     OUTCOMES,
     VIOLATION,
+    FloatArray,
     check_budget,
 )
 from fairprobe.sequential.mixture import MixtureBettingTest
@@ -44,24 +45,14 @@ from fairprobe.sequential.results import RepeatedOutcomes
 
 __all__ = ["MultiGroupAudit", "run_groups"]
 
-FloatArray = npt.NDArray[np.float64]
-
 
 @dataclass(frozen=True)
 class MultiGroupAudit(RepeatedOutcomes):
     """All pairs of ``K >= 3`` groups audited together over many query orders."""
 
-    params: dict[str, Any]
-    metric: str
     groups: tuple[str, ...]
     sizes: tuple[int, ...]
     means: tuple[float, ...]
-    budget: int
-    budget_effective: int
-    repeats: int
-    seed: int
-    queries: npt.NDArray[np.int64] = field(repr=False)
-    codes: npt.NDArray[np.int8] = field(repr=False)
     deciding_pair: list[str | None] = field(repr=False)
     example: dict[str, Any] | None = field(default=None, repr=False)
 

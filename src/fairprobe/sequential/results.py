@@ -190,18 +190,20 @@ def _e_values(p: dict[str, list[float]]) -> dict[str, float]:
     }
 
 
+@dataclass(frozen=True)
 class RepeatedOutcomes:
     """Summaries shared by results over many query orders: ``queries`` (per order), ``codes``
-    (outcome index per order, into :data:`OUTCOMES`) and ``repeats``."""
+    (outcome index per order, into :data:`OUTCOMES`) and ``repeats``; the fields every such
+    result has (its subclasses add theirs after these)."""
 
-    queries: npt.NDArray[np.int64]
-    codes: npt.NDArray[np.int8]
-    repeats: int
     params: dict[str, Any]
     metric: str
     budget: int
     budget_effective: int
+    repeats: int
     seed: int
+    queries: npt.NDArray[np.int64] = field(repr=False)
+    codes: npt.NDArray[np.int8] = field(repr=False)
 
     def _summary_dict(self) -> dict[str, Any]:
         """The keys every repeated result's ``to_dict`` opens with: queries, outcome shares and
@@ -243,15 +245,7 @@ class RepeatedOutcomes:
 class RepeatedAudit(RepeatedOutcomes):
     """The same audit over many random query orders of one pool."""
 
-    params: dict[str, Any]
-    metric: str
     group_names: tuple[str, str]
-    budget: int
-    budget_effective: int
-    repeats: int
-    seed: int
-    queries: npt.NDArray[np.int64] = field(repr=False)
-    codes: npt.NDArray[np.int8] = field(repr=False)
     truth: dict[str, float]
     wald_bound: float
     #: the first order's whole path (statistics, boundaries, confidence sequence), for figures

@@ -64,6 +64,17 @@ REGIMES: tuple[str, ...] = ("small", "pareto", "large")
 B_ESTIMATORS: tuple[str, ...] = ("double-sampling", "matrix")
 
 
+def _accuracies(
+    p_phi: float, unprivileged: float | None, privileged: float | None, owner: str
+) -> tuple[float, float]:
+    """The proxy's accuracy in each group: ``p_phi`` where the group's own is not given."""
+    au = p_phi if unprivileged is None else check_real(
+        unprivileged, "accuracy_unprivileged", owner, lo=0.0, hi=1.0)
+    ap = p_phi if privileged is None else check_real(
+        privileged, "accuracy_privileged", owner, lo=0.0, hi=1.0)
+    return au, ap
+
+
 def sigma_b(
     rate_unprivileged: float,
     rate_privileged: float,
@@ -98,16 +109,7 @@ def sigma_b(
     pu = check_real(share_unprivileged, "share_unprivileged", owner, lo=0.0, hi=1.0,
                     closed="neither")  # fmt: skip
     p = check_real(p_phi, "p_phi", owner, lo=0.0, hi=1.0)
-    au = (
-        p
-        if accuracy_unprivileged is None
-        else check_real(accuracy_unprivileged, "accuracy_unprivileged", owner, lo=0.0, hi=1.0)
-    )
-    ap = (
-        p
-        if accuracy_privileged is None
-        else check_real(accuracy_privileged, "accuracy_privileged", owner, lo=0.0, hi=1.0)
-    )
+    au, ap = _accuracies(p, accuracy_unprivileged, accuracy_privileged, owner)
     if abs(au + ap - 1.0) < 1e-12:
         return math.inf
     s = np.array([pu * ru, (1.0 - pu) * rp])
@@ -290,16 +292,7 @@ def plan_budget(
     from fairprobe.twosource.correction import expected_cells
 
     check_choice(b_estimator, "b_estimator", owner, list(B_ESTIMATORS))
-    au = (
-        p
-        if accuracy_unprivileged is None
-        else check_real(accuracy_unprivileged, "accuracy_unprivileged", owner, lo=0.0, hi=1.0)
-    )
-    ap = (
-        p
-        if accuracy_privileged is None
-        else check_real(accuracy_privileged, "accuracy_privileged", owner, lo=0.0, hi=1.0)
-    )
+    au, ap = _accuracies(p, accuracy_unprivileged, accuracy_privileged, owner)
     sb_matrix = (
         sigma_b(rate_unprivileged, rate_privileged, share_unprivileged, p,
                 accuracy_unprivileged=au, accuracy_privileged=ap)

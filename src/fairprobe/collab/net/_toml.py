@@ -1,4 +1,4 @@
-"""A minimal TOML writer for the roster and node files (reading uses :mod:`tomllib`).
+"""A minimal TOML writer for the roster and node files, and their reader (:mod:`tomllib`).
 
 Supports what those files hold: strings, ints, floats, bools, lists of scalars, one level of
 tables and arrays of tables.
@@ -8,10 +8,29 @@ from __future__ import annotations
 
 import json
 import math
+import tomllib
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-__all__ = ["dumps"]
+from fairprobe.errors import ConfigError
+
+__all__ = ["dumps", "load"]
+
+
+def load(p: Path, what: str) -> dict[str, Any]:
+    """The TOML document in file ``p``, or a :class:`ConfigError` naming it (``what``, e.g.
+    ``"roster"``): unreadable, not UTF-8 text, or not valid TOML."""
+    try:
+        return tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"Cannot read {what} {p}: {exc.strerror}.") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{what.capitalize()} {p} is not UTF-8 text (byte {exc.start}); save it as UTF-8."
+        ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{what.capitalize()} {p} is not valid TOML: {exc}.") from exc
 
 
 def _scalar(v: Any) -> str:

@@ -40,7 +40,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -367,16 +366,7 @@ class NodeConfig:
 def load_node_config(path: str | os.PathLike[str]) -> NodeConfig:
     """Read and check ``node.toml``; relative paths in it are relative to its directory."""
     p = Path(path)
-    try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"Cannot read node file {p}: {exc.strerror}.") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"Node file {p} is not UTF-8 text (byte {exc.start}); save it as UTF-8."
-        ) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"Node file {p} is not valid TOML: {exc}.") from exc
+    doc = _toml.load(p, "node file")
     cfg = NodeConfig.from_dict(doc, base=p.resolve().parent)
     object.__setattr__(cfg, "source", p.resolve())
     return cfg

@@ -60,13 +60,15 @@ def load_query_set(
 ) -> tuple[list[dict[str, Any]], npt.NDArray[np.bool_], QuerySampler]:
     """Records, group-A mask and the sampler of one honest node's private query set."""
     kind = spec.get("kind")
-    if kind == "population":
-        from fairprobe.collab.net.plan import honest_share
+    if kind in ("population", "adult"):
+        from fairprobe.collab.net.plan import adult_share, honest_share
 
         _check_index(spec)
         try:
-            rows, in_a, sampler = honest_share(
-                case=str(spec["case"]),
+            where = ({"case": str(spec["case"])} if kind == "population"
+                     else {"split": str(spec.get("split", "test"))})  # fmt: skip
+            share: dict[str, Any] = dict(
+                where,
                 honest=int(spec["honest"]),
                 alpha=float(spec["alpha"]),
                 seed=int(spec["seed"]),
@@ -74,26 +76,13 @@ def load_query_set(
                 index=int(spec["index"]),
                 replacement=replacement,
             )
+            if kind == "population":
+                rows, in_a, sampler = honest_share(**share)
+                pop_records: list[dict[str, Any]] = [{"query_id": int(r)} for r in rows.tolist()]
+                return pop_records, in_a, sampler
+            adult_records, in_a, sampler = adult_share(**share)
         except KeyError as exc:
-            raise ConfigError(f"[query_set] kind = \"population\" needs {exc.args[0]!r}.") from None
-        pop_records: list[dict[str, Any]] = [{"query_id": int(r)} for r in rows.tolist()]
-        return pop_records, in_a, sampler
-    if kind == "adult":
-        from fairprobe.collab.net.plan import adult_share
-
-        _check_index(spec)
-        try:
-            adult_records, in_a, sampler = adult_share(
-                split=str(spec.get("split", "test")),
-                honest=int(spec["honest"]),
-                alpha=float(spec["alpha"]),
-                seed=int(spec["seed"]),
-                min_per_group=int(spec.get("min_per_group", 30)),
-                index=int(spec["index"]),
-                replacement=replacement,
-            )
-        except KeyError as exc:
-            raise ConfigError(f"[query_set] kind = \"adult\" needs {exc.args[0]!r}.") from None
+            raise ConfigError(f"[query_set] kind = \"{kind}\" needs {exc.args[0]!r}.") from None
         return [dict(r) for r in adult_records], in_a, sampler
     if kind == "population-pool":
         # an attacker node's pool of records to back fabricated counts with (verification on):

@@ -217,37 +217,16 @@ class LocalNetwork:
             role = "attacker" if plan.is_attacker[i] else "honest"
             qs: dict[str, Any] = {}
             be: dict[str, Any] = {}
+            cache = str(self.workdir / "state" / f"{nid}.answers.sqlite")
             if role == "honest":
-                qs = {
-                    "kind": "population",
-                    "case": s.case,
-                    "honest": s.honest,
-                    "alpha": s.alpha,
-                    "seed": s.seed,
-                    "min_per_group": s.min_per_group,
-                    "index": int(plan.honest_index[i]),
-                }
-                be = {
-                    "kind": "population",
-                    "case": s.case,
-                    "cache": str(self.workdir / "state" / f"{nid}.answers.sqlite"),
-                }
+                share = {"honest": s.honest, "alpha": s.alpha, "seed": s.seed,
+                         "min_per_group": s.min_per_group, "index": int(plan.honest_index[i])}
+                qs = {"kind": "population", "case": s.case, **share}
+                be = {"kind": "population", "case": s.case, "cache": cache}
                 if s.platform_url is not None:
-                    qs = {
-                        "kind": "adult",
-                        "split": s.adult_split,
-                        "honest": s.honest,
-                        "alpha": s.alpha,
-                        "seed": s.seed,
-                        "min_per_group": s.min_per_group,
-                        "index": int(plan.honest_index[i]),
-                    }
-                    be = {
-                        "kind": "http-json",
-                        "url": s.platform_url,
-                        "path": "/audit/predict",
-                        "cache": str(self.workdir / "state" / f"{nid}.answers.sqlite"),
-                    }
+                    qs = {"kind": "adult", "split": s.adult_split, **share}
+                    be = {"kind": "http-json", "url": s.platform_url, "path": "/audit/predict",
+                          "cache": cache}  # fmt: skip
             if role == "attacker" and s.verify:
                 qs = {"kind": "population-pool", "case": s.case, "seed": s.seed * 1000 + i}
                 if s.platform_url is not None:
@@ -255,7 +234,7 @@ class LocalNetwork:
                     qs = {"kind": "adult-pool", "split": s.adult_split,
                           "seed": s.seed * 1000 + i}
                     be = {"kind": "http-json", "url": s.platform_url, "path": "/audit/predict",
-                          "cache": str(self.workdir / "state" / f"{nid}.answers.sqlite")}
+                          "cache": cache}
             ctx: dict[str, Any] = {}
             if role == "attacker" and s.platform_url is None:
                 from fairprobe.collab.attacker import get_attack

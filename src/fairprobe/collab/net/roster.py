@@ -20,7 +20,6 @@ must be on 127.0.0.1 unless ``[network] allow_remote = true``.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -224,12 +223,5 @@ class Roster:
 def load_roster(path: str | os.PathLike[str]) -> Roster:
     """Read and check a roster file."""
     p = Path(path)
-    try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"Cannot read roster {p}: {exc.strerror}.") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"Roster {p} is not UTF-8 text (byte {exc.start}); save it as UTF-8.") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"Roster {p} is not valid TOML: {exc}.") from exc
+    doc = _toml.load(p, "roster")
     return Roster.from_dict(doc)

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
@@ -165,6 +165,8 @@ _PROOF_BODY = {
 }
 
 
+_M = TypeVar("_M", bound=BaseModel)
+
 def create_app(
     sink: TableSink, on_table: Callable[[], None] | None = None, *, body_timeout: float = 10.0
 ) -> FastAPI:
@@ -200,51 +202,52 @@ def create_app(
             return _refuse(sink, 413, "body-too-large")
         return raw
 
+    async def message_of(
+        request: Request, limit: int, model: type[_M], what: str
+    ) -> tuple[_M, str] | Response:
+        """The body read (:func:`body_of`) and parsed as ``model``, with its text; or the refusal
+        (``malformed-<what>`` for a body that is not that message)."""
+        raw = await body_of(request, limit)
+        if isinstance(raw, Response):
+            return raw
+        try:
+            text = raw.decode("utf-8")
+            return model.model_validate_json(text), text
+        except (UnicodeDecodeError, ValidationError, ValueError):
+            return _refuse(sink, 422, f"malformed-{what}")
+
     @app.post(
         "/v1/challenge", response_model=OpeningsModel, responses=_REFUSALS,
         openapi_extra=_CHALLENGE_BODY,
     )
     async def post_challenge(request: Request) -> Response:
-        raw = await body_of(request, 4096)
-        if isinstance(raw, Response):
-            return raw
+        got = await message_of(request, 4096, ChallengeMessage, "challenge")
+        if isinstance(got, Response):
+            return got
         try:
-            msg = ChallengeMessage.model_validate_json(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValidationError, ValueError):
-            return _refuse(sink, 422, "malformed-challenge")
-        try:
-            out = await asyncio.to_thread(sink.answer_challenge, msg)
+            out = await asyncio.to_thread(sink.answer_challenge, got[0])
         except Refused as exc:
             return _refuse(sink, exc.status, exc.reason)
         return JSONResponse(out)
 
     @app.post("/v1/proof", status_code=204, responses=_REFUSALS, openapi_extra=_PROOF_BODY)
     async def post_proof(request: Request) -> Response:
-        raw = await body_of(request, 65536)
-        if isinstance(raw, Response):
-            return raw
+        got = await message_of(request, 65536, ProofMessage, "proof")
+        if isinstance(got, Response):
+            return got
         try:
-            msg = ProofMessage.model_validate_json(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValidationError, ValueError):
-            return _refuse(sink, 422, "malformed-proof")
-        try:
-            sink.accept_proof(msg)
+            sink.accept_proof(got[0])
         except Refused as exc:
             return _refuse(sink, exc.status, exc.reason)
         return Response(status_code=204)
 
     @app.post("/v1/table", status_code=204, responses=_REFUSALS, openapi_extra=_TABLE_BODY)
     async def post_table(request: Request) -> Response:
-        raw = await body_of(request, sink.max_body)
-        if isinstance(raw, Response):
-            return raw
+        got = await message_of(request, sink.max_body, TableMessage, "table")
+        if isinstance(got, Response):
+            return got
         try:
-            text = raw.decode("utf-8")
-            msg = TableMessage.model_validate_json(text)
-        except (UnicodeDecodeError, ValidationError, ValueError):
-            return _refuse(sink, 422, "malformed-table")
-        try:
-            sink.accept_table(msg, text)
+            sink.accept_table(*got)
         except Refused as exc:
             return _refuse(sink, exc.status, exc.reason)
         if on_table is not None:

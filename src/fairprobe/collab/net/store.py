@@ -114,6 +114,17 @@ class NodeStore:
         with self._lock:
             return self._conn.execute(sql, args).fetchone()
 
+    def _all(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        with self._lock:
+            return self._conn.execute(sql, args).fetchall()
+
+    def _insert_new(self, sql: str, args: tuple[Any, ...]) -> bool:
+        """Run one ``INSERT OR IGNORE``; whether it added a row."""
+        with self._lock:
+            before = self._conn.total_changes
+            self._tx([(sql, args)])
+            return self._conn.total_changes > before
+
     # -- identity -----------------------------------------------------------------------------
     def bind(self, node_id: str, fingerprint: str) -> None:
         """Record (or check) which node and configuration this file belongs to."""
@@ -197,17 +208,13 @@ class NodeStore:
         return None if row is None else str(row[0])
 
     def proof_put(self, accused: str, digest: str, body: str) -> bool:
-        with self._lock:
-            before = self._conn.total_changes
-            self._tx([("INSERT OR IGNORE INTO proofs (accused, digest, body) VALUES (?, ?, ?)",
-                       (accused, digest, body))])
-            return self._conn.total_changes > before
+        return self._insert_new(
+            "INSERT OR IGNORE INTO proofs (accused, digest, body) VALUES (?, ?, ?)",
+            (accused, digest, body),
+        )
 
     def proofs_pending(self) -> list[tuple[str, str, str]]:
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT accused, digest, body FROM proofs WHERE done = 0 ORDER BY rowid"
-            ).fetchall()
+        rows = self._all("SELECT accused, digest, body FROM proofs WHERE done = 0 ORDER BY rowid")
         return [(str(a), str(d), str(b)) for a, d, b in rows]
 
     def proof_done(self, accused: str, digest: str) -> None:
@@ -215,43 +222,28 @@ class NodeStore:
                    (accused, digest))])
 
     def own_entries(self) -> list[tuple[int, int, int, int, int, bytes]]:
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT round, pos_a, n_a, pos_b, n_b, sig FROM own_entries ORDER BY round"
-            ).fetchall()
+        rows = self._all("SELECT round, pos_a, n_a, pos_b, n_b, sig FROM own_entries ORDER BY round")
         return [(int(r), int(a), int(A), int(b), int(B), bytes(s)) for r, a, A, b, B, s in rows]
 
     # -- inbox --------------------------------------------------------------------------------
     def inbox_put(self, sender: str, round_: int, body: str) -> bool:
         """Store a received table; False if one from ``sender`` for ``round_`` is already in."""
-        with self._lock:
-            before = self._conn.total_changes
-            self._tx(
-                [
-                    (
-                        "INSERT OR IGNORE INTO inbox (sender, round, body) VALUES (?, ?, ?)",
-                        (sender, round_, body),
-                    )
-                ]
-            )
-            return self._conn.total_changes > before
+        return self._insert_new(
+            "INSERT OR IGNORE INTO inbox (sender, round, body) VALUES (?, ?, ?)",
+            (sender, round_, body),
+        )
 
     def inbox(self) -> list[tuple[str, int, str]]:
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT sender, round, body FROM inbox ORDER BY round, sender"
-            ).fetchall()
+        rows = self._all("SELECT sender, round, body FROM inbox ORDER BY round, sender")
         return [(str(s), int(r), str(b)) for s, r, b in rows]
 
     # -- counters -----------------------------------------------------------------------------
     def rejections(self) -> dict[str, int]:
-        with self._lock:
-            rows = self._conn.execute("SELECT reason, count FROM rejections").fetchall()
+        rows = self._all("SELECT reason, count FROM rejections")
         return {str(r): int(c) for r, c in rows}
 
     def counters(self) -> dict[str, int]:
-        with self._lock:
-            rows = self._conn.execute("SELECT name, value FROM counters").fetchall()
+        rows = self._all("SELECT name, value FROM counters")
         return {str(r): int(c) for r, c in rows}
 
     # -- result -------------------------------------------------------------------------------
