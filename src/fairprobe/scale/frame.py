@@ -4,8 +4,9 @@ The frame's constructor reduces its rows to per-group sums (``np.bincount``) and
 rate, interval and summary from those sums only. Here the same sums come from a
 :class:`~fairprobe.scale.counts.GroupCounts`: integer cells for the unweighted rates (so the
 ``exact`` simultaneous intervals apply unchanged), Kish's effective counts from the per-cell
-sums of weights and squared weights, means and variances from the sums of scores and squared
-scores. ``tests/scale/test_engine.py`` checks the findings equal the in-memory frame's.
+sums of weights, squared and cubed weights (the design-based intervals of
+:func:`fairprobe.stats.dropin.design_rates`), means and variances from the sums of scores and
+squared scores. ``tests/scale/test_engine.py`` checks the findings equal the in-memory frame's.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ import numpy.typing as npt
 
 from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.errors import DataError
-from fairprobe.scale.counts import GroupCounts
+from fairprobe.scale.counts import WEIGHT_SUMS, GroupCounts
 
 __all__ = ["FRAME_OPTIONS", "frame_from_counts"]
 
 #: The constructor options that apply to a frame of counts.
 FRAME_OPTIONS = ("min_group_size", "confidence_level", "group_interval", "method", "reference",
-                 "tolerance", "threshold", "max_groups", "max_listed_pairs")
+                 "tolerance", "threshold", "max_groups", "max_listed_pairs", "weighted_interval")
 
 
 def _kish(swx: npt.NDArray[np.float64], sw: npt.NDArray[np.float64],
@@ -46,6 +47,7 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
     Every attribute the constructor sets is set here from the sums; the attribute set is
     pinned against the constructor's by a test, so a new attribute there cannot be missed here.
     """
+    from fairprobe.stats import dropin
     from fairprobe.stats.frame import AuditFrame, check_group_limits
     from fairprobe.stats.groups import GroupLabels
     from fairprobe.stats.simultaneous import SIMULTANEOUS_METHODS
@@ -81,7 +83,8 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
     obj.group_interval = check_choice(opt["group_interval"], "group_interval", owner,
                                       ("wilson", "exact"))
     obj.method = check_choice(method, "method", owner, SIMULTANEOUS_METHODS)
-    obj.weighted_interval = "design"  # the constructor's default (design_counts below)
+    obj.weighted_interval = check_choice(opt["weighted_interval"], "weighted_interval", owner,
+                                         dropin.WEIGHTED_INTERVALS)
     obj.tolerance = check_real(opt["tolerance"], "tolerance", owner, lo=0.0)
     obj.threshold = check_real(opt["threshold"], "threshold", owner, lo=0.0, hi=1.0,
                                closed="right")
@@ -120,42 +123,56 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
         # ``sample_weight is not None``; no code indexes it without rows
         obj.sample_weight = np.zeros(0)
         col = {c: tab[c].to_numpy(dtype=np.float64) for c in tab.columns
-               if c.startswith(("sw", "sq"))}
+               if c.startswith(WEIGHT_SUMS)}
+        if spec.y_true is None:
+            sp = tab["sp"].to_numpy(dtype=np.int64)
+            rows = {"1": sp, "0": size - sp}
+        else:  # the integer cells by inclusion-exclusion, y_pred first
+            sp, st, stp = (tab[c].to_numpy(dtype=np.int64) for c in ("sp", "st", "stp"))
+            rows = {"11": stp, "10": sp - stp, "01": st - stp, "00": size - sp - st + stp}
 
         def cells(pre: str, *names: str) -> npt.NDArray[np.float64]:
             return np.asarray(sum(col[f"{pre}{c}"] for c in names), dtype=np.float64)
 
         thin: list[npt.NDArray[np.bool_]] = []
+        design: dict[str, dropin.DesignSums] = {}
 
-        def rate(num: tuple[str, ...], den: tuple[str, ...], n_den: Any) -> Any:
-            _, sums = _kish(cells("sw", *num), cells("sw", *den), cells("sq", *den),
-                            np.asarray(n_den))
+        def rate(name: str, num: tuple[str, ...], den: tuple[str, ...], n_den: Any) -> Any:
+            counts, sums = _kish(cells("sw", *num), cells("sw", *den), cells("sq", *den),
+                                 np.asarray(n_den))
             obj._wsums.append(sums)
-            # the constructor's design-based counts, from the same per-cell sums of w and w^2
-            from fairprobe.stats.dropin import design_counts
-
-            sw1, sq1 = cells("sw", *num), cells("sq", *num)
-            kd, nd, th = design_counts(sw1, sq1, cells("sw", *den) - sw1,
-                                       cells("sq", *den) - sq1, np.asarray(n_den, dtype=float),
-                                       obj.confidence_level)
-            thin.append(th)
-            return kd, nd
+            if obj.weighted_interval == "kish-wilson":
+                return counts
+            # the constructor's design-based intervals, from the same per-cell sums
+            rest = tuple(c for c in den if c not in num)
+            d = dropin.DesignSums(
+                *(cells(pre, *side) for side in (num, rest) for pre in ("sw", "sq", "sc")),
+                n=np.asarray(n_den, dtype=np.float64),
+                n1=np.asarray(sum(rows[c] for c in num), dtype=np.float64),
+                construction=obj.weighted_interval)
+            r = d.rates(obj.confidence_level)
+            design[name] = d
+            thin.append(r.thin)
+            return r.k, r.n
 
         if spec.y_true is None:
-            obj._counts["selection_rate"] = rate(("1",), ("0", "1"), size)
+            obj._counts["selection_rate"] = rate("selection_rate", ("1",), ("0", "1"), size)
         else:
             st = tab["st"].to_numpy(dtype=np.int64)
             allc = ("00", "01", "10", "11")
-            obj._counts["selection_rate"] = rate(("10", "11"), allc, size)
-            obj._counts["true_positive_rate"] = rate(("11",), ("01", "11"), st)
-            obj._counts["false_positive_rate"] = rate(("10",), ("00", "10"), size - st)
-            obj._counts["positive_predictive_value"] = rate(("11",), ("10", "11"), npos)
-            obj._counts["accuracy"] = rate(("00", "11"), allc, size)
-            obj._counts["error_rate"] = rate(("01", "10"), allc, size)
+            for name, num, den, nd in (
+                    ("selection_rate", ("10", "11"), allc, size),
+                    ("true_positive_rate", ("11",), ("01", "11"), st),
+                    ("false_positive_rate", ("10",), ("00", "10"), size - st),
+                    ("positive_predictive_value", ("11",), ("10", "11"), npos),
+                    ("accuracy", ("00", "11"), allc, size),
+                    ("error_rate", ("01", "10"), allc, size)):
+                obj._counts[name] = rate(name, num, den, nd)
         obj._weighted = dict(zip(obj._counts, obj._wsums, strict=True))
         from types import MappingProxyType
 
-        obj._thin = MappingProxyType(dict(zip(obj._counts, thin, strict=True)))
+        obj._thin = MappingProxyType(dict(zip(design, thin, strict=True)))
+        obj._design = MappingProxyType(design)
     else:
         obj.sample_weight = None
         obj._counts["selection_rate"] = (npos, size)

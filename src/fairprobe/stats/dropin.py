@@ -62,6 +62,7 @@ import numpy.typing as npt
 from fairprobe.errors import DataError
 
 __all__ = ["KG_MIN_SIDE", "KNOWN_CALLABLES", "MIN_SIDE", "WEIGHTED_INTERVALS", "DesignRates",
+           "DesignSums",
            "bootstrap_by_group", "design_counts", "design_rates", "hall_interval", "kish_counts",
            "linearised_skewness", "linearised_variance", "metric_columns", "thin_reason"]
 
@@ -355,6 +356,30 @@ def design_rates(sw1: npt.ArrayLike, sq1: npt.ArrayLike, sc1: npt.ArrayLike,
     return DesignRates(k=k, n=ns, low=lo, high=hi, thin=thin,
                        side_size=np.where(hits, e1, e0),
                        side_rows=np.where(hits, h1, nn - h1), side_hits=hits, min_side=floor)
+
+
+@dataclass(frozen=True)
+class DesignSums:
+    """Per-group sums a weighted rate's design-based interval is computed from (one streaming
+    pass): ``sw``, ``sq``, ``sc`` = sums of ``w``, ``w^2``, ``w^3`` over the instances the
+    numerator counts (suffix 1) and the others (suffix 0), ``n`` the instances, ``n1`` those the
+    numerator counts; ``construction`` one of ``"design"``, ``"korn-graubard"``. Kept rather
+    than the interval so that the interval follows the frame's ``confidence_level``."""
+
+    sw1: npt.NDArray[np.float64]
+    sq1: npt.NDArray[np.float64]
+    sc1: npt.NDArray[np.float64]
+    sw0: npt.NDArray[np.float64]
+    sq0: npt.NDArray[np.float64]
+    sc0: npt.NDArray[np.float64]
+    n: npt.NDArray[np.float64]
+    n1: npt.NDArray[np.float64]
+    construction: str = "design"
+
+    def rates(self, confidence_level: float) -> DesignRates:
+        """:func:`design_rates` of these sums."""
+        return design_rates(self.sw1, self.sq1, self.sc1, self.sw0, self.sq0, self.sc0, self.n,
+                            self.n1, confidence_level, self.construction)
 
 
 def thin_reason(rate: str, d: DesignRates, i: int) -> str:

@@ -444,10 +444,11 @@ class AuditFrame:
         weighted, its interval chosen by ``weighted_interval``, and the summaries use
         ``method="bonferroni"`` on the effective counts (see :mod:`fairprobe.stats.dropin`;
         coverage measured in ``docs/stats.md``).
-    weighted_interval : {"design", "kish-wilson"}
-        Interval of a weighted rate: Korn-Graubard's Clopper-Pearson at a design effective size
-        (default; undetermined where a side's weights are too few,
-        :func:`fairprobe.stats.dropin.design_counts`), or Wilson's at Kish's effective size.
+    weighted_interval : {"design", "korn-graubard", "kish-wilson"}
+        Interval of a weighted rate: the union of Korn-Graubard's Clopper-Pearson at a design
+        effective size and Hall's skewness-corrected t (default; undetermined where a side's
+        weights are too few, :func:`fairprobe.stats.dropin.design_rates`), Korn-Graubard's
+        alone, or Wilson's at Kish's effective size.
     metrics : callable, list or dict of callables, optional
         MetricFrame's ``metrics``: ``by_group`` then holds exactly these columns. fairlearn's and
         scikit-learn's rate functions are computed vectorised; other callables
@@ -484,10 +485,12 @@ class AuditFrame:
     ``tests/stats/test_migration.py``.
     """
 
-    #: Per weighted rate (``design`` interval), the groups whose interval is not reported (too
-    #: few effective instances on one side of the rate): their rate is undetermined. Empty for
-    #: unweighted rates and for frames built from counts.
+    #: Per weighted rate (design-based intervals), the groups whose interval is not reported
+    #: (too few effective instances on one side of the rate): their rate is undetermined.
+    #: Empty for unweighted rates.
     _thin: Mapping[str, npt.NDArray[np.bool_]] = MappingProxyType({})
+    #: Per weighted rate (design-based intervals), the per-group sums its interval comes from.
+    _design: Mapping[str, Any] = MappingProxyType({})
 
     def __init__(
         self,
@@ -552,6 +555,7 @@ class AuditFrame:
         self.weighted_interval = check_choice(weighted_interval, "weighted_interval", owner,
                                               dropin.WEIGHTED_INTERVALS)
         thin_by: dict[str, npt.NDArray[np.bool_]] = {}
+        design_by: dict[str, dropin.DesignSums] = {}
         self.method = check_choice(method, "method", owner, SIMULTANEOUS_METHODS)
         self.tolerance = check_real(tolerance, "tolerance", owner, lo=0.0)
         self.threshold = check_real(threshold, "threshold", owner, lo=0.0, hi=1.0,
@@ -614,13 +618,20 @@ class AuditFrame:
                 if self.weighted_interval == "kish-wilson":
                     return ke, ne
                 wd = np.where(dm, w, 0.0)
-                sq1 = np.bincount(codes, weights=wd * wd * xf, minlength=g)
-                sq0 = np.bincount(codes, weights=wd * wd * (1.0 - xf), minlength=g)
-                nd = np.bincount(codes, weights=dm.astype(np.float64), minlength=g)
-                kd, nsd, thin = dropin.design_counts(swx, sq1, sw - swx, sq0, nd,
-                                                     self.confidence_level)
-                thin_by[f"#{len(self._wsums) - 1}"] = thin
-                return kd, nsd
+
+                def side(power: int, on: Any) -> Any:
+                    return np.bincount(codes, weights=wd ** power * on, minlength=g)
+
+                d = dropin.DesignSums(
+                    swx, side(2, xf), side(3, xf), sw - swx, side(2, 1.0 - xf),
+                    side(3, 1.0 - xf), n=np.bincount(codes, weights=dm.astype(np.float64),
+                                                     minlength=g),
+                    n1=np.bincount(codes, weights=dm * xf, minlength=g),
+                    construction=self.weighted_interval)
+                r = d.rates(self.confidence_level)
+                thin_by[f"#{len(self._wsums) - 1}"] = r.thin
+                design_by[f"#{len(self._wsums) - 1}"] = d
+                return r.k, r.n
 
             allrows = np.ones(n, dtype=bool)
             self._counts["selection_rate"] = kish(pred, allrows)
@@ -634,6 +645,9 @@ class AuditFrame:
             self._thin = MappingProxyType({r: thin_by[f"#{i}"]
                                            for i, r in enumerate(self._counts)
                                            if f"#{i}" in thin_by})
+            self._design = MappingProxyType({r: design_by[f"#{i}"]
+                                             for i, r in enumerate(self._counts)
+                                             if f"#{i}" in design_by})
             true = None  # the unweighted counts below are not used
         if true is not None:
             tp = count(pred & true)
@@ -725,11 +739,11 @@ class AuditFrame:
         k, n = self._counts[rate]
         nn = np.maximum(n, 1)
         fn = wilson_interval if self.group_interval == "wilson" else clopper_pearson_interval
-        if rate in self._thin:  # weighted, design-based: Korn-Graubard's Clopper-Pearson
-            fn = clopper_pearson_interval
-        lo, hi = fn(k, nn, self.confidence_level)
-        if rate in self._thin:  # too few effective instances on a side: nothing reported
-            lo, hi = np.where(self._thin[rate], 0.0, lo), np.where(self._thin[rate], 1.0, hi)
+        if rate in self._design:  # weighted, design-based ([0, 1] where a side is too thin)
+            d = self._design[rate].rates(self.confidence_level)
+            lo, hi = d.low, d.high
+        else:
+            lo, hi = fn(k, nn, self.confidence_level)
         return np.where(n > 0, lo, np.nan), np.where(n > 0, hi, np.nan)
 
     def _check_rate(self, rate: str) -> str:
@@ -1055,7 +1069,7 @@ class AuditFrame:
         return out  # type: ignore[no-any-return]
 
     def _summary(self, name: str, threshold: float | None) -> GroupSummary:
-        from fairprobe.stats.dropin import MIN_SIDE
+        from fairprobe.stats.dropin import thin_reason
 
         if self.control_names:
             return self._control_summary(name, threshold)
@@ -1139,8 +1153,7 @@ class AuditFrame:
             rates=tuple(rates),
             denominators={r: {labels[i]: self._denominator(r, i) for i in idxs[r]}
                           for r in rates},
-            thin={labels[i]: (f"the weighted {r}'s positives or negatives weigh as fewer than "
-                              f"{MIN_SIDE:g} effective instances")
+            thin={labels[i]: thin_reason(r, self._design[r].rates(self.confidence_level), i)
                   for r in rates if r in self._thin for i in idxs[r] if self._thin[r][i]},
             plan_inputs=self._plan_inputs(top, idxs[top], kind),
         )
