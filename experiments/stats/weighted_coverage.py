@@ -45,8 +45,13 @@ from typing import Any
 
 import numpy as np
 
-from fairprobe.stats.dropin import design_counts, design_rates, hall_interval, \
-    linearised_skewness, linearised_variance
+from fairprobe.stats.dropin import (
+    design_counts,
+    design_rates,
+    hall_interval,
+    linearised_skewness,
+    linearised_variance,
+)
 from fairprobe.stats.exact import clopper_pearson_interval
 from fairprobe.stats.intervals import wilson_interval
 

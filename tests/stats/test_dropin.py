@@ -21,8 +21,14 @@ import pytest
 
 from fairprobe import AuditFrame
 from fairprobe.errors import DataError
-from fairprobe.stats.dropin import MIN_SIDE, design_counts, design_rates, hall_interval, \
-    linearised_skewness, linearised_variance
+from fairprobe.stats.dropin import (
+    MIN_SIDE,
+    design_counts,
+    design_rates,
+    hall_interval,
+    linearised_skewness,
+    linearised_variance,
+)
 from fairprobe.stats.exact import clopper_pearson_interval
 from fairprobe.stats.intervals import wilson_interval
 

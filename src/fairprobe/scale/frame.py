@@ -146,8 +146,8 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
             # the constructor's design-based intervals, from the same per-cell sums
             rest = tuple(c for c in den if c not in num)
             d = dropin.DesignSums(
-                *(cells(pre, *side) for side in (num, rest) for pre in ("sw", "sq", "sc")),
-                n=np.asarray(n_den, dtype=np.float64),
+                cells("sw", *num), cells("sq", *num), cells("sc", *num), cells("sw", *rest),
+                cells("sq", *rest), cells("sc", *rest), n=np.asarray(n_den, dtype=np.float64),
                 n1=np.asarray(sum(rows[c] for c in num), dtype=np.float64),
                 construction=obj.weighted_interval)
             r = d.rates(obj.confidence_level)

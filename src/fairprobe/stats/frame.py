@@ -622,11 +622,11 @@ class AuditFrame:
                 def side(power: int, on: Any) -> Any:
                     return np.bincount(codes, weights=wd ** power * on, minlength=g)
 
+                rows = np.bincount(codes, weights=dm.astype(np.float64), minlength=g)
+                hits = np.bincount(codes, weights=dm * xf, minlength=g)
                 d = dropin.DesignSums(
                     swx, side(2, xf), side(3, xf), sw - swx, side(2, 1.0 - xf),
-                    side(3, 1.0 - xf), n=np.bincount(codes, weights=dm.astype(np.float64),
-                                                     minlength=g),
-                    n1=np.bincount(codes, weights=dm * xf, minlength=g),
+                    side(3, 1.0 - xf), n=rows.astype(np.float64), n1=hits.astype(np.float64),
                     construction=self.weighted_interval)
                 r = d.rates(self.confidence_level)
                 thin_by[f"#{len(self._wsums) - 1}"] = r.thin
