@@ -199,6 +199,13 @@ def test_frame_of_counts_takes_the_weighted_interval() -> None:
                                    rtol=1e-9, atol=1e-12)
     with pytest.raises(ValueError, match="weighted_interval"):
         AuditFrame.from_counts(counts, weighted_interval="bogus")
+    # weighted counts saved without the sums of cubed weights: one clear error, not a traceback
+    doc = counts.to_dict()
+    keep = [i for i, c in enumerate(doc["columns"]) if not c.startswith("sc")]
+    doc["columns"] = [doc["columns"][i] for i in keep]
+    doc["rows"] = [[r[i] for i in keep] for r in doc["rows"]]
+    with pytest.raises(DataError, match="cubed weights"):
+        type(counts).from_dict(doc)
 
 
 def test_frame_kish_wilson_is_kept_by_name() -> None:

@@ -706,7 +706,9 @@ class AuditFrame:
         engine over files or frames, merged, or loaded): the same by-group table, summaries and
         verdicts as the frame of the rows, without the rows. ``options``: ``min_group_size``,
         ``confidence_level``, ``group_interval``, ``method``, ``reference``, ``tolerance``,
-        ``threshold`` (defaults as the constructor's). See :mod:`fairprobe.scale.frame`."""
+        ``threshold``, ``max_groups``, ``max_listed_pairs``, ``weighted_interval`` (defaults as
+        the constructor's; weighted counts keep the per-cell sums of ``w``, ``w^2``, ``w^3``
+        that every ``weighted_interval`` needs). See :mod:`fairprobe.scale.frame`."""
         from fairprobe.scale.frame import frame_from_counts
 
         return frame_from_counts(cls, counts, **options)
