@@ -3,9 +3,9 @@
 The frame's constructor reduces its rows to per-group sums (``np.bincount``) and computes every
 rate, interval and summary from those sums only. Here the same sums come from a
 :class:`~fairprobe.scale.counts.GroupCounts`: integer cells for the unweighted rates (so the
-``exact`` simultaneous intervals apply unchanged), Kish's effective counts from the per-cell
-sums of weights, squared and cubed weights (the design-based intervals of
-:func:`fairprobe.stats.dropin.design_rates`), means and variances from the sums of scores and
+``exact`` simultaneous intervals apply unchanged), the weighted rates from the per-cell sums
+of weights, squared and cubed weights through the constructor's own
+:func:`fairprobe.stats.dropin.weighted_counts`, means and variances from the sums of scores and
 squared scores. ``tests/scale/test_engine.py`` checks the findings equal the in-memory frame's.
 """
 
@@ -26,19 +26,6 @@ __all__ = ["FRAME_OPTIONS", "frame_from_counts"]
 #: The constructor options that apply to a frame of counts.
 FRAME_OPTIONS = ("min_group_size", "confidence_level", "group_interval", "method", "reference",
                  "tolerance", "threshold", "max_groups", "max_listed_pairs", "weighted_interval")
-
-
-def _kish(swx: npt.NDArray[np.float64], sw: npt.NDArray[np.float64],
-          sw2: npt.NDArray[np.float64], n_den: npt.NDArray[np.int64]
-          ) -> tuple[tuple[npt.NDArray[np.float64], ...], tuple[npt.NDArray[np.float64], ...]]:
-    """``(k_eff, n_eff)`` and ``(sum w x, sum w)`` of a weighted rate: ``n_eff = (sum w)^2 /
-    sum w^2``, ``k_eff = p_w n_eff`` (as :func:`fairprobe.stats.dropin.kish_counts`), zero where
-    the group has no row in the denominator (``n_den``, the integer count)."""
-    ok = (n_den > 0) & (sw2 > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        n_eff = np.where(ok, sw * sw / sw2, 0.0)
-        p = np.where(ok & (sw > 0), swx / sw, 0.0)
-    return (p * n_eff, n_eff), (swx.astype(np.float64), sw.astype(np.float64))
 
 
 def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
@@ -130,48 +117,20 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
         else:  # the integer cells by inclusion-exclusion, y_pred first
             sp, st, stp = (tab[c].to_numpy(dtype=np.int64) for c in ("sp", "st", "stp"))
             rows = {"11": stp, "10": sp - stp, "01": st - stp, "00": size - sp - st + stp}
-
-        def cells(pre: str, *names: str) -> npt.NDArray[np.float64]:
-            return np.asarray(sum(col[f"{pre}{c}"] for c in names), dtype=np.float64)
-
-        thin: list[npt.NDArray[np.bool_]] = []
+        thin: dict[str, npt.NDArray[np.bool_]] = {}
         design: dict[str, dropin.DesignSums] = {}
-
-        def rate(name: str, num: tuple[str, ...], den: tuple[str, ...], n_den: Any) -> Any:
-            counts, sums = _kish(cells("sw", *num), cells("sw", *den), cells("sq", *den),
-                                 np.asarray(n_den))
-            obj._wsums.append(sums)
-            if obj.weighted_interval == "kish-wilson":
-                return counts
-            # the constructor's design-based intervals, from the same per-cell sums
-            rest = tuple(c for c in den if c not in num)
-            d = dropin.DesignSums(
-                cells("sw", *num), cells("sq", *num), cells("sc", *num), cells("sw", *rest),
-                cells("sq", *rest), cells("sc", *rest), n=np.asarray(n_den, dtype=np.float64),
-                n1=np.asarray(sum(rows[c] for c in num), dtype=np.float64),
-                construction=obj.weighted_interval)
-            r = d.rates(obj.confidence_level)
-            design[name] = d
-            thin.append(r.thin)
-            return r.k, r.n
-
-        if spec.y_true is None:
-            obj._counts["selection_rate"] = rate("selection_rate", ("1",), ("0", "1"), size)
-        else:
-            st = tab["st"].to_numpy(dtype=np.int64)
-            allc = ("00", "01", "10", "11")
-            for name, num, den, nd in (
-                    ("selection_rate", ("10", "11"), allc, size),
-                    ("true_positive_rate", ("11",), ("01", "11"), st),
-                    ("false_positive_rate", ("10",), ("00", "10"), size - st),
-                    ("positive_predictive_value", ("11",), ("10", "11"), npos),
-                    ("accuracy", ("00", "11"), allc, size),
-                    ("error_rate", ("01", "10"), allc, size)):
-                obj._counts[name] = rate(name, num, den, nd)
+        # the constructor's computation (dropin.weighted_counts), from the same per-cell sums
+        for name, (num, den) in dropin.RATE_CELLS[spec.y_true is not None].items():
+            kn, ws, d, th = dropin.weighted_counts(col, rows, num, den, obj.weighted_interval,
+                                                   obj.confidence_level)
+            obj._counts[name] = kn
+            obj._wsums.append(ws)
+            if d is not None and th is not None:
+                design[name], thin[name] = d, th
         obj._weighted = dict(zip(obj._counts, obj._wsums, strict=True))
         from types import MappingProxyType
 
-        obj._thin = MappingProxyType(dict(zip(design, thin, strict=True)))
+        obj._thin = MappingProxyType(thin)
         obj._design = MappingProxyType(design)
     else:
         obj.sample_weight = None

@@ -62,8 +62,8 @@ import numpy.typing as npt
 from fairprobe.errors import DataError
 
 __all__ = ["KG_MIN_SIDE", "KNOWN_CALLABLES", "MIN_SIDE", "WEIGHTED_INTERVALS", "DesignRates",
-           "DesignSums",
-           "bootstrap_by_group", "design_counts", "design_rates", "hall_interval", "kish_counts",
+           "DesignSums", "RATE_CELLS", "cell_sums", "weighted_counts",
+           "bootstrap_by_group", "design_counts", "design_rates", "hall_interval",
            "linearised_skewness", "linearised_variance", "metric_columns", "thin_reason"]
 
 #: ``__name__`` of fairlearn / scikit-learn metric functions -> the rate fairprobe computes.
@@ -104,25 +104,6 @@ def metric_columns(metrics: Any) -> list[tuple[str, str | Callable[..., Any]]]:
     if len({n for n, _ in out}) != len(out):
         raise DataError("metrics name two columns alike; pass a dict with distinct names.")
     return out
-
-
-def kish_counts(values: npt.NDArray[np.float64], in_denominator: npt.NDArray[np.bool_],
-                weights: npt.NDArray[np.float64], codes: npt.NDArray[np.int64], g: int
-                ) -> tuple[npt.NDArray[np.float64], ...]:
-    """Effective counts ``(k_eff, n_eff)`` per group of a weighted rate, and the weighted sums
-    ``(sum w x, sum w)`` (for the rate over several groups).
-
-    ``n_eff = (sum w)^2 / sum w^2`` and ``k_eff = p_w n_eff`` over the instances with
-    ``in_denominator``, where ``p_w = sum(w x) / sum(w)``; zero where a group has none.
-    """
-    w = np.where(in_denominator, weights, 0.0)
-    sw = np.bincount(codes, weights=w, minlength=g)
-    sw2 = np.bincount(codes, weights=w * w, minlength=g)
-    swx = np.bincount(codes, weights=w * values, minlength=g)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        n_eff = np.where(sw2 > 0, sw * sw / sw2, 0.0)
-        p = np.where(sw > 0, swx / sw, 0.0)
-    return p * n_eff, n_eff, swx.astype(np.float64), sw.astype(np.float64)
 
 
 #: Constructions of a weighted rate's interval; the first is the default.
@@ -396,6 +377,72 @@ def thin_reason(rate: str, d: DesignRates, i: int) -> str:
             f"instances (Kish's size), fewer than {d.min_side:g}: the variance and skewness "
             f"estimates have no degree of freedom; about {more} more such instance(s) at the "
             "same spread of weights would likely give it an interval")
+
+
+#: Each rate's ``(numerator cells, denominator cells)`` over the ``(y_pred, y_true)`` cells
+#: ``"pt"`` (``"0"``, ``"1"`` of y_pred without labels), in the frame's order of rates.
+RATE_CELLS: dict[bool, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
+    False: {"selection_rate": (("1",), ("0", "1"))},
+    True: {"selection_rate": (("10", "11"), ("00", "01", "10", "11")),
+           "true_positive_rate": (("11",), ("01", "11")),
+           "false_positive_rate": (("10",), ("00", "10")),
+           "positive_predictive_value": (("11",), ("10", "11")),
+           "accuracy": (("00", "11"), ("00", "01", "10", "11")),
+           "error_rate": (("01", "10"), ("00", "01", "10", "11"))},
+}
+
+
+def cell_sums(codes: npt.NDArray[np.int64], g: int, pred: npt.NDArray[np.bool_],
+              true: npt.NDArray[np.bool_] | None, weights: npt.NDArray[np.float64]
+              ) -> tuple[dict[str, npt.NDArray[np.float64]], dict[str, npt.NDArray[np.int64]]]:
+    """Per group and ``(y_pred, y_true)`` cell: ``sw<cell>``, ``sq<cell>``, ``sc<cell>`` (sums
+    of ``w``, ``w^2``, ``w^3``) and the instances, as the counts tables of
+    :mod:`fairprobe.scale` keep them; four bincounts over the rows, whatever the rates."""
+    names = ("00", "01", "10", "11") if true is not None else ("0", "1")
+    cell = pred.astype(np.int64) * 2 + true.astype(np.int64) if true is not None \
+        else pred.astype(np.int64)
+    key = codes * len(names) + cell
+    out: dict[str, npt.NDArray[np.float64]] = {}
+    power = weights
+    for pre in ("sw", "sq", "sc"):
+        tab = np.asarray(np.bincount(key, weights=power, minlength=g * len(names)),
+                         dtype=np.float64).reshape(g, len(names))
+        out.update({f"{pre}{c}": tab[:, j] for j, c in enumerate(names)})
+        power = power * weights
+    cnt = np.bincount(key, minlength=g * len(names)).reshape(g, len(names))
+    return out, {c: cnt[:, j].astype(np.int64) for j, c in enumerate(names)}
+
+
+def weighted_counts(sums: Mapping[str, npt.NDArray[np.float64]],
+                    rows: Mapping[str, npt.NDArray[np.int64]], num: Sequence[str],
+                    den: Sequence[str], construction: str, confidence_level: float
+                    ) -> tuple[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
+                               tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
+                               DesignSums | None, npt.NDArray[np.bool_] | None]:
+    """One weighted rate from per-cell sums (:func:`cell_sums`, or a counts table): its
+    effective counts ``(k, n)`` (Kish's for ``kish-wilson``, :func:`design_rates`' otherwise),
+    its weighted sums ``(sum w x, sum w)``, the sums its design interval comes from and the
+    groups without an interval (both None for ``kish-wilson``)."""
+    def total(pre: str, cells: Sequence[str]) -> npt.NDArray[np.float64]:
+        return np.asarray(sum(sums[f"{pre}{c}"] for c in cells), dtype=np.float64)
+
+    rest = [c for c in den if c not in num]
+    sw1, sw0 = total("sw", num), total("sw", rest)
+    sw = sw1 + sw0
+    n_den = np.asarray(sum(rows[c] for c in den), dtype=np.float64)
+    if construction == "kish-wilson":
+        sq = total("sq", den)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ok = (n_den > 0) & (sq > 0)
+            n_eff = np.where(ok, sw * sw / sq, 0.0)
+            p = np.where(ok & (sw > 0), sw1 / sw, 0.0)
+        return (p * n_eff, n_eff), (sw1, sw), None, None
+    d = DesignSums(sw1, total("sq", num), total("sc", num), sw0, total("sq", rest),
+                   total("sc", rest), n=n_den,
+                   n1=np.asarray(sum(rows[c] for c in num), dtype=np.float64),
+                   construction=construction)
+    r = d.rates(confidence_level)
+    return (r.k, r.n), (sw1, sw), d, r.thin
 
 
 def _accepts_weight(f: Callable[..., Any]) -> bool:

@@ -610,44 +610,18 @@ class AuditFrame:
         npos = count(pred)
         self._counts["selection_rate"] = (npos, size)
         self._wsums: list[tuple[npt.NDArray[np.float64], ...]] = []
-        if w is not None:  # weighted rates as Kish effective counts (floats)
-            def kish(x: Any, d: Any) -> Any:
-                xf, dm = np.asarray(x, dtype=np.float64), np.asarray(d, dtype=bool)
-                ke, ne, swx, sw = dropin.kish_counts(xf, dm, w, codes, g)
-                self._wsums.append((swx, sw))
-                if self.weighted_interval == "kish-wilson":
-                    return ke, ne
-                wd = np.where(dm, w, 0.0)
-
-                def side(power: int, on: Any) -> Any:
-                    return np.bincount(codes, weights=wd ** power * on, minlength=g)
-
-                rows = np.bincount(codes, weights=dm.astype(np.float64), minlength=g)
-                hits = np.bincount(codes, weights=dm * xf, minlength=g)
-                d = dropin.DesignSums(
-                    swx, side(2, xf), side(3, xf), sw - swx, side(2, 1.0 - xf),
-                    side(3, 1.0 - xf), n=rows.astype(np.float64), n1=hits.astype(np.float64),
-                    construction=self.weighted_interval)
-                r = d.rates(self.confidence_level)
-                thin_by[f"#{len(self._wsums) - 1}"] = r.thin
-                design_by[f"#{len(self._wsums) - 1}"] = d
-                return r.k, r.n
-
-            allrows = np.ones(n, dtype=bool)
-            self._counts["selection_rate"] = kish(pred, allrows)
-            if true is not None:
-                self._counts["true_positive_rate"] = kish(pred, true)
-                self._counts["false_positive_rate"] = kish(pred, ~true)
-                self._counts["positive_predictive_value"] = kish(true, pred)
-                self._counts["accuracy"] = kish(pred == true, allrows)
-                self._counts["error_rate"] = kish(pred != true, allrows)
+        if w is not None:  # weighted rates as effective counts (floats), from per-cell sums
+            sums, cells = dropin.cell_sums(codes, g, pred, true, w)
+            for rate, (num, den) in dropin.RATE_CELLS[true is not None].items():
+                counts, ws, d, thin = dropin.weighted_counts(
+                    sums, cells, num, den, self.weighted_interval, self.confidence_level)
+                self._counts[rate] = counts  # type: ignore[assignment]
+                self._wsums.append(ws)
+                if d is not None and thin is not None:
+                    design_by[rate], thin_by[rate] = d, thin
             self._weighted = dict(zip(self._counts, self._wsums, strict=True))
-            self._thin = MappingProxyType({r: thin_by[f"#{i}"]
-                                           for i, r in enumerate(self._counts)
-                                           if f"#{i}" in thin_by})
-            self._design = MappingProxyType({r: design_by[f"#{i}"]
-                                             for i, r in enumerate(self._counts)
-                                             if f"#{i}" in design_by})
+            self._thin = MappingProxyType(thin_by)
+            self._design = MappingProxyType(design_by)
             true = None  # the unweighted counts below are not used
         if true is not None:
             tp = count(pred & true)
@@ -1155,8 +1129,10 @@ class AuditFrame:
             rates=tuple(rates),
             denominators={r: {labels[i]: self._denominator(r, i) for i in idxs[r]}
                           for r in rates},
-            thin={labels[i]: thin_reason(r, self._design[r].rates(self.confidence_level), i)
-                  for r in rates if r in self._thin for i in idxs[r] if self._thin[r][i]},
+            thin={labels[i]: thin_reason(r, d, i) for r in rates
+                  if r in self._thin and self._thin[r][idxs[r]].any()
+                  for d in (self._design[r].rates(self.confidence_level),)  # once a rate
+                  for i in idxs[r] if self._thin[r][i]},
             plan_inputs=self._plan_inputs(top, idxs[top], kind),
         )
 
