@@ -5,7 +5,7 @@ Guarantee measured (not proven; no interval can be for weights of unbounded spre
 ``design`` interval (the union of Korn-Graubard's Clopper-Pearson at a design effective size and
 Hall's skewness-corrected t; no interval where a side weighs as fewer than 2 effective
 instances) covers >= 0.94 in every cell of ``experiments/stats/weighted_coverage.py`` (4,000
-samples each, ``docs/stats.md``). Here three cells with 1,500 samples must reach 0.93, and where
+samples each, ``docs/stats.md``). Here four cells with 1,500 samples must reach 0.93, and where
 the weights depend on the outcome the constructions kept by name must be seen to fall short, so
 the test tells them apart. The formulas are checked against a brute-force inversion on a tiny
 sample, and the side rule exactly at its threshold.
