@@ -83,7 +83,7 @@ def audit_predictions(
         Scores in [0, 1] (for ``score-gap``).
     sample_weight_col : str, optional
         Instance weights: every rate is weighted (fairlearn's ``sample_params``), its interval
-        Korn-Graubard's at a design effective size (:mod:`fairprobe.stats.dropin`), the
+        design-based (:func:`fairprobe.stats.dropin.design_rates`), the
         summaries ``bonferroni`` (an ``exact``
         ``method`` becomes ``bonferroni``; weighted counts are not integers).
     pos_label : scalar, optional

@@ -97,9 +97,10 @@ def predictions_audit(
     print_group_audit(result, console)
     if sample_weight_col is not None:
         console.print(f"weighted by {sample_weight_col}: rates are weighted, their intervals "
-                      "Korn-Graubard's Clopper-Pearson at a design effective size (capped by "
-                      "Kish's; asymptotic, none where a side weighs under 5 effective "
-                      "instances), summaries bonferroni", soft_wrap=True)
+                      "design-based (Korn-Graubard's Clopper-Pearson at a design effective "
+                      "size joined with Hall's skewness-corrected t; asymptotic, none where a "
+                      "side weighs under 2 effective instances), summaries bonferroni",
+                      soft_wrap=True)
     console.print(f"predictions: {result.queried} of {job.rows} rows of {predictions} "
                   f"({job.files} file(s), sha256 {job.sha256[:12]}...), nothing paid")
     if time_col is not None:

@@ -104,9 +104,10 @@ def sum_columns(spec: CountSpec) -> tuple[str, ...]:
     """The sums kept per group for ``spec``.
 
     ``n`` rows, ``sp`` = sum(y_pred), ``st`` = sum(y_true), ``stp`` = sum(y_pred y_true) (the
-    integer cells follow exactly by inclusion-exclusion); with weights, ``sw<cell>`` = sum(w) and
-    ``sq<cell>`` = sum(w^2) over each ``(y_pred, y_true)`` cell (:func:`weight_cells`; kept per
-    cell, not as differences, so that no float sum cancels); with scores ``s1`` = sum(s),
+    integer cells follow exactly by inclusion-exclusion); with weights, ``sw<cell>`` = sum(w),
+    ``sq<cell>`` = sum(w^2) and ``sc<cell>`` = sum(w^3) over each ``(y_pred, y_true)`` cell
+    (:func:`weight_cells`; kept per cell, not as differences, so that no float sum cancels; the
+    cubes give the skewness the weighted intervals correct for); with scores ``s1`` = sum(s),
     ``s2`` = sum(s^2).
     """
     cols = ["n", "sp"]
@@ -114,7 +115,7 @@ def sum_columns(spec: CountSpec) -> tuple[str, ...]:
         cols += ["st", "stp"]
     if spec.weight is not None:
         cells = [c for c, _, _ in weight_cells(spec)]
-        cols += [f"sw{c}" for c in cells] + [f"sq{c}" for c in cells]
+        cols += [f"{pre}{c}" for pre in WEIGHT_SUMS for c in cells]
     if spec.score is not None:
         cols += ["s1", "s2"]
     return tuple(cols)
@@ -128,6 +129,8 @@ def weight_cells(spec: CountSpec) -> list[tuple[str, int, int | None]]:
     return [(f"{p}{t}", p, t) for p in (0, 1) for t in (0, 1)]
 
 
+#: The weighted sums kept per cell: sum(w), sum(w^2), sum(w^3).
+WEIGHT_SUMS = ("sw", "sq", "sc")
 #: Sums that are integer counts (kept as int64, exact).
 INTEGER_SUMS = frozenset({"n", "sp", "st", "stp"})
 
@@ -257,6 +260,9 @@ class GroupCounts:
         if not isinstance(d, dict) or d.get("schema") != COUNTS_SCHEMA:
             raise DataError(f"not a fairprobe counts document (schema {COUNTS_SCHEMA!r}).")
         spec = CountSpec.from_dict(d["spec"])
+        if spec.weight is not None and not any(str(c).startswith("sc") for c in d["columns"]):
+            raise DataError("these weighted counts lack the per-cell sums of cubed weights (sc...) "
+                            "the weighted intervals need: count the rows again.")
         table = pd.DataFrame(d["rows"], columns=d["columns"])
         if spec.window is not None and len(table):
             table[WINDOW] = pd.to_datetime(table[WINDOW])

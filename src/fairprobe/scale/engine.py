@@ -452,7 +452,7 @@ def _duckdb_exprs(spec: CountSpec, types: dict[str, str]
         checks += ["count(*) - count(w) AS fpc_weight_nulls", "min(w) AS fpc_weight_min",
                    "max(w) AS fpc_weight_max"]
         cells = weight_cells(spec)
-        for pre, w in (("sw", "w"), ("sq", "w * w")):
+        for pre, w in (("sw", "w"), ("sq", "w * w"), ("sc", "w * w * w")):
             for suffix, pv, tv in cells:
                 aggs.append(f"fsum({w} * {_cell_sql(pv, tv)}) AS {pre}{suffix}")
     if spec.score is not None:
@@ -594,7 +594,7 @@ def _pandas_partial(df: pd.DataFrame, spec: CountSpec
         nulls = int(np.isnan(w).sum())
         checks["weight"] = {"nulls": nulls, "min": float(np.nanmin(w)) if n > nulls else None,
                             "max": float(np.nanmax(w)) if n > nulls else None}
-        for pre, wx in (("sw", w), ("sq", w * w)):
+        for pre, wx in (("sw", w), ("sq", w * w), ("sc", w * w * w)):
             for suffix, pv, tv in weight_cells(spec):
                 ind = p if pv else 1 - p
                 if tv is not None:

@@ -3,9 +3,10 @@
 The frame's constructor reduces its rows to per-group sums (``np.bincount``) and computes every
 rate, interval and summary from those sums only. Here the same sums come from a
 :class:`~fairprobe.scale.counts.GroupCounts`: integer cells for the unweighted rates (so the
-``exact`` simultaneous intervals apply unchanged), Kish's effective counts from the per-cell
-sums of weights and squared weights, means and variances from the sums of scores and squared
-scores. ``tests/scale/test_engine.py`` checks the findings equal the in-memory frame's.
+``exact`` simultaneous intervals apply unchanged), the weighted rates from the per-cell sums
+of weights, squared and cubed weights through the constructor's own
+:func:`fairprobe.stats.dropin.weighted_counts`, means and variances from the sums of scores and
+squared scores. ``tests/scale/test_engine.py`` checks the findings equal the in-memory frame's.
 """
 
 from __future__ import annotations
@@ -18,26 +19,13 @@ import numpy.typing as npt
 
 from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.errors import DataError
-from fairprobe.scale.counts import GroupCounts
+from fairprobe.scale.counts import WEIGHT_SUMS, GroupCounts
 
 __all__ = ["FRAME_OPTIONS", "frame_from_counts"]
 
 #: The constructor options that apply to a frame of counts.
 FRAME_OPTIONS = ("min_group_size", "confidence_level", "group_interval", "method", "reference",
-                 "tolerance", "threshold", "max_groups", "max_listed_pairs")
-
-
-def _kish(swx: npt.NDArray[np.float64], sw: npt.NDArray[np.float64],
-          sw2: npt.NDArray[np.float64], n_den: npt.NDArray[np.int64]
-          ) -> tuple[tuple[npt.NDArray[np.float64], ...], tuple[npt.NDArray[np.float64], ...]]:
-    """``(k_eff, n_eff)`` and ``(sum w x, sum w)`` of a weighted rate: ``n_eff = (sum w)^2 /
-    sum w^2``, ``k_eff = p_w n_eff`` (as :func:`fairprobe.stats.dropin.kish_counts`), zero where
-    the group has no row in the denominator (``n_den``, the integer count)."""
-    ok = (n_den > 0) & (sw2 > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        n_eff = np.where(ok, sw * sw / sw2, 0.0)
-        p = np.where(ok & (sw > 0), swx / sw, 0.0)
-    return (p * n_eff, n_eff), (swx.astype(np.float64), sw.astype(np.float64))
+                 "tolerance", "threshold", "max_groups", "max_listed_pairs", "weighted_interval")
 
 
 def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
@@ -46,6 +34,7 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
     Every attribute the constructor sets is set here from the sums; the attribute set is
     pinned against the constructor's by a test, so a new attribute there cannot be missed here.
     """
+    from fairprobe.stats import dropin
     from fairprobe.stats.frame import AuditFrame, check_group_limits
     from fairprobe.stats.groups import GroupLabels
     from fairprobe.stats.simultaneous import SIMULTANEOUS_METHODS
@@ -81,7 +70,8 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
     obj.group_interval = check_choice(opt["group_interval"], "group_interval", owner,
                                       ("wilson", "exact"))
     obj.method = check_choice(method, "method", owner, SIMULTANEOUS_METHODS)
-    obj.weighted_interval = "design"  # the constructor's default (design_counts below)
+    obj.weighted_interval = check_choice(opt["weighted_interval"], "weighted_interval", owner,
+                                         dropin.WEIGHTED_INTERVALS)
     obj.tolerance = check_real(opt["tolerance"], "tolerance", owner, lo=0.0)
     obj.threshold = check_real(opt["threshold"], "threshold", owner, lo=0.0, hi=1.0,
                                closed="right")
@@ -120,42 +110,28 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
         # ``sample_weight is not None``; no code indexes it without rows
         obj.sample_weight = np.zeros(0)
         col = {c: tab[c].to_numpy(dtype=np.float64) for c in tab.columns
-               if c.startswith(("sw", "sq"))}
-
-        def cells(pre: str, *names: str) -> npt.NDArray[np.float64]:
-            return np.asarray(sum(col[f"{pre}{c}"] for c in names), dtype=np.float64)
-
-        thin: list[npt.NDArray[np.bool_]] = []
-
-        def rate(num: tuple[str, ...], den: tuple[str, ...], n_den: Any) -> Any:
-            _, sums = _kish(cells("sw", *num), cells("sw", *den), cells("sq", *den),
-                            np.asarray(n_den))
-            obj._wsums.append(sums)
-            # the constructor's design-based counts, from the same per-cell sums of w and w^2
-            from fairprobe.stats.dropin import design_counts
-
-            sw1, sq1 = cells("sw", *num), cells("sq", *num)
-            kd, nd, th = design_counts(sw1, sq1, cells("sw", *den) - sw1,
-                                       cells("sq", *den) - sq1, np.asarray(n_den, dtype=float),
-                                       obj.confidence_level)
-            thin.append(th)
-            return kd, nd
-
+               if c.startswith(WEIGHT_SUMS)}
         if spec.y_true is None:
-            obj._counts["selection_rate"] = rate(("1",), ("0", "1"), size)
-        else:
-            st = tab["st"].to_numpy(dtype=np.int64)
-            allc = ("00", "01", "10", "11")
-            obj._counts["selection_rate"] = rate(("10", "11"), allc, size)
-            obj._counts["true_positive_rate"] = rate(("11",), ("01", "11"), st)
-            obj._counts["false_positive_rate"] = rate(("10",), ("00", "10"), size - st)
-            obj._counts["positive_predictive_value"] = rate(("11",), ("10", "11"), npos)
-            obj._counts["accuracy"] = rate(("00", "11"), allc, size)
-            obj._counts["error_rate"] = rate(("01", "10"), allc, size)
+            sp = tab["sp"].to_numpy(dtype=np.int64)
+            rows = {"1": sp, "0": size - sp}
+        else:  # the integer cells by inclusion-exclusion, y_pred first
+            sp, st, stp = (tab[c].to_numpy(dtype=np.int64) for c in ("sp", "st", "stp"))
+            rows = {"11": stp, "10": sp - stp, "01": st - stp, "00": size - sp - st + stp}
+        thin: dict[str, npt.NDArray[np.bool_]] = {}
+        design: dict[str, dropin.DesignSums] = {}
+        # the constructor's computation (dropin.weighted_counts), from the same per-cell sums
+        for name, (num, den) in dropin.RATE_CELLS[spec.y_true is not None].items():
+            kn, ws, d, th = dropin.weighted_counts(col, rows, num, den, obj.weighted_interval,
+                                                   obj.confidence_level)
+            obj._counts[name] = kn
+            obj._wsums.append(ws)
+            if d is not None and th is not None:
+                design[name], thin[name] = d, th
         obj._weighted = dict(zip(obj._counts, obj._wsums, strict=True))
         from types import MappingProxyType
 
-        obj._thin = MappingProxyType(dict(zip(obj._counts, thin, strict=True)))
+        obj._thin = MappingProxyType(thin)
+        obj._design = MappingProxyType(design)
     else:
         obj.sample_weight = None
         obj._counts["selection_rate"] = (npos, size)

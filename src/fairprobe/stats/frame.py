@@ -444,10 +444,11 @@ class AuditFrame:
         weighted, its interval chosen by ``weighted_interval``, and the summaries use
         ``method="bonferroni"`` on the effective counts (see :mod:`fairprobe.stats.dropin`;
         coverage measured in ``docs/stats.md``).
-    weighted_interval : {"design", "kish-wilson"}
-        Interval of a weighted rate: Korn-Graubard's Clopper-Pearson at a design effective size
-        (default; undetermined where a side's weights are too few,
-        :func:`fairprobe.stats.dropin.design_counts`), or Wilson's at Kish's effective size.
+    weighted_interval : {"design", "korn-graubard", "kish-wilson"}
+        Interval of a weighted rate: the union of Korn-Graubard's Clopper-Pearson at a design
+        effective size and Hall's skewness-corrected t (default; undetermined where a side's
+        weights are too few, :func:`fairprobe.stats.dropin.design_rates`), Korn-Graubard's
+        alone, or Wilson's at Kish's effective size.
     metrics : callable, list or dict of callables, optional
         MetricFrame's ``metrics``: ``by_group`` then holds exactly these columns. fairlearn's and
         scikit-learn's rate functions are computed vectorised; other callables
@@ -484,10 +485,12 @@ class AuditFrame:
     ``tests/stats/test_migration.py``.
     """
 
-    #: Per weighted rate (``design`` interval), the groups whose interval is not reported (too
-    #: few effective instances on one side of the rate): their rate is undetermined. Empty for
-    #: unweighted rates and for frames built from counts.
+    #: Per weighted rate (design-based intervals), the groups whose interval is not reported
+    #: (too few effective instances on one side of the rate): their rate is undetermined.
+    #: Empty for unweighted rates.
     _thin: Mapping[str, npt.NDArray[np.bool_]] = MappingProxyType({})
+    #: Per weighted rate (design-based intervals), the per-group sums its interval comes from.
+    _design: Mapping[str, Any] = MappingProxyType({})
 
     def __init__(
         self,
@@ -552,6 +555,7 @@ class AuditFrame:
         self.weighted_interval = check_choice(weighted_interval, "weighted_interval", owner,
                                               dropin.WEIGHTED_INTERVALS)
         thin_by: dict[str, npt.NDArray[np.bool_]] = {}
+        design_by: dict[str, dropin.DesignSums] = {}
         self.method = check_choice(method, "method", owner, SIMULTANEOUS_METHODS)
         self.tolerance = check_real(tolerance, "tolerance", owner, lo=0.0)
         self.threshold = check_real(threshold, "threshold", owner, lo=0.0, hi=1.0,
@@ -606,34 +610,18 @@ class AuditFrame:
         npos = count(pred)
         self._counts["selection_rate"] = (npos, size)
         self._wsums: list[tuple[npt.NDArray[np.float64], ...]] = []
-        if w is not None:  # weighted rates as Kish effective counts (floats)
-            def kish(x: Any, d: Any) -> Any:
-                xf, dm = np.asarray(x, dtype=np.float64), np.asarray(d, dtype=bool)
-                ke, ne, swx, sw = dropin.kish_counts(xf, dm, w, codes, g)
-                self._wsums.append((swx, sw))
-                if self.weighted_interval == "kish-wilson":
-                    return ke, ne
-                wd = np.where(dm, w, 0.0)
-                sq1 = np.bincount(codes, weights=wd * wd * xf, minlength=g)
-                sq0 = np.bincount(codes, weights=wd * wd * (1.0 - xf), minlength=g)
-                nd = np.bincount(codes, weights=dm.astype(np.float64), minlength=g)
-                kd, nsd, thin = dropin.design_counts(swx, sq1, sw - swx, sq0, nd,
-                                                     self.confidence_level)
-                thin_by[f"#{len(self._wsums) - 1}"] = thin
-                return kd, nsd
-
-            allrows = np.ones(n, dtype=bool)
-            self._counts["selection_rate"] = kish(pred, allrows)
-            if true is not None:
-                self._counts["true_positive_rate"] = kish(pred, true)
-                self._counts["false_positive_rate"] = kish(pred, ~true)
-                self._counts["positive_predictive_value"] = kish(true, pred)
-                self._counts["accuracy"] = kish(pred == true, allrows)
-                self._counts["error_rate"] = kish(pred != true, allrows)
+        if w is not None:  # weighted rates as effective counts (floats), from per-cell sums
+            sums, cells = dropin.cell_sums(codes, g, pred, true, w)
+            for rate, (num, den) in dropin.RATE_CELLS[true is not None].items():
+                counts, ws, d, thin = dropin.weighted_counts(
+                    sums, cells, num, den, self.weighted_interval, self.confidence_level)
+                self._counts[rate] = counts  # type: ignore[assignment]
+                self._wsums.append(ws)
+                if d is not None and thin is not None:
+                    design_by[rate], thin_by[rate] = d, thin
             self._weighted = dict(zip(self._counts, self._wsums, strict=True))
-            self._thin = MappingProxyType({r: thin_by[f"#{i}"]
-                                           for i, r in enumerate(self._counts)
-                                           if f"#{i}" in thin_by})
+            self._thin = MappingProxyType(thin_by)
+            self._design = MappingProxyType(design_by)
             true = None  # the unweighted counts below are not used
         if true is not None:
             tp = count(pred & true)
@@ -692,7 +680,9 @@ class AuditFrame:
         engine over files or frames, merged, or loaded): the same by-group table, summaries and
         verdicts as the frame of the rows, without the rows. ``options``: ``min_group_size``,
         ``confidence_level``, ``group_interval``, ``method``, ``reference``, ``tolerance``,
-        ``threshold`` (defaults as the constructor's). See :mod:`fairprobe.scale.frame`."""
+        ``threshold``, ``max_groups``, ``max_listed_pairs``, ``weighted_interval`` (defaults as
+        the constructor's; weighted counts keep the per-cell sums of ``w``, ``w^2``, ``w^3``
+        that every ``weighted_interval`` needs). See :mod:`fairprobe.scale.frame`."""
         from fairprobe.scale.frame import frame_from_counts
 
         return frame_from_counts(cls, counts, **options)
@@ -725,11 +715,11 @@ class AuditFrame:
         k, n = self._counts[rate]
         nn = np.maximum(n, 1)
         fn = wilson_interval if self.group_interval == "wilson" else clopper_pearson_interval
-        if rate in self._thin:  # weighted, design-based: Korn-Graubard's Clopper-Pearson
-            fn = clopper_pearson_interval
-        lo, hi = fn(k, nn, self.confidence_level)
-        if rate in self._thin:  # too few effective instances on a side: nothing reported
-            lo, hi = np.where(self._thin[rate], 0.0, lo), np.where(self._thin[rate], 1.0, hi)
+        if rate in self._design:  # weighted, design-based ([0, 1] where a side is too thin)
+            d = self._design[rate].rates(self.confidence_level)
+            lo, hi = d.low, d.high
+        else:
+            lo, hi = fn(k, nn, self.confidence_level)
         return np.where(n > 0, lo, np.nan), np.where(n > 0, hi, np.nan)
 
     def _check_rate(self, rate: str) -> str:
@@ -1055,7 +1045,7 @@ class AuditFrame:
         return out  # type: ignore[no-any-return]
 
     def _summary(self, name: str, threshold: float | None) -> GroupSummary:
-        from fairprobe.stats.dropin import MIN_SIDE
+        from fairprobe.stats.dropin import thin_reason
 
         if self.control_names:
             return self._control_summary(name, threshold)
@@ -1139,9 +1129,10 @@ class AuditFrame:
             rates=tuple(rates),
             denominators={r: {labels[i]: self._denominator(r, i) for i in idxs[r]}
                           for r in rates},
-            thin={labels[i]: (f"the weighted {r}'s positives or negatives weigh as fewer than "
-                              f"{MIN_SIDE:g} effective instances")
-                  for r in rates if r in self._thin for i in idxs[r] if self._thin[r][i]},
+            thin={labels[i]: thin_reason(r, d, i) for r in rates
+                  if r in self._thin and self._thin[r][idxs[r]].any()
+                  for d in (self._design[r].rates(self.confidence_level),)  # once a rate
+                  for i in idxs[r] if self._thin[r][i]},
             plan_inputs=self._plan_inputs(top, idxs[top], kind),
         )
 
