@@ -65,7 +65,7 @@ def test_joint_interval_agrees_with_the_test() -> None:
     ns, nr, tau, gamma = 400, 5_000, 0.05, 1e-6
     ks, kr = rng.binomial(ns, 0.45, 40), rng.binomial(nr, 0.3, 40)
     a = 1e-3
-    p = joint_pvalues(ks, ns, kr, nr, tau, gamma)
+    p = joint_pvalues(ks, ns, kr, nr, tau, gamma, sharp_at=[a])
     lo, hi = joint_interval(ks, ns, kr, nr, 1 - a, gamma, tau=tau)
     rejected = p <= a
     assert rejected.any() and (~rejected).any()

@@ -347,9 +347,10 @@ def joint_pvalues(ks: npt.ArrayLike, ns: npt.ArrayLike, kr: npt.ArrayLike, nr: n
 
 def joint_interval(ks: npt.ArrayLike, ns: npt.ArrayLike, kr: npt.ArrayLike, nr: npt.ArrayLike,
                    level: float, gamma: npt.ArrayLike, *, tau: float = 0.0,
-                   iterations: int = 24) -> tuple[FloatArray, FloatArray]:
+                   iterations: int = 16) -> tuple[FloatArray, FloatArray]:
     """The gap's interval at ``level`` matching the joint test: on the side of the observed
-    gap, the largest ``t`` with ``p(t) <= 1 - level`` (found by bisection; the p-value grows
+    gap, the largest ``t`` with ``p(t) <= 1 - level`` (found by bisection to ``|gap| / 2^16``,
+    below the fourth decimal, from below, so never too far out; the p-value grows
     with ``t``, and ``P(t_hat > |gap|) <= 1 - level``: a lower confidence bound on ``|gap|``);
     on the far side, the rates' Clopper-Pearson bounds at ``1 - (1 - level) / 2`` each. A
     subgroup rejected at ``a = 1 - level`` has its near end at or beyond ``tau`` (the search
@@ -363,9 +364,10 @@ def joint_interval(ks: npt.ArrayLike, ns: npt.ArrayLike, kr: npt.ArrayLike, nr: 
     lo_t = np.where(at_tau, np.minimum(tau, hi_t), 0.0)
     ok0 = at_tau | _decided(k1, n1, k2, n2, np.zeros(k1.shape), g, a)
     for _ in range(iterations):
-        # one refinement is enough here: a coarser p-value only moves the bound inwards
+        # unrefined: a larger p-value only moves the near end towards zero (still valid), by
+        # a fraction of a standard error, at a sixteenth of the cost
         mid = (lo_t + hi_t) / 2.0
-        ok = _decided(k1, n1, k2, n2, mid, g, a, levels=1)
+        ok = _decided(k1, n1, k2, n2, mid, g, a, levels=0)
         lo_t = np.where(ok, mid, lo_t)
         hi_t = np.where(ok, hi_t, mid)
     near = np.where(ok0, lo_t, 0.0)
