@@ -61,7 +61,9 @@ def main() -> None:
         kr = rng.binomial(nr, BASE, args.draws)
         row: dict[str, Any] = {"share": share, "gap": gap, "tolerance": tau, "rows": ns,
                                "draws": args.draws, "m": M, "fdr": Q}
-        joint = joint_pvalues(ks, ns, kr, nr, tau, joint_gamma(Q, M), cap=Q)
+        # refined wherever the bracket of a p-value holds one of the two thresholds
+        joint = joint_pvalues(ks, ns, kr, nr, tau, joint_gamma(Q, M), cap=Q,
+                              sharp_at=[Q / M, Q / (M * harmonic(M))])
         box = box_pvalues(ks, ns, kr, nr, tau, cap=Q)
         for method, first in (("holm", Q / M), ("by", Q / (M * harmonic(M)))):
             split = split_pvalues(ks, ns, kr, nr, tau, first_gamma(method, Q, M, ns, nr))
