@@ -177,9 +177,11 @@ def _same_label(u: Any, v: Any) -> bool:
 MAX_LISTED_PAIRS = 100
 
 #: Groups an audit compares at most (``max_groups``; on the command line the environment
-#: variable ``FAIRPROBE_MAX_GROUPS``): the pairwise family is computed as arrays of k(k-1)/2
-#: entries, about 100 bytes a pair, so 2,000 groups take about 200 MB. A larger grouping is
-#: refused with the key to raise rather than running out of memory.
+#: variable ``FAIRPROBE_MAX_GROUPS``). A pairwise family keeps per-group arrays, so memory is
+#: linear in the groups, and an exact family's worst pair and listing take O(k log k); but a
+#: family computed pair by pair (``method="bonferroni"``, mean scores) takes time quadratic in
+#: the groups (k(k-1)/2 score intervals), and the JSON lists every group. A larger grouping is
+#: refused with the key to raise rather than running for hours.
 MAX_GROUPS = 2000
 MAX_GROUPS_ENV = "FAIRPROBE_MAX_GROUPS"
 
@@ -196,8 +198,8 @@ def check_group_limits(n_groups: int, max_groups: Any, max_listed_pairs: Any,
         raise DataError(
             f"the sensitive features define {n_groups:,} groups, more than max_groups = {mg:,} "
             f"(environment variable {MAX_GROUPS_ENV}; the library's max_groups=): the pairwise "
-            "family needs memory quadratic in the groups. Raise it if that is intended, or "
-            "audit a coarser grouping.")
+            "families computed pair by pair take time quadratic in the groups. Raise it if "
+            "that is intended, or audit a coarser grouping.")
     return mg, mp
 
 
@@ -455,9 +457,10 @@ class AuditFrame:
         fairlearn's bootstrap quantiles (with ``n_boot`` and ``random_state``); the intervals of
         ``to_frame()`` and the summaries need no resampling.
     max_groups : int, optional
-        Most groups compared (default ``$FAIRPROBE_MAX_GROUPS``, else 2,000): the pairwise
-        family takes memory quadratic in the groups, so a larger grouping raises
-        :class:`~fairprobe.errors.DataError` naming the key instead of exhausting memory.
+        Most groups compared (default ``$FAIRPROBE_MAX_GROUPS``, else 2,000): memory is
+        linear in the groups, but a family computed pair by pair (Bonferroni, mean scores)
+        takes time quadratic in them, so a larger grouping raises
+        :class:`~fairprobe.errors.DataError` naming the key instead of running for hours.
     max_listed_pairs : int
         Most pairs a summary lists (default 100, every pair of up to 14 groups); the verdict and
         intervals use every pair whatever this is. Keeps the output linear in the groups.
