@@ -1150,9 +1150,9 @@ class AuditFrame:
         if nn.sum() <= 0:
             return None
         rows = float(self.groups.sizes[idx].sum())
+        labels = self.groups.labels  # built once: it is a new tuple of k labels per access
         out: dict[str, Any] = {
-            "shares": {self.groups.labels[i]: float(x / nn.sum()) for i, x in zip(idx, nn,
-                                                                                strict=True)},
+            "shares": {labels[i]: float(x / nn.sum()) for i, x in zip(idx, nn, strict=True)},
             "base_rate": float(kk.sum() / nn.sum()), "queried": rows,
             "label_rate": float(nn.sum() / rows) if rate == "true_positive_rate" else 1.0,
 }
