@@ -246,7 +246,7 @@ class GroupSummary:
         Pairs of compared groups (each orientation once): estimate and simultaneous interval,
         per rate. Every pair when there are at most ``max_listed_pairs`` of them (all pairs of up
         to 14 groups), else the ``max_listed_pairs`` with the largest gaps (smallest ratios),
-        largest first: the verdict uses every pair, the listing keeps the output linear in
+        largest first, ties in rate order then pair order: the verdict uses every pair, the listing keeps the output linear in
         the number of groups.
     pairs_total : int
         How many pairs there are over all rates (``len(pairs)`` when none was left out).
