@@ -115,3 +115,22 @@ def test_cli_many_groups_linear_output_and_one_line_refusal(tmp_path: Path) -> N
     assert r.returncode == 2
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and MAX_GROUPS_ENV in lines[0] and "Traceback" not in r.stderr
+
+
+def test_memory_is_linear_in_the_groups() -> None:
+    """10,000 groups: the families of ``dp`` and ``eodds`` would hold 50 million pairs each
+    (gigabytes as arrays); the summaries take a few MB, and agree with the cap's 100 pairs."""
+    import tracemalloc
+
+    df = _data(10_000, 2, seed=4)
+    frame = AuditFrame(y_pred=df["p"], y_true=df["y"], sensitive_features=df["g"],
+                       min_group_size=1, max_groups=10_000)
+    tracemalloc.start()
+    try:
+        for metric in ("dp", "eodds"):
+            s = frame.summary(metric)
+            assert len(s.pairs) == MAX_LISTED_PAIRS and s.pairs_total >= 10_000 * 9_999 // 2
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 80e6, peak

@@ -31,6 +31,7 @@ from fairprobe.stats.intervals import wilson_interval
 from fairprobe.stats.simultaneous import (
     SIMULTANEOUS_METHODS,
     FamilyIntervals,
+    extreme_pairs,
     family_intervals,
     mean_family_intervals,
     worst_pair,
@@ -176,9 +177,11 @@ def _same_label(u: Any, v: Any) -> bool:
 MAX_LISTED_PAIRS = 100
 
 #: Groups an audit compares at most (``max_groups``; on the command line the environment
-#: variable ``FAIRPROBE_MAX_GROUPS``): the pairwise family is computed as arrays of k(k-1)/2
-#: entries, about 100 bytes a pair, so 2,000 groups take about 200 MB. A larger grouping is
-#: refused with the key to raise rather than running out of memory.
+#: variable ``FAIRPROBE_MAX_GROUPS``). A pairwise family keeps per-group arrays, so memory is
+#: linear in the groups, and an exact family's worst pair and listing take O(k log k); but a
+#: family computed pair by pair (``method="bonferroni"``, mean scores) takes time quadratic in
+#: the groups (k(k-1)/2 score intervals), and the JSON lists every group. A larger grouping is
+#: refused with the key to raise rather than running for hours.
 MAX_GROUPS = 2000
 MAX_GROUPS_ENV = "FAIRPROBE_MAX_GROUPS"
 
@@ -195,32 +198,18 @@ def check_group_limits(n_groups: int, max_groups: Any, max_listed_pairs: Any,
         raise DataError(
             f"the sensitive features define {n_groups:,} groups, more than max_groups = {mg:,} "
             f"(environment variable {MAX_GROUPS_ENV}; the library's max_groups=): the pairwise "
-            "family needs memory quadratic in the groups. Raise it if that is intended, or "
-            "audit a coarser grouping.")
+            "families computed pair by pair take time quadratic in the groups. Raise it if "
+            "that is intended, or audit a coarser grouping.")
     return mg, mp
 
 
-def _listed_pairs(fams: Mapping[str, Any], cap: int) -> list[tuple[str, int]]:
-    """``(rate, pair index)`` of the pairs a summary lists: all, in order, when they fit in
+def _listed_pairs(fams: Mapping[str, FamilyIntervals], cap: int) -> list[tuple[str, int, int]]:
+    """``(rate, i1, i2)`` of the pairs a summary lists: all, in order, when they fit in
     ``cap``; else the ``cap`` largest gaps (differences, by absolute value) or smallest ratios
-    (either orientation) over all rates, most extreme first."""
-    total = sum(int(f.i1.size) for f in fams.values())
-    if total <= cap:
-        return [(r, j) for r, f in fams.items() for j in range(int(f.i1.size))]
-    cand: list[tuple[float, str, int]] = []
-    for r, f in fams.items():
-        est = np.asarray(f.est, dtype=np.float64)
-        if f.kind == "difference":
-            sev = np.abs(est)
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                sev = -np.minimum(est, 1.0 / est)
-        sev = np.where(np.isnan(sev), -np.inf, sev)
-        top = np.sort(np.argpartition(-sev, cap - 1)[:cap]) if sev.size > cap \
-            else np.arange(sev.size)
-        cand += [(float(sev[j]), r, int(j)) for j in top]
-    cand.sort(key=lambda c: -c[0])  # stable: ties keep rate order, then pair order
-    return [(r, j) for _, r, j in cand[:cap]]
+    (either orientation) over all rates, most extreme first, ties in rate order and then pair
+    order (:func:`fairprobe.stats.simultaneous.extreme_pairs`, without forming the pairs)."""
+    rates = list(fams)
+    return [(rates[r], a, b) for r, a, b in extreme_pairs([fams[r] for r in rates], cap)]
 
 
 def _json(x: float) -> float | None:
@@ -257,7 +246,7 @@ class GroupSummary:
         Pairs of compared groups (each orientation once): estimate and simultaneous interval,
         per rate. Every pair when there are at most ``max_listed_pairs`` of them (all pairs of up
         to 14 groups), else the ``max_listed_pairs`` with the largest gaps (smallest ratios),
-        largest first: the verdict uses every pair, the listing keeps the output linear in
+        largest first, ties in rate order then pair order: the verdict uses every pair, the listing keeps the output linear in
         the number of groups.
     pairs_total : int
         How many pairs there are over all rates (``len(pairs)`` when none was left out).
@@ -469,9 +458,10 @@ class AuditFrame:
         fairlearn's bootstrap quantiles (with ``n_boot`` and ``random_state``); the intervals of
         ``to_frame()`` and the summaries need no resampling.
     max_groups : int, optional
-        Most groups compared (default ``$FAIRPROBE_MAX_GROUPS``, else 2,000): the pairwise
-        family takes memory quadratic in the groups, so a larger grouping raises
-        :class:`~fairprobe.errors.DataError` naming the key instead of exhausting memory.
+        Most groups compared (default ``$FAIRPROBE_MAX_GROUPS``, else 2,000): memory is
+        linear in the groups, but a family computed pair by pair (Bonferroni, mean scores)
+        takes time quadratic in them, so a larger grouping raises
+        :class:`~fairprobe.errors.DataError` naming the key instead of running for hours.
     max_listed_pairs : int
         Most pairs a summary lists (default 100, every pair of up to 14 groups); the verdict and
         intervals use every pair whatever this is. Keeps the output linear in the groups.
@@ -986,10 +976,8 @@ class AuditFrame:
         from dataclasses import replace
 
         t = thin[idx]
-        pt = np.array([t[a] or t[b] for a, b in fam.pairs])
         full = (-1.0, 1.0) if kind == "difference" else (0.0, np.inf)
-        return replace(fam, low=np.where(pt, full[0], fam.low), high=np.where(pt, full[1], fam.high),
-                       rest_low=np.where(t, full[0], fam.rest_low),
+        return replace(fam, thin=t, rest_low=np.where(t, full[0], fam.rest_low),
                        rest_high=np.where(t, full[1], fam.rest_high))
 
     def _compared(self, rates: Sequence[str]) -> tuple[npt.NDArray[np.int64], dict[str, str]]:
@@ -1089,14 +1077,22 @@ class AuditFrame:
         vs_rest: list[dict[str, Any]] = []
         vs_ref: list[dict[str, Any]] = []
         all_pairs: list[dict[str, Any]] = []
-        pairs_total = sum(int(f.i1.size) for f in fams.values())
-        for r, j in _listed_pairs(fams, self.max_listed_pairs):
-            f, idx = fams[r], idxs[r]
-            p1, p2 = int(f.i1[j]), int(f.i2[j])
+        pairs_total = sum(f.n_pairs for f in fams.values())
+        listed = _listed_pairs(fams, self.max_listed_pairs)
+        found: dict[tuple[str, int, int], tuple[float, float, float]] = {}
+        for r, f in fams.items():  # the listed pairs' intervals, one call per rate
+            a = np.array([q[1] for q in listed if q[0] == r], dtype=np.int64)
+            b = np.array([q[2] for q in listed if q[0] == r], dtype=np.int64)
+            if a.size:
+                found.update(zip(((r, x, y) for x, y in zip(a.tolist(), b.tolist(),
+                                                             strict=True)),
+                                 zip(*f.pairs_for(a, b), strict=True), strict=True))
+        for r, p1, p2 in listed:
+            idx = idxs[r]
+            e, lo_, hi_ = found[(r, p1, p2)]
             all_pairs.append({"groups": [labels[idx[p1]], labels[idx[p2]]], "rate": r,
-                              "estimate": _json(f.est[j]),
-                              "interval": _interval(f.low[j], f.high[j],
-                                                    self.confidence_level, smethod)})
+                              "estimate": _json(e),
+                              "interval": _interval(lo_, hi_, self.confidence_level, smethod)})
         for r, f in fams.items():
             idx = idxs[r]
             for j, gi in enumerate(idx):
@@ -1106,16 +1102,14 @@ class AuditFrame:
                                                       self.confidence_level, smethod)})
             if self.reference is not None and self.reference in idx:
                 ref = int(np.flatnonzero(idx == self.reference)[0])
-                _, est, lo, hi = f._ordered_arrays()
-                m = f.i1.size
-                # the ordered pairs (g, ref): pair j = (i1, i2) read as is when i2 is the
-                # reference, reversed (entry m + j) when i1 is
-                for j in np.flatnonzero(f.i2 == ref).tolist() + \
-                        (m + np.flatnonzero(f.i1 == ref)).tolist():
-                    g_ = int(f.i1[j] if j < m else f.i2[j - m])
+                # the ordered pairs (g, ref): the groups before the reference, then after it
+                others = np.concatenate([np.arange(ref), np.arange(ref + 1, idx.size)])
+                est, lo, hi = f.ordered_for(others, np.full(others.size, ref))
+                for g_, e, lo_, hi_ in zip(others.tolist(), est.tolist(), lo.tolist(),
+                                           hi.tolist(), strict=True):
                     vs_ref.append({"group": labels[idx[g_]], "reference": labels[idx[ref]],
-                                   "rate": r, "estimate": _json(est[j]),
-                                   "interval": _interval(lo[j], hi[j],
+                                   "rate": r, "estimate": _json(e),
+                                   "interval": _interval(lo_, hi_,
                                                          self.confidence_level, smethod)})
         return GroupSummary(
             metric=name, kind=kind, estimate=float(w["estimate"]),
@@ -1147,9 +1141,9 @@ class AuditFrame:
         if nn.sum() <= 0:
             return None
         rows = float(self.groups.sizes[idx].sum())
+        labels = self.groups.labels  # built once: it is a new tuple of k labels per access
         out: dict[str, Any] = {
-            "shares": {self.groups.labels[i]: float(x / nn.sum()) for i, x in zip(idx, nn,
-                                                                                strict=True)},
+            "shares": {labels[i]: float(x / nn.sum()) for i, x in zip(idx, nn, strict=True)},
             "base_rate": float(kk.sum() / nn.sum()), "queried": rows,
             "label_rate": float(nn.sum() / rows) if rate == "true_positive_rate" else 1.0,
 }

@@ -354,18 +354,29 @@ def grid_table(views: list[dict[str, Any]], group_col: str, reference: Any) -> T
     comparison's simultaneous interval against the metric's threshold."""
     from fairprobe.stats.finding import decide
 
-    groups: list[str] = []
-    for v in views:
-        for r in v["rows"]:
-            if r["group"] not in groups:
-                groups.append(r["group"])
+    # lookups by group, not a scan per group: with thousands of groups a scan is quadratic
+    groups = list(dict.fromkeys(r["group"] for v in views for r in v["rows"]))
     ref = str(reference) if reference is not None else None
+
+    def first_by_group(items: Any, rate: Any) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for x in items or []:
+            if x.get("rate") == rate:
+                out.setdefault(str(x.get("group")), x)
+        return out
+
+    by_row: list[dict[str, dict[str, Any]]] = [{} for _ in views]
+    for d, v in zip(by_row, views, strict=True):
+        for x in v["rows"]:
+            d.setdefault(x["group"], x)
+    vs_ref = [first_by_group(v.get("vs_reference") if ref else None, v["rate"]) for v in views]
+    vs_rest = [first_by_group(v.get("vs_rest"), v["rate"]) for v in views]
     header = [group_col] + [metric_label(v["name"]) for v in views]
     rows, classes = [], []
     for g in groups:
         row, cls = [g + (" (reference)" if g == ref else "")], [""]
-        for v in views:
-            r = next((x for x in v["rows"] if x["group"] == g), None)
+        for vi, v in enumerate(views):
+            r = by_row[vi].get(g)
             if r is None:
                 row.append("n/a")
                 cls.append("")
@@ -374,10 +385,8 @@ def grid_table(views: list[dict[str, Any]], group_col: str, reference: Any) -> T
                 if r["low"] is not None else fmt(r["rate"], 2)
             if r["n"] is not None:
                 text += f" n={fmt(r['n'])}"
-            comp = [x for x in (v.get("vs_reference") if ref else None) or []
-                    if str(x.get("group")) == g and x.get("rate") == v["rate"]] or \
-                [x for x in v.get("vs_rest") or []
-                 if str(x.get("group")) == g and x.get("rate") == v["rate"]]
+            c0 = vs_ref[vi].get(g) or vs_rest[vi].get(g)
+            comp = [c0] if c0 is not None else []
             verdict = ""
             if r["too_small"] or g in v["excluded"]:
                 text += "; not compared"
