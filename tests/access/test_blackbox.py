@@ -431,3 +431,25 @@ def test_a_query_in_progress_is_not_counted_twice_against_the_budget() -> None:
         go.set()
         th.join()
     assert first == [20] and bb.spent == be.paid == 40 and bb.remaining == 10
+
+
+def test_a_lost_ctrl_c_stops_the_next_paid_batch_and_keeps_what_was_paid() -> None:
+    # the CLI's SIGINT handler sets the flag before raising; if a finaliser swallows the raise,
+    # the next batch raises it again, after the answers already paid are kept
+    from fairprobe import _interrupt
+
+    class Flagging(Counting):
+        def ask(self, records: Sequence[Record]) -> list[Answer]:
+            out = super().ask(records)
+            _interrupt.REQUESTED.set()  # Ctrl-C during the first batch, its exception lost
+            return out
+
+    bb = BlackBox(Flagging(max_batch=5))
+    try:
+        with pytest.raises(_interrupt.Interrupted):
+            bb.query(recs(range(1, 21)))
+        assert bb.spent == 5  # the first batch was paid and counted, nothing after it
+    finally:
+        _interrupt.REQUESTED.clear()
+    again = BlackBox(Counting()).query(recs([1, 2]))  # cleared: library runs are unaffected
+    assert again.n_paid == 2

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from fairprobe import _interrupt
 from fairprobe._closing import Closing
 from fairprobe._validation import check_int, check_real, param_error
 from fairprobe.access.base import Answer, AnswerBatch, Backend, TransientAccessError
@@ -593,6 +594,7 @@ class BlackBox(Closing):
             with self._progress_bar(len(ukeys), len(ukeys) - len(missing)) as advance:
 
                 def pay(batch: list[int], abort: threading.Event | None) -> None:
+                    _interrupt.check()  # Ctrl-C whose exception a finaliser swallowed
                     got = self._ask([dicts[first[u]] for u in batch], abort, released)
                     self.cache.put_many(
                         identity,

@@ -19,7 +19,7 @@ from typing import Annotated
 
 import typer
 
-from fairprobe import __version__
+from fairprobe import __version__, _interrupt
 from fairprobe.errors import FairprobeError
 
 app = typer.Typer(
@@ -107,12 +107,12 @@ _DEFAULT_INTERRUPT_MESSAGE = (
 INTERRUPT_MESSAGE = _DEFAULT_INTERRUPT_MESSAGE
 
 
-class _Interrupted(BaseException):
-    """Ctrl-C, raised by our SIGINT handler (click would turn a KeyboardInterrupt into a silent
-    exit code 130)."""
+_Interrupted = _interrupt.Interrupted
 
 
 def _on_sigint(signum: int, frame: object) -> None:
+    # the flag survives even if the exception is raised inside a finaliser and lost there
+    _interrupt.REQUESTED.set()
     raise _Interrupted
 
 
@@ -123,6 +123,7 @@ def main(argv: list[str] | None = None) -> None:
 
     global INTERRUPT_MESSAGE
     INTERRUPT_MESSAGE = _DEFAULT_INTERRUPT_MESSAGE
+    _interrupt.REQUESTED.clear()
     debug = os.environ.get("FAIRPROBE_DEBUG") == "1"
     from fairprobe.provenance import set_command_line
 
