@@ -243,8 +243,11 @@ def test_ctrl_c_keeps_the_cache_and_says_so(tmp_path, capsys) -> None:
     with PlatformProcess(seed=0, delay_ms=40) as plat:
         cmd = [sys.executable, "-m", "fairprobe", "audit", "--url", plat.url, "--budget", "1200",
                "--no-progress", "--cache", str(cache)]
+        # a shell's background job (nohup, &) ignores SIGINT, and Python keeps an inherited
+        # "ignore": give the child the default handling a user's terminal gives it
         proc = subprocess.Popen([*cmd, "--concurrency", "1"], cwd=tmp_path,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 60
         while _rows(cache) < 128:
             assert proc.poll() is None and time.monotonic() < deadline
