@@ -15,7 +15,6 @@ import inspect
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.errors import DataError
@@ -103,7 +102,6 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
     obj._n_rows = int(size.sum())
     obj._counts = {}
     obj._means = obj._rest_means = None
-    obj._wsums = []
     npos = tab["sp"].to_numpy(dtype=np.int64)
     if weighted:
         # an empty weight array marks the frame weighted for the code that asks
@@ -117,21 +115,9 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
         else:  # the integer cells by inclusion-exclusion, y_pred first
             sp, st, stp = (tab[c].to_numpy(dtype=np.int64) for c in ("sp", "st", "stp"))
             rows = {"11": stp, "10": sp - stp, "01": st - stp, "00": size - sp - st + stp}
-        thin: dict[str, npt.NDArray[np.bool_]] = {}
-        design: dict[str, dropin.DesignSums] = {}
-        # the constructor's computation (dropin.weighted_counts), from the same per-cell sums
-        for name, (num, den) in dropin.RATE_CELLS[spec.y_true is not None].items():
-            kn, ws, d, th = dropin.weighted_counts(col, rows, num, den, obj.weighted_interval,
-                                                   obj.confidence_level)
-            obj._counts[name] = kn
-            obj._wsums.append(ws)
-            if d is not None and th is not None:
-                design[name], thin[name] = d, th
-        obj._weighted = dict(zip(obj._counts, obj._wsums, strict=True))
-        from types import MappingProxyType
-
-        obj._thin = MappingProxyType(thin)
-        obj._design = MappingProxyType(design)
+        # the constructor's computation, from the same per-cell sums
+        obj._set_weighted(dropin.weighted_rates(col, rows, spec.y_true is not None,
+                                                obj.weighted_interval, obj.confidence_level))
     else:
         obj.sample_weight = None
         obj._counts["selection_rate"] = (npos, size)

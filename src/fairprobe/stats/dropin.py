@@ -54,6 +54,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -443,6 +444,35 @@ def weighted_counts(sums: Mapping[str, npt.NDArray[np.float64]],
                    construction=construction)
     r = d.rates(confidence_level)
     return (r.k, r.n), (sw1, sw), d, r.thin
+
+
+@dataclass(frozen=True)
+class WeightedRates:
+    """Every weighted rate of a frame, from one set of per-cell sums: ``counts[rate]`` the
+    effective ``(k, n)``, ``sums[rate]`` the weighted ``(sum w x, sum w)``, and for the design
+    constructions ``design[rate]`` (:class:`DesignSums`) and ``thin[rate]`` (the groups without
+    an interval)."""
+
+    counts: dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]]
+    sums: dict[str, tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]]
+    design: Mapping[str, DesignSums]
+    thin: Mapping[str, npt.NDArray[np.bool_]]
+
+
+def weighted_rates(sums: Mapping[str, npt.NDArray[np.float64]],
+                   rows: Mapping[str, npt.NDArray[np.int64]], with_true: bool,
+                   construction: str, confidence_level: float) -> WeightedRates:
+    """:func:`weighted_counts` of every rate of :data:`RATE_CELLS`: what the in-memory frame
+    and a frame of counts both keep, computed by one function from the same sums."""
+    counts, wsums = {}, {}
+    design: dict[str, DesignSums] = {}
+    thin: dict[str, npt.NDArray[np.bool_]] = {}
+    for rate, (num, den) in RATE_CELLS[with_true].items():
+        counts[rate], wsums[rate], d, th = weighted_counts(sums, rows, num, den, construction,
+                                                           confidence_level)
+        if d is not None and th is not None:
+            design[rate], thin[rate] = d, th
+    return WeightedRates(counts, wsums, MappingProxyType(design), MappingProxyType(thin))
 
 
 def _accepts_weight(f: Callable[..., Any]) -> bool:

@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +36,9 @@ from fairprobe.stats.simultaneous import (
     mean_family_intervals,
     worst_pair,
 )
+
+if TYPE_CHECKING:  # the module itself is imported where weights are used
+    from fairprobe.stats import dropin
 
 __all__ = [
     "FAIRNESS_METRICS",
@@ -544,8 +547,6 @@ class AuditFrame:
                                            GROUP_INTERVALS)
         self.weighted_interval = check_choice(weighted_interval, "weighted_interval", owner,
                                               dropin.WEIGHTED_INTERVALS)
-        thin_by: dict[str, npt.NDArray[np.bool_]] = {}
-        design_by: dict[str, dropin.DesignSums] = {}
         self.method = check_choice(method, "method", owner, SIMULTANEOUS_METHODS)
         self.tolerance = check_real(tolerance, "tolerance", owner, lo=0.0)
         self.threshold = check_real(threshold, "threshold", owner, lo=0.0, hi=1.0,
@@ -599,19 +600,11 @@ class AuditFrame:
         size = self.groups.sizes
         npos = count(pred)
         self._counts["selection_rate"] = (npos, size)
-        self._wsums: list[tuple[npt.NDArray[np.float64], ...]] = []
         if w is not None:  # weighted rates as effective counts (floats), from per-cell sums
             sums, cells = dropin.cell_sums(codes, g, pred, true, w)
-            for rate, (num, den) in dropin.RATE_CELLS[true is not None].items():
-                counts, ws, d, thin = dropin.weighted_counts(
-                    sums, cells, num, den, self.weighted_interval, self.confidence_level)
-                self._counts[rate] = counts  # type: ignore[assignment]
-                self._wsums.append(ws)
-                if d is not None and thin is not None:
-                    design_by[rate], thin_by[rate] = d, thin
-            self._weighted = dict(zip(self._counts, self._wsums, strict=True))
-            self._thin = MappingProxyType(thin_by)
-            self._design = MappingProxyType(design_by)
+            self._set_weighted(dropin.weighted_rates(sums, cells, true is not None,
+                                                     self.weighted_interval,
+                                                     self.confidence_level))
             true = None  # the unweighted counts below are not used
         if true is not None:
             tp = count(pred & true)
@@ -646,6 +639,12 @@ class AuditFrame:
         self._replicates: list[AuditFrame] = []
         if ci_quantiles is not None:
             self._bootstrap(ci_quantiles, n_boot, seed)
+
+    def _set_weighted(self, wr: dropin.WeightedRates) -> None:
+        """Keep a frame's weighted rates (the in-memory frame and frames of counts alike)."""
+        self._counts.update(wr.counts)  # type: ignore[arg-type]
+        self._weighted = wr.sums
+        self._thin, self._design = wr.thin, wr.design
 
     def _set_score_moments(self, s1: npt.NDArray[Any], s2: npt.NDArray[Any],
                            size: npt.NDArray[np.int64], tot1: float, tot2: float) -> None:
