@@ -6,12 +6,18 @@ such as ``collab demo`` to it. See ``docs/collab.md``.
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, gate_verdict
+
+if TYPE_CHECKING:
+    from fairprobe.collab.simulate import SimConfig
 
 __all__ = ["collab_app", "register"]
 
@@ -77,26 +83,75 @@ _CASES_HELP = (
 )
 
 
+Verify = Annotated[bool, typer.Option(
+    "--verify/--no-verify",
+    help="Run the verification of answers (challenges of committed records, proofs of fraud).")]
+VerifyRate = Annotated[float, typer.Option(
+    "--verify-rate", help="Share c of each neighbour's new leaves a challenger opens (with --verify).")]
+
+# The protocol and set-up options of ``simulate`` and ``sweep``, in help order, with their
+# defaults: declared once here, added to each command by :func:`_protocol_options`.
+_PROTOCOL_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
+    ("honest", Honest, 20),
+    ("alpha", Alpha, 1.0),
+    ("n", PerRound, 300),
+    ("rounds", Rounds, 150),
+    ("tau", Tau, 0.05),
+    ("z_max", ZMax, 8.0),
+    ("beta", Beta, 0.2),
+    ("replacement", Replacement, False),
+    ("degree", Degree, 4.0),
+    ("attack", Attack, "adaptive"),
+    ("betas", Betas, None),
+    ("robust_c", RobustC, 4.0),
+    ("robust_c_decisive", RobustCDecisive, 2.0),
+    ("max_liars", MaxLiars, 0),
+    ("verify", Verify, False),
+    ("verify_rate", VerifyRate, 0.008),
+)
+
+
+def _protocol_options(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` with the protocol options where its keyword-only ``protocol`` parameter
+    stands; their parsed values reach it as one dict, ``protocol``.
+
+    typer reads a command's options from its signature, so the options join the signature
+    typer sees (``__signature__``) instead of being written out in each command.
+    """
+    sig = inspect.signature(command, eval_str=True)
+    params = list(sig.parameters.values())
+    at = [p.name for p in params].index("protocol")
+    options = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=ann, default=default)
+        for name, ann, default in _PROTOCOL_OPTIONS
+    ]
+
+    @functools.wraps(command)
+    def run(**kwargs: Any) -> None:
+        protocol = {name: kwargs.pop(name) for name, _, _ in _PROTOCOL_OPTIONS}
+        command(**kwargs, protocol=protocol)
+
+    run.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=[*params[:at], *options, *params[at + 1:]]
+    )
+    return run
+
+
 def _config(
     case: str,
     attackers: int,
     seed: int,
-    honest: int,
-    alpha: float,
-    n: int,
+    *,
     rounds: int,
-    tau: float,
-    z_max: float,
-    beta: float,
-    replacement: bool,
-    degree: float,
     attack: str,
     betas: str | None,
-    robust_c: float = 4.0,
-    robust_c_decisive: float = 2.0,
-    max_liars: int = 0,
-    verify_rate: float | None = None,
-) -> object:
+    robust_c_decisive: float,
+    verify: bool,
+    verify_rate: float,
+    **same: Any,
+) -> SimConfig:
+    """The :class:`~fairprobe.collab.simulate.SimConfig` of the parsed options; ``same`` are
+    the options named like their field (``honest``, ``alpha``, ``n``, ``tau``, ...)."""
     from fairprobe.collab.simulate import SimConfig
     from fairprobe.errors import InvalidParameterError
 
@@ -112,52 +167,23 @@ def _config(
         case=case.lower(),
         attackers=attackers,
         seed=seed,
-        honest=honest,
-        alpha=alpha,
-        n=n,
         max_rounds=rounds,
-        tau=tau,
-        z_max=z_max,
-        beta=beta,
-        replacement=replacement,
-        degree=degree,
         attack=attack.lower(),
         extra_betas=extra,
-        robust_c=robust_c,
         robust_c_decisive=None if robust_c_decisive == 0 else robust_c_decisive,
-        max_liars=max_liars,
-        verify_rate=verify_rate,
+        verify_rate=verify_rate if verify else None,
+        **same,
     )
 
 
-Verify = Annotated[bool, typer.Option(
-    "--verify/--no-verify",
-    help="Run the verification of answers (challenges of committed records, proofs of fraud).")]
-VerifyRate = Annotated[float, typer.Option(
-    "--verify-rate", help="Share c of each neighbour's new leaves a challenger opens (with --verify).")]
-
-
 @collab_app.command("simulate")
+@_protocol_options
 def simulate_cmd(
     case: str = typer.Option(..., "--case", help=f"Table I population: {_CASES_HELP}."),
     attackers: int = typer.Option(0, "--attackers", help="Number K of attackers (>= 0)."),
     seed: int = typer.Option(0, "--seed", help="Fixes the partition, graph and query order."),
-    honest: Honest = 20,
-    alpha: Alpha = 1.0,
-    n: PerRound = 300,
-    rounds: Rounds = 150,
-    tau: Tau = 0.05,
-    z_max: ZMax = 8.0,
-    beta: Beta = 0.2,
-    replacement: Replacement = False,
-    degree: Degree = 4.0,
-    attack: Attack = "adaptive",
-    betas: Betas = None,
-    robust_c: RobustC = 4.0,
-    robust_c_decisive: RobustCDecisive = 2.0,
-    max_liars: MaxLiars = 0,
-    verify: Verify = False,
-    verify_rate: VerifyRate = 0.008,
+    *,
+    protocol: dict[str, Any],
     partial: str = typer.Option(
         "sampling", "--partial",
         help="Interval when --rounds stops before the query sets are exhausted: sampling (a "
@@ -175,21 +201,11 @@ def simulate_cmd(
     from rich.table import Table
 
     from fairprobe.collab.job import simulate_job
-    from fairprobe.collab.simulate import SimConfig
 
-    cfg = _config(
-        case, attackers, seed, honest=honest, alpha=alpha, n=n, rounds=rounds, tau=tau,
-        z_max=z_max, beta=beta, replacement=replacement, degree=degree, attack=attack, betas=betas,
-        robust_c=robust_c, robust_c_decisive=robust_c_decisive, max_liars=max_liars,
-        verify_rate=verify_rate if verify else None,
-    )
-    assert isinstance(cfg, SimConfig)
-    from dataclasses import replace
-
-    job = simulate_job(replace(cfg, partial=partial.lower()))
+    job = simulate_job(_config(case, attackers, seed, partial=partial.lower(), **protocol))
     res = job.result
     table = Table(
-        title=f"{case}: N={honest}, K={attackers}, seed={seed}, {res.rounds} rounds, "
+        title=f"{case}: N={protocol['honest']}, K={attackers}, seed={seed}, {res.rounds} rounds, "
         f"true DP {res.true_dp:+.4f}"
     )
     for col in ("method", "estimate", "interval", "verdict", "certified_k"):
@@ -206,7 +222,7 @@ def simulate_cmd(
             "-" if k is None or k < 0 else str(k),
         )
     Console().print(table)
-    Console().print(_certificate_line(res.bounded, max_liars), soft_wrap=True)
+    Console().print(_certificate_line(res.bounded, protocol["max_liars"]), soft_wrap=True)
     if csv_path is not None:
         from fairprobe.report.tables import findings_table, write_csv
 
@@ -219,6 +235,7 @@ def simulate_cmd(
 
 
 @collab_app.command("sweep")
+@_protocol_options
 def sweep_cmd(
     cases: str = typer.Option(..., "--cases", help=f"Comma-separated cases: {_CASES_HELP}."),
     attackers: str = typer.Option("1-19", "--attackers", help="Attacker counts, e.g. 1-19 or 0,5."),
@@ -231,29 +248,14 @@ def sweep_cmd(
     dashboard: bool = typer.Option(
         False, "--dashboard/--no-dashboard", help="Dask dashboard on 127.0.0.1 (off by default)."
     ),
-    honest: Honest = 20,
-    alpha: Alpha = 1.0,
-    n: PerRound = 300,
-    rounds: Rounds = 150,
-    tau: Tau = 0.05,
-    z_max: ZMax = 8.0,
-    beta: Beta = 0.2,
-    replacement: Replacement = False,
-    degree: Degree = 4.0,
-    attack: Attack = "adaptive",
-    betas: Betas = None,
-    robust_c: RobustC = 4.0,
-    robust_c_decisive: RobustCDecisive = 2.0,
-    max_liars: MaxLiars = 0,
-    verify: Verify = False,
-    verify_rate: VerifyRate = 0.008,
+    *,
+    protocol: dict[str, Any],
 ) -> None:
     """Run cases x attackers x seeds on Dask; resumable (rerun to finish an interrupted sweep)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from fairprobe._validation import check_int
-    from fairprobe.collab.simulate import SimConfig
     from fairprobe.collab.sweep import check_feasible, parse_int_range, sweep
     from fairprobe.errors import InvalidParameterError
 
@@ -269,13 +271,7 @@ def sweep_cmd(
     check_int(seeds, "seeds", "collab sweep", lo=1)
     if workers is not None:
         check_int(workers, "workers", "collab sweep", lo=1)
-    cfg = _config(
-        case_list[0], 0, 0, honest=honest, alpha=alpha, n=n, rounds=rounds, tau=tau,
-        z_max=z_max, beta=beta, replacement=replacement, degree=degree, attack=attack, betas=betas,
-        robust_c=robust_c, robust_c_decisive=robust_c_decisive, max_liars=max_liars,
-        verify_rate=verify_rate if verify else None,
-    )
-    assert isinstance(cfg, SimConfig)
+    cfg = _config(case_list[0], 0, 0, **protocol)
     import os
 
     check_feasible(cfg, ks, 1 if scheduler else (workers or max(1, os.cpu_count() or 1)))
@@ -308,7 +304,7 @@ def sweep_cmd(
     n_runs = len({(r["case"], r["attackers"], r["seed"]) for r in res["runs"]})
     out = Console()
     if out.is_terminal:
-        out.print(_summary_table(res["summary"], ks, seeds, attack))
+        out.print(_summary_table(res["summary"], ks, seeds, protocol["attack"]))
     else:
         best = {d["method"]: d for d in res["summary"] if d["case"] == "all"}
         parts = [
@@ -318,7 +314,7 @@ def sweep_cmd(
         ]
         if "bounded" in best:
             d = best["bounded"]
-            parts.append(f"bounded (K={max_liars}) wrong {d['wrong']:.1f}% undetermined "
+            parts.append(f"bounded (K={cfg.max_liars}) wrong {d['wrong']:.1f}% undetermined "
                          f"{d['undetermined']:.1f}%")
         out.print("; ".join(parts), soft_wrap=True)
     out.print(f"{n_runs} runs, {len(res['runs'])} rows -> {json_path}", soft_wrap=True)
