@@ -18,6 +18,7 @@ platform_app = typer.Typer(
 
 @platform_app.command("serve")
 def serve_cmd(
+    ctx: typer.Context,
     host: str = typer.Option("127.0.0.1", help="Bind address (loopback only by default)."),
     port: int = typer.Option(8765, help="TCP port."),
     fairwash: str = typer.Option("none", help="none | positive | negative | mixed."),
@@ -48,27 +49,18 @@ def serve_cmd(
     from fairprobe.platform.fairwash import FairwashConfig
     from fairprobe.platform.server import ServerConfig, serve
 
-    cfg = ServerConfig(
-        host=host,
-        port=port,
-        fairwash=FairwashConfig(
-            mode=fairwash, gamma=gamma, mix=mix, seed=seed, select=fairwash_select
-        ),
-        seed=seed,
-        model_file=str(model_file) if model_file is not None else None,
-        allow_pickle=allow_pickle,
-        fail_rate=fail_rate,
-        delay_ms=delay_ms,
-        llm_garble_rate=llm_garble_rate,
-        llm_refuse_rate=llm_refuse_rate,
-        llm_reasoning=llm_reasoning.lower(),
-        header_timeout=header_timeout,
-        body_timeout=body_timeout,
-        max_body_bytes=max_body_bytes,
-        max_instances=max_instances,
-        allow_external=allow_external,
-        instance_token=instance_token,
+    # the flags are ServerConfig's fields, but for the fairwash ones (its FairwashConfig)
+    flags = dict(ctx.params)
+    fairwash_config = FairwashConfig(
+        mode=flags.pop("fairwash"), gamma=flags.pop("gamma"), mix=flags.pop("mix"), seed=seed,
+        select=flags.pop("fairwash_select"),
     )
+    flags.update(
+        fairwash=fairwash_config,
+        model_file=str(model_file) if model_file is not None else None,
+        llm_reasoning=llm_reasoning.lower(),
+    )
+    cfg = ServerConfig(**flags)
     serve(cfg)
 
 
