@@ -32,7 +32,7 @@ from fairprobe.cli._common import (
     console,
     split_list,
 )
-from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit_job
+from fairprobe.cli.gate import FailOn, FailOnOption, emit_job
 
 if TYPE_CHECKING:
     pass
@@ -148,7 +148,7 @@ def audit(
     pos_label: Annotated[str | None, typer.Option(help="Positive value of --label-col (and of --y-pred-col with --predictions) when the labels are not 0/1, e.g. '>50K'.")] = None,
     interval: Annotated[Interval, typer.Option(case_sensitive=False, help="Interval construction: exact (default: coverage >= the level at every rate and size, by construction), score / newcombe (narrower, asymptotic: dips below the level near rates 0 and 1; every-group audits: Bonferroni-adjusted) or katz (two-group DI only). Coverage of each: docs/stats.md.")] = "exact",
     simultaneous: Annotated[Simultaneous | None, typer.Option(case_sensitive=False, hidden=True, help="Deprecated: --interval exact / --interval score.")] = None,
-    fail_on: Annotated[FailOn | None, typer.Option(case_sensitive=False, help=FAIL_ON_HELP)] = None,
+    fail_on: FailOnOption = None,
     strict: Annotated[bool, typer.Option(help="Stop when a group's share of unusable answers (unparsed, refused, truncated) exceeds --max-unusable.")] = False,
     max_unusable: Annotated[float, typer.Option(help="Threshold of --strict (share in [0, 1)).")] = 0.05,
     prompt_variants: Annotated[Path | None, typer.Option(help="TOML \\[templates] name = \"template\": rerun the audit per prompt (openai-chat backends) and report the verdict's sensitivity.")] = None,

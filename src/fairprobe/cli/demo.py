@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit_job
+from fairprobe.cli.gate import FailOnOption, emit_job
 
 
 def demo(
@@ -19,7 +19,7 @@ def demo(
         "audit,radius,sequential,twosource"
     ),
     json_path: Annotated[Path | None, typer.Option("--json", help="Write all results as JSON.")] = None,
-    fail_on: Annotated[FailOn | None, typer.Option(case_sensitive=False, help=FAIL_ON_HELP)] = None,
+    fail_on: FailOnOption = None,
 ) -> None:
     """Audit the bundled platform server on 127.0.0.1 with each of fairprobe's methods."""
     from fairprobe._validation import check_choice

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from fairprobe.cli.gate import FAIL_ON_HELP, FailOn
+from fairprobe.cli.gate import FailOnOption
 
 
 class Metric(StrEnum):
@@ -52,7 +52,7 @@ def discover(
     seed: Annotated[int, typer.Option("--seed", help="With a model: seed of the records drawn.")] = 0,
     cache: Annotated[Path, typer.Option("--cache", help="With a model: answer cache (SQLite).")] = Path(".fairprobe") / "cache.sqlite",
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
-    fail_on: Annotated[FailOn | None, typer.Option(case_sensitive=False, help=FAIL_ON_HELP)] = None,
+    fail_on: FailOnOption = None,
 ) -> None:
     """Search subgroups of up to --depth conditions; report those unfair at FDR --fdr."""
     from fairprobe.cli._common import build_backend, console

@@ -24,11 +24,11 @@ import enum
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
-__all__ = ["GATE_EXIT", "FailOn", "emit_job", "gate", "gate_verdict"]
+__all__ = ["GATE_EXIT", "FailOn", "FailOnOption", "emit_job", "gate", "gate_verdict"]
 
 
 class FailOn(enum.StrEnum):
@@ -43,6 +43,9 @@ GATE_EXIT = {"unfair": 5, "undetermined": 6}
 
 FAIL_ON_HELP = ("Exit non-zero on the verdict, for gating a release in CI: 'unfair' exits 5 on "
                 "an unfair verdict; 'undetermined' also exits 6 unless the verdict is fair.")
+
+#: The ``--fail-on`` option of a command's signature (``fail_on: FailOnOption = None``).
+FailOnOption = Annotated[FailOn | None, typer.Option(case_sensitive=False, help=FAIL_ON_HELP)]
 
 
 def gate_verdict(verdict: str, fail_on: FailOn | str | None) -> None:

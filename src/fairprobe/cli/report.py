@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, gate_verdict
+from fairprobe.cli.gate import FailOnOption, gate_verdict
 
 
 def report(
@@ -29,9 +29,7 @@ def report(
     title: Annotated[
         str | None, typer.Option("--title", help="Report title.")
     ] = None,
-    fail_on: Annotated[
-        FailOn | None, typer.Option(case_sensitive=False, help=FAIL_ON_HELP)
-    ] = None,
+    fail_on: FailOnOption = None,
 ) -> None:
     """Combine result JSON files into one audit report: verdict, evidence and figures, provenance."""
     from fairprobe.cli._common import check_output_path

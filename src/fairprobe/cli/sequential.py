@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from fairprobe.cli._common import build_backend, console, read_table, split_list
-from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit_job
+from fairprobe.cli.gate import FailOnOption, emit_job
 from fairprobe.errors import ConfigError
 
 DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"  # = fairprobe.sequential.job.DEFAULT_CACHE
@@ -146,7 +146,7 @@ def sequential(
     progress: Annotated[bool, typer.Option(help="Show progress.")] = True,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
     csv_path: Annotated[Path | None, typer.Option("--csv", help="Write the printed table (one row: the quantities) as CSV.")] = None,
-    fail_on: Annotated[FailOn | None, typer.Option(case_sensitive=False, help=FAIL_ON_HELP)] = None,
+    fail_on: FailOnOption = None,
 ) -> None:
     """Sequential audit of SP or EO: stop at violation, compliance, or the budget."""
     from fairprobe.cli._common import check_output_path

@@ -14,7 +14,7 @@ import typer
 
 from fairprobe._defaults import PLATFORM_RATE_FEMALE, PLATFORM_RATE_MALE, PLATFORM_SHARE_FEMALE
 from fairprobe.cli._common import console, read_table
-from fairprobe.cli.gate import FAIL_ON_HELP, FailOn, emit_job
+from fairprobe.cli.gate import FailOnOption, emit_job
 
 DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"  # = fairprobe.twosource.job.DEFAULT_CACHE
 
@@ -117,9 +117,7 @@ def twosource(
     csv_path: Annotated[
         Path | None, typer.Option("--csv", help="Write the findings (DI through A and B, each detector) as CSV.")
     ] = None,
-    fail_on: Annotated[
-        FailOn | None, typer.Option(case_sensitive=False, help=FAIL_ON_HELP)
-    ] = None,
+    fail_on: FailOnOption = None,
 ) -> None:
     """Two-source audit: conclude fair / unfair / undetermined / manipulated with the evidence."""
     if ctx.invoked_subcommand is not None:
