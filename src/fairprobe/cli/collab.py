@@ -183,7 +183,7 @@ def simulate_cmd(
     attackers: int = typer.Option(0, "--attackers", help="Number K of attackers (>= 0)."),
     seed: int = typer.Option(0, "--seed", help="Fixes the partition, graph and query order."),
     *,
-    protocol: dict[str, Any],
+    protocol: dict[str, Any],  # the options of _PROTOCOL_OPTIONS (@_protocol_options)
     partial: str = typer.Option(
         "sampling", "--partial",
         help="Interval when --rounds stops before the query sets are exhausted: sampling (a "
@@ -249,7 +249,7 @@ def sweep_cmd(
         False, "--dashboard/--no-dashboard", help="Dask dashboard on 127.0.0.1 (off by default)."
     ),
     *,
-    protocol: dict[str, Any],
+    protocol: dict[str, Any],  # the options of _PROTOCOL_OPTIONS (@_protocol_options)
 ) -> None:
     """Run cases x attackers x seeds on Dask; resumable (rerun to finish an interrupted sweep)."""
     from rich.console import Console
