@@ -7,7 +7,7 @@ import io
 import os
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -140,22 +140,28 @@ def read_stdin_csv(what: str = "Standard input") -> tuple[pd.DataFrame, bytes]:
             from None
 
 
-def stat_regular(path: str | os.PathLike[str], message: Callable[[str, str], str]) -> os.stat_result:
-    """``os.stat(path)`` of a regular file, else a :class:`DataError` of ``message(problem,
-    detail)``: ``problem`` is ``"missing"``, ``"unreadable"`` (``detail``: the system's reason),
-    ``"directory"`` or ``"special"`` (``detail``: what it is, e.g. ``"a FIFO (named pipe)"``).
-    A FIFO would block a reader and a device such as /dev/zero is endless, so only regular
-    files are read; each caller says in its own words what it expected."""
+def stat_regular(path: str | os.PathLike[str], messages: Mapping[str, str]) -> os.stat_result:
+    """``os.stat(path)`` of a regular file, else a :class:`DataError` of ``messages[problem]``:
+    ``problem`` is ``"missing"``, ``"unreadable"``, ``"directory"`` or ``"special"``, and
+    ``{detail}`` in a message stands for the system's reason (unreadable) or what the file is
+    (special, e.g. ``"a FIFO (named pipe)"``). A FIFO would block a reader and a device such as
+    /dev/zero is endless, so only regular files are read; each caller says in its own words what
+    it expected."""
+
+    def refused(problem: str, detail: str = "") -> DataError:
+        # replace, not str.format: the caller's message holds a file name, braces and all
+        return DataError(messages[problem].replace("{detail}", detail))
+
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise DataError(message("missing", "")) from None
+        raise refused("missing") from None
     except OSError as exc:
-        raise DataError(message("unreadable", str(exc.strerror or exc))) from None
+        raise refused("unreadable", str(exc.strerror or exc)) from None
     if stat.S_ISDIR(st.st_mode):
-        raise DataError(message("directory", "a directory"))
+        raise refused("directory", "a directory")
     if not stat.S_ISREG(st.st_mode):
-        raise DataError(message("special", _kind(st.st_mode)))
+        raise refused("special", _kind(st.st_mode))
     return st
 
 
@@ -163,18 +169,13 @@ def _check_input(p: Path, what: str) -> None:
     """A table is read from a regular file only (:func:`stat_regular`), refused in one line
     that says what it is otherwise."""
     name = repr(str(p))
-
-    def message(problem: str, detail: str) -> str:
-        if problem == "missing":
-            return f"{what} {name} does not exist."
-        if problem == "unreadable":
-            return f"cannot read {what.lower()} {name}: {detail}."
-        if problem == "directory":
-            return f"{what} {name} is a directory; give the table file itself."
-        return (f"{what} {name} is {detail}, not a regular file; save the table to a file "
-                "(or pipe a CSV into '-').")
-
-    stat_regular(p, message)
+    stat_regular(p, {
+        "missing": f"{what} {name} does not exist.",
+        "unreadable": f"cannot read {what.lower()} {name}: {{detail}}.",
+        "directory": f"{what} {name} is a directory; give the table file itself.",
+        "special": f"{what} {name} is {{detail}}, not a regular file; save the table to a file "
+                   "(or pipe a CSV into '-').",
+    })
 
 
 def _check_header(p: Path, sep: str, what: str) -> None:

@@ -206,17 +206,13 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     from fairprobe._io import stat_regular
 
     name = os.fspath(path)
-
-    def message(problem: str, detail: str) -> str:
-        if problem == "missing":
-            return f"File not found: {name}."
-        if problem == "unreadable":
-            return f"Cannot read {name}: {detail}."
-        if problem == "directory":
-            return f"{name} is a directory, not a result JSON file."
-        return f"{name} is not a regular file (a device, FIFO or socket); give a result JSON file."
-
-    st = stat_regular(path, message)
+    st = stat_regular(path, {
+        "missing": f"File not found: {name}.",
+        "unreadable": f"Cannot read {name}: {{detail}}.",
+        "directory": f"{name} is a directory, not a result JSON file.",
+        "special": f"{name} is not a regular file (a device, FIFO or socket); give a result JSON "
+                   "file.",
+    })
     if st.st_size > MAX_BYTES:
         raise DataError(f"{name} is {st.st_size / 2**20:,.0f} MiB; result files are read up to "
                         f"{MAX_BYTES // 2**20} MiB.")

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import pandas as pd
 
 from fairprobe._validation import split_names
+
+if TYPE_CHECKING:
+    from fairprobe.discover.search import SearchOptions
 
 __all__ = ["discover_job"]
 
@@ -24,16 +27,7 @@ def discover_job(
     budget: int | None = None,
     seed: int = 0,
     cache: str | os.PathLike[str] | None = None,
-    depth: int = 2,
-    metric: str = "dp",
-    fdr: float = 0.1,
-    tolerance: float = 0.05,
-    method: str = "holm",
-    bins: int = 4,
-    min_size: int = 30,
-    pos_label: Any = None,
-    engine: str = "auto",
-    pvalue: str = "joint",
+    **options: Unpack[SearchOptions],
 ) -> Any:
     """Discover the unfair subgroups of predictions you have, or of a model's answers.
 
@@ -41,7 +35,9 @@ def discover_job(
     it. With ``backend`` and ``queries``: ``budget`` records (seeded) are drawn from the pool, the
     model is asked through a :class:`~fairprobe.access.BlackBox` (answers cached), and its
     decisions are searched; the features are never sent unless they are model inputs. The rest
-    as :func:`~fairprobe.discover.discover_subgroups`.
+    as :func:`~fairprobe.discover.discover_subgroups`, whose keyword options (``depth``,
+    ``metric``, ``fdr``, ...: :class:`~fairprobe.discover.search.SearchOptions`) and defaults
+    ``options`` passes through unchanged.
 
     Returns
     -------
@@ -54,15 +50,12 @@ def discover_job(
     from fairprobe.provenance import Provenance
 
     feats = split_names(features) or []
-    opts = dict(features=feats, y_true=y_true, depth=depth, metric=metric, fdr=fdr,
-                tolerance=tolerance, method=method, bins=bins, min_size=min_size,
-                pos_label=pos_label, engine=engine, pvalue=pvalue)
     if backend is None:
         if data is None or y_pred is None:
             raise InvalidParameterError(
                 "Give --predictions FILE with --y-pred-col, or a model (--url / "
                 "--backend-config) with --queries.")
-        res = discover_subgroups(data, y_pred=y_pred, **opts)  # type: ignore[arg-type]
+        res = discover_subgroups(data, y_pred=y_pred, features=feats, y_true=y_true, **options)
         source = data if isinstance(data, str | os.PathLike) else type(data).__name__
         return Job("discover", res, Provenance.capture(seed=seed, extra={"input": str(source)}))
     if queries is None:
@@ -90,5 +83,6 @@ def discover_job(
                                   extra={"paid": bb.spent, "cached": bb.from_cache})
     frame = sample.assign(fp_decision=answers.decisions).dropna(subset=["fp_decision"])
     frame["fp_decision"] = frame["fp_decision"].astype(int)
-    res = discover_subgroups(frame, y_pred="fp_decision", **opts)  # type: ignore[arg-type]
+    res = discover_subgroups(frame, y_pred="fp_decision", features=feats, y_true=y_true,
+                             **options)
     return Job("discover", res, prov)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -31,7 +31,8 @@ from fairprobe.discover.fdr import (
 )
 from fairprobe.errors import DataError, InvalidParameterError
 
-__all__ = ["METRICS", "Condition", "DiscoveryResult", "Subgroup", "discover_subgroups"]
+__all__ = ["METRICS", "Condition", "DiscoveryResult", "SearchOptions", "Subgroup",
+           "discover_subgroups"]
 
 #: The rates a discovery compares: (successes, denominator) from the counted sums.
 METRICS = {
@@ -316,6 +317,7 @@ def _engine_counts(data: Any, features: tuple[str, ...], sets: list[tuple[str, .
     aggregation (:func:`fairprobe.scale.count_grouping_sets`)."""
     from fairprobe.scale.counts import CountSpec
     from fairprobe.scale.engine import (
+        _column_types,
         _duckdb_connect,
         _from_sql,
         count_grouping_sets,
@@ -327,11 +329,7 @@ def _engine_counts(data: Any, features: tuple[str, ...], sets: list[tuple[str, .
     con = _duckdb_connect(None, None)
     try:
         rel = _from_sql(con, src)
-        try:
-            described = con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()
-        except Exception as exc:  # noqa: BLE001 - an unreadable file is one line
-            raise DataError(f"cannot read {src.name}: {str(exc).splitlines()[0]}") from None
-        types = {str(r[0]): str(r[1]) for r in described}
+        types = _column_types(con, rel, src)
         missing = [c for c in cols if c not in types]
         if missing:
             raise DataError(f"column {missing[0]!r} is not in {src.name}; it has "
@@ -379,6 +377,23 @@ def _counts(frame: pd.DataFrame, features: tuple[str, ...], sets: list[tuple[str
         sub = CountSpec(group_cols=s, y_pred=y_pred, y_true=y_true, pos_label=pos_label)
         out[s] = count(frame, sub, engine=engine).table
     return out
+
+
+class SearchOptions(TypedDict, total=False):
+    """The search's keyword options, as :func:`discover_subgroups` takes them (its Parameters
+    say what each means, its signature gives the defaults): the one list a caller that passes
+    them through (:func:`fairprobe.discover.job.discover_job`) declares with ``Unpack``."""
+
+    depth: int
+    metric: str
+    fdr: float
+    tolerance: float
+    method: str
+    bins: int
+    min_size: int
+    pos_label: Any
+    engine: str
+    pvalue: str
 
 
 def discover_subgroups(

@@ -345,6 +345,17 @@ def _from_sql(con: Any, src: Source) -> str:
         ", delim = '\\t')" if tsv else ")")
 
 
+def _column_types(con: Any, rel: str, src: Source) -> dict[str, str]:
+    """DuckDB's type of every column of ``rel`` (``src`` read through :func:`_from_sql`), by
+    name; a file DuckDB cannot read is one :class:`DataError` line naming it."""
+    try:
+        described = con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()
+    except Exception as exc:  # noqa: BLE001 - an unreadable file is one line
+        first = str(exc).splitlines()[0]
+        raise DataError(f"cannot read {src.name}: {first}") from None
+    return {str(r[0]): str(r[1]) for r in described}
+
+
 def _duckdb_counts(src: Source, spec: CountSpec, sets: Sequence[tuple[str, ...]],
                    threads: int | None, memory_limit: str | None,
                    group_exprs: dict[str, str] | None = None
@@ -353,12 +364,7 @@ def _duckdb_counts(src: Source, spec: CountSpec, sets: Sequence[tuple[str, ...]]
     con = _duckdb_connect(threads, memory_limit)
     try:
         rel = _from_sql(con, src)
-        try:
-            described = con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()
-        except Exception as exc:  # noqa: BLE001 - an unreadable file is one line
-            first = str(exc).splitlines()[0]
-            raise DataError(f"cannot read {src.name}: {first}") from None
-        types = {str(r[0]): str(r[1]) for r in described}
+        types = _column_types(con, rel, src)
         group_union = list(dict.fromkeys(c for s in sets for c in s))
         _check_columns(spec, group_union, list(types), src.name)
         inner, aggs, params = _duckdb_exprs(spec, types)
@@ -666,8 +672,7 @@ def per_instance_rows(source: Any, spec: CountSpec, engine: str = "auto"
         con = _duckdb_connect(None, None)
         try:
             rel = _from_sql(con, src)
-            types = {str(r[0]): str(r[1]) for r in
-                     con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()}
+            types = _column_types(con, rel, src)
             inner, _, params = _duckdb_exprs(spec, types)
             keep = [x for x in inner if x.endswith((" AS p", " AS t"))]
             df = con.execute(f"SELECT {', '.join(keep + [_q(c) for c in spec.group_cols])} "

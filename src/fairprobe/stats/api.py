@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +39,8 @@ from fairprobe.stats.result import MeanStats, MetricResult
 
 __all__ = [
     "METRICS",
+    "MetricOptions",
+    "ProportionOptions",
     "compute_metric",
     "demographic_parity_difference",
     "disparate_impact_ratio",
@@ -312,28 +314,42 @@ def compute_metric(
     return res
 
 
+class MetricOptions(TypedDict, total=False):
+    """The keyword options the named metrics pass to :func:`compute_metric` unchanged: its
+    defaults and meaning hold (``group_a``, ``group_b``: the two groups, ``None`` on one side
+    for all other values; ``confidence_level``; ``min_group_size``: the group-filtering
+    rule)."""
+
+    group_a: Any
+    group_b: Any
+    confidence_level: float
+    min_group_size: int
+
+
+class ProportionOptions(MetricOptions, total=False):
+    """:class:`MetricOptions` and the interval ``method`` of the proportion metrics (as in
+    :func:`compute_metric`; exact by default)."""
+
+    method: str | None
+
+
 def demographic_parity_difference(
     y_true: Any,
     y_pred: Any,
     *,
     sensitive_features: Any,
-    group_a: Any = None,
-    group_b: Any = None,
     tolerance: float = DEFAULT_TOLERANCE,
-    confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
-    method: str | None = None,
-    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
+    **options: Unpack[ProportionOptions],
 ) -> MetricResult:
     """Signed ``P(y_pred=1 | group_a) - P(y_pred=1 | group_b)`` with its interval (exact by
-    default; ``method`` and ``min_group_size`` as in :func:`compute_metric`).
+    default; ``options`` as in :func:`compute_metric`: :class:`ProportionOptions`).
 
     ``y_true`` is ignored (kept for fairlearn's signature; pass ``None``). See
     :func:`fairprobe.stats.metrics.demographic_parity_from_counts`.
     """
     return compute_metric(
         "demographic_parity_difference", sensitive_features=sensitive_features, y_pred=y_pred,
-        group_a=group_a, group_b=group_b, threshold=tolerance,
-        confidence_level=confidence_level, method=method, min_group_size=min_group_size,
+        threshold=tolerance, **options,
     )
 
 
@@ -342,12 +358,8 @@ def equal_opportunity_difference(
     y_pred: Any,
     *,
     sensitive_features: Any,
-    group_a: Any = None,
-    group_b: Any = None,
     tolerance: float = DEFAULT_TOLERANCE,
-    confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
-    method: str | None = None,
-    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
+    **options: Unpack[ProportionOptions],
 ) -> MetricResult:
     """Signed true-positive-rate difference ``P(y_pred=1 | y_true=1, A) - (same, B)``.
 
@@ -356,8 +368,7 @@ def equal_opportunity_difference(
     """
     return compute_metric(
         "equal_opportunity_difference", sensitive_features=sensitive_features, y_pred=y_pred,
-        y_true=y_true, group_a=group_a, group_b=group_b, threshold=tolerance,
-        confidence_level=confidence_level, method=method, min_group_size=min_group_size,
+        y_true=y_true, threshold=tolerance, **options,
     )
 
 
@@ -366,12 +377,8 @@ def disparate_impact_ratio(
     y_pred: Any,
     *,
     sensitive_features: Any,
-    group_a: Any = None,
-    group_b: Any = None,
     threshold: float = DEFAULT_DI_THRESHOLD,
-    confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
-    method: str | None = None,
-    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
+    **options: Unpack[ProportionOptions],
 ) -> MetricResult:
     """``P(y_pred=1 | group_a) / P(y_pred=1 | group_b)`` against the 80% rule.
 
@@ -382,8 +389,7 @@ def disparate_impact_ratio(
     """
     return compute_metric(
         "disparate_impact_ratio", sensitive_features=sensitive_features, y_pred=y_pred,
-        group_a=group_a, group_b=group_b, threshold=threshold,
-        confidence_level=confidence_level, method=method, min_group_size=min_group_size,
+        threshold=threshold, **options,
     )
 
 
@@ -391,12 +397,9 @@ def performance_gap(
     values: Any,
     *,
     sensitive_features: Any,
-    group_a: Any = None,
-    group_b: Any = None,
     tolerance: float = DEFAULT_TOLERANCE,
-    confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
     sample_weight: Any = None,
-    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
+    **options: Unpack[MetricOptions],
 ) -> MetricResult:
     """Difference of group means of per-instance ``values`` (e.g. correctness) with Welch's
     interval; optional non-negative ``sample_weight``. See
@@ -404,6 +407,5 @@ def performance_gap(
     """
     return compute_metric(
         "performance_gap", sensitive_features=sensitive_features, values=values,
-        sample_weight=sample_weight, group_a=group_a, group_b=group_b, threshold=tolerance,
-        confidence_level=confidence_level, min_group_size=min_group_size,
+        sample_weight=sample_weight, threshold=tolerance, **options,
     )

@@ -109,6 +109,14 @@ def newcombe_interval(
     return np.clip(lo, -1.0, 1.0), np.clip(hi, -1.0, 1.0)
 
 
+def float_counts(
+    a: npt.ArrayLike, A: npt.ArrayLike, b: npt.ArrayLike, B: npt.ArrayLike
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """The counts ``(a, A, b, B)`` as float arrays broadcast to one shape (read-only views)."""
+    af, Af, bf, Bf = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (a, A, b, B)))
+    return af, Af, bf, Bf
+
+
 def _ratio_score_z(
     theta: FloatArray, a: FloatArray, A: FloatArray, b: FloatArray, B: FloatArray
 ) -> FloatArray:
@@ -153,12 +161,7 @@ def score_ratio_interval(
     ``[-50, 50]``; a scalar call uses Brent's method on the same bracket). No continuity correction is needed: ``a = 0`` gives lower bound 0, ``b = 0``
     gives upper bound ``+inf``, and ``a = b = 0`` gives ``(0, inf)`` (nothing is known).
     """
-    af, Af, bf, Bf = np.broadcast_arrays(
-        np.asarray(a, dtype=np.float64),
-        np.asarray(A, dtype=np.float64),
-        np.asarray(b, dtype=np.float64),
-        np.asarray(B, dtype=np.float64),
-    )
+    af, Af, bf, Bf = float_counts(a, A, b, B)
     z = normal_quantile(confidence_level)
     if af.ndim == 0:
         lo_s, hi_s = _score_ratio_scalar(float(af), float(Af), float(bf), float(Bf), z)
@@ -256,12 +259,7 @@ def katz_ratio_interval(
     :func:`fairprobe.stats.exact.exact_ratio_interval`: Katz's exact coverage falls to 0 when a
     true rate is near 0 in a small group (``docs/stats.md``).
     """
-    af, Af, bf, Bf = np.broadcast_arrays(
-        np.asarray(a, dtype=np.float64),
-        np.asarray(A, dtype=np.float64),
-        np.asarray(b, dtype=np.float64),
-        np.asarray(B, dtype=np.float64),
-    )
+    af, Af, bf, Bf = float_counts(a, A, b, B)
     zero = (af == 0) | (bf == 0) | (af == Af) | (bf == Bf)
     c = np.where(zero, correction, 0.0)
     a2, A2, b2, B2 = af + c, Af + 2 * c, bf + c, Bf + 2 * c

@@ -70,6 +70,7 @@ from scipy import special
 
 from fairprobe.stats.intervals import (
     _ratio_score_z,
+    float_counts,
     newcombe_interval,
     normal_quantile,
     score_ratio_interval,
@@ -393,7 +394,7 @@ def unconditional_verdicts(
     outcome under the exact default interval, without computing the interval: what a planner
     simulating thousands of audits needs (about a tenth of the interval's tests). Ratios are
     taken in the interval's canonical orientation (the verdict is symmetric in the groups)."""
-    af, Af, bf, Bf = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (a, A, b, B)))
+    af, Af, bf, Bf = float_counts(a, A, b, B)
     shape = af.shape
     ai, Ai, bi, Bi = (np.rint(x).astype(np.int64).ravel() for x in (af, Af, bf, Bf))
     if kind == "ratio":
@@ -409,7 +410,7 @@ def unconditional_verdicts(
 
 def _interval(kind: Kind, a: npt.ArrayLike, A: npt.ArrayLike, b: npt.ArrayLike,
               B: npt.ArrayLike, confidence_level: float) -> tuple[FloatArray, FloatArray]:
-    af, Af, bf, Bf = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (a, A, b, B)))
+    af, Af, bf, Bf = float_counts(a, A, b, B)
     shape = af.shape
     ai, Ai, bi, Bi = (np.rint(x).astype(np.int64).ravel() for x in (af, Af, bf, Bf))
     alpha = 1.0 - float(confidence_level)
@@ -460,7 +461,7 @@ def unconditional_ratio_interval(
     one (each pair is computed in one canonical order, the other taken as its reciprocal), so
     the directional two-group ratio and the symmetric every-group one always agree.
     """
-    af, Af, bf, Bf = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (a, A, b, B)))
+    af, Af, bf, Bf = float_counts(a, A, b, B)
     swap = (Af > Bf) | ((Af == Bf) & (af > bf))
     lo, hi = _interval("ratio", np.where(swap, bf, af), np.where(swap, Bf, Af),
                        np.where(swap, af, bf), np.where(swap, Af, Bf), confidence_level)
