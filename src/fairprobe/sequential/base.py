@@ -38,6 +38,7 @@ __all__ = [
     "SequentialTest",
     "Stepper",
     "TestChoice",
+    "TestSettings",
     "available_tests",
     "choose_test",
     "first_crossing",
@@ -289,31 +290,40 @@ def get_test(name: str | None = None, **kwargs: Any) -> SequentialTest:
     return test
 
 
-class TestChoice(TypedDict, total=False):
-    """The test an audit runs, as keywords: what :func:`~fairprobe.sequential.pool.run_pool` and
-    :func:`~fairprobe.sequential.runner.audit_live` pass on to :func:`choose_test` (which holds
-    the defaults).
+class TestSettings(TypedDict, total=False):
+    """A test's settings, as keywords passed on to :func:`choose_test` (which holds the defaults).
 
     Attributes
     ----------
-    test : str or SequentialTest, optional
-        A registered name (default: the default test, ``mixture``) or a ready test, which is
-        used as it is (the other keys are then ignored).
     tolerance : float
         ``delta``, in the units of the audited observable (default 0.1).
     access : {"decisions", "scores", "logits"}
         The audited observable (default ``"decisions"``).
     alpha, beta : float
         Nominal type-I and type-II error rates (default 0.05 and 0.2).
+    """
+
+    tolerance: float
+    access: str
+    alpha: float
+    beta: float
+
+
+class TestChoice(TestSettings, total=False):
+    """The test an audit runs and its settings, as keywords: what
+    :func:`~fairprobe.sequential.pool.run_pool` and :func:`~fairprobe.sequential.runner.audit_live`
+    pass on to :func:`choose_test`.
+
+    Attributes
+    ----------
+    test : str or SequentialTest, optional
+        A registered name (default: the default test, ``mixture``) or a ready test, which is
+        used as it is (the settings are then ignored).
     test_options : dict, optional
         Further keywords of the test's constructor (e.g. ``min_per_group`` of ``glr-wald``).
     """
 
     test: str | SequentialTest | None
-    tolerance: float
-    access: str
-    alpha: float
-    beta: float
     test_options: dict[str, Any] | None
 
 
