@@ -135,3 +135,13 @@ def test_from_config(tmp_path: Path, table: pd.DataFrame) -> None:
     assert isinstance(be, ReplayBackend)
     with pytest.raises(ConfigError, match="'key_colum'.*Extra inputs are not permitted"):
         load_backend({"kind": "replay", "path": "a.parquet", "key_colum": "uid"})
+
+
+def test_config_fields_are_backend_keywords() -> None:
+    """The replay config is handed to ReplayBackend field by field, under the same names."""
+    import inspect
+
+    from fairprobe.access.config import ReplayConfig
+
+    keywords = set(inspect.signature(ReplayBackend).parameters) - {"table"}
+    assert set(ReplayConfig.model_fields) - {"kind", "path"} == keywords

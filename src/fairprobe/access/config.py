@@ -126,17 +126,8 @@ def _build_replay(cfg: BackendConfig) -> Backend:
     from fairprobe.access.replay import ReplayBackend
 
     assert isinstance(cfg, ReplayConfig)
-    return ReplayBackend(
-        cfg.path,
-        key_column=cfg.key_column,
-        feature_columns=cfg.feature_columns,
-        decision_column=cfg.decision_column,
-        score_column=cfg.score_column,
-        logit_column=cfg.logit_column,
-        positive_values=cfg.positive_values,
-        allow_unparsed=cfg.allow_unparsed,
-        max_batch=cfg.max_batch,
-    )
+    # every field but the kind and the table is a keyword of ReplayBackend, under the same name
+    return ReplayBackend(cfg.path, **cfg.model_dump(exclude={"kind", "path"}))
 
 
 _REGISTRY: dict[str, tuple[type[BackendConfig], Callable[[BackendConfig], Backend]]] = {

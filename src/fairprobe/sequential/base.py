@@ -16,7 +16,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypedDict, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -37,7 +37,10 @@ __all__ = [
     "OrdersOutcome",
     "SequentialTest",
     "Stepper",
+    "TestChoice",
+    "TestSettings",
     "available_tests",
+    "choose_test",
     "first_crossing",
     "get_test",
     "register_test",
@@ -285,6 +288,61 @@ def get_test(name: str | None = None, **kwargs: Any) -> SequentialTest:
     key = ALIASES.get(key, key)
     test: SequentialTest = _REGISTRY.create(key, **kwargs)
     return test
+
+
+class TestSettings(TypedDict, total=False):
+    """A test's settings, as keywords passed on to :func:`choose_test` (which holds the defaults).
+
+    Attributes
+    ----------
+    tolerance : float
+        ``delta``, in the units of the audited observable (default 0.1).
+    access : {"decisions", "scores", "logits"}
+        The audited observable (default ``"decisions"``).
+    alpha, beta : float
+        Nominal type-I and type-II error rates (default 0.05 and 0.2).
+    """
+
+    tolerance: float
+    access: str
+    alpha: float
+    beta: float
+
+
+class TestChoice(TestSettings, total=False):
+    """The test an audit runs and its settings, as keywords: what
+    :func:`~fairprobe.sequential.pool.run_pool` and :func:`~fairprobe.sequential.runner.audit_live`
+    pass on to :func:`choose_test`.
+
+    Attributes
+    ----------
+    test : str or SequentialTest, optional
+        A registered name (default: the default test, ``mixture``) or a ready test, which is
+        used as it is (the settings are then ignored).
+    test_options : dict, optional
+        Further keywords of the test's constructor (e.g. ``min_per_group`` of ``glr-wald``).
+    """
+
+    test: str | SequentialTest | None
+    test_options: dict[str, Any] | None
+
+
+def choose_test(
+    test: str | SequentialTest | None = None,
+    *,
+    tolerance: float = 0.1,
+    access: str = "decisions",
+    alpha: float = 0.05,
+    beta: float = 0.2,
+    test_options: dict[str, Any] | None = None,
+) -> SequentialTest:
+    """``test`` itself when it is a :class:`SequentialTest`, else the registered test ``test``
+    built with these settings (see :class:`TestChoice`)."""
+    if isinstance(test, SequentialTest):
+        return test
+    return get_test(
+        test, tolerance=tolerance, access=access, alpha=alpha, beta=beta, **(test_options or {})
+    )
 
 
 def check_budget(budget: Any, owner: str) -> int:

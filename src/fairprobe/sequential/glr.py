@@ -29,6 +29,7 @@ hypothesis: the denominator of Wald's lower bound on the expected sample size
 from __future__ import annotations
 
 import math
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -48,10 +49,26 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float64]
+_Num = TypeVar("_Num", float, FloatArray)
 _EPS = 1e-12
 
 
 # --------------------------------------------------------------------------- Bernoulli (decisions)
+def _fm_cubic(theta: _Num, p1: _Num, p2: _Num, c: float) -> tuple[_Num, _Num, _Num, _Num]:
+    """Coefficients ``a, b, cc`` of Farrington & Manning's cubic in ``p1~`` and the ``v`` of its
+    trigonometric root, with ``theta = n2 / n1``.
+
+    Plain arithmetic, so floats (per-step) and arrays (vectorised) share the formulas and give
+    the same bits; the root itself is taken per path (``math`` or ``numpy``).
+    """
+    a = 1.0 + theta
+    b = -(1.0 + theta + p1 + theta * p2 + c * (theta + 2.0))
+    cc = c * c + c * (2.0 * p1 + theta + 1.0) + p1 + theta * p2
+    d = -p1 * c * (1.0 + c)
+    v = b**3 / (27.0 * a**3) - b * cc / (6.0 * a**2) + d / (2.0 * a)
+    return a, b, cc, v
+
+
 def bernoulli_restricted_mle(
     n1: npt.ArrayLike, p1: npt.ArrayLike, n2: npt.ArrayLike, p2: npt.ArrayLike, c: float
 ) -> tuple[FloatArray, FloatArray]:
@@ -64,12 +81,7 @@ def bernoulli_restricted_mle(
     n2a = np.asarray(n2, dtype=float)
     q1 = np.asarray(p1, dtype=float)
     q2 = np.asarray(p2, dtype=float)
-    theta = n2a / n1a
-    a = 1.0 + theta
-    b = -(1.0 + theta + q1 + theta * q2 + c * (theta + 2.0))
-    cc = c * c + c * (2.0 * q1 + theta + 1.0) + q1 + theta * q2
-    d = -q1 * c * (1.0 + c)
-    v = b**3 / (27.0 * a**3) - b * cc / (6.0 * a**2) + d / (2.0 * a)
+    a, b, cc, v = _fm_cubic(n2a / n1a, q1, q2, c)
     disc = np.maximum(b**2 / (9.0 * a**2) - cc / (3.0 * a), 0.0)
     u = np.where(v >= 0, 1.0, -1.0) * np.sqrt(disc)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -85,12 +97,7 @@ def bernoulli_restricted_mle_scalar(
     n1: float, p1: float, n2: float, p2: float, c: float
 ) -> tuple[float, float]:
     """Scalar twin of :func:`bernoulli_restricted_mle` (pure Python, for per-step use)."""
-    theta = n2 / n1
-    a = 1.0 + theta
-    b = -(1.0 + theta + p1 + theta * p2 + c * (theta + 2.0))
-    cc = c * c + c * (2.0 * p1 + theta + 1.0) + p1 + theta * p2
-    d = -p1 * c * (1.0 + c)
-    v = b**3 / (27.0 * a**3) - b * cc / (6.0 * a**2) + d / (2.0 * a)
+    a, b, cc, v = _fm_cubic(n2 / n1, p1, p2, c)
     u = (1.0 if v >= 0 else -1.0) * math.sqrt(max(b * b / (9.0 * a * a) - cc / (3.0 * a), 0.0))
     ratio = v / u**3 if u != 0 else 0.0
     w = (math.pi + math.acos(min(1.0, max(-1.0, ratio)))) / 3.0

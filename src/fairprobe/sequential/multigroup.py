@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import numpy.typing as npt
@@ -37,7 +37,9 @@ from fairprobe.sequential.base import (
     OUTCOMES,
     VIOLATION,
     FloatArray,
+    TestSettings,
     check_budget,
+    choose_test,
 )
 from fairprobe.sequential.mixture import MixtureBettingTest
 from fairprobe.sequential.pool import METRICS
@@ -103,21 +105,20 @@ def run_groups(
     group_col: str,
     value_col: str,
     *,
-    access: str = "decisions",
     metric: str = "sp",
     label_col: str | None = None,
     pair: tuple[str, str] | None = None,
-    tolerance: float = 0.1,
     budget: int = 4000,
     repeats: int = 200,
     seed: int = 0,
-    alpha: float = 0.05,
-    beta: float = 0.2,
     progress: Callable[[int], None] | None = None,
     partial: list[MultiGroupAudit] | None = None,
+    **settings: Unpack[TestSettings],
 ) -> MultiGroupAudit:
     """Audit every pair of the groups in ``group_col`` (or the chosen ``pair``) with the default
-    test over ``repeats`` round-robin query orders (see the module docstring)."""
+    test over ``repeats`` round-robin query orders (see the module docstring). ``tolerance``,
+    ``access``, ``alpha`` and ``beta`` are the keywords of
+    :class:`~fairprobe.sequential.base.TestSettings`; ``alpha`` is the family-wise level."""
     owner = "run_groups"
     budget = check_budget(budget, owner)
     repeats = check_int(repeats, "repeats", owner, lo=1)
@@ -144,8 +145,9 @@ def run_groups(
     if len(groups) < 2:
         raise EmptyGroupError(f"{owner}: at least two groups are needed; got {groups}.")
     x = np.asarray(df[value_col].astype(float).to_numpy(), dtype=float)
-    probe = MixtureBettingTest(tolerance, access, alpha, beta)
+    probe = choose_test("mixture", **settings)
     probe.check_values(x)
+    tolerance, access, alpha, beta = probe.tolerance, probe.access, probe.alpha, probe.beta
     members = [np.flatnonzero(names == g) for g in groups]
     pairs = list(combinations(range(len(groups)), 2))
     m = len(pairs)

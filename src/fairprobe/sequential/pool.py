@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import numpy.typing as npt
@@ -20,7 +20,13 @@ import pandas as pd
 
 from fairprobe._validation import check_choice, check_int
 from fairprobe.errors import DataError, EmptyGroupError, InvalidParameterError
-from fairprobe.sequential.base import ACCESS_REGIMES, SequentialTest, check_budget, get_test
+from fairprobe.sequential.base import (
+    ACCESS_REGIMES,
+    SequentialTest,
+    TestChoice,
+    check_budget,
+    choose_test,
+)
 from fairprobe.sequential.boundaries import wald_lower_bound
 from fairprobe.sequential.glr import bernoulli_divergence
 from fairprobe.sequential.results import RepeatedAudit
@@ -284,23 +290,20 @@ def run_pool(
     pool: AuditPool,
     *,
     metric: str = "sp",
-    access: str = "decisions",
-    test: str | SequentialTest | None = None,
-    tolerance: float = 0.1,
     budget: int = 4000,
     repeats: int = 200,
     seed: int = 0,
-    alpha: float = 0.05,
-    beta: float = 0.2,
-    test_options: dict[str, Any] | None = None,
     progress: Callable[[int], None] | None = None,
     partial: list[RepeatedAudit] | None = None,
+    **choice: Unpack[TestChoice],
 ) -> RepeatedAudit:
     """Audit ``pool`` over ``repeats`` random query orders (vectorised).
 
     Each order queries the (sub-)pool without replacement — in a random order, or alternating
     the groups for tests with ``sampling = "alternate"`` (the default test); the budget is capped
-    at the size of the (sub-)pool (``budget_effective``). ``test`` defaults to the default test
+    at the size of the (sub-)pool (``budget_effective``). The test and its settings (``test``,
+    ``tolerance``, ``access``, ``alpha``, ``beta``, ``test_options``) are the keywords of
+    :class:`~fairprobe.sequential.base.TestChoice`; ``test`` defaults to the default test
     (``mixture``). ``progress`` is called with the number of orders done; with ``partial``
     (a list), the result of the orders done so far is appended to it before a
     ``KeyboardInterrupt`` propagates (Ctrl-C keeps what was computed).
@@ -309,17 +312,7 @@ def run_pool(
     budget = check_budget(budget, owner)
     repeats = check_int(repeats, "repeats", owner, lo=1)
     seed = check_int(seed, "seed", owner, lo=0)
-    if isinstance(test, SequentialTest):
-        t = test
-    else:
-        t = get_test(
-            test,
-            tolerance=tolerance,
-            access=access,
-            alpha=alpha,
-            beta=beta,
-            **(test_options or {}),
-        )
+    t = choose_test(**choice)
     check_choice(metric, "metric", owner, METRICS)
     in_a, x = pool.observations(metric, t.access)
     t = t.for_pool(in_a, x)

@@ -10,14 +10,20 @@ test's per-step :class:`~fairprobe.sequential.base.Stepper` in O(1). It returns 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 import pandas as pd
 
 from fairprobe._validation import check_choice, check_int
 from fairprobe.errors import AccessError, DataError
-from fairprobe.sequential.base import SequentialTest, Stepper, check_budget, get_test
+from fairprobe.sequential.base import (
+    SequentialTest,
+    Stepper,
+    TestChoice,
+    check_budget,
+    choose_test,
+)
 from fairprobe.sequential.mixture import MixtureBettingTest
 from fairprobe.sequential.pool import METRICS, AuditPool
 from fairprobe.sequential.results import GroupTally, SequentialResult
@@ -72,19 +78,14 @@ def audit_live(
     *,
     group_col: str,
     metric: str = "sp",
-    access: str = "decisions",
-    test: str | SequentialTest | None = None,
-    tolerance: float = 0.1,
     budget: int = 1000,
     seed: int = 0,
-    alpha: float = 0.05,
-    beta: float = 0.2,
     label_col: str | None = None,
     feature_cols: Sequence[str] | None = None,
     group_a: Any = None,
     batch_size: int = 1,
-    test_options: dict[str, Any] | None = None,
     on_step: Callable[[StepInfo], None] | None = None,
+    **choice: Unpack[TestChoice],
 ) -> SequentialResult:
     """Run one sequential audit against a live black box.
 
@@ -95,10 +96,7 @@ def audit_live(
     queries : DataFrame
         The held-out query pool: features, the group column and (for ``metric="eo"``) labels.
     group_col, group_a : the sensitive attribute; group a is ``group_a`` or the first value.
-    metric : {"sp", "eo"}; access : {"decisions", "scores", "logits"};
-    test : {"mixture", "glr-wald", "betting", "fixed"} or a :class:`SequentialTest`
-        Default: ``mixture`` (anytime-valid; queries the groups alternately).
-    tolerance, alpha, beta : ``delta`` and the nominal error rates.
+    metric : {"sp", "eo"}
     budget : int
         Most queries (capped at the size of the audited sub-pool).
     seed : int
@@ -112,6 +110,11 @@ def audit_live(
         unused (``queries_paid`` > ``queries``).
     on_step : callable, optional
         Called with a :class:`StepInfo` after every answer (live displays).
+    **choice : TestChoice
+        The test and its settings: ``test`` ({"mixture", "glr-wald", "betting", "fixed"} or a
+        :class:`SequentialTest`; default ``mixture``, anytime-valid, queries the groups
+        alternately), ``tolerance``, ``access``, ``alpha``, ``beta`` and ``test_options``
+        (:class:`~fairprobe.sequential.base.TestChoice`).
 
     Returns
     -------
@@ -122,13 +125,7 @@ def audit_live(
     seed = check_int(seed, "seed", owner, lo=0)
     batch_size = check_int(batch_size, "batch_size", owner, lo=1)
     check_choice(metric, "metric", owner, METRICS)
-    t = (
-        test
-        if isinstance(test, SequentialTest)
-        else get_test(
-            test, tolerance=tolerance, access=access, alpha=alpha, beta=beta, **(test_options or {})
-        )
-    )
+    t = choose_test(**choice)
     if not isinstance(queries, pd.DataFrame):
         raise DataError("queries must be a pandas DataFrame of query records.")
     pool = AuditPool.from_frame(queries, group_col, label_col=label_col, group_a=group_a)

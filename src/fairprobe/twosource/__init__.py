@@ -6,6 +6,7 @@ Implements ``two-source-audits.md``: proxies linking the user interface B to the
 audit itself (:func:`run_two_source_audit`). See ``docs/twosource.md``.
 """
 
+from fairprobe.twosource import proxies
 from fairprobe.twosource.audit import (
     TwoSourceResult,
     platform_blackboxes,
@@ -16,19 +17,7 @@ from fairprobe.twosource.bandit import POLICIES, FixedSplit, ThompsonSplit, make
 from fairprobe.twosource.correction import CorrectedDI, double_sampling_di, matrix_corrected_di
 from fairprobe.twosource.detectors import DETECTORS, Detector, DetectorOutcome, make_detector
 from fairprobe.twosource.large import run_budgeted_audit, run_large_regime_audit
-from fairprobe.twosource.proxies import (
-    PROXIES,
-    IdentityProxy,
-    LearnedProxy,
-    MappingProxy,
-    NameProxy,
-    Proxy,
-    ProxyAccuracy,
-    RandomProxy,
-    make_proxy,
-    proxy_from_spec,
-    register_proxy,
-)
+from fairprobe.twosource.proxies import *  # noqa: F403  (the whole proxy API, as proxies.__all__ says)
 from fairprobe.twosource.theory import (
     allocate,
     detection_test,
@@ -50,29 +39,19 @@ __all__ = [
     "matrix_corrected_di",
     "run_budgeted_audit",
     "run_large_regime_audit",
-    "PROXIES",
     "Detector",
     "DetectorOutcome",
-    "IdentityProxy",
-    "LearnedProxy",
-    "MappingProxy",
-    "NameProxy",
-    "Proxy",
-    "ProxyAccuracy",
-    "RandomProxy",
     "TwoSourceResult",
     "allocate",
     "detection_test",
     "gamma_max",
     "make_detector",
-    "make_proxy",
     "n_max",
     "p_manip",
     "pareto_frontier",
     "platform_blackboxes",
-    "proxy_from_spec",
-    "register_proxy",
     "run_two_source_audit",
     "stratified_sample",
     "theorem3",
+    *proxies.__all__,
 ]
