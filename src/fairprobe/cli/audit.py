@@ -9,7 +9,7 @@ JSON carries the provenance block (:mod:`fairprobe.provenance`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -33,9 +33,6 @@ from fairprobe.cli._common import (
     split_list,
 )
 from fairprobe.cli.gate import FailOn, FailOnOption, emit_job
-
-if TYPE_CHECKING:
-    pass
 
 #: Upper bounds of the access flags (what one machine and a sane retry policy can do).
 MAX_CONCURRENCY = 256
