@@ -598,10 +598,11 @@ class AuditorCore(_Base):
         Query budget per round (an increment larger than ``n`` per elapsed round is rejected).
     tau : float
         Half-width of the fair band.
-    signer, verifier
-        :class:`EntrySigner` / :class:`EntryVerifier`; null implementations by default.
-        (:class:`CoreOptions`: the keyword parameters every core passes to the constructor
-        both roles share.)
+    signer : EntrySigner or None
+        Signs the own entries (None: a :class:`NullSigner`).
+    verifier : EntryVerifier or None
+        Checks the entries received (None: a :class:`NullVerifier`). These four are
+        :class:`CoreOptions`, the keyword parameters both cores pass to the constructor they share.
     """
 
     role = "honest"
