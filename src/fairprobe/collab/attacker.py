@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -254,28 +254,25 @@ class AttackContext:
     ids: tuple[int, ...] = (0,)
 
     def to_dict(self) -> dict[str, Any]:
+        # every field as it is, but the two that JSON holds as lists
         return {
+            **asdict(self),
             "population": list(self.population.as_tuple()),
-            "n": self.n,
-            "rounds": self.rounds,
-            "attackers": self.attackers,
-            "honest": self.honest,
-            "tau": self.tau,
-            "seed": self.seed,
             "ids": list(self.ids),
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> AttackContext:
+        # a key an older document lacks takes the field's default
         return cls(
             population=CountsVector(*(int(x) for x in d["population"])),
             n=int(d["n"]),
             rounds=int(d["rounds"]),
             attackers=int(d["attackers"]),
-            honest=int(d.get("honest", 0)),
-            tau=float(d.get("tau", 0.05)),
-            seed=int(d.get("seed", 0)),
-            ids=tuple(int(x) for x in d.get("ids", (0,))),
+            honest=int(d.get("honest", cls.honest)),
+            tau=float(d.get("tau", cls.tau)),
+            seed=int(d.get("seed", cls.seed)),
+            ids=tuple(int(x) for x in d.get("ids", cls.ids)),
         )
 
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -82,13 +82,7 @@ class LiarPlan:
     pooled_dp: float  # DP of C_h plus the expected fabricated counts (0 when reachable)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "pi": self.pi,
-            "q_a": self.q_a,
-            "q_b": self.q_b,
-            "mass": self.mass,
-            "pooled_dp": self.pooled_dp,
-        }
+        return asdict(self)
 
 
 def _pooled_dp(h: npt.NDArray[np.float64], m: float, pi: float, qa: float, qb: float) -> float:

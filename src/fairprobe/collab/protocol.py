@@ -42,7 +42,7 @@ import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, Self
+from typing import Any, ClassVar, Protocol, Required, Self, TypedDict, Unpack
 
 import numpy as np
 import numpy.typing as npt
@@ -54,14 +54,17 @@ from fairprobe.errors import EmptyGroupError, InvalidParameterError, ProtocolErr
 from fairprobe.stats.counts import CountsVector
 
 __all__ = [
+    "PROTOCOL",
     "AttackerCore",
     "AuditorCore",
+    "CoreOptions",
     "Entry",
     "EntrySigner",
     "EntryVerifier",
     "MergeReport",
     "NullSigner",
     "NullVerifier",
+    "ProtocolParams",
     "QuerySampler",
     "RoundReport",
     "Verdict",
@@ -79,6 +82,37 @@ REJECT_REASONS = (
     "shrinking-totals",
     "over-budget",
 )
+
+
+@dataclass(frozen=True)
+class ProtocolParams:
+    """The parameters every auditor of one audit runs the protocol with (Section III-C).
+
+    Their defaults are those of Section VI-A. Each record that declares these parameters -- the
+    simulator's ``SimConfig``, a node's ``[audit]`` table (``AuditConfig``), the cores -- takes
+    its defaults from :data:`PROTOCOL`, so that a simulated run, a networked run and a core
+    built by hand agree unless told otherwise.
+
+    Attributes
+    ----------
+    n : int
+        Query budget per round.
+    tau : float
+        Half-width of the fair band.
+    z_max : float
+        Cap of the suspicion score (Algorithm 3).
+    replacement : bool
+        Whether an honest auditor samples its queries with replacement.
+    """
+
+    n: int = 300
+    tau: float = 0.05
+    z_max: float = Z_MAX
+    replacement: bool = False
+
+
+#: The protocol's default parameters.
+PROTOCOL = ProtocolParams()
 
 
 def dp_of(total: npt.ArrayLike) -> float:
@@ -325,21 +359,48 @@ class _Held:
     sig: bytes = b""
 
 
+class CoreOptions(TypedDict, total=False):
+    """The keyword parameters both kinds of core take, with the shared constructor's defaults.
+
+    Attributes
+    ----------
+    n : int
+        Query budget per round (required; an increment larger than ``n`` per elapsed round is
+        rejected).
+    tau : float
+        Half-width of the fair band (default ``PROTOCOL.tau``).
+    signer : EntrySigner or None
+        Signs the own entries (None: a :class:`NullSigner`).
+    verifier : EntryVerifier or None
+        Checks the entries received (None: a :class:`NullVerifier`).
+    """
+
+    n: Required[int]
+    tau: float
+    signer: EntrySigner | None
+    verifier: EntryVerifier | None
+
+
 @dataclass
 class _Base:
+    """The table, merge and persistence both roles share; its constructor is the one both
+    cores' constructors pass :class:`CoreOptions` through to."""
+
     auditor_id: str
     roster: tuple[str, ...]
     n: int
-    tau: float = 0.05
-    signer: Any = field(default_factory=NullSigner)
-    verifier: Any = field(default_factory=NullVerifier)
+    tau: float = PROTOCOL.tau
+    signer: Any = None  # None: a NullSigner
+    verifier: Any = None  # None: a NullVerifier
     round: int = 0
     own: tuple[int, int, int, int] = (0, 0, 0, 0)
     held: dict[str, _Held] = field(default_factory=dict)
     phase: str = "idle"  # idle -> open (after start_round) -> stamped -> idle (after end_round)
     role: ClassVar[str] = ""
 
-    def _init_common(self) -> None:
+    def __post_init__(self) -> None:
+        self.signer = self.signer or NullSigner()
+        self.verifier = self.verifier or NullVerifier()
         if not self.roster:
             raise InvalidParameterError("The roster must list at least one auditor.")
         if len(set(self.roster)) != len(self.roster):
@@ -528,14 +589,20 @@ class AuditorCore(_Base):
     roster : sequence of str
         Every auditor of the audit (the permissioned network), in a fixed order; sums over
         auditors follow this order.
+    z_max : float
+        Cap of the suspicion score.
+
+    Other Parameters
+    ----------------
     n : int
         Query budget per round (an increment larger than ``n`` per elapsed round is rejected).
     tau : float
         Half-width of the fair band.
-    z_max : float
-        Cap of the suspicion score.
-    signer, verifier
-        :class:`EntrySigner` / :class:`EntryVerifier`; null implementations by default.
+    signer : EntrySigner or None
+        Signs the own entries (None: a :class:`NullSigner`).
+    verifier : EntryVerifier or None
+        Checks the entries received (None: a :class:`NullVerifier`). These four are
+        :class:`CoreOptions`, the keyword parameters both cores pass to the constructor they share.
     """
 
     role = "honest"
@@ -545,16 +612,10 @@ class AuditorCore(_Base):
         auditor_id: str,
         roster: Sequence[str],
         *,
-        n: int,
-        tau: float = 0.05,
-        z_max: float = Z_MAX,
-        signer: EntrySigner | None = None,
-        verifier: EntryVerifier | None = None,
+        z_max: float = PROTOCOL.z_max,
+        **options: Unpack[CoreOptions],
     ) -> None:
-        super().__init__(
-            auditor_id, tuple(roster), n, tau, signer or NullSigner(), verifier or NullVerifier()
-        )
-        self._init_common()
+        super().__init__(auditor_id, tuple(roster), **options)
         self.z_max = check_real(z_max, "z_max", "AuditorCore", lo=0.0, closed="neither")
         v = len(self.roster)
         self.prev = np.zeros((v, 4), dtype=np.int64)
@@ -696,16 +757,10 @@ class AttackerCore(_Base):
         auditor_id: str,
         roster: Sequence[str],
         *,
-        n: int,
-        tau: float = 0.05,
         strategy: AttackStrategy | str = "adaptive",
-        signer: EntrySigner | None = None,
-        verifier: EntryVerifier | None = None,
+        **options: Unpack[CoreOptions],
     ) -> None:
-        super().__init__(
-            auditor_id, tuple(roster), n, tau, signer or NullSigner(), verifier or NullVerifier()
-        )
-        self._init_common()
+        super().__init__(auditor_id, tuple(roster), **options)
         self.strategy = get_attack(strategy) if isinstance(strategy, str) else strategy
 
     def view(self) -> CountsVector:

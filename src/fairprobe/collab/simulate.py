@@ -61,6 +61,7 @@ from fairprobe.collab.partition import (
     item_types,
 )
 from fairprobe.collab.protocol import (
+    PROTOCOL,
     AttackerCore,
     AuditorCore,
     QuerySampler,
@@ -68,7 +69,7 @@ from fairprobe.collab.protocol import (
     query_order,
 )
 from fairprobe.collab.robust import RobustParams, robust_estimate
-from fairprobe.collab.score import Z_MAX, suspicion_scores
+from fairprobe.collab.score import suspicion_scores
 from fairprobe.datasets.populations import POPULATIONS, get_population
 from fairprobe.stats.counts import CountsVector
 from fairprobe.stats.finding import decide_array
@@ -127,19 +128,20 @@ CERTIFY_MAX_AUDITORS = 100
 
 @dataclass(frozen=True)
 class SimConfig:
-    """Parameters of one simulated audit (defaults: Section VI-A)."""
+    """Parameters of one simulated audit (defaults: Section VI-A; those of the protocol's own
+    parameters, ``n``, ``tau``, ``z_max`` and ``replacement``, are ``PROTOCOL``'s)."""
 
     case: str
     attackers: int = 0
     seed: int = 0
     honest: int = 20
     alpha: float = 1.0
-    n: int = 300
+    n: int = PROTOCOL.n
     max_rounds: int = 150
-    tau: float = 0.05
-    z_max: float = Z_MAX
+    tau: float = PROTOCOL.tau
+    z_max: float = PROTOCOL.z_max
     beta: float = 0.2
-    replacement: bool = False
+    replacement: bool = PROTOCOL.replacement
     degree: float = 4.0
     min_per_group: int = 30
     attack: str = "adaptive"

@@ -41,13 +41,14 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from fairprobe.collab.net import _toml
 from fairprobe.collab.net.keys import check_auditor_id
 from fairprobe.collab.net.roster import parse_address
+from fairprobe.collab.protocol import PROTOCOL
 from fairprobe.collab.verify import DEFAULT_MAX_LIARS, DEFAULT_RATE
 from fairprobe.errors import ConfigError, InvalidParameterError
 
@@ -56,10 +57,16 @@ __all__ = ["AuditConfig", "NodeConfig", "TimeoutConfig", "VerifyNodeConfig", "lo
 ROLES = ("honest", "attacker")
 
 
-def _section(doc: Mapping[str, Any], name: str) -> dict[str, Any]:
+def _section(doc: Mapping[str, Any], name: str, record: type | None = None) -> dict[str, Any]:
+    """Table ``[name]`` of the node file; with ``record`` (a dataclass), one whose keys are all
+    fields of that record."""
     v = doc.get(name, {})
     if not isinstance(v, Mapping):
         raise ConfigError(f"[{name}] of the node file must be a table.")
+    if record is not None:
+        unknown = set(v) - {f.name for f in fields(record)}
+        if unknown:
+            raise ConfigError(f"[{name}] has unknown keys {sorted(unknown)}.")
     return dict(v)
 
 
@@ -75,11 +82,13 @@ def _num(d: Mapping[str, Any], key: str, default: Any, kind: type, where: str) -
 
 @dataclass(frozen=True)
 class AuditConfig:
-    n: int = 300
+    # the protocol's parameters default to the simulator's (PROTOCOL), so that a node file
+    # that leaves them out runs the audit a simulation of the same seed runs
+    n: int = PROTOCOL.n
     rounds: int = 10
-    tau: float = 0.05
-    z_max: float = 8.0
-    replacement: bool = False
+    tau: float = PROTOCOL.tau
+    z_max: float = PROTOCOL.z_max
+    replacement: bool = PROTOCOL.replacement
     seed: int = 0
     #: Closing rounds after the last querying round: entries keep circulating, no source may
     #: add queries, so every honest node ends holding every source's final counts (``bounded``).
@@ -285,41 +294,32 @@ class NodeConfig:
             p = Path(doc[k]).expanduser()
             return p if p.is_absolute() else (base / p).resolve()
 
-        a = _section(doc, "audit")
-        t = _section(doc, "timeouts")
-        unknown_a = set(a) - {"n", "rounds", "tau", "z_max", "replacement", "seed", "closing",
-                              "label"}
-        if unknown_a:
-            raise ConfigError(f"[audit] has unknown keys {sorted(unknown_a)}.")
-        unknown_t = set(t) - {"round", "request", "finish"}
-        if unknown_t:
-            raise ConfigError(f"[timeouts] has unknown keys {sorted(unknown_t)}.")
+        # a key a table leaves out takes its record's default: the defaults live on the records
+        a = _section(doc, "audit", AuditConfig)
+        t = _section(doc, "timeouts", TimeoutConfig)
         audit = AuditConfig(
-            n=_num(a, "n", 300, int, "[audit]"),
-            rounds=_num(a, "rounds", 10, int, "[audit]"),
-            tau=_num(a, "tau", 0.05, float, "[audit]"),
-            z_max=_num(a, "z_max", 8.0, float, "[audit]"),
-            replacement=bool(a.get("replacement", False)),
-            seed=_num(a, "seed", 0, int, "[audit]"),
-            closing=_num(a, "closing", 0, int, "[audit]"),
-            label=a.get("label", ""),
+            n=_num(a, "n", AuditConfig.n, int, "[audit]"),
+            rounds=_num(a, "rounds", AuditConfig.rounds, int, "[audit]"),
+            tau=_num(a, "tau", AuditConfig.tau, float, "[audit]"),
+            z_max=_num(a, "z_max", AuditConfig.z_max, float, "[audit]"),
+            replacement=bool(a.get("replacement", AuditConfig.replacement)),
+            seed=_num(a, "seed", AuditConfig.seed, int, "[audit]"),
+            closing=_num(a, "closing", AuditConfig.closing, int, "[audit]"),
+            label=a.get("label", AuditConfig.label),
         )
         timeouts = TimeoutConfig(
-            round=_num(t, "round", 20.0, float, "[timeouts]"),
-            request=_num(t, "request", 2.0, float, "[timeouts]"),
-            finish=_num(t, "finish", 10.0, float, "[timeouts]"),
+            round=_num(t, "round", TimeoutConfig.round, float, "[timeouts]"),
+            request=_num(t, "request", TimeoutConfig.request, float, "[timeouts]"),
+            finish=_num(t, "finish", TimeoutConfig.finish, float, "[timeouts]"),
         )
-        vs = _section(doc, "verify")
-        unknown_v = set(vs) - {"enabled", "rate", "records", "answers"}
-        if unknown_v:
-            raise ConfigError(f"[verify] has unknown keys {sorted(unknown_v)}.")
-        if not isinstance(vs.get("enabled", False), bool):
+        vs = _section(doc, "verify", VerifyNodeConfig)
+        if not isinstance(vs.get("enabled", VerifyNodeConfig.enabled), bool):
             raise ConfigError("[verify] enabled must be true or false.")
         verify = VerifyNodeConfig(
-            enabled=bool(vs.get("enabled", False)),
-            rate=_num(vs, "rate", DEFAULT_RATE, float, "[verify]"),
-            records=str(vs.get("records", "random")),
-            answers=str(vs.get("answers", "all")),
+            enabled=bool(vs.get("enabled", VerifyNodeConfig.enabled)),
+            rate=_num(vs, "rate", VerifyNodeConfig.rate, float, "[verify]"),
+            records=str(vs.get("records", VerifyNodeConfig.records)),
+            answers=str(vs.get("answers", VerifyNodeConfig.answers)),
         )
         method = doc.get("method", "bounded")
         attack = doc.get("attack", "adaptive")

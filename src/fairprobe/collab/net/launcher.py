@@ -44,6 +44,7 @@ from fairprobe.collab.net.config import (
 )
 from fairprobe.collab.net.keys import generate_keypair
 from fairprobe.collab.net.roster import Member, Roster
+from fairprobe.collab.simulate import SimConfig
 from fairprobe.collab.verify import DEFAULT_MAX_LIARS, DEFAULT_RATE
 from fairprobe.errors import ConfigError, FairprobeError, ProtocolError
 
@@ -64,14 +65,16 @@ class DemoSpec:
     attackers: int = 0
     seed: int = 0
     case: str = "bios-moderate"
-    n: int = 300
+    # the simulator's parameters with its defaults: a demo is the simulator's run of the same
+    # seed as processes (plan_network), digit for digit
+    n: int = SimConfig.n
     rounds: int | None = None
-    max_rounds: int = 150
-    alpha: float = 1.0
-    tau: float = 0.05
-    z_max: float = 8.0
-    replacement: bool = False
-    min_per_group: int = 30
+    max_rounds: int = SimConfig.max_rounds
+    alpha: float = SimConfig.alpha
+    tau: float = SimConfig.tau
+    z_max: float = SimConfig.z_max
+    replacement: bool = SimConfig.replacement
+    min_per_group: int = SimConfig.min_per_group
     round_timeout: float = 30.0
     request_timeout: float = 2.0
     finish_timeout: float = 10.0

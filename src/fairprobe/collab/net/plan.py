@@ -47,10 +47,16 @@ def auditor_ids(v: int) -> list[str]:
     return [f"a{j:0{width}d}" for j in range(v)]
 
 
+#: Where the defaults below come from: the simulator's (the class attributes of its config), since
+#: a networked run must run the same audit as the simulation of its seed.
+_DEFAULT = sim.SimConfig
+
+
 def sim_config(
     *, case: str, honest: int, attackers: int, seed: int, n: int, alpha: float,
-    max_rounds: int, min_per_group: int = 30, tau: float = 0.05, z_max: float = 8.0,
-    replacement: bool = False, attack: str = "adaptive",
+    max_rounds: int, min_per_group: int = _DEFAULT.min_per_group, tau: float = _DEFAULT.tau,
+    z_max: float = _DEFAULT.z_max, replacement: bool = _DEFAULT.replacement,
+    attack: str = _DEFAULT.attack,
 ) -> sim.SimConfig:
     return sim.SimConfig(
         case=case, attackers=attackers, seed=seed, honest=honest, alpha=alpha, n=n,
@@ -61,7 +67,7 @@ def sim_config(
 
 def plan_network(
     *, case: str, honest: int, attackers: int, seed: int, n: int, alpha: float,
-    max_rounds: int, rounds: int | None = None, min_per_group: int = 30,
+    max_rounds: int, rounds: int | None = None, min_per_group: int = _DEFAULT.min_per_group,
 ) -> Plan:
     """Ids, graph, roles and number of rounds of the simulator's run for this seed."""
     cfg = sim_config(case=case, honest=honest, attackers=attackers, seed=seed, n=n,
@@ -86,7 +92,8 @@ def plan_network(
 
 def honest_share(
     *, case: str, honest: int, alpha: float, seed: int, min_per_group: int, index: int,
-    replacement: bool = False, n: int = 300, max_rounds: int = 150,
+    replacement: bool = _DEFAULT.replacement, n: int = _DEFAULT.n,
+    max_rounds: int = _DEFAULT.max_rounds,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_], QuerySampler]:
     """Population rows, their group-A mask, and the query sampler of honest auditor ``index``.
 
@@ -119,7 +126,7 @@ ADULT_GROUP_A = "Female"
 
 def adult_share(
     *, split: str, honest: int, alpha: float, seed: int, min_per_group: int, index: int,
-    replacement: bool = False,
+    replacement: bool = _DEFAULT.replacement,
 ) -> tuple[list[dict[str, object]], npt.NDArray[np.bool_], QuerySampler]:
     """Records, group-A mask and query sampler of honest auditor ``index`` over the Adult records
     the platform server answers (``fairprobe platform serve``, audit interface).
@@ -171,7 +178,7 @@ def adult_sizes(*, split: str, honest: int, alpha: float, seed: int,
 
 def plan_platform_network(
     *, split: str, honest: int, attackers: int, seed: int, n: int, alpha: float,
-    max_rounds: int, rounds: int | None = None, min_per_group: int = 30,
+    max_rounds: int, rounds: int | None = None, min_per_group: int = _DEFAULT.min_per_group,
 ) -> Plan:
     """Like :func:`plan_network` for an audit of the platform server over Adult records: the
     graph and the attackers' positions are the simulator's for this seed; the query sets are
