@@ -10,14 +10,15 @@ unknown name with the standard parameter error.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from fairprobe._validation import check_choice
 from fairprobe.errors import ConfigError, InvalidParameterError
 
-__all__ = ["Registry"]
+__all__ = ["ClassRegistry", "Registry"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 class Registry(dict[str, F]):
@@ -66,3 +67,17 @@ class Registry(dict[str, F]):
         """Call the factory registered as ``name`` with ``args`` and ``kwargs``."""
         check_choice(name, self.param, self.owner, list(self))
         return self[name](*args, **kwargs)
+
+
+class ClassRegistry(Registry[type[T]], Generic[T]):
+    """A :class:`Registry` of subclasses of one base class ``T`` (the proxies, the detectors,
+    the attack strategies ...), whose :meth:`make` is typed to return a ``T``: a family's
+    ``register_x`` / ``make_x`` are this registry's :meth:`~Registry.register` and :meth:`make`
+    rather than a typed wrapper written again in each family.
+    """
+
+    def make(self, name: str, *args: Any, **kwargs: Any) -> T:
+        """Build the strategy registered as ``name`` with ``args`` and ``kwargs`` (an unknown
+        name is the standard parameter error naming :attr:`~Registry.owner`)."""
+        made: T = self.create(name, *args, **kwargs)
+        return made

@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from fairprobe._registry import Registry
+from fairprobe._registry import ClassRegistry
 from fairprobe._validation import check_int
 from fairprobe.collab.exact import min_mod_linear
 from fairprobe.errors import DataError, InvalidParameterError
@@ -325,7 +325,7 @@ class AttackStrategy(ABC):
         return f"{type(self).__name__}()"
 
 
-ATTACKS: Registry[type[AttackStrategy]] = Registry("attack", "get_attack")
+ATTACKS: ClassRegistry[AttackStrategy] = ClassRegistry("attack", "get_attack")
 
 
 def register_attack(cls: type[AttackStrategy]) -> type[AttackStrategy]:
@@ -335,8 +335,7 @@ def register_attack(cls: type[AttackStrategy]) -> type[AttackStrategy]:
 
 def get_attack(name: str) -> AttackStrategy:
     """Instantiate the registered strategy ``name``."""
-    strategy: AttackStrategy = ATTACKS.create(name)
-    return strategy
+    return ATTACKS.make(name)
 
 
 def _neutral_rows(k: int, n: int) -> IntArray:

@@ -25,7 +25,7 @@ from typing import ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from fairprobe._registry import Registry
+from fairprobe._registry import ClassRegistry
 from fairprobe._validation import check_real
 from fairprobe.errors import DataError
 
@@ -102,7 +102,7 @@ class Aggregator(ABC):
         return self.aggregate(t, h)
 
 
-AGGREGATORS: Registry[type[Aggregator]] = Registry("method", "get_aggregator")
+AGGREGATORS: ClassRegistry[Aggregator] = ClassRegistry("method", "get_aggregator")
 
 
 def register_aggregator(cls: type[Aggregator]) -> type[Aggregator]:
@@ -112,8 +112,7 @@ def register_aggregator(cls: type[Aggregator]) -> type[Aggregator]:
 
 def get_aggregator(name: str, beta: float = 0.2) -> Aggregator:
     """Instantiate the registered aggregator ``name`` with trimming fraction ``beta``."""
-    agg: Aggregator = AGGREGATORS.create(name, beta)
-    return agg
+    return AGGREGATORS.make(name, beta)
 
 
 def _local_dp(

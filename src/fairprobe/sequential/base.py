@@ -21,7 +21,7 @@ from typing import Any, ClassVar, TypedDict, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from fairprobe._registry import Registry
+from fairprobe._registry import ClassRegistry
 from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.errors import DataError, InvalidParameterError
 from fairprobe.sequential.boundaries import Boundaries, check_error_rates
@@ -255,7 +255,7 @@ class SequentialTest(ABC):
         }
 
 
-_REGISTRY: Registry[type[SequentialTest]] = Registry("test", "get_test")
+_REGISTRY: ClassRegistry[SequentialTest] = ClassRegistry("test", "get_test")
 T = TypeVar("T", bound=type[SequentialTest])
 
 
@@ -286,8 +286,7 @@ def get_test(name: str | None = None, **kwargs: Any) -> SequentialTest:
     """Instantiate the registered test ``name`` (case-insensitive; default: the default test)."""
     key = DEFAULT_TEST if name is None else str(name).strip().lower()
     key = ALIASES.get(key, key)
-    test: SequentialTest = _REGISTRY.create(key, **kwargs)
-    return test
+    return _REGISTRY.make(key, **kwargs)
 
 
 class TestSettings(TypedDict, total=False):

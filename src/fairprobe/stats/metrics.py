@@ -9,7 +9,7 @@ answers to the same evidence and end here, so every path returns the same
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_DI_THRESHOLD",
     "DEFAULT_INTERVAL",
     "DEFAULT_TOLERANCE",
+    "DifferenceOptions",
     "demographic_parity_from_counts",
     "disparate_impact_from_counts",
     "equal_opportunity_from_counts",
@@ -73,13 +74,38 @@ def _groups(groups: tuple[str, str] | None) -> tuple[str, str]:
     return ("A", "B") if groups is None else (str(groups[0]), str(groups[1]))
 
 
-def demographic_parity_from_counts(
+class DifferenceOptions(TypedDict, total=False):
+    """The keyword options of :func:`demographic_parity_from_counts` and
+    :func:`equal_opportunity_from_counts` (defaults in brackets): ``tolerance`` [0.05],
+    ``confidence_level`` [0.95], ``groups`` [``("A", "B")``], ``method`` [``"exact"``]."""
+
+    tolerance: float
+    confidence_level: float
+    groups: tuple[str, str] | None
+    method: str
+
+
+def _difference_from_counts(
+    metric: str,
+    owner: str,
     counts: CountsVector,
     *,
     tolerance: float = DEFAULT_TOLERANCE,
     confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
     groups: tuple[str, str] | None = None,
     method: str = DEFAULT_INTERVAL,
+) -> MetricResult:
+    # DP and EO are one computation (EO is DP on the y_true = 1 rows); they differ only in the
+    # metric's name and the function named in errors.
+    c = _check_counts(counts, owner)
+    tol = check_real(tolerance, "tolerance", owner, lo=0.0, hi=1.0)
+    level = check_confidence_level(confidence_level, owner)
+    m = _difference_method(method, owner)
+    return MetricResult(metric, c.dp(), c, tol, level, m, _groups(groups))
+
+
+def demographic_parity_from_counts(
+    counts: CountsVector, **options: Unpack[DifferenceOptions]
 ) -> MetricResult:
     r"""Demographic parity difference :math:`\mathrm{DP} = a/A - b/B` with its interval.
 
@@ -94,11 +120,15 @@ def demographic_parity_from_counts(
     ----------
     counts : CountsVector
         ``(a, A, b, B)``: positives and totals of group A and group B (both totals >= 1).
+
+    Other Parameters
+    ----------------
     tolerance : float in [0, 1]
-        Half-width ``tau`` of the fair band (0.05 in the collaborative paper).
+        Half-width ``tau`` of the fair band (default 0.05, as in the collaborative paper).
     confidence_level : float in (0, 1)
+        Default 0.95.
     groups : (str, str), optional
-        Labels of group A and group B, for reports.
+        Labels of group A and group B, for reports (default ``("A", "B")``).
     method : {"exact", "box", "newcombe", "score"}
         ``"exact"`` (default): the unconditional exact test inverted (coverage >= nominal at
         every rate and size, at about Newcombe's width; see
@@ -109,21 +139,13 @@ def demographic_parity_from_counts(
         below nominal at rates near 0 or 1 in small groups (measured minima in
         ``docs/stats.md``).
     """
-    owner = "demographic_parity_from_counts"
-    c = _check_counts(counts, owner)
-    tol = check_real(tolerance, "tolerance", owner, lo=0.0, hi=1.0)
-    level = check_confidence_level(confidence_level, owner)
-    m = _difference_method(method, owner)
-    return MetricResult("demographic_parity_difference", c.dp(), c, tol, level, m, _groups(groups))
+    return _difference_from_counts(
+        "demographic_parity_difference", "demographic_parity_from_counts", counts, **options
+    )
 
 
 def equal_opportunity_from_counts(
-    counts: CountsVector,
-    *,
-    tolerance: float = DEFAULT_TOLERANCE,
-    confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
-    groups: tuple[str, str] | None = None,
-    method: str = DEFAULT_INTERVAL,
+    counts: CountsVector, **options: Unpack[DifferenceOptions]
 ) -> MetricResult:
     r"""Equal-opportunity difference from counts taken on the ``y_true == 1`` sub-population.
 
@@ -131,15 +153,12 @@ def equal_opportunity_from_counts(
 
     (sequential-auditing summary, "Uguaglianza di Opportunità"): demographic parity of the
     true-positive sub-population, so ``counts`` must count only instances with ``y_true == 1``
-    (``a`` true positives among ``A`` positives of group A, ...). Same interval and verdict
-    as :func:`demographic_parity_from_counts` (``method`` likewise).
+    (``a`` true positives among ``A`` positives of group A, ...). Same options, interval and
+    verdict as :func:`demographic_parity_from_counts` (:class:`DifferenceOptions`).
     """
-    owner = "equal_opportunity_from_counts"
-    c = _check_counts(counts, owner)
-    tol = check_real(tolerance, "tolerance", owner, lo=0.0, hi=1.0)
-    level = check_confidence_level(confidence_level, owner)
-    m = _difference_method(method, owner)
-    return MetricResult("equal_opportunity_difference", c.dp(), c, tol, level, m, _groups(groups))
+    return _difference_from_counts(
+        "equal_opportunity_difference", "equal_opportunity_from_counts", counts, **options
+    )
 
 
 def _ratio(a: int, A: int, b: int, B: int) -> float:

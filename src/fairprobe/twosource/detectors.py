@@ -27,13 +27,13 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from fairprobe._registry import Registry
+from fairprobe._registry import ClassRegistry
 from fairprobe.stats.counts import CountsVector
 from fairprobe.twosource.theory import consistency_p_value, n_max
 
@@ -121,22 +121,12 @@ class Detector(ABC):
         """Decide at level ``alpha`` whether the evidence proves manipulation."""
 
 
-D = TypeVar("D", bound=type[Detector])
-
 #: The registry of detectors, by name.
-DETECTORS: Registry[type[Detector]] = Registry("detector", "make_detector")
-
-
-def register_detector(cls: D) -> D:
-    """Class decorator adding a :class:`Detector` to :data:`DETECTORS`."""
-    DETECTORS.register(cls)
-    return cls
-
-
-def make_detector(name: str, **kwargs: Any) -> Detector:
-    """Build the registered detector ``name`` (``kwargs`` go to its constructor)."""
-    detector: Detector = DETECTORS.create(name, **kwargs)
-    return detector
+DETECTORS: ClassRegistry[Detector] = ClassRegistry("detector", "make_detector")
+register_detector = DETECTORS.register
+"""Class decorator adding a :class:`Detector` subclass to :data:`DETECTORS` under its ``name``."""
+make_detector = DETECTORS.make
+"""Build the registered detector ``name`` (keyword arguments go to its constructor)."""
 
 
 @register_detector

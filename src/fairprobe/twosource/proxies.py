@@ -24,13 +24,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from fairprobe._registry import Registry
+from fairprobe._registry import ClassRegistry
 from fairprobe._validation import check_choice, check_int
 from fairprobe.errors import ConfigError, DataError, InvalidParameterError
 
@@ -202,22 +202,12 @@ class Proxy(ABC):
         )
 
 
-P = TypeVar("P", bound=type[Proxy])
-
 #: The registry of proxy strategies, by name.
-PROXIES: Registry[type[Proxy]] = Registry("proxy", "make_proxy")
-
-
-def register_proxy(cls: P) -> P:
-    """Class decorator adding a :class:`Proxy` subclass to :data:`PROXIES` under its ``name``."""
-    PROXIES.register(cls)
-    return cls
-
-
-def make_proxy(name: str, **kwargs: Any) -> Proxy:
-    """Build the registered proxy ``name`` with ``kwargs``."""
-    proxy: Proxy = PROXIES.create(name, **kwargs)
-    return proxy
+PROXIES: ClassRegistry[Proxy] = ClassRegistry("proxy", "make_proxy")
+register_proxy = PROXIES.register
+"""Class decorator adding a :class:`Proxy` subclass to :data:`PROXIES` under its ``name``."""
+make_proxy = PROXIES.make
+"""Build the registered proxy ``name`` (keyword arguments go to its constructor)."""
 
 
 def _check_groups_arg(groups: Sequence[str], owner: str) -> tuple[str, ...]:
