@@ -179,18 +179,25 @@ class _Calibrated(AttackStrategy):
         new.plan = self._solve(ctx)
         return new
 
-    def _ready(self, k: int) -> tuple[AttackContext, LiarPlan]:
+    @property
+    def _ctx(self) -> AttackContext:
+        """The platform's instruction; a clear error before :meth:`calibrate`."""
         if self.context is None or self.plan is None:
             raise ConfigError(
                 f"The {self.name!r} attack needs the platform's calibration: call "
                 "strategy.calibrate(AttackContext(...)) first (the simulator does)."
             )
-        if len(self.context.ids) != k:
+        return self.context
+
+    def _ready(self, k: int) -> tuple[AttackContext, LiarPlan]:
+        ctx = self._ctx
+        assert self.plan is not None  # set with the context by calibrate
+        if len(ctx.ids) != k:
             raise ConfigError(
-                f"The {self.name!r} attack was calibrated for {len(self.context.ids)} attacker "
+                f"The {self.name!r} attack was calibrated for {len(ctx.ids)} attacker "
                 f"rows, not {k}: give AttackContext.ids the attacker index of each view row."
             )
-        return self.context, self.plan
+        return ctx, self.plan
 
     def fabricate(self, views: npt.ArrayLike, n: int, round_: int) -> IntArray:
         v = _check_views(views, n)
@@ -351,8 +358,7 @@ class AnswerLiar(_Calibrated):
         return LiarPlan(0.0, 0.0, 0.0, int(ctx.attackers * ctx.n * ctx.rounds), math.nan)
 
     def _push_up(self) -> bool:
-        ctx = self.context
-        assert ctx is not None
+        ctx = self._ctx
         a, A, b, B = ctx.population.as_tuple()
         return a / A - b / B < 0
 
@@ -383,8 +389,7 @@ class AnswerLiar(_Calibrated):
     def records(self, round_: int, count: int, row: int = 0) -> tuple[IntArray, IntArray]:
         """``(groups, truth)`` of the ``count`` records attacker ``ids[row]`` draws in round
         ``round_``: independent draws at the population's cell shares."""
-        ctx = self.context
-        assert ctx is not None
+        ctx = self._ctx
         a, A, b, B = ctx.population.as_tuple()
         p = np.array([a, A - a, b, B - b], dtype=np.float64)
         rng = np.random.default_rng([ctx.seed, int(ctx.ids[row]), int(round_), 0x5EC])
@@ -415,13 +420,11 @@ class LateAttack(AnswerLiar):
     name = "late"
 
     def lies_in(self, round_: int) -> bool:
-        ctx = self.context
-        assert ctx is not None
+        ctx = self._ctx
         return int(round_) > ctx.rounds - late_rounds(ctx.rounds)
 
     def share(self) -> float:
-        ctx = self.context
-        assert ctx is not None
+        ctx = self._ctx
         return flip_share(ctx, late_rounds(ctx.rounds) / ctx.rounds)
 
 
@@ -436,13 +439,11 @@ class LateRecordsAttack(AnswerLiar):
     name = "late-records"
 
     def lies_in(self, round_: int) -> bool:
-        ctx = self.context
-        assert ctx is not None
+        ctx = self._ctx
         return int(round_) == ctx.rounds
 
     def share(self) -> float:
-        ctx = self.context
-        assert ctx is not None
+        ctx = self._ctx
         return flip_share(ctx, 1.0 / ctx.rounds)
 
 
@@ -456,6 +457,5 @@ class LateEdgeAttack(LateAttack):
     name = "late-edge"
 
     def share(self) -> float:
-        ctx = self.context
-        assert ctx is not None
+        ctx = self._ctx
         return flip_share(ctx, late_rounds(ctx.rounds) / ctx.rounds, target=0.99 * ctx.tau)
