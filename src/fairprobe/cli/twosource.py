@@ -130,15 +130,11 @@ def twosource(
     a_backend, b_backend = platform_sources(
         url, None if api_config is None else load_backend(api_config),
         None if ui_config is None else load_backend(ui_config))
-    job = twosource_job(
-        a_backend, b_backend, queries=None if queries is None else read_table(queries),
-        proxy=proxy, proxy_features=proxy_features, group_col=group_col, privileged=privileged,
-        api_cols=api_cols, ui_cols=ui_cols, budget=budget, beta=beta, checks=checks,
-        alpha=alpha, threshold=threshold, p_phi=p_phi, null=null.value, detectors=detectors,
-        batch_size=batch_size, seed=seed, cache=cache, retries=retries, timeout=timeout,
-        progress=progress, epsilon=epsilon, policy=policy, b_groups=b_groups,
-        rate_unprivileged=rate_unprivileged, rate_privileged=rate_privileged,
-    )  # fmt: skip
+    # the remaining flags are twosource_job's keywords, by the same names
+    flags = {k: v for k, v in ctx.params.items()
+             if k not in ("url", "api_config", "ui_config", "json_path", "csv_path", "fail_on")}
+    flags.update(queries=None if queries is None else read_table(queries), null=null.value)
+    job = twosource_job(a_backend, b_backend, **flags)
     result = job.result
     console.print(str(result), markup=False)
     if csv_path is not None:
@@ -158,6 +154,7 @@ def twosource(
 
 @twosource_app.command("plan")
 def plan(
+    ctx: typer.Context,
     proxy_accuracy: Annotated[float, typer.Option(help="Proxy accuracy p_phi.")],
     checks: Annotated[
         int | None,
@@ -228,13 +225,8 @@ def plan(
     from fairprobe.twosource.job import twosource_plan_job
     from fairprobe.twosource.theory import MAX_BUDGET
 
-    job = twosource_plan_job(
-        proxy_accuracy, checks=checks, alpha=alpha, gamma=gamma, budget=budget, epsilon=epsilon,
-        sigma_a=sigma_a, sigma_b=sigma_b, rate_unprivileged=rate_unprivileged,
-        rate_privileged=rate_privileged, share_unprivileged=share_unprivileged,
-        theorem3=theorem3, accuracy_unprivileged=accuracy_unprivileged,
-        accuracy_privileged=accuracy_privileged, b_estimator=b_estimator,
-    )  # fmt: skip
+    # every flag but --json is twosource_plan_job's parameter of the same name
+    job = twosource_plan_job(**{k: v for k, v in ctx.params.items() if k != "json_path"})
     res = job.result
     test, bp = res.test, res.budget_plan
     if test is not None:
