@@ -275,3 +275,21 @@ def test_local_cluster_listens_on_loopback_only(dashboard: bool) -> None:
         assert httpx.get(f"{base}/health", timeout=10).status_code == 200
         status = httpx.get(f"{base}/status", timeout=30).status_code
         assert (status == 200) == dashboard, status
+
+
+def test_the_commands_defaults_are_the_simulators() -> None:
+    # cli/collab.py writes the protocol options' defaults out (importing the simulator would
+    # slow every command's start); this keeps them equal to SimConfig's, where they are defined
+    import dataclasses
+
+    from fairprobe.cli.collab import _PROTOCOL_OPTIONS
+
+    fields = {f.name: f.default for f in dataclasses.fields(SimConfig)}
+    cli_to_field = {"rounds": "max_rounds"}
+    compared = 0
+    for name, _, default in _PROTOCOL_OPTIONS:
+        field = cli_to_field.get(name, name)
+        if field in fields and name not in ("betas", "verify", "verify_rate"):
+            assert default == fields[field], (name, default, fields[field])
+            compared += 1
+    assert compared >= 12
