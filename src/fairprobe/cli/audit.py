@@ -8,8 +8,9 @@ JSON carries the provenance block (:mod:`fairprobe.provenance`).
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import typer
 
@@ -40,12 +41,20 @@ MAX_RETRIES = 100
 MAX_TIMEOUT = 86_400.0
 
 
-# Choices of typer options as Literal types: typer lists, checks and case-folds them as it does
-# an enum's values, and the parsed value is the plain string.
-#: Constructions of the simultaneous intervals (``fairprobe.stats.simultaneous``).
-Simultaneous = Literal["exact", "bonferroni"]
-#: ``--interval``: the interval construction (coverage of each in ``docs/stats.md``).
-Interval = Literal["exact", "score", "newcombe", "katz"]
+class Simultaneous(StrEnum):
+    """Constructions of the simultaneous intervals (``fairprobe.stats.simultaneous``)."""
+
+    exact = "exact"
+    bonferroni = "bonferroni"
+
+
+class Interval(StrEnum):
+    """``--interval``: the interval construction (coverage of each in ``docs/stats.md``)."""
+
+    exact = "exact"
+    score = "score"
+    newcombe = "newcombe"
+    katz = "katz"
 
 
 def check_audit_flags(
@@ -143,7 +152,7 @@ def audit(
     min_group_size: Annotated[int, typer.Option(help="Groups (or a rate's denominator, e.g. y_true=1 answers for TPR) below this are listed and left out of the summaries; a two-group audit on such a group is undetermined. 1 compares every group (fairlearn).")] = DEFAULT_MIN_GROUP_SIZE,
     reference: Annotated[str | None, typer.Option(help="Every-group audit: also compare every group with this one (intersections: 'Male, White').")] = None,
     pos_label: Annotated[str | None, typer.Option(help="Positive value of --label-col (and of --y-pred-col with --predictions) when the labels are not 0/1, e.g. '>50K'.")] = None,
-    interval: Annotated[Interval, typer.Option(case_sensitive=False, help="Interval construction: exact (default: coverage >= the level at every rate and size, by construction), score / newcombe (narrower, asymptotic: dips below the level near rates 0 and 1; every-group audits: Bonferroni-adjusted) or katz (two-group DI only). Coverage of each: docs/stats.md.")] = "exact",
+    interval: Annotated[Interval, typer.Option(case_sensitive=False, help="Interval construction: exact (default: coverage >= the level at every rate and size, by construction), score / newcombe (narrower, asymptotic: dips below the level near rates 0 and 1; every-group audits: Bonferroni-adjusted) or katz (two-group DI only). Coverage of each: docs/stats.md.")] = Interval.exact,
     simultaneous: Annotated[Simultaneous | None, typer.Option(case_sensitive=False, hidden=True, help="Deprecated: --interval exact / --interval score.")] = None,
     fail_on: FailOnOption = None,
     strict: Annotated[bool, typer.Option(help="Stop when a group's share of unusable answers (unparsed, refused, truncated) exceeds --max-unusable.")] = False,
@@ -170,7 +179,7 @@ def audit(
     With --predictions, the decisions in a file are audited the same way and nothing is paid.
     """
     if simultaneous is not None:  # the former flag: exact, or bonferroni (= score intervals)
-        interval = "exact" if simultaneous == "exact" else "score"
+        interval = Interval.exact if simultaneous.value == "exact" else Interval.score
     if group_col is None and (queries is not None or predictions is not None):
         _missing_group_col(queries, predictions)
     if group_col is None:
@@ -190,11 +199,11 @@ def audit(
             confidence_level=confidence_level, json_path=json_path, csv_path=csv_path,
             min_group_size=min_group_size, reference=reference,
             pos_label=_label_value(pos_label),
-            method="exact" if interval == "exact" else "bonferroni", fail_on=fail_on,
+            method="exact" if interval is Interval.exact else "bonferroni", fail_on=fail_on,
             given={"--url": url, "--backend-config": backend_config, "--queries": queries,
                    "--feature-cols": feature_cols, "--send-group": send_group,
                    "--prompt-variants": prompt_variants, "--name-swap": name_swap,
-                   "--strict": strict, "--interval katz": interval == "katz"},
+                   "--strict": strict, "--interval katz": interval is Interval.katz},
             engine=engine, scheduler=scheduler, time_col=time_col, window=window,
             figure=figure, per_instance=per_instance)
         return
@@ -210,7 +219,7 @@ def audit(
     budget = budget_n  # type: ignore[assignment]
     check_output_path(csv_path, "--csv")
     if _wants_group_audit(group_col, group_a, group_b, metric, all_groups):
-        if interval == "katz":
+        if interval is Interval.katz:
             from fairprobe.errors import InvalidParameterError
 
             raise InvalidParameterError(
@@ -224,7 +233,7 @@ def audit(
             cache=cache, no_cache=no_cache, refresh=refresh, concurrency=concurrency,
             retries=retries, timeout=timeout, progress=progress, json_path=json_path,
             min_group_size=min_group_size, reference=reference, pos_label=pos_label,
-            method="exact" if interval == "exact" else "bonferroni", strict=strict,
+            method="exact" if interval is Interval.exact else "bonferroni", strict=strict,
             max_unusable=max_unusable, prompt_variants=prompt_variants, name_swap=name_swap,
             fail_on=fail_on, csv_path=csv_path,
         )
@@ -261,7 +270,7 @@ def audit(
         group_a=group_a, group_b=group_b, metric=name, every_group=False, label_col=label_col,
         feature_cols=feature_cols, send_group=send_group, budget=budget, seed=seed,
         tolerance=tolerance, threshold=threshold, confidence_level=confidence_level,
-        interval=_two_group_interval(interval, name), min_group_size=min_group_size,
+        interval=_two_group_interval(interval.value, name), min_group_size=min_group_size,
         pos_label=_label_value(pos_label), cache=None if no_cache else cache, refresh=refresh,
         concurrency=concurrency, retries=retries, timeout=timeout, progress=progress,
         max_unusable_share=limit, name_swap=name_swap, url=url, path=path)
