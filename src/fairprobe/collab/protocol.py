@@ -399,8 +399,11 @@ class _Base:
     role: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
-        self.signer = self.signer or NullSigner()
-        self.verifier = self.verifier or NullVerifier()
+        # None means the null implementation; a given signer or verifier is kept even if falsy
+        if self.signer is None:
+            self.signer = NullSigner()
+        if self.verifier is None:
+            self.verifier = NullVerifier()
         if not self.roster:
             raise InvalidParameterError("The roster must list at least one auditor.")
         if len(set(self.roster)) != len(self.roster):
