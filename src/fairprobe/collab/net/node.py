@@ -336,6 +336,25 @@ class Node:
             self._bg.add(task)
             task.add_done_callback(self._bg.discard)
 
+    async def _flush_proofs(self) -> None:
+        """Wait until every proof this node sent is delivered (or given up) before it posts its
+        next table.
+
+        The order is what makes a proof network-wide: a node merges round ``t`` only after its
+        neighbours' tables of round ``t``, so a proof delivered before the finder's table of round
+        ``r + 1`` is stored at every node whose round ``t >= r + 1 + (distance - 1)`` depends on
+        that table, and ``_process_proofs`` runs before that merge. Sent in the background only,
+        it could lose the race to the table and reach a node after its last round.
+        """
+        assert self._stop is not None
+        deadline = time.monotonic() + self.cfg.timeouts.round
+        while self._bg and not self._stop.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.counters["verify:proof-flush-timeouts"] += 1
+                return
+            await asyncio.wait(set(self._bg), timeout=remaining)
+
     async def _process_proofs(self, t: int) -> None:
         """Check stored proofs (one model query each for ``wrong-answer``); exclude, forward."""
         from fairprobe.collab.verify import FraudProof, proof_from_dict
@@ -764,6 +783,7 @@ class Node:
                 self.phase = "querying"
                 await self._local_step(t)
             self.phase = "waiting"
+            await self._flush_proofs()
             self._post_mail(t)
             await self._wait_for_neighbours(t)
             self.phase = "merging"
