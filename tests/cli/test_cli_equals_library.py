@@ -279,9 +279,9 @@ def test_plan(work: Path) -> None:
     from fairprobe.stats.plan import plan_audit_budget
 
     r = _cli("plan", "--metric", "dp", "--tolerance", "0.1", "--group-shares", "a=0.6,b=0.4",
-             "--reps", "200", "--json", "plan.json", cwd=work)
+             "--reps", "100", "--json", "plan.json", cwd=work)
     assert r.returncode == 0, r.stderr
-    lib = plan_audit_budget("dp", 0.1, {"a": 0.6, "b": 0.4}, reps=200)
+    lib = plan_audit_budget("dp", 0.1, {"a": 0.6, "b": 0.4}, reps=100)
     assert json.loads(json.dumps(lib.to_dict())) == json.loads((work / "plan.json").read_text())
 
 
