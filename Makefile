@@ -68,11 +68,15 @@ typecheck: install-dev
 pytest: install-dev
 	$(BIN)/python -m pytest
 
+# two pytest workers (pytest-xdist): most tests wait on servers and node processes, so a second
+# worker uses the time the first spends waiting; TEST_WORKERS=0 runs the suite in one process
+TEST_WORKERS ?= 2
+
 test: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 # the documentation site, in strict mode: a broken link, a missing reference or a docstring
 # warning fails the build (site/index.html; not versioned)
