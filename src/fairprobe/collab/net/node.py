@@ -341,10 +341,10 @@ class Node:
         next table.
 
         The order is what makes a proof network-wide: a node merges round ``t`` only after its
-        neighbours' tables of round ``t``, so a proof delivered before the finder's table of round
-        ``r + 1`` is stored at every node whose round ``t >= r + 1 + (distance - 1)`` depends on
-        that table, and ``_process_proofs`` runs before that merge. Sent in the background only,
-        it could lose the race to the table and reach a node after its last round.
+        neighbours' tables of round ``t``, so a node ``d`` hops from the finder merges round
+        ``r + d`` only after the finder's table of round ``r + 1``, hence after the proof, and
+        ``_process_proofs`` runs before that merge. Sent in the background only, the proof could
+        lose the race to the table and reach a node after its last round.
         """
         assert self._stop is not None
         deadline = time.monotonic() + self.cfg.timeouts.round
