@@ -71,11 +71,15 @@ pytest: install-dev
 # two pytest workers (pytest-xdist): most tests wait on servers and node processes, so a second
 # worker uses the time the first spends waiting; TEST_WORKERS=0 runs the suite in one process
 TEST_WORKERS ?= 2
+# compileall before pytest: where PYTHONDONTWRITEBYTECODE is set (as on this project's
+# machines) Python never caches bytecode, and each of the suite's CLI and node processes would
+# compile fairprobe's modules anew
 
 test: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python -m compileall -q src
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 # the documentation site, in strict mode: a broken link, a missing reference or a docstring

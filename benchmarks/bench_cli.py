@@ -9,18 +9,23 @@ Prints the median (and min/max) wall time, each in a fresh process, of:
 * the import time of ``fairprobe.cli.main`` as ``python -X importtime`` reports it (cumulative
   microseconds of that module, the number the README's speed table quotes);
 * ``fairprobe --help`` and ``fairprobe --version`` (the target: under 0.5 s);
+* ``import fairprobe.audit.run`` and ``import fairprobe.sequential`` (the engines every audit and
+  sequential command loads: numpy, pandas, scipy.special; not scipy.stats or scipy.optimize);
+* ``fairprobe audit --predictions`` of a 1,000-row CSV (seeded), ``dp,eo``: a whole audit;
 * ``fairprobe report`` of the bundled demo fixture to HTML (imports Jinja2 and matplotlib,
   draws 7 SVG figures).
 
-Each row gives the median wall time (min, max) and the median CPU time (user + system) of the
-child: on a loaded machine wall time includes waiting for a core, CPU time does not (on an idle
-machine the two agree). Subprocesses use this interpreter.
+fairprobe's bytecode is compiled first, as in an installed package. Each row gives the median
+wall time (min, max) and the median CPU time (user + system) of the child: on a loaded machine
+wall time includes waiting for a core, CPU time does not (on an idle machine the two agree).
+Subprocesses use this interpreter.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import re
 import resource
 import statistics
@@ -87,6 +92,10 @@ def main() -> None:
     n = args.repeats
     py = sys.executable
     cli = [py, "-m", "fairprobe"]
+    # an installed fairprobe has its bytecode compiled (pip compiles wheels on install); with
+    # PYTHONDONTWRITEBYTECODE set, an uncompiled src/ would be compiled anew in every process
+    subprocess.run([py, "-m", "compileall", "-q", str(ROOT / "src")], check=True,
+                   stdout=subprocess.DEVNULL)
     print(f"python {sys.version.split()[0]}, {n} repeats, medians of fresh processes, "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     _row("python -c pass", _time([py, "-c", "pass"], n))
@@ -95,7 +104,18 @@ def main() -> None:
     _row("-X importtime: fairprobe.cli.main (cumulative)", _importtime("fairprobe.cli.main", n))
     _row("fairprobe --help", _time([*cli, "--help"], n))
     _row("fairprobe --version", _time([*cli, "--version"], n))
+    for module in ("fairprobe.audit.run", "fairprobe.sequential"):
+        _row(f"python -c 'import {module}'", _time([py, "-c", f"import {module}"], n))
     with tempfile.TemporaryDirectory() as tmp:
+        preds = Path(tmp) / "preds.csv"
+        rng = random.Random(0)
+        rows = ["group,y_true,y_pred"] + [
+            f"{rng.choice('ab')},{rng.randint(0, 1)},{rng.randint(0, 1)}" for _ in range(1000)]
+        preds.write_text("\n".join(rows) + "\n", encoding="utf-8")
+        _row("fairprobe audit --predictions (1,000 rows, dp,eo)",
+             _time([*cli, "audit", "--predictions", str(preds), "--group-col", "group",
+                    "--y-true-col", "y_true", "--y-pred-col", "y_pred", "--metric", "dp,eo",
+                    "--no-progress"], n))
         out = Path(tmp) / "report.html"
         _row("fairprobe report demo.json --html (7 figures)",
              _time([*cli, "report", str(FIXTURE), "--html", str(out)], max(3, n // 5)))

@@ -131,6 +131,20 @@ def test_cli_startup_imports_no_heavy_module() -> None:
     assert r.stdout.strip() == "", f"imported at CLI startup: {r.stdout.strip()}"
 
 
+@pytest.mark.parametrize("engine", ["fairprobe.audit.run", "fairprobe.sequential",
+                                    "fairprobe.audit.predictions"])
+def test_audit_engines_do_not_import_scipy_stats(engine: str) -> None:
+    # scipy.stats alone takes longer to import than an audit of 1,000 rows; the engines use the
+    # scipy.special functions it wraps, and scipy.optimize only where a root is searched for
+    code = (
+        f"import sys\nimport {engine}\n"
+        "print(','.join(m for m in ('scipy.stats', 'scipy.optimize') if m in sys.modules))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "", f"{engine} imported {r.stdout.strip()}"
+
+
 def test_parquet_without_pyarrow_names_the_extra(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from fairprobe._io import read_table

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import norm
+from scipy.special import ndtri
 
 from fairprobe.sequential.base import (
     COMPLIANT,
@@ -53,7 +53,7 @@ class FixedSampleTest(GLRTest):
 
     @property
     def boundaries(self) -> Boundaries:
-        z = float(norm.ppf(1.0 - self.alpha))
+        z = float(ndtri(1.0 - self.alpha))
         return Boundaries(0.5 * z * z, None)
 
     def stepper(self, budget: int) -> Stepper:

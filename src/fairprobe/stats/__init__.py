@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from fairprobe.stats.simultaneous import family_intervals
 
 # Everything but the counts vector loads on first use (PEP 562): importing fairprobe.stats.counts
-# (auditor nodes, the collaborative simulator) must not pay for scipy.stats.
+# (auditor nodes, the collaborative simulator) must not pay for pandas and scipy.
 _LAZY = {
     "AuditFrame": "fairprobe.stats.frame",
     "ConfidenceInterval": "fairprobe.stats.result",

@@ -158,7 +158,7 @@ def design_counts(sw1: npt.ArrayLike, sq1: npt.ArrayLike, sw0: npt.ArrayLike,
     less than ``min_side`` effective instances (:math:`\min(e_1, e_0)`, 0 when a side is
     empty): no interval is reported there.
     """
-    from scipy import stats as sps
+    from scipy import special
 
     w1, q1, w0, q0, nn = (np.asarray(x, dtype=np.float64) for x in (sw1, sq1, sw0, sq0, n))
     s = w1 + w0
@@ -173,7 +173,7 @@ def design_counts(sw1: npt.ArrayLike, sq1: npt.ArrayLike, sw0: npt.ArrayLike,
     ns = np.minimum(np.minimum(np.nan_to_num(ns), kish), nn)
     a2 = 0.5 + confidence_level / 2.0
     df = np.maximum(np.minimum(e1, e0) - 1.0, 1.0)
-    ns = ns * (sps.norm.ppf(a2) / sps.t.ppf(a2, df)) ** 2
+    ns = ns * (special.ndtri(a2) / special.stdtrit(df, a2)) ** 2
     # equal weights (Kish's size is n): the unweighted counts, whose interval is exact
     equal = (nn > 0) & (np.abs(kish - nn) <= 1e-9 * np.maximum(nn, 1.0))
     # at least one effective instance (fewer only where a side is thin, whose interval is not
@@ -225,10 +225,10 @@ def hall_interval(p: npt.ArrayLike, v: npt.ArrayLike, skew: npt.ArrayLike, n: np
     :math:`[\hat p - \sqrt{v}\, g^{-1}(t),\ \hat p - \sqrt{v}\, g^{-1}(-t)]`,
     :math:`t = t_{df, (1+\text{level})/2}`. Positive skewness stretches it upward.
     """
-    from scipy import stats as sps
+    from scipy import special
 
     pp, vv, gg, nn, dd = (np.asarray(x, dtype=np.float64) for x in (p, v, skew, n, df))
-    t = sps.t.ppf(0.5 + confidence_level / 2.0, np.maximum(dd, 1.0))
+    t = special.stdtrit(np.maximum(dd, 1.0), 0.5 + confidence_level / 2.0)
     a = gg / np.sqrt(np.maximum(nn, 1.0))
     flat = np.abs(a) < 1e-12
     aa = np.where(flat, 1.0, a)

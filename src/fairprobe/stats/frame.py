@@ -694,12 +694,12 @@ class AuditFrame:
 
     def _rate_interval(self, rate: str) -> tuple[npt.NDArray[np.float64], ...]:
         if rate == "mean_score":
-            from scipy import stats as sps
+            from scipy import special
 
             assert self._means is not None
             mean, var, nf = self._means
             with np.errstate(divide="ignore", invalid="ignore"):
-                half = sps.t.ppf(0.5 + self.confidence_level / 2, nf - 1) * np.sqrt(var / nf)
+                half = special.stdtrit(nf - 1, 0.5 + self.confidence_level / 2) * np.sqrt(var / nf)
             return mean - half, mean + half
         k, n = self._counts[rate]
         nn = np.maximum(n, 1)

@@ -57,8 +57,14 @@ def test_a_late_liar_on_real_nodes_is_caught_and_the_verdict_holds(tmp_path):
     for k, r in honest.items():
         # the liar lies only in its last ceil(0.2 R) rounds, and is excluded on a proof
         assert liar in r["excluded"], (k, r["excluded"], r["verification"])
-        assert r["excluded"][liar] > rounds - math.ceil(0.2 * rounds)
         assert r["verdict"] in ("unfair", "undetermined"), r
+    # a node that found the proof excluded the liar in a round the liar lied in; the others
+    # record their own round when the proof reached them, which lags by up to their hops from
+    # the finder (a node waits only for its neighbours' tables)
+    finders = [k for k, r in honest.items() if r["verification"].get("proofs-made", 0) > 0]
+    assert finders, {k: r["verification"] for k, r in honest.items()}
+    for k in finders:
+        assert honest[k]["excluded"][liar] > rounds - math.ceil(0.2 * rounds), honest[k]
     # the simulator runs the same challenge rule (ChallengeCore) on the same audit: same outcome
     from dataclasses import replace
 
