@@ -52,9 +52,19 @@ __all__ = ["DemoSpec", "LocalNetwork", "free_loopback_port", "run_demo"]
 
 
 def free_loopback_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_loopback_ports(1)[0]
+
+
+def free_loopback_ports(k: int) -> list[int]:
+    """``k`` distinct free ports of 127.0.0.1. The sockets stay bound until all ``k`` are
+    drawn: one socket at a time, closed before the next, can be given the same port again."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(k):
+            s = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            s.bind(("127.0.0.1", 0))
+            ports.append(int(s.getsockname()[1]))
+        return ports
 
 
 @dataclass(frozen=True)
@@ -204,14 +214,14 @@ class LocalNetwork:
             )
         self.plan = plan
         members = []
+        ports = free_loopback_ports(len(plan.ids))
         for i, nid in enumerate(plan.ids):
             # demo keys derive from the seed, so that a demo (its challenges included) is
             # reproducible; a real deployment draws its keys (`fairprobe node keygen`)
             secret = hashlib.sha256(f"fairprobe-demo-key/{s.seed}/{s.case}/{nid}".encode()).digest()
             kp = generate_keypair(self.workdir / "keys" / nid, force=True, secret=secret)
-            port = free_loopback_port()
             nb = tuple(plan.ids[j] for j in plan.neighbours[i])
-            members.append(Member(nid, kp.public_key_b64, "127.0.0.1", port, nb))
+            members.append(Member(nid, kp.public_key_b64, "127.0.0.1", ports[i], nb))
         self.roster = Roster(tuple(members), name=f"demo-{s.case}-{s.seed}")
         roster_path = self.roster.write(self.workdir / "roster.toml", private=True)
         # bounded: closing rounds until every honest node holds every source's final counts
