@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import ndtri
 
 from fairprobe.sequential.base import OUTCOMES
 from fairprobe.stats.finding import Finding, Question, Verdict
+from fairprobe.stats.intervals import normal_quantile
 
 __all__ = ["GroupTally", "RepeatedAudit", "SequentialResult"]
 
@@ -77,7 +77,7 @@ class SequentialResult:
         if a.n < 2 or b.n < 2:
             return (-1.0, 1.0) if self.params.get("access") != "logits" else (-math.inf, math.inf)
         se = math.sqrt(a.var / a.n + b.var / b.n)
-        z = float(ndtri(0.5 + level / 2))
+        z = normal_quantile(level)
         g = self.gap_estimate
         return (g - z * se, g + z * se)
 
@@ -262,7 +262,7 @@ class RepeatedAudit(RepeatedOutcomes):
         """Wilson interval of the share of ``outcome`` over the orders."""
         k = self.outcome_counts[outcome]
         n = self.repeats
-        z = float(ndtri(0.5 + level / 2))
+        z = normal_quantile(level)
         p = k / n
         den = 1 + z * z / n
         c = (p + z * z / (2 * n)) / den

@@ -160,6 +160,8 @@ def design_counts(sw1: npt.ArrayLike, sq1: npt.ArrayLike, sw0: npt.ArrayLike,
     """
     from scipy import special
 
+    from fairprobe.stats.intervals import normal_quantile
+
     w1, q1, w0, q0, nn = (np.asarray(x, dtype=np.float64) for x in (sw1, sq1, sw0, sq0, n))
     s = w1 + w0
     q = q1 + q0
@@ -173,7 +175,7 @@ def design_counts(sw1: npt.ArrayLike, sq1: npt.ArrayLike, sw0: npt.ArrayLike,
     ns = np.minimum(np.minimum(np.nan_to_num(ns), kish), nn)
     a2 = 0.5 + confidence_level / 2.0
     df = np.maximum(np.minimum(e1, e0) - 1.0, 1.0)
-    ns = ns * (special.ndtri(a2) / special.stdtrit(df, a2)) ** 2
+    ns = ns * (normal_quantile(confidence_level) / special.stdtrit(df, a2)) ** 2
     # equal weights (Kish's size is n): the unweighted counts, whose interval is exact
     equal = (nn > 0) & (np.abs(kish - nn) <= 1e-9 * np.maximum(nn, 1.0))
     # at least one effective instance (fewer only where a side is thin, whose interval is not
