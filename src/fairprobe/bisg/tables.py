@@ -105,7 +105,9 @@ def _table(name: str, key: str) -> pd.DataFrame:
     else:
         df = pd.read_csv(path, dtype={key: str}, keep_default_na=False, na_values=[""])
         df = df.dropna(subset=[key]).set_index(key)
-    out = df.loc[:, list(RACES)].astype(np.float64)
+    # 144 ZCTAs (and some tracts) have no residents: their probabilities are blank in the
+    # tables; as zeros, such a place carries no evidence and is treated as unmatched
+    out = df.loc[:, list(RACES)].astype(np.float64).fillna(0.0)
     return out[~out.index.duplicated()]
 
 
@@ -269,6 +271,7 @@ def bisg_probabilities(surnames: pd.Series, places: pd.Series, *,
     p_s, s_ok = _lookup(sur_t, keys)
     p_g, g_ok = _lookup(g_given_r, places_key)
     p_rg, _ = _lookup(r_given_g, places_key)
+    g_ok &= p_rg.sum(axis=1) > 0
     num = p_s * p_g
     f_ok = np.zeros(len(surnames), dtype=bool)
     if first_names is not None:

@@ -1,0 +1,469 @@
+r"""Approval-rate gaps between races that are not recorded, from a BISG/BIFSG proxy.
+
+Write :math:`Y` for the decision (1 = approved), :math:`R` for the unrecorded race,
+:math:`Z = (S, G)` for surname and place, and :math:`q_r(Z)` for the proxy's posterior
+probability of race :math:`r`. The target is the gap :math:`\mu_a - \mu_b` (and the ratio
+:math:`\mu_a / \mu_b`) of :math:`\mu_r = P(Y = 1 \mid R = r)`. Three estimates are computed,
+each valid under its own assumption, which the result states beside it:
+
+**Bounds** (:func:`rate_bounds`; Kallus, Mao & Zhou 2022, *Assessing algorithmic fairness with
+unobserved protected class using data combination*, Management Science, section 3). Assumed only:
+the proxy is *calibrated*, :math:`P(R = r \mid Z) = q_r(Z)`. Then
+:math:`\pi_r = P(R = r) = E[q_r(Z)]` and, for any coarsening :math:`W = w(Z)` with
+:math:`\eta(W) = P(Y = 1 \mid W)` and :math:`\bar q_r(W) = E[q_r(Z) \mid W]`, the joint
+probability :math:`\gamma_r(W) = P(Y = 1, R = r \mid W)` can be anything with
+:math:`0 \le \gamma_r \le \bar q_r` and :math:`\sum_r \gamma_r = \eta`. Hence the sharp bounds
+on the coarsened data
+
+.. math::
+
+    \mu_r \in \Big[\frac{E[\max(0,\ \eta(W) - 1 + \bar q_r(W))]}{\pi_r},\ 
+                  \frac{E[\min(\eta(W),\ \bar q_r(W))]}{\pi_r}\Big],
+
+and, because the upper end for :math:`a` and the lower end for :math:`b` are attained by one
+joint distribution, the gap lies in :math:`[\mu_a^- - \mu_b^+,\ \mu_a^+ - \mu_b^-]` and the
+ratio in :math:`[\mu_a^- / \mu_b^+,\ \mu_a^+ / \mu_b^-]`, both sharp given :math:`W`. Here
+:math:`W` is the cell of a row in a grid of quantile bins of :math:`(q_a, q_b)`: any
+coarsening gives valid bounds (the finer, the tighter).
+
+*Finite-sample interval for the bounds.* The min and max are not smooth, so they are replaced by
+linear statistics that bound them on the right side: in each cell a *branch* is chosen on one
+half of the rows (``min`` takes :math:`\eta` or :math:`\bar q_r`; ``max`` takes 0 or
+:math:`\eta - 1 + \bar q_r`) and evaluated on the other half, where
+:math:`E[\text{chosen branch}] \ge E[\min]` and :math:`\le E[\max]` whichever branch was chosen.
+Each such mean, and each :math:`\pi_r`, gets a one-sided empirical-Bernstein bound (Maurer &
+Pontil 2009, theorem 4), both halves swapped and the better bound kept; the error levels sum to
+:math:`\alpha` by a union bound, so ``[low, high]`` covers the true gap with probability at least
+``confidence_level`` whenever the proxy is calibrated, at every sample size.
+
+**Weighted estimate** (:func:`weighted_rates`): :math:`\hat\mu_r = \sum_i q_{ir} Y_i /
+\sum_i q_{ir}`, the proxy-weighted approval rate regulators compute. It is unbiased when the
+decision is independent of race given surname and place (:math:`Y \perp R \mid Z`; Chen, Kallus,
+Mao, Svacha & Udell 2019, *Fairness under unawareness*, proposition 1). When decisions depend on
+race, it is biased towards no gap (each group's estimate mixes in the others' rates); when they
+depend on place beyond race, it can be biased either way. Its interval is the delta method's.
+
+**BIRDiE, complete pooling** (:func:`birdie_rates`; McCartan, Goldin, Ho & Imai 2024, section
+3): assumes the decision is independent of surname *and place* given race
+(:math:`Y \perp Z \mid R`) and fits :math:`\theta_r = P(Y = 1 \mid R = r)` by EM on the mixture
+likelihood :math:`\prod_i \sum_r q_{ir} \theta_r^{Y_i} (1-\theta_r)^{1-Y_i}`, with a Wald
+interval from the observed information. It is consistent when decisions depend on race only and
+biased when they depend on place.
+
+The verdict is taken from the bounds' interval (:func:`fairprobe.stats.finding.decide`): "fair"
+only if all of it is inside the band, "unfair" only if all of it is outside.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from fairprobe.bisg.tables import RACES
+from fairprobe.errors import DataError, InvalidParameterError
+from fairprobe.stats.finding import Finding, Question
+from fairprobe.stats.intervals import normal_quantile
+
+__all__ = [
+    "BISG_CONDITION",
+    "ProxyAudit",
+    "ProxyComparison",
+    "RateBounds",
+    "birdie_rates",
+    "empirical_bernstein",
+    "proxy_audit",
+    "rate_bounds",
+    "weighted_rates",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+#: The condition the bounds' coverage rests on, as the headline states it.
+BISG_CONDITION = "the BISG probabilities are calibrated: P(race | surname, place) = q"
+
+#: What the weighted and the BIRDiE estimates assume, as every surface prints it.
+WEIGHTED_ASSUMPTION = ("unbiased only if the decision is independent of race given surname and "
+                       "place; biased towards no gap when decisions depend on race")
+BIRDIE_ASSUMPTION = ("consistent only if the decision is independent of surname and place given "
+                     "race (complete pooling)")
+
+
+def empirical_bernstein(x: FloatArray, delta: float, value_range: float,
+                        side: str) -> float:
+    r"""One-sided empirical-Bernstein bound on :math:`E[X]` from iid ``x`` in a range of width
+    ``value_range`` (Maurer & Pontil 2009, theorem 4): with probability at least
+    :math:`1 - \delta`,
+
+    .. math:: E X \le \bar X + \sqrt{2 V_n \ln(2/\delta) / n} + \frac{7 R \ln(2/\delta)}{3(n-1)}
+
+    (``side="upper"``; ``"lower"`` is the mirror), with :math:`V_n` the sample variance.
+    Infinite when ``n < 2``.
+    """
+    n = int(x.size)
+    if n < 2:
+        return math.inf if side == "upper" else -math.inf
+    log = math.log(2.0 / delta)
+    width = math.sqrt(2.0 * float(np.var(x, ddof=1)) * log / n) + 7.0 * value_range * log / (
+        3.0 * (n - 1))
+    m = float(np.mean(x))
+    return m + width if side == "upper" else m - width
+
+
+def _cells(qa: FloatArray, qb: FloatArray, bins: int) -> npt.NDArray[np.int64]:
+    """Cell of each row in a grid of quantile bins of ``(q_a, q_b)`` (ties share a bin)."""
+    def binned(v: FloatArray) -> npt.NDArray[np.int64]:
+        edges = np.unique(np.quantile(v, np.linspace(0, 1, bins + 1)[1:-1]))
+        return np.searchsorted(edges, v, side="right").astype(np.int64)
+    return binned(qa) * (bins + 1) + binned(qb)
+
+
+def _cell_means(cells: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_], *cols: FloatArray
+                ) -> tuple[npt.NDArray[np.int64], list[FloatArray]]:
+    """Per-cell sums of ``cols`` over ``mask`` rows, as means indexed by cell id (0 if empty)."""
+    k = int(cells.max()) + 1 if cells.size else 1
+    n = np.bincount(cells[mask], minlength=k).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = [np.bincount(cells[mask], weights=c[mask], minlength=k) / n for c in cols]
+    return n.astype(np.int64), [np.nan_to_num(m) for m in means]
+
+
+@dataclass(frozen=True)
+class RateBounds:
+    """Identified region and its confidence bounds for one race's approval rate.
+
+    ``region`` is the plug-in estimate of :math:`[\\mu_r^-, \\mu_r^+]`; ``low``/``high`` the
+    finite-sample confidence bounds (``low`` below :math:`\\mu_r^-`, ``high`` above
+    :math:`\\mu_r^+`), each holding with the probability its share of :math:`\\alpha` allows.
+    """
+
+    race: str
+    share: float
+    region: tuple[float, float]
+    low: float
+    high: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"race": self.race, "share": self.share, "region": list(self.region),
+                "low": self.low, "high": self.high}
+
+
+def _branch_stats(y: FloatArray, q: FloatArray, cells: npt.NDArray[np.int64],
+                  sel: npt.NDArray[np.bool_]) -> tuple[FloatArray, FloatArray]:
+    """Per-row linear statistics on the rows not in ``sel``, branches chosen on ``sel``.
+
+    ``upper``: :math:`Y` where the selection half has :math:`\\hat\\eta \\le \\bar q` in the
+    row's cell, else :math:`q` (mean >= :math:`E[\\min(\\eta, \\bar q)]`); ``lower``:
+    :math:`Y - 1 + q` where :math:`\\hat\\eta - 1 + \\bar q > 0`, else 0 (mean <=
+    :math:`E[\\max(0, \\eta - 1 + \\bar q)]`).
+    """
+    _, (eta, qbar) = _cell_means(cells, sel, y, q)
+    c = cells[~sel]
+    pick_eta = eta[c] <= qbar[c]
+    upper = np.where(pick_eta, y[~sel], q[~sel])
+    pick_pos = eta[c] - 1.0 + qbar[c] > 0
+    lower = np.where(pick_pos, y[~sel] - 1.0 + q[~sel], 0.0)
+    return upper, lower
+
+
+def rate_bounds(y: FloatArray, q: FloatArray, cells: npt.NDArray[np.int64], race: str,
+                delta: float, fold: npt.NDArray[np.bool_]) -> RateBounds:
+    """Bounds on :math:`\\mu_r` under calibration alone (module docstring), at error ``delta``.
+
+    ``delta`` is split: ``delta/4`` for each of the two numerators (over both cross-fitting
+    halves) and ``delta/4`` for each side of :math:`\\pi_r`.
+    """
+    k = int(cells.max()) + 1
+    n_w = np.bincount(cells, minlength=k).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        eta = np.nan_to_num(np.bincount(cells, weights=y, minlength=k) / n_w)
+        qbar = np.nan_to_num(np.bincount(cells, weights=q, minlength=k) / n_w)
+    p_w = n_w / n_w.sum()
+    pi = float(q.mean())
+    hi_num = float(np.sum(p_w * np.minimum(eta, qbar)))
+    lo_num = float(np.sum(p_w * np.maximum(0.0, eta - 1.0 + qbar)))
+    region = ((lo_num / pi, hi_num / pi) if pi > 0 else (0.0, 1.0))
+    ucb_num, lcb_num = math.inf, -math.inf
+    for sel in (fold, ~fold):  # both halves: the better of the two bounds, each at delta/8
+        if sel.all() or not sel.any():
+            continue
+        up, lo = _branch_stats(y, q, cells, sel)
+        ucb_num = min(ucb_num, empirical_bernstein(up, delta / 8, 1.0, "upper"))
+        lcb_num = max(lcb_num, empirical_bernstein(lo, delta / 8, 2.0, "lower"))
+    pi_lo = empirical_bernstein(q, delta / 4, 1.0, "lower")
+    pi_hi = empirical_bernstein(q, delta / 4, 1.0, "upper")
+    high = 1.0 if pi_lo <= 0 else min(1.0, max(0.0, ucb_num) / pi_lo)
+    low = 0.0 if lcb_num <= 0 else min(1.0, lcb_num / min(pi_hi, 1.0))
+    return RateBounds(race=race, share=pi, region=(min(region), max(region)), low=low, high=high)
+
+
+def weighted_rates(y: FloatArray, q: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Proxy-weighted rates :math:`\\sum q_r Y / \\sum q_r` and the covariance of their
+    delta-method (ratio-of-means) estimates, one column of ``q`` per race."""
+    n = y.size
+    s = q.sum(axis=0)
+    mu = np.divide(q.T @ y, s, out=np.full(q.shape[1], np.nan), where=s > 0)
+    infl = q * (y[:, None] - mu[None, :]) / np.where(s > 0, s / n, np.nan)[None, :]
+    cov = (infl.T @ infl) / (n * n)
+    return mu, cov
+
+
+def birdie_rates(y: FloatArray, q: FloatArray, *, tol: float = 1e-9, max_iter: int = 1000
+                 ) -> tuple[FloatArray, FloatArray, int]:
+    """EM for :math:`\\theta_r = P(Y=1 \\mid R=r)` under :math:`Y \\perp Z \\mid R` (module
+    docstring); returns ``(theta, cov, iterations)``, ``cov`` the inverse observed information
+    :math:`(\\sum_i q_i q_i^\\top / L_i^2)^{-1}` (pseudo-inverse; races with no weight get nan).
+    """
+    theta, _ = weighted_rates(y, q)
+    theta = np.clip(np.nan_to_num(theta, nan=0.5), 1e-6, 1 - 1e-6)
+    it = 0
+    for it in range(1, max_iter + 1):  # iterations, each vectorised over rows
+        like = np.where(y[:, None] > 0.5, theta[None, :], 1.0 - theta[None, :]) * q
+        post = like / np.maximum(like.sum(axis=1, keepdims=True), 1e-300)
+        tot = post.sum(axis=0)
+        new = np.divide(post.T @ y, tot, out=theta.copy(), where=tot > 0)
+        new = np.clip(new, 1e-9, 1 - 1e-9)
+        done = float(np.max(np.abs(new - theta))) < tol
+        theta = new
+        if done:
+            break
+    lik = np.where(y > 0.5, q @ theta, q @ (1.0 - theta))
+    info = (q / np.maximum(lik, 1e-300)[:, None]).T @ (q / np.maximum(lik, 1e-300)[:, None])
+    present = q.sum(axis=0) > 0
+    cov = np.full((q.shape[1], q.shape[1]), np.nan)
+    sub = np.linalg.pinv(info[np.ix_(present, present)])
+    cov[np.ix_(present, present)] = sub
+    theta = np.where(present, theta, np.nan)
+    return theta, cov, it
+
+
+@dataclass(frozen=True)
+class ProxyComparison:
+    """One comparison (race ``group`` against ``reference``): the three estimates and findings.
+
+    ``finding`` (difference) and ``ratio_finding`` are decided on the bounds; ``weighted`` and
+    ``birdie`` are findings of the other two estimates, shown with their assumptions and never
+    counted in a headline (their coverage is asymptotic and rests on an untestable assumption).
+    """
+
+    group: str
+    reference: str
+    bounds: dict[str, Any]
+    finding: Finding
+    ratio_finding: Finding
+    weighted: Finding
+    birdie: Finding | None
+    rates: dict[str, RateBounds]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "group": self.group, "reference": self.reference,
+            "bounds": self.bounds,
+            "finding": self.finding.to_dict(),
+            "ratio_finding": self.ratio_finding.to_dict(),
+            "estimates": {
+                "bounds": {"assumption": BISG_CONDITION, **self.bounds},
+                "weighted": {"assumption": WEIGHTED_ASSUMPTION,
+                             "finding": self.weighted.to_dict()},
+                "birdie": (None if self.birdie is None else
+                           {"assumption": BIRDIE_ASSUMPTION, "finding": self.birdie.to_dict()}),
+            },
+            "rates": {k: v.to_dict() for k, v in self.rates.items()},
+        }
+
+
+@dataclass(frozen=True)
+class ProxyAudit:
+    """The audit of decisions by a proxied race: one :class:`ProxyComparison` per group.
+
+    ``verdict`` is the worst verdict of the comparisons' bound findings (any unfair -> unfair;
+    all fair -> fair; otherwise undetermined), each at the family-wise level ``confidence_level``
+    (Bonferroni over comparisons).
+    """
+
+    comparisons: tuple[ProxyComparison, ...]
+    confidence_level: float
+    tolerance: float
+    threshold: float
+    rows: int
+    rows_used: int
+    method: str
+    bins: int
+    seed: int
+    validation: dict[str, Any] | None = None
+    match: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [c.finding for c in self.comparisons]
+
+    @property
+    def verdict(self) -> str:
+        vs = [f.verdict for f in self.findings]
+        if "unfair" in vs:
+            return "unfair"
+        return "fair" if vs and all(v == "fair" for v in vs) else "undetermined"
+
+    @property
+    def finding(self) -> Finding:
+        """The comparison that decides :attr:`verdict` (the first unfair, else the first
+        undetermined, else the first)."""
+        for v in ("unfair", "undetermined"):
+            for f in self.findings:
+                if f.verdict == v:
+                    return f
+        return self.findings[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method, "verdict": self.verdict,
+            "finding": self.finding.to_dict(),
+            "findings": [f.to_dict() for f in self.findings],
+            "confidence_level": self.confidence_level, "tolerance": self.tolerance,
+            "threshold": self.threshold, "rows": self.rows, "rows_used": self.rows_used,
+            "bins": self.bins, "seed": self.seed, "match": self.match,
+            "assumptions": {"bounds": BISG_CONDITION, "weighted": WEIGHTED_ASSUMPTION,
+                            "birdie": BIRDIE_ASSUMPTION},
+            "comparisons": [c.to_dict() for c in self.comparisons],
+            "validation": self.validation,
+        }
+
+
+def _default_bins(n: int) -> int:
+    """Bins per axis: about 100 rows per cell on average, between 1 and 40 per axis.
+
+    Finer cells give tighter bounds and cost no validity (the branch of each cell is chosen on
+    the other half of the rows); cells too small choose their branch on noise, which loosens
+    the bound. ``experiments/bisg/coverage.py`` measures the width this gives.
+    """
+    return int(max(1, min(40, math.floor(math.sqrt(n / 100.0)))))
+
+
+def _finding(metric: str, kind: str, threshold: float, groups: tuple[str, str], est: float,
+             lo: float, hi: float, level: float, construction: str, coverage: str,
+             condition: str | None, reason: str | None, counts: dict[str, Any]) -> Finding:
+    return Finding(
+        question=Question(metric=metric, kind=kind,  # type: ignore[arg-type]
+                          threshold=threshold, groups=groups,
+                          scale="ratio" if kind == "ratio" else "probability",
+                          rates=("selection_rate",)),
+        estimate=est, low=lo, high=hi, confidence_level=level, construction=construction,
+        coverage=coverage, condition=condition, reason=reason, counts=counts)
+
+
+def _bounds_reason(region: tuple[float, float], lo: float, hi: float, tol: float) -> str | None:
+    """Why a bounds interval does not decide: the proxy itself, or the sample size."""
+    inside = -tol <= lo and hi <= tol
+    outside = hi < -tol or lo > tol
+    if inside or outside:
+        return None
+    r_in = -tol <= region[0] and region[1] <= tol
+    r_out = region[1] < -tol or region[0] > tol
+    if not (r_in or r_out):
+        return (f"the proxy cannot separate the groups: even with unlimited rows the estimated "
+                f"identification region [{region[0]:.3f}, {region[1]:.3f}] reaches beyond the "
+                f"band [-{tol:g}, {tol:g}]")
+    return (f"the estimated identification region [{region[0]:.3f}, {region[1]:.3f}] decides, "
+            "but its confidence interval still reaches the band: more rows would decide")
+
+
+def proxy_audit(y: npt.ArrayLike, q: npt.ArrayLike, *, groups: Sequence[str] = ("black",
+                                                                             "hispanic", "api"),
+                reference: str = "white", tolerance: float = 0.1, threshold: float = 0.8,
+                confidence_level: float = 0.95, bins: int | None = None, seed: int = 0,
+                birdie: bool = True, method: str = "bisg",
+                match: dict[str, Any] | None = None) -> ProxyAudit:
+    """Audit 0/1 decisions ``y`` between proxied races (module docstring for the estimates).
+
+    Parameters
+    ----------
+    y : array of 0/1, shape (n,)
+    q : array, shape (n, 6)
+        Posterior probabilities over :data:`~fairprobe.bisg.tables.RACES` (rows of excluded
+        rows, all zero, must be removed beforehand).
+    groups, reference : race names
+        Each group is compared with the reference: gap ``rate(group) - rate(reference)``,
+        ratio ``rate(group) / rate(reference)``.
+    tolerance, threshold : float
+        The fair band of the gap and the floor of the ratio.
+    confidence_level : float
+        Family-wise over the comparisons (Bonferroni).
+    bins : int, optional
+        Quantile bins per axis of the coarsening (default :func:`_default_bins`).
+    seed : int
+        Seed of the cross-fitting split.
+    """
+    yy = np.asarray(y, dtype=np.float64)
+    qq = np.asarray(q, dtype=np.float64)
+    if qq.ndim != 2 or qq.shape[1] != len(RACES) or qq.shape[0] != yy.size:
+        raise InvalidParameterError(f"q must have shape (n, {len(RACES)}) with n = len(y).")
+    if yy.size < 2:
+        raise DataError(f"{yy.size} usable rows: a proxy audit needs at least 2.")
+    if not np.isin(yy, (0.0, 1.0)).all():
+        raise DataError("decisions must be 0/1 (give --pos-label for other values).")
+    for g in (*groups, reference):
+        if g not in RACES:
+            raise InvalidParameterError(
+                f"unknown race {g!r} for --group-a/--group-b: one of {', '.join(RACES)}.")
+    if reference in groups:
+        raise InvalidParameterError(f"the reference {reference!r} is also a compared group.")
+    level = float(confidence_level)
+    m = len(groups)
+    alpha_each = (1.0 - level) / m
+    nbins = _default_bins(yy.size) if bins is None else int(bins)
+    rng = np.random.default_rng(seed)
+    fold = rng.random(yy.size) < 0.5
+    idx = {r: i for i, r in enumerate(RACES)}
+    mu_w, cov_w = weighted_rates(yy, qq)
+    th_b, cov_b, iters = (birdie_rates(yy, qq) if birdie else (None, None, 0))
+    z = normal_quantile(1.0 - alpha_each)
+    comps: list[ProxyComparison] = []
+    for g in groups:
+        a, b = idx[g], idx[reference]
+        cells = _cells(qq[:, a], qq[:, b], nbins)
+        # each rate's bounds at half the comparison's error: the four statements of one side
+        ra = rate_bounds(yy, qq[:, a], cells, g, alpha_each / 2, fold)
+        rb = rate_bounds(yy, qq[:, b], cells, reference, alpha_each / 2, fold)
+        region = (ra.region[0] - rb.region[1], ra.region[1] - rb.region[0])
+        lo, hi = ra.low - rb.high, ra.high - rb.low
+        mid = 0.5 * (region[0] + region[1])
+        bounds = {"low": lo, "high": hi, "level": 1.0 - alpha_each,
+                  "region": list(region), "bins": nbins}
+        cnt = {"rows": int(yy.size), "share_group": ra.share, "share_reference": rb.share}
+        groups_pair = (g, reference)
+        fd = _finding("demographic_parity_difference", "difference", tolerance, groups_pair, mid,
+                      lo, hi, 1.0 - alpha_each, "bisg-bounds", "conditional", BISG_CONDITION,
+                      _bounds_reason(region, lo, hi, tolerance), cnt)
+        rreg = (ra.region[0] / rb.region[1] if rb.region[1] > 0 else 0.0,
+                ra.region[1] / rb.region[0] if rb.region[0] > 0 else math.inf)
+        rlo = ra.low / rb.high if rb.high > 0 else 0.0
+        rhi = ra.high / rb.low if rb.low > 0 else math.inf
+        rmid = (0.5 * (rreg[0] + rreg[1]) if math.isfinite(rreg[1]) else rreg[0])
+        fr = _finding("disparate_impact_ratio", "ratio", threshold, groups_pair, rmid, rlo, rhi,
+                      1.0 - alpha_each, "bisg-bounds", "conditional", BISG_CONDITION, None,
+                      {**cnt, "region": [rreg[0], rreg[1]]})
+        d = float(mu_w[a] - mu_w[b])
+        se = math.sqrt(max(float(cov_w[a, a] + cov_w[b, b] - 2 * cov_w[a, b]), 0.0))
+        fw = _finding("demographic_parity_difference", "difference", tolerance, groups_pair, d,
+                      d - z * se, d + z * se, 1.0 - alpha_each, "bisg-weighted", "asymptotic",
+                      None, WEIGHTED_ASSUMPTION,
+                      {"rate_group": float(mu_w[a]), "rate_reference": float(mu_w[b])})
+        fb: Finding | None = None
+        if th_b is not None and cov_b is not None:
+            db = float(th_b[a] - th_b[b])
+            seb = math.sqrt(max(float(cov_b[a, a] + cov_b[b, b] - 2 * cov_b[a, b]), 0.0))
+            fb = _finding("demographic_parity_difference", "difference", tolerance, groups_pair,
+                          db, db - z * seb, db + z * seb, 1.0 - alpha_each, "birdie-pooled",
+                          "asymptotic", None, BIRDIE_ASSUMPTION,
+                          {"rate_group": float(th_b[a]), "rate_reference": float(th_b[b]),
+                           "em_iterations": iters})
+        comps.append(ProxyComparison(group=g, reference=reference, bounds=bounds, finding=fd,
+                                     ratio_finding=fr, weighted=fw, birdie=fb,
+                                     rates={g: ra, reference: rb}))
+    return ProxyAudit(comparisons=tuple(comps), confidence_level=level, tolerance=tolerance,
+                      threshold=threshold, rows=int(yy.size), rows_used=int(yy.size),
+                      method=method, bins=nbins, seed=seed, match=dict(match or {}))
