@@ -31,9 +31,10 @@ linear statistics that bound them on the right side: in each cell a *branch* is 
 half of the rows (``min`` takes :math:`\eta` or :math:`\bar q_r`; ``max`` takes 0 or
 :math:`\eta - 1 + \bar q_r`) and evaluated on the other half, where
 :math:`E[\text{chosen branch}] \ge E[\min]` and :math:`\le E[\max]` whichever branch was chosen.
-Each such mean, and each :math:`\pi_r`, gets a one-sided empirical-Bernstein bound (Maurer &
-Pontil 2009, theorem 4), both halves swapped and the better bound kept; the error levels sum to
-:math:`\alpha` by a union bound, so ``[low, high]`` covers the true gap with probability at least
+Each end of a rate is the ratio of such a mean to :math:`\pi_r = E[q_r]`; its one-sided bound
+inverts an empirical-Bernstein bound (Maurer & Pontil 2009, theorem 4) on the mean of
+:math:`X - t q_r` over candidate rates :math:`t` (:func:`ratio_bound`), both halves swapped and
+the better bound kept; the error levels sum to :math:`\alpha` by a union bound, so ``[low, high]`` covers the true gap with probability at least
 ``confidence_level`` whenever the proxy is calibrated, at every sample size.
 
 **Weighted estimate** (:func:`weighted_rates`): :math:`\hat\mu_r = \sum_i q_{ir} Y_i /
@@ -170,12 +171,49 @@ def _branch_stats(y: FloatArray, q: FloatArray, cells: npt.NDArray[np.int64],
     return upper, lower
 
 
+#: Grid of candidate rates for the ratio bounds (:func:`ratio_bound`): a bound is the grid point
+#: beyond the last candidate the data cannot reject, so it errs outwards by at most one step.
+_RATE_GRID = np.linspace(0.0, 1.0, 20001)
+
+
+def ratio_bound(x: FloatArray, q: FloatArray, delta: float, x_range: float, side: str) -> float:
+    r"""One-sided confidence bound on the ratio of means :math:`\rho = E[X] / E[q]` in [0, 1].
+
+    For each candidate :math:`t` the mean of :math:`X - t q` is zero at :math:`t = \rho`, so
+    the candidates an empirical-Bernstein bound (:func:`empirical_bernstein`) on that mean does
+    not reject form a confidence set at error ``delta`` (Fieller's construction with a
+    finite-sample bound in place of the normal one). ``side="upper"`` returns the largest
+    candidate :math:`t` with :math:`\overline{X - tq} + w(t) \ge 0`, ``"lower"`` the smallest
+    with :math:`\overline{X - tq} - w(t) \le 0`. The variance of :math:`X - tq` is
+    :math:`V_X - 2t\,C_{Xq} + t^2 V_q`, so every candidate costs O(1) after one pass.
+    """
+    n = int(x.size)
+    if n < 2:
+        return 1.0 if side == "upper" else 0.0
+    t = _RATE_GRID
+    mx, mq = float(x.mean()), float(q.mean())
+    cov = np.cov(x, q, ddof=1)
+    var = np.maximum(cov[0, 0] - 2 * t * cov[0, 1] + t * t * cov[1, 1], 0.0)
+    log = math.log(2.0 / delta)
+    width = np.sqrt(2.0 * var * log / n) + 7.0 * (x_range + t) * log / (3.0 * (n - 1))
+    mean = mx - t * mq
+    if side == "upper":
+        ok = np.flatnonzero(mean + width >= 0)
+        if ok.size == 0:
+            return 0.0
+        return float(t[min(int(ok[-1]) + 1, t.size - 1)])
+    ok = np.flatnonzero(mean - width <= 0)
+    if ok.size == 0:
+        return 1.0
+    return float(t[max(int(ok[0]) - 1, 0)])
+
+
 def rate_bounds(y: FloatArray, q: FloatArray, cells: npt.NDArray[np.int64], race: str,
                 delta: float, fold: npt.NDArray[np.bool_]) -> RateBounds:
-    """Bounds on :math:`\\mu_r` under calibration alone (module docstring), at error ``delta``.
+    """Bounds on :math:`\mu_r` under calibration alone (module docstring), at error ``delta``.
 
-    ``delta`` is split: ``delta/4`` for each of the two numerators (over both cross-fitting
-    halves) and ``delta/4`` for each side of :math:`\\pi_r`.
+    ``delta`` is split over four statements: the upper end and the lower end, each from both
+    cross-fitting halves (:func:`ratio_bound` at ``delta/4`` each; the better half is kept).
     """
     k = int(cells.max()) + 1
     n_w = np.bincount(cells, minlength=k).astype(np.float64)
@@ -187,18 +225,16 @@ def rate_bounds(y: FloatArray, q: FloatArray, cells: npt.NDArray[np.int64], race
     hi_num = float(np.sum(p_w * np.minimum(eta, qbar)))
     lo_num = float(np.sum(p_w * np.maximum(0.0, eta - 1.0 + qbar)))
     region = ((lo_num / pi, hi_num / pi) if pi > 0 else (0.0, 1.0))
-    ucb_num, lcb_num = math.inf, -math.inf
-    for sel in (fold, ~fold):  # both halves: the better of the two bounds, each at delta/8
+    high, low = 1.0, 0.0
+    for sel in (fold, ~fold):  # both halves: the better of the two bounds
         if sel.all() or not sel.any():
             continue
         up, lo = _branch_stats(y, q, cells, sel)
-        ucb_num = min(ucb_num, empirical_bernstein(up, delta / 8, 1.0, "upper"))
-        lcb_num = max(lcb_num, empirical_bernstein(lo, delta / 8, 2.0, "lower"))
-    pi_lo = empirical_bernstein(q, delta / 4, 1.0, "lower")
-    pi_hi = empirical_bernstein(q, delta / 4, 1.0, "upper")
-    high = 1.0 if pi_lo <= 0 else min(1.0, max(0.0, ucb_num) / pi_lo)
-    low = 0.0 if lcb_num <= 0 else min(1.0, lcb_num / min(pi_hi, 1.0))
-    return RateBounds(race=race, share=pi, region=(min(region), max(region)), low=low, high=high)
+        qe = q[~sel]
+        high = min(high, ratio_bound(up, qe, delta / 4, 1.0, "upper"))
+        low = max(low, ratio_bound(lo, qe, delta / 4, 2.0, "lower"))
+    return RateBounds(race=race, share=pi, region=(min(region), max(region)), low=low,
+                      high=max(high, low))
 
 
 def weighted_rates(y: FloatArray, q: FloatArray) -> tuple[FloatArray, FloatArray]:
