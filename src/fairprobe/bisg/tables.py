@@ -148,6 +148,17 @@ def _candidates(name: str) -> list[str]:
     return [whole, *[w for w in words if w != whole]] if len(words) > 1 else [whole]
 
 
+_KEY_SETS: dict[int, frozenset[str]] = {}
+
+
+def _key_set(index: pd.Index) -> frozenset[str]:
+    """The keys of a (cached, never mutated) table index as a set, built once per table."""
+    got = _KEY_SETS.get(id(index))
+    if got is None:
+        got = _KEY_SETS[id(index)] = frozenset(index.astype(object).tolist())
+    return got
+
+
 def normalize_surnames(names: pd.Series, table_index: pd.Index) -> pd.Series:
     """Each raw surname's key in ``table_index`` (``NaN`` where none of its candidates is).
 
@@ -156,7 +167,7 @@ def normalize_surnames(names: pd.Series, table_index: pd.Index) -> pd.Series:
     """
     raw = names.astype("string")
     codes, uniques = pd.factorize(raw, use_na_sentinel=True)
-    known = set(table_index)
+    known = _key_set(table_index)
     keys = np.full(len(uniques), None, dtype=object)
     for i, u in enumerate(uniques):  # per distinct name: the candidate order is name-specific
         for c in _candidates(str(u)):
