@@ -210,7 +210,7 @@ def ratio_bound(x: FloatArray, q: FloatArray, delta: float, x_range: float, side
 
 def rate_bounds(y: FloatArray, q: FloatArray, cells: npt.NDArray[np.int64], race: str,
                 delta: float, fold: npt.NDArray[np.bool_]) -> RateBounds:
-    """Bounds on :math:`\mu_r` under calibration alone (module docstring), at error ``delta``.
+    r"""Bounds on :math:`\mu_r` under calibration alone (module docstring), at error ``delta``.
 
     ``delta`` is split over four statements: the upper end and the lower end, each from both
     cross-fitting halves (:func:`ratio_bound` at ``delta/4`` each; the better half is kept).
