@@ -17,7 +17,7 @@ on the coarsened data
 
 .. math::
 
-    \mu_r \in \Big[\frac{E[\max(0,\ \eta(W) - 1 + \bar q_r(W))]}{\pi_r},\ 
+    \mu_r \in \Big[\frac{E[\max(0,\ \eta(W) - 1 + \bar q_r(W))]}{\pi_r},
                   \frac{E[\min(\eta(W),\ \bar q_r(W))]}{\pi_r}\Big],
 
 and, because the upper end for :math:`a` and the lower end for :math:`b` are attained by one
@@ -115,12 +115,17 @@ def empirical_bernstein(x: FloatArray, delta: float, value_range: float,
     return m + width if side == "upper" else m - width
 
 
-def _cells(qa: FloatArray, qb: FloatArray, bins: int) -> npt.NDArray[np.int64]:
-    """Cell of each row in a grid of quantile bins of ``(q_a, q_b)`` (ties share a bin)."""
+def _cells(qa: FloatArray, qb: FloatArray, bins: int,
+           strata: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.int64]:
+    """Cell of each row in a grid of quantile bins of ``(q_a, q_b)`` (ties share a bin), crossed
+    with ``strata`` (codes ``0..k-1``) when given; cell ids are made dense."""
     def binned(v: FloatArray) -> npt.NDArray[np.int64]:
         edges = np.unique(np.quantile(v, np.linspace(0, 1, bins + 1)[1:-1]))
         return np.searchsorted(edges, v, side="right").astype(np.int64)
-    return binned(qa) * (bins + 1) + binned(qb)
+    cell = binned(qa) * (bins + 1) + binned(qb)
+    if strata is not None:
+        cell = cell * (int(strata.max()) + 1) + strata
+    return np.unique(cell, return_inverse=True)[1].astype(np.int64)
 
 
 def _cell_means(cells: npt.NDArray[np.int64], mask: npt.NDArray[np.bool_], *cols: FloatArray
@@ -257,7 +262,8 @@ def birdie_rates(y: FloatArray, q: FloatArray, *, tol: float = 1e-9, max_iter: i
     theta, _ = weighted_rates(y, q)
     theta = np.clip(np.nan_to_num(theta, nan=0.5), 1e-6, 1 - 1e-6)
     it = 0
-    for it in range(1, max_iter + 1):  # iterations, each vectorised over rows
+    while it < max_iter:  # iterations, each vectorised over rows
+        it += 1
         like = np.where(y[:, None] > 0.5, theta[None, :], 1.0 - theta[None, :]) * q
         post = like / np.maximum(like.sum(axis=1, keepdims=True), 1e-300)
         tot = post.sum(axis=0)
@@ -369,14 +375,37 @@ class ProxyAudit:
         }
 
 
-def _default_bins(n: int) -> int:
-    """Bins per axis: about 100 rows per cell on average, between 1 and 40 per axis.
+def _menu(n: int, n_strata: int, bins: int | None) -> list[tuple[int, bool]]:
+    """The coarsenings tried: ``(bins per axis, crossed with the strata)``.
 
-    Finer cells give tighter bounds and cost no validity (the branch of each cell is chosen on
-    the other half of the rows); cells too small choose their branch on noise, which loosens
-    the bound. ``experiments/bisg/coverage.py`` measures the width this gives.
+    Finer cells give a tighter identification region, but each cell's branch is chosen on half
+    of its rows, and on a few rows the choice is noise, which loosens the finite-sample bound;
+    which side of that trade wins depends on the data. So each bound is computed on every
+    coarsening of this menu, at an equal share of the error, and the tightest is kept (a union
+    bound over the menu: the result holds at the stated level whichever wins). The menu: 3, 6,
+    12, 24 and 48 bins per axis while the cells average at least 20 rows, each with and without
+    the strata when strata are given; ``bins`` fixes one.
     """
-    return int(max(1, min(40, math.floor(math.sqrt(n / 100.0)))))
+    if bins is not None:
+        return [(int(bins), n_strata > 1)]
+    out: list[tuple[int, bool]] = []
+    for b in (3, 6, 12, 24, 48):
+        for crossed in ((False, True) if n_strata > 1 else (False,)):
+            cells = b * b * (n_strata if crossed else 1)
+            if b == 3 or n / cells >= 20:
+                out.append((b, crossed))
+    return out
+
+
+def _tightest(found: list[RateBounds]) -> RateBounds:
+    """The intersection of one rate's bounds over the coarsenings tried (each valid at its share
+    of the error, so their intersection is valid at the sum; each region is a superset of the
+    sharp one, so is their intersection)."""
+    lo = max(r.low for r in found)
+    hi = min(r.high for r in found)
+    reg = (max(r.region[0] for r in found), min(r.region[1] for r in found))
+    return RateBounds(race=found[0].race, share=found[0].share,
+                      region=(reg[0], max(reg)), low=min(lo, reg[0]), high=max(hi, reg[1]))
 
 
 def _finding(metric: str, kind: str, threshold: float, groups: tuple[str, str], est: float,
@@ -412,7 +441,8 @@ def proxy_audit(y: npt.ArrayLike, q: npt.ArrayLike, *, groups: Sequence[str] = (
                 reference: str = "white", tolerance: float = 0.1, threshold: float = 0.8,
                 confidence_level: float = 0.95, bins: int | None = None, seed: int = 0,
                 birdie: bool = True, method: str = "bisg",
-                match: dict[str, Any] | None = None) -> ProxyAudit:
+                match: dict[str, Any] | None = None,
+                strata: npt.ArrayLike | None = None) -> ProxyAudit:
     """Audit 0/1 decisions ``y`` between proxied races (module docstring for the estimates).
 
     Parameters
@@ -432,6 +462,10 @@ def proxy_audit(y: npt.ArrayLike, q: npt.ArrayLike, *, groups: Sequence[str] = (
         Quantile bins per axis of the coarsening (default :func:`_default_bins`).
     seed : int
         Seed of the cross-fitting split.
+    strata : array of int codes, shape (n,), optional
+        Further cells of the coarsening :math:`W` (e.g. bins of the model's score, or of a
+        place-level covariate the decisions depend on): any :math:`W` gives valid bounds, and
+        one that carries what the decisions depend on gives tighter ones.
     """
     yy = np.asarray(y, dtype=np.float64)
     qq = np.asarray(q, dtype=np.float64)
@@ -447,10 +481,14 @@ def proxy_audit(y: npt.ArrayLike, q: npt.ArrayLike, *, groups: Sequence[str] = (
                 f"unknown race {g!r} for --group-a/--group-b: one of {', '.join(RACES)}.")
     if reference in groups:
         raise InvalidParameterError(f"the reference {reference!r} is also a compared group.")
+    st = None if strata is None else np.asarray(strata, dtype=np.int64)
+    if st is not None and (st.shape != yy.shape or (st < 0).any()):
+        raise InvalidParameterError("strata must hold one code >= 0 per row.")
     level = float(confidence_level)
     m = len(groups)
     alpha_each = (1.0 - level) / m
-    nbins = _default_bins(yy.size) if bins is None else int(bins)
+    n_strata = 1 if st is None else int(st.max()) + 1
+    menu = _menu(yy.size, n_strata, bins)
     rng = np.random.default_rng(seed)
     fold = rng.random(yy.size) < 0.5
     idx = {r: i for i, r in enumerate(RACES)}
@@ -460,15 +498,24 @@ def proxy_audit(y: npt.ArrayLike, q: npt.ArrayLike, *, groups: Sequence[str] = (
     comps: list[ProxyComparison] = []
     for g in groups:
         a, b = idx[g], idx[reference]
-        cells = _cells(qq[:, a], qq[:, b], nbins)
-        # each rate's bounds at half the comparison's error: the four statements of one side
-        ra = rate_bounds(yy, qq[:, a], cells, g, alpha_each / 2, fold)
-        rb = rate_bounds(yy, qq[:, b], cells, reference, alpha_each / 2, fold)
+        # each rate's bounds at half the comparison's error, shared over the menu
+        each = alpha_each / 2 / len(menu)
+        tried = []
+        for nb, crossed in menu:
+            cells = _cells(qq[:, a], qq[:, b], nb, st if crossed else None)
+            tried.append((nb, crossed, int(cells.max()) + 1,
+                          rate_bounds(yy, qq[:, a], cells, g, each, fold),
+                          rate_bounds(yy, qq[:, b], cells, reference, each, fold)))
+        ra = _tightest([t[3] for t in tried])
+        rb = _tightest([t[4] for t in tried])
         region = (ra.region[0] - rb.region[1], ra.region[1] - rb.region[0])
         lo, hi = ra.low - rb.high, ra.high - rb.low
         mid = 0.5 * (region[0] + region[1])
         bounds = {"low": lo, "high": hi, "level": 1.0 - alpha_each,
-                  "region": list(region), "bins": nbins}
+                  "region": list(region),
+                  "coarsenings": [{"bins": t[0], "strata": t[1], "cells": t[2],
+                                   "low": t[3].low - t[4].high, "high": t[3].high - t[4].low}
+                                  for t in tried]}
         cnt = {"rows": int(yy.size), "share_group": ra.share, "share_reference": rb.share}
         groups_pair = (g, reference)
         fd = _finding("demographic_parity_difference", "difference", tolerance, groups_pair, mid,
@@ -502,4 +549,4 @@ def proxy_audit(y: npt.ArrayLike, q: npt.ArrayLike, *, groups: Sequence[str] = (
                                      rates={g: ra, reference: rb}))
     return ProxyAudit(comparisons=tuple(comps), confidence_level=level, tolerance=tolerance,
                       threshold=threshold, rows=int(yy.size), rows_used=int(yy.size),
-                      method=method, bins=nbins, seed=seed, match=dict(match or {}))
+                      method=method, bins=len(menu), seed=seed, match=dict(match or {}))

