@@ -69,6 +69,7 @@ from fairprobe.bisg.tables import RACES
 from fairprobe.errors import DataError, InvalidParameterError
 from fairprobe.stats.finding import Finding, Question
 from fairprobe.stats.intervals import normal_quantile
+from fairprobe.stats.metrics import DEFAULT_DI_THRESHOLD, DEFAULT_TOLERANCE
 
 __all__ = [
     "BISG_CONDITION",
@@ -438,7 +439,8 @@ def _bounds_reason(region: tuple[float, float], lo: float, hi: float, tol: float
 
 def proxy_audit(y: npt.ArrayLike, q: npt.ArrayLike, *, groups: Sequence[str] = ("black",
                                                                              "hispanic", "api"),
-                reference: str = "white", tolerance: float = 0.1, threshold: float = 0.8,
+                reference: str = "white", tolerance: float = DEFAULT_TOLERANCE,
+                threshold: float = DEFAULT_DI_THRESHOLD,
                 confidence_level: float = 0.95, bins: int | None = None, seed: int = 0,
                 birdie: bool = True, method: str = "bisg",
                 match: dict[str, Any] | None = None,

@@ -21,6 +21,7 @@ from fairprobe.bisg.estimate import ProxyAudit, proxy_audit
 from fairprobe.bisg.tables import RACE_LABELS, RACES, ProxyProbabilities, bisg_probabilities
 from fairprobe.documents import Job
 from fairprobe.errors import DataError, InvalidParameterError
+from fairprobe.stats.metrics import DEFAULT_DI_THRESHOLD, DEFAULT_TOLERANCE
 
 __all__ = ["calibration", "proxy_job", "recorded_races", "strata_codes"]
 
@@ -114,9 +115,10 @@ def strata_codes(df: pd.DataFrame, cols: Sequence[str], bins: int = 10) -> npt.N
     codes = np.zeros(len(df), dtype=np.int64)
     for col in cols:
         s = df[col]
+        c: npt.NDArray[np.int64]
         if pd.api.types.is_numeric_dtype(s) and s.nunique(dropna=True) > bins:
-            c = pd.qcut(s, bins, labels=False, duplicates="drop")
-            c = c.fillna(-1).to_numpy(dtype=np.int64) + 1
+            binned = pd.qcut(s, bins, labels=False, duplicates="drop")
+            c = binned.fillna(-1).to_numpy(dtype=np.int64) + 1
         else:
             c = pd.factorize(s.astype("string"), use_na_sentinel=False)[0].astype(np.int64)
         codes = codes * (int(c.max()) + 1) + c
@@ -127,7 +129,8 @@ def proxy_job(predictions: Any, *, y_pred_col: str, surname_col: str, zip_col: s
               tract_col: str | None = None, first_name_col: str | None = None,
               race_col: str | None = None, pos_label: Any = None,
               groups: Sequence[str] = ("black", "hispanic", "api"), reference: str = "white",
-              tolerance: float = 0.1, threshold: float = 0.8, confidence_level: float = 0.95,
+              tolerance: float = DEFAULT_TOLERANCE, threshold: float = DEFAULT_DI_THRESHOLD,
+              confidence_level: float = 0.95,
               bins: int | None = None, seed: int = 0, birdie: bool = True,
               strata_cols: Sequence[str] = (), name: str | None = None) -> Job:
     """Audit decisions between races estimated by BISG (BIFSG with ``first_name_col``).
@@ -159,8 +162,8 @@ def proxy_job(predictions: Any, *, y_pred_col: str, surname_col: str, zip_col: s
 
         df, label = read_table(predictions, "--predictions file"), str(predictions)
         sha = file_sha256(predictions)
-    for col in strata_cols:
-        _need(df, col, "--proxy-strata")
+    for sc in strata_cols:
+        _need(df, sc, "--proxy-strata")
     for col, flag in ((y_pred_col, "--y-pred-col"), (surname_col, "--surname-col"),
                       (zip_col, "--zip-col"), (tract_col, "--tract-col"),
                       (first_name_col, "--first-name-col"), (race_col, "--race-col")):
