@@ -46,7 +46,7 @@ depend on place beyond race, it can be biased either way. Its interval is the de
 
 **BIRDiE, complete pooling** (:func:`birdie_rates`; McCartan, Goldin, Ho & Imai 2024, section
 3): assumes the decision is independent of surname *and place* given race
-(:math:`Y \perp Z \mid R`) and fits :math:`\theta_r = P(Y = 1 \mid R = r)` by EM on the mixture
+(:math:`Y \perp Z \mid R`) and fits :math:`\theta_r = P(Y = 1 \mid R = r)` by maximum likelihood on the mixture
 likelihood :math:`\prod_i \sum_r q_{ir} \theta_r^{Y_i} (1-\theta_r)^{1-Y_i}`, with a Wald
 interval from the observed information. It is consistent when decisions depend on race only and
 biased when they depend on place.
@@ -254,34 +254,45 @@ def weighted_rates(y: FloatArray, q: FloatArray) -> tuple[FloatArray, FloatArray
     return mu, cov
 
 
-def birdie_rates(y: FloatArray, q: FloatArray, *, tol: float = 1e-9, max_iter: int = 1000
+def birdie_rates(y: FloatArray, q: FloatArray, *, tol: float = 1e-10, max_iter: int = 500
                  ) -> tuple[FloatArray, FloatArray, int]:
-    """EM for :math:`\\theta_r = P(Y=1 \\mid R=r)` under :math:`Y \\perp Z \\mid R` (module
-    docstring); returns ``(theta, cov, iterations)``, ``cov`` the inverse observed information
-    :math:`(\\sum_i q_i q_i^\\top / L_i^2)^{-1}` (pseudo-inverse; races with no weight get nan).
+    r"""Maximum likelihood for :math:`\theta_r = P(Y=1 \mid R=r)` under :math:`Y \perp Z \mid R`
+    (module docstring); returns ``(theta, cov, iterations)``.
+
+    The log-likelihood :math:`\ell(\theta) = \sum_i \log L_i`, with
+    :math:`L_i = q_i^\top\theta` for an approval and :math:`1 - q_i^\top\theta` otherwise, is
+    a sum of logs of affine functions, hence concave: it is maximised over the box
+    :math:`[10^{-9}, 1 - 10^{-9}]^6` by L-BFGS-B with the exact gradient
+    :math:`\sum_i \pm q_i / L_i` (the EM of BIRDiE's complete-pooling model reaches the same
+    maximum, in hundreds of iterations instead of tens). ``cov`` is the inverse observed
+    information :math:`(\sum_i q_i q_i^\top / L_i^2)^{-1}` (pseudo-inverse; races with no
+    weight get nan).
     """
-    theta, _ = weighted_rates(y, q)
-    theta = np.clip(np.nan_to_num(theta, nan=0.5), 1e-6, 1 - 1e-6)
-    it = 0
-    while it < max_iter:  # iterations, each vectorised over rows
-        it += 1
-        like = np.where(y[:, None] > 0.5, theta[None, :], 1.0 - theta[None, :]) * q
-        post = like / np.maximum(like.sum(axis=1, keepdims=True), 1e-300)
-        tot = post.sum(axis=0)
-        new = np.divide(post.T @ y, tot, out=theta.copy(), where=tot > 0)
-        new = np.clip(new, 1e-9, 1 - 1e-9)
-        done = float(np.max(np.abs(new - theta))) < tol
-        theta = new
-        if done:
-            break
-    lik = np.where(y > 0.5, q @ theta, q @ (1.0 - theta))
-    info = (q / np.maximum(lik, 1e-300)[:, None]).T @ (q / np.maximum(lik, 1e-300)[:, None])
+    from scipy.optimize import minimize
+
+    sign = np.where(y > 0.5, 1.0, -1.0)
+    base = np.where(y > 0.5, 0.0, 1.0)
+    n = max(y.size, 1)
+
+    def negll(theta: FloatArray) -> tuple[float, FloatArray]:
+        lik = np.maximum(base + sign * (q @ theta), 1e-300)
+        grad = (q * (sign / lik)[:, None]).sum(axis=0)
+        return -float(np.log(lik).sum()) / n, -grad / n
+
+    start, _ = weighted_rates(y, q)
+    start = np.clip(np.nan_to_num(start, nan=0.5), 1e-6, 1 - 1e-6)
+    res = minimize(negll, start, jac=True, method="L-BFGS-B",
+                   bounds=[(1e-9, 1 - 1e-9)] * q.shape[1],
+                   options={"maxiter": max_iter, "ftol": tol * 1e-3, "gtol": tol})
+    theta = np.asarray(res.x, dtype=np.float64)
+    lik = np.maximum(base + sign * (q @ theta), 1e-300)
+    w = q / lik[:, None]
+    info = w.T @ w
     present = q.sum(axis=0) > 0
     cov = np.full((q.shape[1], q.shape[1]), np.nan)
-    sub = np.linalg.pinv(info[np.ix_(present, present)])
-    cov[np.ix_(present, present)] = sub
+    cov[np.ix_(present, present)] = np.linalg.pinv(info[np.ix_(present, present)])
     theta = np.where(present, theta, np.nan)
-    return theta, cov, it
+    return theta, cov, int(res.nit)
 
 
 @dataclass(frozen=True)
