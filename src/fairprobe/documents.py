@@ -48,6 +48,7 @@ RESULT_KINDS = (
     "demo",
     "discover",
     "platform-info",
+    "proxy",
 )
 
 

@@ -141,6 +141,21 @@ def test_audit_predictions(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert "rows: 500 drawn (seed 4) from the predictions" in r.stdout
 
 
+def test_audit_predictions_proxy(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fairprobe.bisg.job import proxy_job
+    from fairprobe.bisg.simulate import draw_population
+
+    draw_population(3000, seed=2).frame.to_csv(work / "apps.csv", index=False)
+    r = _cli("audit", "--predictions", "apps.csv", "--proxy", "bisg", "--y-pred-col",
+             "approved", "--surname-col", "surname", "--zip-col", "zip", "--group-a", "black",
+             "--json", "proxy.json", cwd=work)
+    assert r.returncode == 0, r.stderr
+    monkeypatch.chdir(work)
+    job = proxy_job("apps.csv", y_pred_col="approved", surname_col="surname", zip_col="zip",
+                    groups=["black"])
+    assert _same(work / "proxy.json", job.to_dict())["kind"] == "proxy"
+
+
 def test_monitor(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from fairprobe.audit.monitor import monitor_job
 

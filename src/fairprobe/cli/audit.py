@@ -170,6 +170,13 @@ def audit(
     window: Annotated[str | None, typer.Option(help="With --time-col: the window width, e.g. 1D, 7D, 30D, 12H.")] = None,
     figure: Annotated[Path | None, typer.Option(help="With --time-col: write the figure of each metric over the windows (SVG, or PNG by the suffix).")] = None,
     per_instance: Annotated[bool, typer.Option("--per-instance", help="With --predictions: also write one JSON entry per row (per_instance; fairprobe radius reads it). Its size grows with the rows.")] = False,
+    proxy: Annotated[str | None, typer.Option(help="With --predictions, when race is not recorded: estimate it by bisg (surname + place) or bifsg (+ first name) from the census tables; the verdict is decided on bounds that assume only the proxy's calibration (docs/proxy.md). --group-a: races compared (default black,hispanic,api), --group-b/--reference: the reference (default white).")] = None,
+    surname_col: Annotated[str | None, typer.Option(help="With --proxy: the column of family names.")] = None,
+    zip_col: Annotated[str | None, typer.Option(help="With --proxy: the column of 5-digit ZIP codes (used as ZCTAs).")] = None,
+    tract_col: Annotated[str | None, typer.Option(help="With --proxy: the column of 11-digit census tract GEOIDs (instead of --zip-col).")] = None,
+    first_name_col: Annotated[str | None, typer.Option(help="With --proxy bifsg: the column of first names.")] = None,
+    proxy_strata: Annotated[str | None, typer.Option(help="With --proxy: comma-separated columns the decisions may depend on (the model's score, an income measure of the place): the bounds are computed within their cells (numeric: 10 quantile bins), which keeps them valid and tightens them.")] = None,
+    race_col: Annotated[str | None, typer.Option(help="With --proxy: a column of recorded race (white, black, api, native, multiple, hispanic; empty where unknown): checks the proxy's calibration; recorded for every row, also the audit by recorded race.")] = None,
 ) -> None:
     """Audit a black-box model with a fixed budget: metrics, confidence intervals, verdict.
 
@@ -178,6 +185,29 @@ def audit(
     groups (--group-a/--group-b, and the default Female vs Male for --group-col sex).
     With --predictions, the decisions in a file are audited the same way and nothing is paid.
     """
+    if proxy is not None:
+        from fairprobe.cli.proxy import proxy_audit_command
+
+        proxy_audit_command(
+            proxy=proxy, predictions=predictions, y_pred_col=y_pred_col,
+            surname_col=surname_col, zip_col=zip_col, tract_col=tract_col,
+            first_name_col=first_name_col, race_col=race_col, group_a=group_a,
+            group_b=group_b, reference=reference, pos_label=pos_label, tolerance=tolerance,
+            threshold=threshold, confidence_level=confidence_level, seed=seed,
+            json_path=json_path, fail_on=fail_on, strata=proxy_strata,
+            given={"--group-col": group_col, "--y-true-col": label_col,
+                   "--score-col": score_col, "--sample-weight-col": sample_weight_col,
+                   "--budget": budget, "--time-col": time_col, "--window": window,
+                   "--per-instance": per_instance, "--csv": csv_path, "--figure": figure,
+                   "--url": url, "--queries": queries})
+        return
+    if any(v is not None for v in (surname_col, zip_col, tract_col, first_name_col, race_col,
+                                   proxy_strata)):
+        from fairprobe.errors import InvalidParameterError
+
+        raise InvalidParameterError("--surname-col, --zip-col, --tract-col, --first-name-col, "
+                                    "--race-col and --proxy-strata go with --proxy bisg|bifsg: "
+                                    "add it.")
     if simultaneous is not None:  # the former flag: exact, or bonferroni (= score intervals)
         interval = Interval.exact if simultaneous.value == "exact" else Interval.score
     if group_col is None and (queries is not None or predictions is not None):
