@@ -75,6 +75,7 @@ __all__ = [
     "LeafLog",
     "MerkleSumTree",
     "Opening",
+    "ProofBudget",
     "VerifyConfig",
     "assign_claimed_answers",
     "challenge_allocation",
@@ -907,6 +908,86 @@ class EquivocationProof:
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ProtocolError(f"Malformed proof of equivocation: {exc}.") from None
+
+
+#: Proofs a node checks at the cost of a model query, per signer, that do not confirm before
+#: it blames the signer (:class:`ProofBudget`).
+DEFAULT_PROOF_CAP = 3
+
+
+@dataclass
+class ProofBudget:
+    """How many model queries a node spends on any one signer's proofs (no I/O).
+
+    A ``wrong-answer`` or ``refused-record`` proof costs its checker one model query. The
+    signer that can make a checker pay is the proof's *challenger* (its signature covers the
+    proof; the HTTP sender only relays it, and honest nodes relay only proofs they confirmed),
+    and the accused: a colluding accused signs openings of consistent leaves, and its
+    accomplice signs false accusations of them that no model confirms. Two rules bound it:
+
+    * **one proof per (challenger, accused)**: an honest challenger signs at most one proof
+      against a source -- it excludes the source on it and never challenges it again -- so a
+      second, different proof of the same pair is refused on receipt, before its signatures
+      are checked (``admit``); an equivocation proof (no challenger) is kept once per accused.
+      Copies of the same proof (same digest, relayed by several neighbours) are accepted;
+    * **a cap on proofs that do not confirm**: each query-costing proof of a challenger that
+      the checker's own model does not confirm counts against it (``charge``); at ``cap`` the
+      challenger is *blamed*: its further proofs are refused on receipt and its pending ones
+      dropped unchecked. Under A2 (the model answers a record the same way every time) an
+      honest challenger's proof is always confirmed, so it is blamed only if the checker's
+      model fails ``cap`` times on its proofs.
+
+    So a node spends at most ``cap`` queries on the unconfirmed proofs of each of the ``V - 1``
+    other members and one per source it excludes on a confirmed proof, and stores at most one
+    proof per (challenger, accused) pair: at most ``(V - 1) (cap + 1)`` queries whatever the
+    number of proofs sent to it.
+    """
+
+    cap: int = DEFAULT_PROOF_CAP
+    spent: dict[str, int] = field(default_factory=dict)
+    blamed: dict[str, int] = field(default_factory=dict)
+    pairs: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.cap = check_int(self.cap, "cap", "ProofBudget", lo=1)
+
+    @staticmethod
+    def _pair(challenger: str | None, accused: str) -> str:
+        return f"{challenger or ''}\x00{accused}"
+
+    def admit(self, challenger: str | None, accused: str, digest: str) -> str | None:
+        """None if a proof of ``challenger`` (None: an equivocation proof) against ``accused``
+        with this digest may be stored; else the reason to refuse it."""
+        if challenger is not None and challenger in self.blamed:
+            return "proof-signer-blamed"
+        held = self.pairs.get(self._pair(challenger, accused))
+        if held is not None and held != digest:
+            return "proof-pair-taken"
+        return None
+
+    def taken(self, challenger: str | None, accused: str, digest: str) -> None:
+        """Record a stored proof (the first of its pair)."""
+        self.pairs.setdefault(self._pair(challenger, accused), digest)
+
+    def charge(self, challenger: str, round_: int) -> bool:
+        """Count one query-costing proof of ``challenger`` that did not confirm; True if this
+        blames it (the ``cap``-th)."""
+        self.spent[challenger] = self.spent.get(challenger, 0) + 1
+        if self.spent[challenger] >= self.cap and challenger not in self.blamed:
+            self.blamed[challenger] = int(round_)
+            return True
+        return False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cap": self.cap, "spent": dict(self.spent), "blamed": dict(self.blamed),
+                "pairs": dict(self.pairs)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ProofBudget:
+        return cls(int(d.get("cap", DEFAULT_PROOF_CAP)),
+                   {str(k): int(v) for k, v in d.get("spent", {}).items()},
+                   {str(k): int(v) for k, v in d.get("blamed", {}).items()},
+                   {str(k): str(v) for k, v in d.get("pairs", {}).items()})
 
 
 def proof_from_dict(d: Mapping[str, Any]) -> FraudProof | EquivocationProof:
