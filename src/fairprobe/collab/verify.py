@@ -77,6 +77,7 @@ __all__ = [
     "Opening",
     "ProofBudget",
     "VerifyConfig",
+    "a4_check",
     "assign_claimed_answers",
     "challenge_allocation",
     "challenge_count",
@@ -988,6 +989,61 @@ class ProofBudget:
                    {str(k): int(v) for k, v in d.get("spent", {}).items()},
                    {str(k): int(v) for k, v in d.get("blamed", {}).items()},
                    {str(k): str(v) for k, v in d.get("pairs", {}).items()})
+
+
+def a4_check(
+    adj: npt.ArrayLike, *, liars: npt.ArrayLike | None = None, me: int | None = None,
+    proven: npt.ArrayLike | None = None,
+) -> dict[str, Any]:
+    """Assumption A4 of the escape bound on the realised network: every source that could lie
+    has an *honest-reachable challenger*, an honest neighbour that challenges every leaf it
+    commits (:class:`ChallengeCore`, closing rounds included) and whose proofs reach the node
+    (the finder sends a proof to every roster member, so any honest neighbour's proof reaches
+    every honest node that is still running).
+
+    ``adj`` (V, V): the symmetric adjacency of the roster (every node holds it: the roster
+    lists each member's neighbours). ``proven`` (V,): sources excluded on a proof (their
+    entries are dropped: they need no challenger any more).
+
+    **Global check** (``liars`` (V,) given: the simulator, which knows who lies). A4 holds iff
+    every unproven liar has at least one honest neighbour. ``without_challenger``: the unproven
+    liars all of whose neighbours lie.
+
+    **Local check** (``me`` given: a node, which knows the roster graph, that it is honest
+    itself and which sources are proven, but not who else lies). It can vouch for its own
+    neighbours (it challenges them) and the proven sources; for any other source ``u`` the
+    smallest set of unproven liars that leaves ``u`` with no honest challenger is ``u`` and its
+    unproven neighbours, of size ``1 + |N(u) \\ proven|``. So ``without_challenger`` lists
+    the sources whose neighbours are all proven liars (no honest challenger for certain), and
+    ``holds_unless_liars`` ``L`` is the least such coalition over the others: A4 holds whenever
+    fewer than ``L`` sources lie besides the proven ones, and otherwise only if each source of
+    ``weakest`` (those with the least unproven neighbours) has an honest neighbour -- which no
+    node can check: honesty is not observable. ``holds`` is True only if every source is
+    vouched for (``L`` is None).
+
+    Returns ``check``, ``holds``, ``without_challenger`` (indices), ``holds_unless_liars``,
+    ``weakest`` (indices; local check only).
+    """
+    a = np.asarray(adj, dtype=bool)
+    v = a.shape[0]
+    pr = np.zeros(v, dtype=bool) if proven is None else np.asarray(proven, dtype=bool)
+    if liars is not None:
+        lie = np.asarray(liars, dtype=bool)
+        has = (a & ~lie[None, :]).any(axis=1)
+        gaps = np.flatnonzero(lie & ~pr & ~has)
+        return {"check": "global", "holds": gaps.size == 0,
+                "without_challenger": gaps.tolist(), "holds_unless_liars": None, "weakest": []}
+    if me is None:
+        raise InvalidParameterError("a4_check needs the liars (global check) or me (local).")
+    vouched = pr | a[int(me)]
+    vouched[int(me)] = True
+    unproven_nbrs = (a & ~pr[None, :]).sum(axis=1)
+    gaps = np.flatnonzero(~vouched & (unproven_nbrs == 0))
+    need = np.where(vouched | (unproven_nbrs == 0), np.iinfo(np.int64).max, 1 + unproven_nbrs)
+    L = int(need.min()) if (need < np.iinfo(np.int64).max).any() else None
+    weakest = np.flatnonzero(need == L).tolist() if L is not None else []
+    return {"check": "local", "holds": gaps.size == 0 and L is None,
+            "without_challenger": gaps.tolist(), "holds_unless_liars": L, "weakest": weakest}
 
 
 def proof_from_dict(d: Mapping[str, Any]) -> FraudProof | EquivocationProof:

@@ -861,7 +861,7 @@ class Node:
             finding = make_finding(
                 est, b["low"], b["high"], tau=tau, subject=subject, max_liars=b["max_liars"],
                 counts={k: b[k] for k in ("certified_k", "flip_mass", "verification_rate",
-                                          "escape_bound", "proven_liars", "census")},
+                                          "escape_bound", "proven_liars", "census", "a4")},
             )
         else:
             finding = make_finding(est, est, est, tau=tau, subject=subject,
