@@ -385,6 +385,12 @@ def _certificate_line(b: dict[str, Any], max_liars: int) -> str:
                     f"probability <= {eb:.3g}")
         else:
             out += " (no verification: --verify bounds the chance they escape)"
+    a4 = b.get("a4")
+    if isinstance(a4, dict) and not a4.get("holds"):
+        out += ("; A4 fails on this network: auditor(s) " + ", ".join(
+            str(j) for j in a4["without_challenger"]) + " lie with no honest neighbour, so "
+            f"the escape bound of K={max_liars} does not hold; the verdict and its bound are "
+            f"those of K={a4['max_liars']} (the unchallenged liars counted among the liars)")
     if b.get("census") is False:
         out += ("; the rounds stopped before the query sets were exhausted: the verdict is "
                 "about the population, " + (

@@ -231,6 +231,9 @@ def _certificate(out: dict[str, object], n: int) -> str:
                      "(not covered: truthful answers on chosen records, which only K covers)")
         else:
             line += " (no verification: --verify bounds the chance such a fabricator escapes)"
+    a4 = out.get("a4")
+    if isinstance(a4, dict) and isinstance(eb, (int, float)) and not a4.get("holds"):
+        line += f"; the escape bound's assumption A4 (an honest challenger per source): {a4['condition']}"
     return line
 
 

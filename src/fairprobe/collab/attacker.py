@@ -242,6 +242,11 @@ class AttackContext:
         Seed of the attackers' randomness (noise is drawn per attacker and round).
     ids : tuple of int
         Attacker index of each row of the views a call of ``fabricate`` receives.
+    max_liars : int
+        The liar bound ``K`` the auditors declared (public: it is in their configuration).
+    honest_counts : tuple of (a, A, b, B)
+        Each honest auditor's counts at the end of the audit, for strategies that need them
+        (the platform answers every query, so it can know them); empty otherwise.
     """
 
     population: CountsVector
@@ -252,13 +257,16 @@ class AttackContext:
     tau: float = 0.05
     seed: int = 0
     ids: tuple[int, ...] = (0,)
+    max_liars: int = 0
+    honest_counts: tuple[tuple[int, int, int, int], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        # every field as it is, but the two that JSON holds as lists
+        # every field as it is, but those that JSON holds as lists
         return {
             **asdict(self),
             "population": list(self.population.as_tuple()),
             "ids": list(self.ids),
+            "honest_counts": [list(c) for c in self.honest_counts],
         }
 
     @classmethod
@@ -273,6 +281,10 @@ class AttackContext:
             tau=float(d.get("tau", cls.tau)),
             seed=int(d.get("seed", cls.seed)),
             ids=tuple(int(x) for x in d.get("ids", cls.ids)),
+            max_liars=int(d.get("max_liars", cls.max_liars)),
+            honest_counts=tuple(
+                (int(c[0]), int(c[1]), int(c[2]), int(c[3])) for c in d.get("honest_counts", ())
+            ),
         )
 
 

@@ -11,6 +11,14 @@ their increments are as self-consistent as an honest auditor's:
 ``consistent-exact``
     The same fixed rates without noise: cumulative counts are ``round(t n pi)``,
     ``round(q_A A_t)``, ``round(q_B B_t)`` (its z-scores are ~0, weight ~1 every round).
+``hull-aware``
+    Knows the declared liar bound ``K``, every honest auditor's final counts (the platform
+    answers every query) and how many liars it runs; all of them report the same fixed
+    rates, chosen so that the ``K``-liar hull of the final view (:func:`fairprobe.collab.
+    bounded.exact_hull`) gives the verdict opposite to the truth ("fair" for an unfair
+    population, "unfair" for a fair one) -- or, where none does, comes closest. With more
+    liars than ``K`` every removal of ``K`` sources leaves one of them: the attack the
+    verdict's guarantee does not cover.
 ``selective``
     Answers are *true*: the liar queries the model on real records it picked, group-A positives
     and group-B negatives (for a model that disfavours group A; mirrored otherwise), in a fixed
@@ -62,6 +70,7 @@ __all__ = [
     "LateAttack",
     "LateRecordsAttack",
     "ConsistentExactAttack",
+    "HullAwareAttack",
     "LiarPlan",
     "SelectiveAttack",
     "plan_consistent",
@@ -261,6 +270,53 @@ class ConsistentExactAttack(_ConsistentRates):
         b = _carry(np.asarray(B * p.q_b, dtype=np.float64))
         row = np.array([a[1] - a[0], A[1] - A[0], b[1] - b[0], B[1] - B[0]], dtype=np.int64)
         return np.tile(row, (k, 1))
+
+
+def plan_hull_aware(ctx: AttackContext, grid: int = 21) -> LiarPlan:
+    """Rates of the ``hull-aware`` liar: the fixed ``(pi, q_A, q_B)`` of a grid (``pi`` in
+    ``grid`` steps, each rate in ``grid // 2 + 1``) whose ``K``-liar hull over the honest
+    auditors' final counts plus ``ctx.attackers`` copies of the liar's ``n R`` records is
+    deepest on the side opposite to the truth (inside the band for an unfair population,
+    outside it for a fair one). Without ``honest_counts`` the population counts as one honest
+    source."""
+    from fairprobe.collab.bounded import EXACT_MAX_K, exact_hull
+
+    h = np.asarray(ctx.honest_counts or (ctx.population.as_tuple(),), dtype=np.float64)
+    pool = h.sum(axis=0)
+    m = float(ctx.n * ctx.rounds)
+    k = min(int(ctx.max_liars), EXACT_MAX_K)
+    tau = float(ctx.tau)
+    target_fair = abs(pool[0] / pool[1] - pool[2] / pool[3]) > tau
+    pis = np.linspace(0.0, 1.0, grid)
+    qs = np.linspace(0.0, 1.0, grid // 2 + 1)
+    P, QA, QB = (x.ravel() for x in np.meshgrid(pis, qs, qs, indexing="ij"))
+    A = np.floor(m * P + 0.5)
+    B = m - A
+    liar = np.stack([np.floor(A * QA + 0.5), A, np.floor(B * QB + 0.5), B], axis=1)
+    views = np.concatenate([np.broadcast_to(h, (P.size, *h.shape)),
+                            np.repeat(liar[:, None, :], int(ctx.attackers), axis=1)], axis=1)
+    lo, hi = exact_hull(views, np.zeros(views.shape[:2]), k)
+    with np.errstate(invalid="ignore"):
+        # depth inside the band (fair) or outside it (unfair) of the whole interval
+        depth = (np.minimum(tau - hi, lo + tau) if target_fair
+                 else np.maximum(lo - tau, -tau - hi))
+    depth = np.where(np.isfinite(depth), depth, -np.inf)
+    best = int(np.argmax(depth))
+    v = views[best].sum(axis=0)
+    return LiarPlan(float(P[best]), float(QA[best]), float(QB[best]), int(m),
+                    float(v[0] / v[1] - v[2] / v[3]))
+
+
+@register_attack
+class HullAwareAttack(ConsistentExactAttack):
+    """Fixed rates of :func:`plan_hull_aware` from round 1, without noise: the liars' final
+    counts put the ``K``-liar hull on the side opposite to the truth where they can."""
+
+    name = "hull-aware"
+    needs_honest_counts: ClassVar[bool] = True
+
+    def _solve(self, ctx: AttackContext) -> LiarPlan:
+        return plan_hull_aware(ctx)
 
 
 @register_attack

@@ -443,6 +443,11 @@ def attack_strategy(
     """
     if ids is None:
         ids = tuple(int(x) for x in _graph(cfg)[1])
+    honest_counts: tuple[tuple[int, int, int, int], ...] = ()
+    if getattr(get_attack(cfg.attack), "needs_honest_counts", False):
+        cells = prepare_honest(cfg).cells
+        honest_counts = tuple((int(pa), int(pa + na), int(pb), int(pb + nb))
+                              for pa, na, pb, nb in cells)
     ctx = AttackContext(
         population=get_population(cfg.case).counts,
         n=cfg.n,
@@ -452,6 +457,8 @@ def attack_strategy(
         tau=cfg.tau,
         seed=cfg.seed,
         ids=tuple(ids),
+        max_liars=cfg.max_liars,
+        honest_counts=honest_counts,
     )
     return get_attack(cfg.attack).calibrate(ctx)
 
@@ -603,13 +610,37 @@ def simulate(
     sizes = stratum_sizes(cfg, setup, H, hon, horizon, R)
     bres = bounded_run(cfg, horizon, b_tables, b_round, K, proven=proven, querying=R,
                        sizes=sizes)
+    b_cfg = cfg
+    if proven is not None:
+        # A4 on the realised network (the simulator knows the liars: the global check). Where a
+        # liar has no honest neighbour its answers are never challenged: the escape bound of
+        # the declared K does not hold, and the verdict falls back to the hull that counts the
+        # unchallenged liars among the sources that may lie undetected (K + their number),
+        # with the escape bound of that hull for the others
+        from fairprobe.collab.verify import a4_check
+
+        a4 = a4_check(hist.adj, liars=hist.is_att, proven=proven.all(axis=0))
+        a4["without_challenger"] = [int(j) for j in a4["without_challenger"]]
+        if not a4["holds"]:
+            b_cfg = replace(cfg, max_liars=cfg.max_liars + len(a4["without_challenger"]))
+            declared = bres
+            bres = bounded_run(b_cfg, horizon, b_tables, b_round, K, proven=proven,
+                               querying=R, sizes=sizes)
+            a4["declared_verdict"] = declared["verdict"]
+            a4["declared_node_verdicts"] = [str(x) for x in declared["verdicts"]]
+            a4["declared_escape_bound"] = declared["escape_bound"]
+        a4["max_liars"] = b_cfg.max_liars
+        bres["a4"] = a4
     if hist.truth is not None:
         # what the same audit decides on the attackers' true answers (only a simulation knows)
         H_true = H.copy()
         H_true[:, att] = hist.truth
         t_tables, t_round = closing_view(H_true, lag, hon)
         t_sizes = None if sizes is None else stratum_sizes(cfg, setup, H_true, hon, horizon, R)
-        tres = bounded_run(cfg, horizon, t_tables, t_round, K, querying=R, sizes=t_sizes)
+        tres = bounded_run(b_cfg, horizon, t_tables, t_round, K, querying=R, sizes=t_sizes)
+        if b_cfg is not cfg:
+            bres["a4"]["declared_true_answer_verdict"] = bounded_run(
+                cfg, horizon, t_tables, t_round, K, querying=R, sizes=t_sizes)["verdict"]
         bres["true_answer_verdict"] = tres["verdict"]
         bres["true_answer_node_verdicts"] = tres["verdicts"]
     if proven is not None:
@@ -862,12 +893,16 @@ def _verdicts(
                       "census": b.get("census"),
                       "verification_rate": b["verification_rate"],
                       "escape_bound": b["escape_bound"]}
+            if "a4" in b:
+                counts["a4"] = {k: b["a4"][k] for k in (
+                    "check", "holds", "without_challenger", "max_liars")}
         else:
             lo = hi = e
             node[m] = decide_array(per[m], per[m], kind="difference", threshold=cfg.tau)
             counts = {}
             level, construction = 0.95, CONSTRUCTION
-        f = make_finding(e, lo, hi, tau=cfg.tau, subject="simulation", max_liars=cfg.max_liars,
+        k_used = int(b["a4"]["max_liars"]) if m == "bounded" and "a4" in b else cfg.max_liars
+        f = make_finding(e, lo, hi, tau=cfg.tau, subject="simulation", max_liars=k_used,
                          method="bounded" if m == "bounded" else m, counts=counts,
                          level=level, construction=construction)
         verdicts[m] = f.verdict

@@ -75,7 +75,9 @@ __all__ = [
     "LeafLog",
     "MerkleSumTree",
     "Opening",
+    "ProofBudget",
     "VerifyConfig",
+    "a4_check",
     "assign_claimed_answers",
     "challenge_allocation",
     "challenge_count",
@@ -907,6 +909,141 @@ class EquivocationProof:
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ProtocolError(f"Malformed proof of equivocation: {exc}.") from None
+
+
+#: Proofs a node checks at the cost of a model query, per signer, that do not confirm before
+#: it blames the signer (:class:`ProofBudget`).
+DEFAULT_PROOF_CAP = 3
+
+
+@dataclass
+class ProofBudget:
+    """How many model queries a node spends on any one signer's proofs (no I/O).
+
+    A ``wrong-answer`` or ``refused-record`` proof costs its checker one model query. The
+    signer that can make a checker pay is the proof's *challenger* (its signature covers the
+    proof; the HTTP sender only relays it, and honest nodes relay only proofs they confirmed),
+    and the accused: a colluding accused signs openings of consistent leaves, and its
+    accomplice signs false accusations of them that no model confirms. Two rules bound it:
+
+    * **one proof per (challenger, accused)**: an honest challenger signs at most one proof
+      against a source -- it excludes the source on it and never challenges it again -- so a
+      second, different proof of the same pair is refused on receipt, before its signatures
+      are checked (``admit``); an equivocation proof (no challenger) is kept once per accused.
+      Copies of the same proof (same digest, relayed by several neighbours) are accepted;
+    * **a cap on proofs that do not confirm**: each query-costing proof of a challenger that
+      the checker's own model does not confirm counts against it (``charge``); at ``cap`` the
+      challenger is *blamed*: its further proofs are refused on receipt and its pending ones
+      dropped unchecked. Under A2 (the model answers a record the same way every time) an
+      honest challenger's proof is always confirmed, so it is blamed only if the checker's
+      model fails ``cap`` times on its proofs.
+
+    So a node spends at most ``cap`` queries on the unconfirmed proofs of each of the ``V - 1``
+    other members and one per source it excludes on a confirmed proof, and stores at most one
+    proof per (challenger, accused) pair: at most ``(V - 1) (cap + 1)`` queries whatever the
+    number of proofs sent to it.
+    """
+
+    cap: int = DEFAULT_PROOF_CAP
+    spent: dict[str, int] = field(default_factory=dict)
+    blamed: dict[str, int] = field(default_factory=dict)
+    pairs: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.cap = check_int(self.cap, "cap", "ProofBudget", lo=1)
+
+    @staticmethod
+    def _pair(challenger: str | None, accused: str) -> str:
+        return f"{challenger or ''}\x00{accused}"
+
+    def admit(self, challenger: str | None, accused: str, digest: str) -> str | None:
+        """None if a proof of ``challenger`` (None: an equivocation proof) against ``accused``
+        with this digest may be stored; else the reason to refuse it."""
+        if challenger is not None and challenger in self.blamed:
+            return "proof-signer-blamed"
+        held = self.pairs.get(self._pair(challenger, accused))
+        if held is not None and held != digest:
+            return "proof-pair-taken"
+        return None
+
+    def taken(self, challenger: str | None, accused: str, digest: str) -> None:
+        """Record a stored proof (the first of its pair)."""
+        self.pairs.setdefault(self._pair(challenger, accused), digest)
+
+    def charge(self, challenger: str, round_: int) -> bool:
+        """Count one query-costing proof of ``challenger`` that did not confirm; True if this
+        blames it (the ``cap``-th)."""
+        self.spent[challenger] = self.spent.get(challenger, 0) + 1
+        if self.spent[challenger] >= self.cap and challenger not in self.blamed:
+            self.blamed[challenger] = int(round_)
+            return True
+        return False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cap": self.cap, "spent": dict(self.spent), "blamed": dict(self.blamed),
+                "pairs": dict(self.pairs)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ProofBudget:
+        return cls(int(d.get("cap", DEFAULT_PROOF_CAP)),
+                   {str(k): int(v) for k, v in d.get("spent", {}).items()},
+                   {str(k): int(v) for k, v in d.get("blamed", {}).items()},
+                   {str(k): str(v) for k, v in d.get("pairs", {}).items()})
+
+
+def a4_check(
+    adj: npt.ArrayLike, *, liars: npt.ArrayLike | None = None, me: int | None = None,
+    proven: npt.ArrayLike | None = None,
+) -> dict[str, Any]:
+    """Assumption A4 of the escape bound on the realised network: every source that could lie
+    has an *honest-reachable challenger*, an honest neighbour that challenges every leaf it
+    commits (:class:`ChallengeCore`, closing rounds included) and whose proofs reach the node
+    (the finder sends a proof to every roster member, so any honest neighbour's proof reaches
+    every honest node that is still running).
+
+    ``adj`` (V, V): the symmetric adjacency of the roster (every node holds it: the roster
+    lists each member's neighbours). ``proven`` (V,): sources excluded on a proof (their
+    entries are dropped: they need no challenger any more).
+
+    **Global check** (``liars`` (V,) given: the simulator, which knows who lies). A4 holds iff
+    every unproven liar has at least one honest neighbour. ``without_challenger``: the unproven
+    liars all of whose neighbours lie.
+
+    **Local check** (``me`` given: a node, which knows the roster graph, that it is honest
+    itself and which sources are proven, but not who else lies). It can vouch for its own
+    neighbours (it challenges them) and the proven sources; for any other source ``u`` the
+    smallest set of unproven liars that leaves ``u`` with no honest challenger is ``u`` and its
+    unproven neighbours, of size ``1 + |N(u) \\ proven|``. So ``without_challenger`` lists
+    the sources whose neighbours are all proven liars (no honest challenger for certain), and
+    ``holds_unless_liars`` ``L`` is the least such coalition over the others: A4 holds whenever
+    fewer than ``L`` sources lie besides the proven ones, and otherwise only if each source of
+    ``weakest`` (those with the least unproven neighbours) has an honest neighbour -- which no
+    node can check: honesty is not observable. ``holds`` is True only if every source is
+    vouched for (``L`` is None).
+
+    Returns ``check``, ``holds``, ``without_challenger`` (indices), ``holds_unless_liars``,
+    ``weakest`` (indices; local check only).
+    """
+    a = np.asarray(adj, dtype=bool)
+    v = a.shape[0]
+    pr = np.zeros(v, dtype=bool) if proven is None else np.asarray(proven, dtype=bool)
+    if liars is not None:
+        lie = np.asarray(liars, dtype=bool)
+        has = (a & ~lie[None, :]).any(axis=1)
+        gaps = np.flatnonzero(lie & ~pr & ~has)
+        return {"check": "global", "holds": gaps.size == 0,
+                "without_challenger": gaps.tolist(), "holds_unless_liars": None, "weakest": []}
+    if me is None:
+        raise InvalidParameterError("a4_check needs the liars (global check) or me (local).")
+    vouched = pr | a[int(me)]
+    vouched[int(me)] = True
+    unproven_nbrs = (a & ~pr[None, :]).sum(axis=1)
+    gaps = np.flatnonzero(~vouched & (unproven_nbrs == 0))
+    need = np.where(vouched | (unproven_nbrs == 0), np.iinfo(np.int64).max, 1 + unproven_nbrs)
+    L = int(need.min()) if (need < np.iinfo(np.int64).max).any() else None
+    weakest = np.flatnonzero(need == L).tolist() if L is not None else []
+    return {"check": "local", "holds": gaps.size == 0 and L is None,
+            "without_challenger": gaps.tolist(), "holds_unless_liars": L, "weakest": weakest}
 
 
 def proof_from_dict(d: Mapping[str, Any]) -> FraudProof | EquivocationProof:

@@ -49,7 +49,7 @@ from fairprobe.collab.net import _toml
 from fairprobe.collab.net.keys import check_auditor_id
 from fairprobe.collab.net.roster import parse_address
 from fairprobe.collab.protocol import PROTOCOL
-from fairprobe.collab.verify import DEFAULT_MAX_LIARS, DEFAULT_RATE
+from fairprobe.collab.verify import DEFAULT_MAX_LIARS, DEFAULT_PROOF_CAP, DEFAULT_RATE
 from fairprobe.errors import ConfigError, InvalidParameterError
 
 __all__ = ["AuditConfig", "NodeConfig", "TimeoutConfig", "VerifyNodeConfig", "load_node_config"]
@@ -166,13 +166,18 @@ class VerifyNodeConfig:
     #: ``{"openings": []}``; ``truthful``: only the leaves whose answers are true). Honest
     #: challengers count anything but ``all`` as a failed challenge.
     answers: str = "all"
+    #: Query-costing proofs of one signer that do not confirm before this node blames the
+    #: signer and drops its proofs (:class:`fairprobe.collab.verify.ProofBudget`).
+    proof_cap: int = DEFAULT_PROOF_CAP
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``[verify]`` table; ``answers`` only when not the default (older files and
-        fingerprints unchanged)."""
+        """The ``[verify]`` table; ``answers`` and ``proof_cap`` only when not the default
+        (older files and fingerprints unchanged)."""
         d = asdict(self)
         if self.answers == "all":
             d.pop("answers")
+        if self.proof_cap == DEFAULT_PROOF_CAP:
+            d.pop("proof_cap")
         return d
 
     def __post_init__(self) -> None:
@@ -182,6 +187,10 @@ class VerifyNodeConfig:
             raise ConfigError(f"[verify] records must be one of {RECORDS}. Got {self.records!r}.")
         if self.answers not in ANSWERS:
             raise ConfigError(f"[verify] answers must be one of {ANSWERS}. Got {self.answers!r}.")
+        if isinstance(self.proof_cap, bool) or not isinstance(self.proof_cap, int) \
+                or self.proof_cap < 1:
+            raise ConfigError(
+                f"[verify] proof_cap must be an integer >= 1. Got {self.proof_cap!r}.")
 
 
 @dataclass(frozen=True)
@@ -320,6 +329,7 @@ class NodeConfig:
             rate=_num(vs, "rate", VerifyNodeConfig.rate, float, "[verify]"),
             records=str(vs.get("records", VerifyNodeConfig.records)),
             answers=str(vs.get("answers", VerifyNodeConfig.answers)),
+            proof_cap=vs.get("proof_cap", VerifyNodeConfig.proof_cap),
         )
         method = doc.get("method", "bounded")
         attack = doc.get("attack", "adaptive")

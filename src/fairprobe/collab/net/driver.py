@@ -181,6 +181,12 @@ class Driver:
         verifier: EntryVerifier,
     ) -> None:
         self.cfg = cfg
+        # the roster graph (every member's neighbours): what this node can check of A4
+        self._ids = tuple(roster.ids)
+        self._adj = np.zeros((len(self._ids), len(self._ids)), dtype=bool)
+        for i, u in enumerate(self._ids):
+            for w in roster.member(u).neighbours:
+                self._adj[i, self._ids.index(w)] = True
         self.lock = threading.RLock()
         self.method = cfg.method
         self.verifying = cfg.verify.enabled
@@ -469,6 +475,11 @@ class Driver:
         pr = np.array([[a in self.proven for a in core.roster]])
         kw: dict[str, Any] = {"n": core.n, "rounds": self.cfg.audit.rounds, "proven": pr}
         K = self.cfg.max_liars
+        a4 = self.a4() if self.verifying else None
+        if a4 is not None and a4["without_challenger"]:
+            # sources whose every neighbour is a proven liar: nobody challenges their answers,
+            # so they may lie undetected; the verdict counts them among those that may lie
+            K += len(a4["without_challenger"])
         est, lo, hi = bounded_intervals(tab, hr, max_liars=K, **kw)
         census = self.census
         if not census:  # the query sets are samples of the model's inputs
@@ -496,8 +507,30 @@ class Driver:
             "verdict": str(ver[0]), "certified_k": None if ck[0] < 0 else int(ck[0]),
             "max_liars": K, "proven_liars": sorted(self.proven), "flip_mass": fm,
             "verification_rate": rate, "escape_bound": escape_bound(fm, rate),
-            "census": census,
+            "census": census, "a4": a4,
         }
+
+    def a4(self) -> dict[str, Any]:
+        """This node's check of the escape bound's assumption A4 on the roster graph
+        (:func:`fairprobe.collab.verify.a4_check`, local: it knows it is honest and which
+        sources are proven, not who else lies), with source ids and the condition in words."""
+        from fairprobe.collab.verify import a4_check
+
+        pr = np.array([u in self.proven for u in self._ids])
+        c = a4_check(self._adj, me=self._ids.index(self.cfg.id), proven=pr)
+        gaps = [self._ids[j] for j in c["without_challenger"]]
+        weak = [self._ids[j] for j in c["weakest"]]
+        L = c["holds_unless_liars"]
+        if gaps:
+            cond = ("no honest challenger for " + ", ".join(gaps) + " (every neighbour a proven "
+                    "liar): the verdict counts them among the sources that may lie")
+        elif L is None:
+            cond = "every source is challenged by this node or proven"
+        else:
+            cond = (f"holds if fewer than {L} sources lie besides the proven ones, or if each of "
+                    + ", ".join(weak) + " has an honest neighbour")
+        return {"check": "local", "holds": bool(c["holds"]), "without_challenger": gaps,
+                "holds_unless_liars": L, "weakest": weak, "condition": cond}
 
     @property
     def census(self) -> bool:

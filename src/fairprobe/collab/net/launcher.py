@@ -496,7 +496,10 @@ def _bounded_summary(bounded: list[dict[str, Any]], liars: int, tau: float, *,
     ``[0, 0]``): :func:`fairprobe.collab.bounded.global_interval` and ``decide``."""
     from fairprobe.collab.bounded import escape_bound, global_interval, make_finding
 
-    K = int(bounded[0]["max_liars"])
+    # a node counts the sources it finds without an honest challenger among those that may
+    # lie (its K grows by their number): the regulator takes the largest
+    K = max(int(b["max_liars"]) for b in bounded)
+    a4 = _a4_summary([b.get("a4") for b in bounded])
     nan = float("nan")
     lo = [nan if b["low"] is None else float(b["low"]) for b in bounded]
     hi = [nan if b["high"] is None else float(b["high"]) for b in bounded]
@@ -510,15 +513,40 @@ def _bounded_summary(bounded: list[dict[str, Any]], liars: int, tau: float, *,
     rate = bounded[0].get("verification_rate")
     f = make_finding((g_lo + g_hi) / 2, g_lo, g_hi, tau=tau, subject=subject, max_liars=K,
                      counts={"flip_mass": fm, "verification_rate": rate,
-                             "escape_bound": escape_bound(fm, rate)})
+                             "escape_bound": escape_bound(fm, rate), "a4": a4})
     cks = [b.get("certified_k") for b in bounded]
     return {
         "verdict": f.verdict, "finding": f.to_dict(), "max_liars": K,
         "interval": {"low": _finite(g_lo), "high": _finite(g_hi)},
         "certified_k": _global_k(cks) if f.verdict != "undetermined" else None,
         "flip_mass": fm, "verification_rate": rate, "escape_bound": escape_bound(fm, rate),
-        "default_method": "bounded",
+        "a4": a4, "default_method": "bounded",
     }
+
+
+def _a4_summary(checks: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """The honest nodes' local checks of A4 (:meth:`Driver.a4`) combined for the regulator's
+    escape bound, which rests on every node's: the sources some node found without an honest
+    challenger, and the smallest coalition of liars under which some source may lack one."""
+    cs = [c for c in checks if c]
+    if not cs:
+        return None
+    gaps = sorted(set().union(*(c["without_challenger"] for c in cs)))
+    ls = [int(c["holds_unless_liars"]) for c in cs if c["holds_unless_liars"] is not None]
+    L = min(ls) if ls else None
+    weak = sorted(set().union(*(c["weakest"] for c in cs
+                                if c["holds_unless_liars"] is not None
+                                and int(c["holds_unless_liars"]) == L)))
+    if gaps:
+        cond = ("no honest challenger for " + ", ".join(gaps) + " (every neighbour a proven "
+                "liar): the verdicts count them among the sources that may lie")
+    elif L is None:
+        cond = "every source is challenged by an honest node or proven"
+    else:
+        cond = (f"holds if fewer than {L} sources lie besides the proven ones, or if each of "
+                + ", ".join(weak) + " has an honest neighbour")
+    return {"check": "local", "holds": not gaps and L is None, "without_challenger": gaps,
+            "holds_unless_liars": L, "weakest": weak, "condition": cond}
 
 
 def _global_k(cks: list[int | None], proven: int = 0) -> int | None:

@@ -147,6 +147,10 @@ class Node:
         from fairprobe.collab.verify import ChallengeCore
 
         self._challenge_core = ChallengeCore(float(cfg.verify.rate))
+        # what this node spends on any one signer's proofs (ProofBudget: shared rule, no I/O)
+        from fairprobe.collab.verify import ProofBudget
+
+        self.proof_budget = ProofBudget(int(cfg.verify.proof_cap))
         self.rejections: Counter[str] = Counter(self.store.rejections())
         self.counters: Counter[str] = Counter(self.store.counters())
         self.latest_from: dict[str, int] = dict.fromkeys(self.neighbours, 0)
@@ -294,12 +298,20 @@ class Node:
         if proof.accused not in self.roster or (
                 isinstance(proof, FraudProof) and proof.challenger not in self.roster):
             raise Refused(422, "unknown-auditor")
+        signer = proof.challenger if isinstance(proof, FraudProof) else None
+        digest = proof.message().hex()
+        # before the signatures are checked: a flood past the budget costs a hash per proof
+        refuse = self.proof_budget.admit(signer, proof.accused, digest)
+        if refuse is not None:
+            self.counters[f"verify:{refuse}"] += 1
+            raise Refused(429, refuse)
         why = proof.check_signatures(self.verifier)
         if why is not None:
             self.counters[f"verify:proof-refused:{why}"] += 1
             raise Refused(422, "invalid-proof")
         self.counters["verify:proof-bytes-received"] += len(json.dumps(msg.proof))
-        self.store.proof_put(proof.accused, proof.message().hex(), json.dumps(msg.proof))
+        self.store.proof_put(proof.accused, digest, json.dumps(msg.proof))
+        self.proof_budget.taken(signer, proof.accused, digest)
 
     async def _post_json(self, u: str, path: str, body: bytes) -> httpx.Response | None:
         assert self._client is not None
@@ -366,18 +378,34 @@ class Node:
                 why = proof.check_signatures(self.verifier)
                 if why is not None:
                     raise ProtocolError(why)
-                if accused not in self.driver.proven and accused != self.id:
-                    answer, refused = None, False
+                signer = proof.challenger if isinstance(proof, FraudProof) else None
+                if signer is not None and signer in self.proof_budget.blamed:
+                    # received before its signer was blamed: dropped unchecked, no query
+                    self.counters["verify:proof-dropped-signer-blamed"] += 1
+                elif accused not in self.driver.proven and accused != self.id:
+                    answer, refused, queried = None, False, False
                     if isinstance(proof, FraudProof) and proof.needs_query:
-                        got = await self._reask([proof.opening.record_dict()])
+                        queried = True
+                        try:
+                            got = await self._reask([proof.opening.record_dict()])
+                        finally:
+                            self.counters["verify:proof-queries"] += 1
                         answer, refused = got[0]
-                        if answer is None and not refused and proof.kind == "refused-record":
-                            raise ProtocolError("the model could not be asked the record")
                     # two signatures of one round prove an equivocation by themselves
                     if not isinstance(proof, FraudProof) or proof.confirmed_by(
                             answer, refused=refused):
                         self._exclude(accused, t, d)
                     else:
+                        # the query was spent whether or not the model answered: it counts
+                        if queried and signer is not None and self.proof_budget.charge(
+                                signer, t):
+                            self.counters[f"verify:proof-signer-blamed:{signer}"] = t
+                            log.warning(
+                                "%s: %d proofs signed by %s did not confirm: its further "
+                                "proofs are dropped unchecked", self.id,
+                                self.proof_budget.cap, signer)
+                        if answer is None and not refused and proof.kind == "refused-record":
+                            raise ProtocolError("the model could not be asked the record")
                         self.counters["verify:proof-not-confirmed"] += 1
             except Exception as exc:  # noqa: BLE001 - a proof must never stop the node
                 # discarded, never retried: a proof that cannot be processed is not evidence
@@ -737,6 +765,7 @@ class Node:
     def _checkpoint_state(self) -> dict[str, Any]:
         return {
             "driver": self.driver.to_state(), "latest_from": self.latest_from,
+            "proof_budget": self.proof_budget.to_dict(),
             "challenges": {
                 "core": self._challenge_core.to_dict(),
                 "roots": {u: [m, base64.b64encode(r).decode("ascii"), list(c)]
@@ -750,6 +779,12 @@ class Node:
             return 0, "merged"
         r, phase, state = cp
         self.driver.load_state(state["driver"])
+        if state.get("proof_budget"):
+            from fairprobe.collab.verify import ProofBudget
+
+            pb = ProofBudget.from_dict(state["proof_budget"])
+            pb.cap = self.proof_budget.cap
+            self.proof_budget = pb
         ch = state.get("challenges")
         if ch:  # the challenge rule resumes where it stopped (provers check ``lo``)
             from fairprobe.collab.verify import ChallengeCore
@@ -826,7 +861,7 @@ class Node:
             finding = make_finding(
                 est, b["low"], b["high"], tau=tau, subject=subject, max_liars=b["max_liars"],
                 counts={k: b[k] for k in ("certified_k", "flip_mass", "verification_rate",
-                                          "escape_bound", "proven_liars", "census")},
+                                          "escape_bound", "proven_liars", "census", "a4")},
             )
         else:
             finding = make_finding(est, est, est, tau=tau, subject=subject,
