@@ -297,7 +297,7 @@ def build_report(results: Sequence[tuple[str, Mapping[str, Any]]], title: str | 
                 if polarity(sec.verdict) is not None and polarity(sec.verdict) != polarity(fv):
                     # a method's word the finding does not support (a sequential stop the
                     # confidence sequence does not back yet): the finding is what is shown
-                    sec.said = sec.verdict
+                    sec.said = sec.said or sec.verdict
                     sec.short = f"{sec.short}; finding {fv}"
                     sec.sentence = (f"{sec.sentence} The finding is {fv}: "
                                     f"{get(part, 'finding', 'reason') or 'see its interval'}.")
