@@ -76,7 +76,8 @@ def monitor(draw: Any) -> dict[str, Any]:
     doc["windows"] = [{"start": w, "end": w, "n": 3000, "findings": {
         "demographic_parity_difference": {"estimate": 0.05, "pair": ["x", "y"], "low": 0.0,
                                           "high": 0.1, "level": 0.95, "verdict": v,
-                                          "threshold": 0.05}}} for w, v in zip(wins, verdicts)]
+                                          "threshold": 0.05}}}
+                      for w, v in zip(wins, verdicts, strict=True)]
     if draw(st.booleans()):
         doc["monitor"] = {"demographic_parity_difference": {
             "metric": "demographic_parity_difference", "kind": "difference", "bound": 0.05,
