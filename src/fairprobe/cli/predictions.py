@@ -128,16 +128,21 @@ def print_windows(windows: list[dict[str, Any]], out: Any) -> None:
     short: dict[str, str] = {}
     for alias, full in FAIRNESS_ALIASES.items():
         short.setdefault(full, alias)
-    table = Table(title="per window (each interval at the level for its own window)")
-    for c in ("window", "rows", "metric", "estimate", "interval", "pair", "verdict"):
-        table.add_column(c)
+    table = Table(title="per window (each interval at the level for its own window)",
+                  title_justify="left", box=None, pad_edge=False, padding=(0, 1))
+    # numbers keep their width; only the pair is cut with an ellipsis when the terminal is
+    # narrow, never broken inside a number or a label (the JSON keeps every value whole)
+    widths = {"window": 10, "rows": 6, "metric": 6, "estimate": 8, "interval": 14,
+              "verdict": 12}
+    for c in ("window", "rows", "metric", "estimate", "interval", "verdict", "pair"):
+        table.add_column(c, no_wrap=True, overflow="ellipsis", min_width=widths.get(c))
     for w in windows:
         for m, f in w["findings"].items():
             est = "-" if f["estimate"] is None else f"{f['estimate']:.4f}"
-            iv = "-" if f["low"] is None else f"[{f['low']:.4f}, {f['high']:.4f}]"
-            table.add_row(w["start"][:16], str(w["n"]), short.get(m, m), est, iv,
-                          " vs ".join(f["pair"]), f["verdict"])
+            iv = "-" if f["low"] is None else f"[{f['low']:.3f}, {f['high']:.3f}]"
+            table.add_row(w["start"][:10], str(w["n"]), short.get(m, m), est, iv,
+                          f["verdict"], " vs ".join(f["pair"]))
         for m, why in w.get("not_summarised", {}).items():
-            table.add_row(w["start"][:16], str(w["n"]), short.get(m, m), "-", "-", "-",
-                          f"not summarised: {why[:60]}")
+            table.add_row(w["start"][:10], str(w["n"]), short.get(m, m), "-", "-",
+                          f"not summarised: {why[:60]}", "-")
     out.print(table)
