@@ -78,7 +78,9 @@ def _print_reference(result: GroupAudit, console: Console, pct: str) -> None:
             est = x.get("estimate")
             table.add_row(term(x.get("group")), _SHORT.get(str(x.get("rate")), str(x.get("rate"))),
                           _f(est) if isinstance(est, int | float) else "n/a",
-                          f"[{_f(lo)}, {_f(hi)}]" if isinstance(lo, int | float) else "n/a",
+                          f"[{_f(float(lo))}, {_f(float(hi))}]"
+                          if isinstance(lo, int | float) and isinstance(hi, int | float)
+                          else "n/a",
                           v)
         console.print(table)
 
