@@ -299,9 +299,12 @@ def build_report(results: Sequence[tuple[str, Mapping[str, Any]]], title: str | 
                     # confidence sequence does not back yet): the finding is what is shown
                     sec.said = sec.said or sec.verdict
                     sec.short = f"{sec.short}; finding {fv}"
-                    sec.sentence = (f"{sec.sentence} The finding is {fv}: "
+                    sec.sentence = (f"{sec.sentence} The test's word is '{sec.said}'; the "
+                                    f"finding is {fv}: "
                                     f"{get(part, 'finding', 'reason') or 'see its interval'}.")
                     sec.verdict = fv
+                elif kind == "sequential":
+                    sec.sentence = f"{sec.sentence} The finding is {fv}."
             sec.counts = sec.counts and _about_model(kind, part)
             if sec.counts:
                 sec.entries = _entries(kind, part, sec.question, label or kind,
