@@ -153,11 +153,12 @@ def test_every_surface_says_the_same(docs: list[dict[str, Any]]) -> None:
             # an alarm makes the section and the report unfair
             assert (s.verdict == "unfair") == bool(
                 mon["alarm"] or d["metric"]["finding"]["verdict"] == "unfair")
-            if mon["alarm"]:
-                assert overall == "unfair" or any(
-                    q["finding"].startswith("monitor") and q["counted"] == "not counted"
-                    for q in rep.questions)
-            row = next(q for q in rep.questions if q["finding"].startswith("monitor"))
+            row = next(q for q in rep.questions
+                       if q["finding"].startswith("monitor") and q["source"] == s.source)
+            # the alarm at the headline's share: a crossing of log(m / share), and then the
+            # headline is unfair (a smaller share can undo an alarm at the monitor's own level)
+            if row["verdict_at_level"] == "unfair":
+                assert overall == "unfair" and mon["alarm"]
             if row["level"] is not None:  # recomputed: the crossing of log(m / share)
                 line_at = math.log(2 / (1 - row["level"]))
                 hit = any(x >= line_at for x in mon["log_wealth"])
