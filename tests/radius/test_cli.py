@@ -51,6 +51,10 @@ def test_csv_with_weights_writes_documented_json(run, table, tmp_path):
     for key in ("radius", "phi", "fair", "phi_shifted", "pinsker_bound", "method", "divergence"):
         assert key in doc
     assert doc["pinsker_bound"] == pytest.approx((ref.radius / 2) ** 0.5)
+    # the KL value in plain words: the share of the population a conditioning keeps
+    keep = np.exp(-ref.radius)
+    assert f"as keeping only {keep:.1%} of the audited population" in p.stdout
+    assert f"no rate can move by more than {(ref.radius / 2) ** 0.5:.3g}" in p.stdout
 
 
 def test_per_instance_json_input_and_chi2(run, tmp_path):

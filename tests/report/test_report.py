@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -246,9 +247,16 @@ def test_cli_report(tmp_path: Path) -> None:
     assert "verdict undetermined" in r.stderr  # legacy files: no finding, nothing counted
     html = out.read_text()
     assert "<title>Audit of demo-platform</title>" in html and html.count("<svg") == 8
-    r = _cli("report", str(DATA / "legacy-demo.json"))
-    assert r.returncode == 2 and r.stderr.strip() == (
-        "error: Give --html FILE and/or --md FILE: where to write the report.")
+    # no output flag: the HTML report beside the input, named after it, and the closing line
+    shutil.copy(DATA / "legacy-demo.json", tmp_path / "demo.json")
+    r = _cli("report", str(tmp_path / "demo.json"))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "demo.html").read_text().startswith("<!DOCTYPE html>")
+    assert r.stdout.splitlines()[-1].startswith("verdict: undetermined (")
+    (tmp_path / "demo.html").unlink()
+    (tmp_path / "demo.html").mkdir()  # only over a regular file or nothing
+    r = _cli("report", str(tmp_path / "demo.json"))
+    assert r.returncode == 2 and r.stderr.startswith("error: ") and "--html" in r.stderr
     r = _cli("report", str(tmp_path / "missing.json"), "--html", str(out))
     assert r.returncode == 2 and r.stderr.startswith("error: File not found")
     r = _cli("report", str(DATA / "legacy-demo.json"), "--md", str(tmp_path))

@@ -106,8 +106,12 @@ def test_monitor_reads_only_new_files_and_alarms_when_a_gap_appears(tmp_path: Pa
     assert mon["status"] == "alarm" and mon["alarm"] >= "2024-01-07"
     assert doc["verdict"] == "unfair"  # the alarm, even where the pooled audit is not
     assert r.returncode == 5 and "ALARM" in r.stdout
-    r = _cli(*args, cwd=tmp_path)  # nothing new: nothing read
+    r = _cli(*args, "--fail-on", "unfair", cwd=tmp_path)  # nothing new: nothing read
     assert json.loads((tmp_path / "m.json").read_text())["refresh"]["files_read"] == []
+    # --fail-on gates on the alarm kept in the state, and the closing line says so
+    assert r.returncode == 5, r.stdout + r.stderr
+    assert r.stdout.splitlines()[-1].startswith("verdict: unfair (")
+    assert "alarm at the window of 2024-01" in r.stdout
     _day(0, 10, 0.0, 99).to_parquet(logs / "day00.parquet", index=False)
     r = _cli(*args, cwd=tmp_path)
     assert r.returncode != 0 and "changed since the monitor counted it" in r.stderr

@@ -160,6 +160,11 @@ def test_cli_live_mode_with_backend_config(
     )  # fmt: skip
     assert code == 0, err
     d = json.loads(out.read_text())
+    # the closing lines: the test's own word beside the finding, then the verdict gated on
+    lines = [ln for ln in _.splitlines() if ln.strip()]
+    fv = d["finding"]["verdict"]
+    assert lines[-2].startswith(f"stopped: violation; finding: {fv}, "), lines[-2:]
+    assert lines[-1].startswith(f"verdict: {fv} (")
     assert d["outcome"] == "violation" and d["queries"] == len(d["path"]["statistic_upper"])
     assert d["path"]["statistic_upper"][-1] >= d["boundaries"]["upper"]
     assert d["queries_paid"] == d["queries"]

@@ -149,6 +149,7 @@ def audit(
     timeout: Annotated[float | None, typer.Option(help="Per-request timeout (s).")] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
+    max_groups: Annotated[int, typer.Option(help="--predictions: refuse a --group-col with more distinct values than this (a continuous column such as an age or an amount makes one group per value): bin the column, or raise the limit.")] = 500,
     min_group_size: Annotated[int, typer.Option(help="Groups (or a rate's denominator, e.g. y_true=1 answers for TPR) below this are listed and left out of the summaries; a two-group audit on such a group is undetermined. 1 compares every group (fairlearn).")] = DEFAULT_MIN_GROUP_SIZE,
     reference: Annotated[str | None, typer.Option(help="Every-group audit: also compare every group with this one (intersections: 'Male, White').")] = None,
     pos_label: Annotated[str | None, typer.Option(help="Positive value of --label-col (and of --y-pred-col with --predictions) when the labels are not 0/1, e.g. '>50K'.")] = None,
@@ -235,7 +236,7 @@ def audit(
                    "--prompt-variants": prompt_variants, "--name-swap": name_swap,
                    "--strict": strict, "--interval katz": interval is Interval.katz},
             engine=engine, scheduler=scheduler, time_col=time_col, window=window,
-            figure=figure, per_instance=per_instance)
+            figure=figure, per_instance=per_instance, max_groups=max_groups)
         return
     for flag, given in (("--y-pred-col", y_pred_col),
                         ("--score-col", score_col), ("--sample-weight-col", sample_weight_col),

@@ -28,7 +28,8 @@ from typing import Annotated, Any
 
 import typer
 
-__all__ = ["GATE_EXIT", "FailOn", "FailOnOption", "emit_job", "gate", "gate_verdict"]
+__all__ = ["GATE_EXIT", "FailOn", "FailOnOption", "emit_job", "gate", "gate_verdict",
+           "print_closing"]
 
 
 class FailOn(enum.StrEnum):
@@ -60,13 +61,31 @@ def gate_verdict(verdict: str, fail_on: FailOn | str | None) -> None:
         raise typer.Exit(code)
 
 
-def gate(docs: list[tuple[str, Mapping[str, Any]]], fail_on: FailOn | str | None) -> str:
-    """The headline verdict of result documents (as ``report`` states it), gated on."""
+def gate(docs: list[tuple[str, Mapping[str, Any]]], fail_on: FailOn | str | None,
+         *, closing: bool = False) -> str:
+    """The headline verdict of result documents (as ``report`` states it), gated on.
+
+    With ``closing``, the closing lines (:func:`fairprobe.report.verdict.closing_lines`: each
+    finding's verdict word, estimate and interval, then the verdict) are printed first: the
+    terminal shows what the exit code gates on, from the same report.
+    """
     from fairprobe.report.build import build_report
 
-    verdict = build_report(docs).overall
-    gate_verdict(verdict, fail_on)
-    return verdict
+    rep = build_report(docs)
+    if closing:
+        print_closing(rep)
+    gate_verdict(rep.overall, fail_on)
+    return rep.overall
+
+
+def print_closing(rep: Any) -> None:
+    """Print a report's closing lines on stdout, never wrapped by rich (the terminal wraps)."""
+    from fairprobe._text import visible
+    from fairprobe.cli._common import console
+    from fairprobe.report.verdict import closing_lines
+
+    for line in closing_lines(rep):
+        console.print(visible(line), soft_wrap=True, markup=False)
 
 
 def emit_job(json_path: str | os.PathLike[str] | None, job: Any,
@@ -78,5 +97,5 @@ def emit_job(json_path: str | os.PathLike[str] | None, job: Any,
     name = Path(json_path).name if json_path is not None else f"{doc['kind']}.json"
     if json_path is not None:
         write_json(json_path, doc)
-    gate([(name, doc)], fail_on)
+    gate([(name, doc)], fail_on, closing=True)
     return doc

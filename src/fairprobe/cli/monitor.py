@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
+from fairprobe.cli.gate import FailOnOption
 
 
 def register(app: typer.Typer) -> None:
@@ -39,7 +40,8 @@ def monitor(
     now: Annotated[str | None, typer.Option(help="Windows ending at or before this time are closed and looked at (ISO time; default: the current UTC time).")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the audit of every row, the per-window findings and the monitor as JSON.")] = None,
     figure: Annotated[Path | None, typer.Option(help="Write the figure of each metric over the windows and the monitor's wealth (SVG, or PNG by the suffix).")] = None,
-    fail_on_alarm: Annotated[bool, typer.Option("--fail-on-alarm", help="Exit with the unfair gate code when the monitor alarms.")] = False,
+    fail_on: FailOnOption = None,
+    fail_on_alarm: Annotated[bool, typer.Option("--fail-on-alarm", help="The same as --fail-on unfair (kept for existing jobs).")] = False,
 ) -> None:
     """Monitor prediction logs: per-window findings and an alarm valid at every look."""
     from fairprobe.audit.monitor import monitor_job
@@ -86,12 +88,8 @@ def monitor(
 
         plot_windows(windows, figure, monitors=job.monitors, title=f"{predictions} by {window}")
         console.print(f"figure: {figure}")
-    if json_path is not None:
-        from fairprobe.documents import write_json
+    from fairprobe.cli.gate import FailOn, emit_job
 
-        write_json(json_path, job.to_dict())
-    if fail_on_alarm and job.alarm:
-        from fairprobe.cli.gate import GATE_EXIT
-
-        typer.echo("monitor alarm: exit (--fail-on-alarm)", err=True)
-        raise typer.Exit(GATE_EXIT["unfair"])
+    # the verdict gated on is the report's headline of this document, where an alarm counts
+    # as unfair (anytime-valid at --alpha): --fail-on-alarm is --fail-on unfair
+    emit_job(json_path, job, fail_on or (FailOn.unfair if fail_on_alarm else None))

@@ -34,7 +34,7 @@ def predictions_audit(
     fail_on: Any = None, group_a: str | None = None, group_b: str | None = None,
     engine: str = "auto", scheduler: str | None = None,
     time_col: str | None = None, window: str | None = None, figure: Path | None = None,
-    per_instance: bool = False,
+    per_instance: bool = False, max_groups: int = 500,
 ) -> None:
     """Flags first, then the file, then the audit; one ``error:`` line for any bad input."""
     from fairprobe.errors import InvalidParameterError
@@ -56,6 +56,7 @@ def predictions_audit(
     if budget is not None:
         check_flag_int(budget, "--budget", lo=2)
     check_flag_int(seed, "--seed", lo=0, hi=2**63 - 1)
+    check_flag_int(max_groups, "--max-groups", lo=2)
     check_flag_real(confidence_level, "--confidence-level", lo=0.0, hi=1.0)
     check_output_path(json_path, "--json")
     check_output_path(csv_path, "--csv")
@@ -94,6 +95,7 @@ def predictions_audit(
         group_a=group_a, group_b=group_b, engine=engine, scheduler=scheduler,
         time_col=time_col, window=window, per_instance=per_instance, name=name, sha256=sha256)
     result = job.result
+    _check_group_count(result, group_col, max_groups)
     print_group_audit(result, console)
     if sample_weight_col is not None:
         console.print(f"weighted by {sample_weight_col}: rates are weighted, their intervals "
@@ -119,6 +121,22 @@ def predictions_audit(
     emit_job_or_fail(json_path, job, fail_on)  # writes --json, then gates
 
 
+def _check_group_count(result: Any, group_col: str, max_groups: int) -> None:
+    """Refuse a group column with more distinct values than ``--max-groups``: such a column is
+    most often continuous (an age, an amount), each value its own group of a row or two, and
+    no comparison between such groups means anything."""
+    from fairprobe.errors import DataError
+
+    n = int(result.groups.n_groups)
+    if n <= max_groups:
+        return
+    sizes = result.to_frame()["n"]
+    raise DataError(
+        f"--group-col {group_col} has {n:,} distinct values (median group size "
+        f"{float(sizes.median()):g} rows): a continuous column? Bin it into a few groups first, "
+        f"or give --max-groups {n} to audit every value as its own group.")
+
+
 def print_windows(windows: list[dict[str, Any]], out: Any) -> None:
     """One line per window and metric: the worst gap, its interval and verdict."""
     from rich.table import Table
@@ -128,16 +146,21 @@ def print_windows(windows: list[dict[str, Any]], out: Any) -> None:
     short: dict[str, str] = {}
     for alias, full in FAIRNESS_ALIASES.items():
         short.setdefault(full, alias)
-    table = Table(title="per window (each interval at the level for its own window)")
-    for c in ("window", "rows", "metric", "estimate", "interval", "pair", "verdict"):
-        table.add_column(c)
+    table = Table(title="per window (each interval at the level for its own window)",
+                  title_justify="left", box=None, pad_edge=False, padding=(0, 1))
+    # numbers keep their width; only the pair is cut with an ellipsis when the terminal is
+    # narrow, never broken inside a number or a label (the JSON keeps every value whole)
+    widths = {"window": 10, "rows": 6, "metric": 6, "estimate": 8, "interval": 14,
+              "verdict": 12}
+    for c in ("window", "rows", "metric", "estimate", "interval", "verdict", "pair"):
+        table.add_column(c, no_wrap=True, overflow="ellipsis", min_width=widths.get(c))
     for w in windows:
         for m, f in w["findings"].items():
             est = "-" if f["estimate"] is None else f"{f['estimate']:.4f}"
-            iv = "-" if f["low"] is None else f"[{f['low']:.4f}, {f['high']:.4f}]"
-            table.add_row(w["start"][:16], str(w["n"]), short.get(m, m), est, iv,
-                          " vs ".join(f["pair"]), f["verdict"])
+            iv = "-" if f["low"] is None else f"[{f['low']:.3f}, {f['high']:.3f}]"
+            table.add_row(w["start"][:10], str(w["n"]), short.get(m, m), est, iv,
+                          f["verdict"], " vs ".join(f["pair"]))
         for m, why in w.get("not_summarised", {}).items():
-            table.add_row(w["start"][:16], str(w["n"]), short.get(m, m), "-", "-", "-",
-                          f"not summarised: {why[:60]}")
+            table.add_row(w["start"][:10], str(w["n"]), short.get(m, m), "-", "-",
+                          f"not summarised: {why[:60]}", "-")
     out.print(table)

@@ -49,6 +49,8 @@ def radius(
         typer.echo(f"certified: {res.lower_bound:.6g} <= radius <= {res.radius:.6g}")
     if res.infinite:
         typer.echo(f"radius: infinite — {res.message}")
+    elif divergence.value == "kl" and res.radius is not None:
+        typer.echo(kl_meaning(float(res.radius)))
     if csv_path is not None:
         from fairprobe.report.tables import findings_table, write_csv
 
@@ -57,6 +59,23 @@ def radius(
         write_csv(csv_path, findings_table(pairs or [d]))
     if json_path is not None:
         write_json(json_path, job.to_dict())
+
+
+def kl_meaning(r: float) -> str:
+    """A KL radius in plain words: two facts that hold for any shift within it.
+
+    Conditioning a population on an event ``A`` is a shift of KL ``-log P(A)`` (``Q = P | A``
+    gives ``KL(Q || P) = log(1 / P(A))``), so a radius ``r`` is as large as keeping only a
+    share ``exp(-r)`` of the audited population; and by Pinsker's inequality no event
+    probability (no rate) moves by more than ``sqrt(r / 2)`` under a shift within it.
+    """
+    import math
+
+    keep = math.exp(-r)
+    return (f"in plain words: a KL radius of {r:.4g} nats is as large a shift as keeping only "
+            f"{keep:.1%} of the audited population (dropping {1 - keep:.1%} of it, chosen in "
+            f"the worst way); within it no rate can move by more than {math.sqrt(r / 2):.3g} "
+            f"(Pinsker)")
 
 
 def register(app: typer.Typer) -> None:

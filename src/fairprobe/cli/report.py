@@ -29,23 +29,35 @@ def report(
     title: Annotated[
         str | None, typer.Option("--title", help="Report title.")
     ] = None,
+    json_path: Annotated[
+        Path | None,
+        typer.Option("--json", help="Write the headline, the verdict and the question table "
+                                    "(every finding, counted or not, its level and verdict) "
+                                    "as JSON.", metavar="FILE"),
+    ] = None,
     fail_on: FailOnOption = None,
 ) -> None:
-    """Combine result JSON files into one audit report: verdict, evidence and figures, provenance."""
+    """Combine result JSON files into one audit report: verdict, evidence and figures, provenance.
+
+    With neither --html nor --md, the HTML report is written beside the first input, named
+    after it (results/audit.json -> results/audit.html), over a regular file or nothing.
+    """
     from fairprobe.cli._common import check_output_path
     from fairprobe.errors import InvalidParameterError
 
-    if html is None and md is None:
-        raise InvalidParameterError("Give --html FILE and/or --md FILE: where to write the report.")
-    for out in (html, md):
+    if html is None and md is None and results:
+        html = results[0].with_suffix(".html")
+    for out, flag in ((html, "--html"), (md, "--md"), (json_path, "--json")):
         if out is None:
             continue
         if out.resolve() in {p.resolve() for p in results}:
-            raise InvalidParameterError(f"The report {out} would overwrite one of its inputs.")
-        check_output_path(out, "--html" if out is html else "--md")
+            raise InvalidParameterError(f"The report {out} ({flag}) would overwrite one of its "
+                                        f"inputs.")
+        check_output_path(out, flag)
 
     from fairprobe._extras import import_optional
     from fairprobe.report.build import build_report, load_results
+    from fairprobe.report.verdict import QUESTION_DEFINITION
 
     docs = load_results(results)  # every input validated before anything is drawn
     rep = build_report(docs, title=title)
@@ -66,6 +78,18 @@ def report(
     if md is not None:
         write_markdown(rep, md)
         console.print(f"report ({len(rep.sections)} sections, verdict {rep.overall}) -> {md}")
+    if json_path is not None:
+        from fairprobe.documents import write_json
+
+        write_json(json_path, {
+            "kind": "report", "overall": rep.overall, "headline": rep.headline,
+            "tally": rep.tally, "question_definition": QUESTION_DEFINITION,
+            "questions": rep.questions,
+            "sections": [{"title": s.title, "source": s.source, "verdict": s.verdict,
+                          "anchor": s.anchor} for s in rep.sections]})
+    from fairprobe.cli.gate import print_closing
+
+    print_closing(rep)
     gate_verdict(rep.overall, fail_on)
 
 

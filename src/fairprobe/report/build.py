@@ -111,6 +111,39 @@ def _entries(kind: str, part: Mapping[str, Any], question: str, label: str,
     return out
 
 
+def _add_time(sec: Section, part: Mapping[str, Any], source: str) -> None:
+    """A windowed audit's and a monitor's questions over time (:mod:`fairprobe.report.timeline`):
+    their entries, the per-window tables and signed charts, and a badge that says what the
+    section's findings say together (an alarm makes it unfair)."""
+    from fairprobe.report.timeline import time_questions
+    from fairprobe.stats.headline import combine
+
+    tqs = time_questions(part, source)
+    if not tqs:
+        return
+    own = [e.finding.verdict for e in sec.entries if e.finding is not None]
+    sec.entries.extend(t.entry for t in tqs)
+    sec.time_summaries = [t.summary for t in tqs]
+    for t in tqs:
+        if t.figure is not None:
+            sec.figures.append(t.figure)
+        if t.table is not None:
+            sec.tables.append(t.table)
+    said = "; ".join(f"{t.summary} ({'anytime-valid, false alarm at most ' + _pct(part, t)}"
+                     f"{')' if t.kind == 'monitor' else ''}" if t.kind == "monitor" else
+                     f"{t.summary} (shown, not counted: each window's interval holds for its "
+                     f"own window only)" for t in tqs)
+    sec.sentence = f"Pooled over every row: {sec.sentence} Over time: {said}."
+    counted = [t.verdict for t in tqs if t.kind == "monitor"]
+    sec.verdict = combine(own + counted + ["undetermined"] * (len(tqs) - len(counted)))
+    sec.short = f"{sec.verdict}: {'; '.join(t.summary for t in tqs)}; pooled {sec.short}"
+
+
+def _pct(part: Mapping[str, Any], t: Any) -> str:
+    a = get(part, "monitor", t.metric, "alpha")
+    return f"{float(a):g}" if isinstance(a, int | float) else "alpha"
+
+
 def _discover_refit(f: Finding, part: Mapping[str, Any]) -> Any:
     """A discovery at a smaller level: every shipped procedure (Holm, Benjamini-Yekutieli,
     Benjamini-Hochberg, the reshaped step-up) rejects at level ``q`` exactly the subgroups whose
@@ -224,6 +257,9 @@ def _note_headline_use(sections: Sequence[Section]) -> None:
 def _headline(sections: Sequence[Section]) -> str:
     """One sentence: the combined verdict, its tally and error bound, and any manipulation."""
     lead = _combined(sections).sentence().rstrip(".")
+    over_time = [t for s in sections if s.counts for t in s.time_summaries]
+    if over_time:
+        lead += "; over time: " + "; ".join(over_time)
     manip = [s for s in sections if s.kind == "twosource" and s.verdict == "manipulated"]
     if manip:
         lead += "; the two-source audit finds that its audit API gives auditors manipulated answers"
@@ -252,6 +288,8 @@ def build_report(results: Sequence[tuple[str, Mapping[str, Any]]], title: str | 
         for kind, part, label in parts:
             sec = adapt(kind, part, source, label)
             sec.question = _question(kind, part, source, label)
+            if kind == "sequential" and isinstance(part.get("outcome"), str):
+                sec.said = str(part["outcome"])  # the test's own word, beside the finding
             sec.alpha = _alpha(part)
             fv = get(part, "finding", "verdict")
             if isinstance(fv, str):  # the verdict engine's verdict, where the result has one
@@ -259,14 +297,20 @@ def build_report(results: Sequence[tuple[str, Mapping[str, Any]]], title: str | 
                 if polarity(sec.verdict) is not None and polarity(sec.verdict) != polarity(fv):
                     # a method's word the finding does not support (a sequential stop the
                     # confidence sequence does not back yet): the finding is what is shown
+                    sec.said = sec.said or sec.verdict
                     sec.short = f"{sec.short}; finding {fv}"
-                    sec.sentence = (f"{sec.sentence} The finding is {fv}: "
+                    sec.sentence = (f"{sec.sentence} The test's word is '{sec.said}'; the "
+                                    f"finding is {fv}: "
                                     f"{get(part, 'finding', 'reason') or 'see its interval'}.")
                     sec.verdict = fv
+                elif kind == "sequential":
+                    sec.sentence = f"{sec.sentence} The finding is {fv}."
             sec.counts = sec.counts and _about_model(kind, part)
             if sec.counts:
                 sec.entries = _entries(kind, part, sec.question, label or kind,
                                        sec.decided or sec.verdict)
+                if kind == "audit":
+                    _add_time(sec, part, source)
             sections.append(sec)
     if unknown:
         raise DataError(
@@ -281,6 +325,7 @@ def build_report(results: Sequence[tuple[str, Mapping[str, Any]]], title: str | 
     _note_headline_use(sections)
     overall = overall_verdict(sections)
     headline = _headline(sections)
+    questions, tally = _question_table(sections)
     models = {v for p in provenance for k, v in p.items if k == "model" and v != "n/a"}
     if len(models) > 1:
         headline += (f" These results concern {len(models)} different models (see the "
@@ -294,4 +339,43 @@ def build_report(results: Sequence[tuple[str, Mapping[str, Any]]], title: str | 
         provenance=provenance,
         generated=stamp,
         fairprobe_version=__version__,
+        questions=questions,
+        tally=tally,
     )
+
+
+def _question_table(sections: Sequence[Section]) -> tuple[list[dict[str, Any]], str]:
+    """One row per finding offered to the headline, numbered by question: the section it is in,
+    its finding at its own level, whether it is counted, the level it was recomputed at and
+    its verdict there, and the question's combined verdict."""
+    from fairprobe.report.verdict import finding_text
+    from fairprobe.stats.headline import combine
+
+    pairs = [(s, e) for s in sections if s.counts and s.kind not in _NOT_VERDICTS
+             for e in s.entries]
+    hd = family_headline([e for _, e in pairs])
+    number: dict[str, int] = {}
+    per_q: dict[str, list[str]] = {}
+    for c in hd.entries:
+        number.setdefault(c.question, len(number) + 1)
+        per_q.setdefault(c.question, []).append(c.verdict)
+    rows = []
+    for (sec, e), c in zip(pairs, hd.entries, strict=True):
+        f = e.finding
+        rows.append({
+            "question": number[c.question],
+            "finding": c.label or sec.kind,
+            "section": sec.title,
+            "anchor": sec.anchor,
+            "source": sec.source,
+            "own": finding_text(f) if f is not None else (e.label or e.verdict or "no finding"),
+            "own_verdict": f.verdict if f is not None else (e.verdict or "undetermined"),
+            "counted": c.status,
+            "why": c.why,
+            "level": (1.0 - c.alpha) if c.status != "not counted" else None,
+            "verdict_at_level": c.verdict,
+            "question_verdict": combine(per_q[c.question]),
+        })
+    tally = (f"{hd.questions} question{'' if hd.questions == 1 else 's'}: {hd.unfair} unfair, "
+             f"{hd.fair} fair, {hd.undetermined} undetermined")
+    return rows, tally

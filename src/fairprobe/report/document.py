@@ -93,6 +93,11 @@ class Section:
     #: the findings the section offers to the family-wise headline
     #: (:class:`fairprobe.stats.headline.Entry`), set by ``build_report``
     entries: list[Any] = field(default_factory=list)
+    #: the method's own word where the finding says otherwise (a sequential stop on
+    #: "violation" whose confidence sequence still reaches the band), for the closing line
+    said: str | None = None
+    #: one phrase per question over time ("... alarm since 2024-03-05")
+    time_summaries: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -117,3 +122,8 @@ class Report:
     provenance: list[Provenance]
     generated: str
     fairprobe_version: str
+    #: the question table: one row per finding offered to the headline
+    #: (:func:`fairprobe.report.build.build_report`)
+    questions: list[dict[str, Any]] = field(default_factory=list)
+    #: the tally of the headline ("1 of 3 questions unfair, ...")
+    tally: str = ""

@@ -445,7 +445,36 @@ def plot_xy(d: dict[str, Any]) -> Any:
     return fig
 
 
+def plot_windows(d: dict[str, Any]) -> Any:
+    """A metric per window, signed (who is disadvantaged), intervals, the band, partial windows
+    hollow, the monitor's alarm as a vertical line."""
+    pts = d["points"]
+    fig, (ax,) = _figure(7.0, 3.0)
+    x = list(range(len(pts)))
+    thr = d.get("threshold")
+    if isinstance(thr, int | float):
+        _band(ax, -float(thr), float(thr), label=f"fair band +/-{float(thr):g}")
+    ax.axhline(0.0, color=GREY, lw=0.8)
+    for i, p in enumerate(pts):
+        colour = RED if p["verdict"] == "unfair" else GREEN if p["verdict"] == "fair" \
+            else ORANGE
+        ax.errorbar([i], [p["y"]], yerr=[[p["y"] - p["low"]], [p["high"] - p["y"]]],
+                    fmt="o", color=colour, capsize=2, ms=4,
+                    mfc="white" if p["partial"] else colour)
+    if d.get("alarm"):
+        hit = [i for i, p in enumerate(pts) if p["x"] >= d["alarm"]]
+        if hit:
+            ax.axvline(hit[0], color=RED, ls="--", lw=1, label=f"monitor alarm {d['alarm']}")
+    step = max(1, len(pts) // 8)
+    ax.set_xticks(x[::step], [p["x"] for p in pts][::step], fontsize=7)
+    ax.set_xlabel("window start")
+    ax.set_ylabel(d.get("ylabel", "gap"), fontsize=8)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    return fig
+
+
 _PLOTS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "windows": plot_windows,
     "audit": plot_audit,
     "rates": plot_rates,
     "sequential_path": plot_sequential_path,

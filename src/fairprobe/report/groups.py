@@ -52,6 +52,39 @@ def _shown_groups(result: GroupAudit) -> list[int]:
     return sorted(keep)
 
 
+def _print_reference(result: GroupAudit, console: Console, pct: str) -> None:
+    """The ``--reference`` comparisons: each group vs the reference, per metric, with its
+    simultaneous interval and verdict against the metric's rule."""
+    from fairprobe.stats.finding import decide
+
+    for m, s in result.summaries().items():
+        rows = [x for x in s.vs_reference if isinstance(x, dict)]
+        if not rows:
+            continue
+        table = Table(title=f"{m}: every group vs {term(rows[0].get('reference'))} ({pct} "
+                            f"simultaneous intervals)", title_justify="left", box=None,
+                      pad_edge=False)
+        table.add_column("group", no_wrap=True, overflow="ellipsis", max_width=28)
+        table.add_column("rate", no_wrap=True, overflow="ellipsis", max_width=14)
+        table.add_column("estimate", justify="right", no_wrap=True)
+        table.add_column(f"{pct} CI", no_wrap=True)
+        table.add_column("verdict", no_wrap=True)
+        for x in rows:
+            iv = x.get("interval") or {}
+            lo, hi = iv.get("low"), iv.get("high")
+            v = (decide(lo, hi, kind=s.kind, threshold=s.threshold)
+                 if isinstance(lo, int | float) and isinstance(hi, int | float)
+                 else "undetermined")
+            est = x.get("estimate")
+            table.add_row(term(x.get("group")), _SHORT.get(str(x.get("rate")), str(x.get("rate"))),
+                          _f(est) if isinstance(est, int | float) else "n/a",
+                          f"[{_f(float(lo))}, {_f(float(hi))}]"
+                          if isinstance(lo, int | float) and isinstance(hi, int | float)
+                          else "n/a",
+                          v)
+        console.print(table)
+
+
 def print_group_audit(result: GroupAudit, console: Console) -> None:
     """Print the by-group table, the metric summaries and the query accounting."""
     from fairprobe.stats.frame import FAIRNESS_METRICS
@@ -70,7 +103,8 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
         title = (f"by group ({term(', '.join(result.group_cols))}): rates with {pct} intervals "
                  f"({result.group_interval})") if c == 0 else None
         table = Table(title=title, title_justify="left", box=None, pad_edge=False)
-        table.add_column("group", overflow="fold")
+        # a label is cut with an ellipsis, never broken mid-word (the JSON keeps it whole)
+        table.add_column("group", no_wrap=True, overflow="ellipsis", max_width=28)
         table.add_column("n", justify="right")
         for r in chunk:
             table.add_column(_SHORT.get(r, r), justify="right")
@@ -108,6 +142,7 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
             console.print(f"    why: {term(s.reason)}", soft_wrap=True)
     for m, why_not in result.not_summarised().items():
         console.print(f"  {m}: not summarised: {term(why_not)}", soft_wrap=True)
+    _print_reference(result, console, pct)
     for m, s in result.summaries().items():
         left = [(g, why) for g, why in s.excluded.items() if not why.startswith("too small")]
         for g, why in left[:_MAX_LEFT_OUT_LINES]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from fairprobe._extras import import_optional
 from fairprobe.report.document import Report
+from fairprobe.report.verdict import QUESTION_DEFINITION
 
 __all__ = ["render_html", "render_markdown", "write_html", "write_markdown"]
 
@@ -82,7 +83,8 @@ def render_html(report: Report) -> str:
     """The report as one HTML document (a string)."""
     env, jinja2 = _env(autoescape=True)
     svgs = [[jinja2.utils.markupsafe.Markup(svg) for svg in row] for row in _svgs(report)]
-    return str(env.get_template("report.html.j2").render(report=report, svgs=svgs))
+    return str(env.get_template("report.html.j2").render(
+        report=report, svgs=svgs, question_definition=QUESTION_DEFINITION))
 
 
 def render_markdown(report: Report, figure_dir: str) -> tuple[str, dict[str, str]]:
@@ -97,7 +99,8 @@ def render_markdown(report: Report, figure_dir: str) -> tuple[str, dict[str, str
             files[rel] = svg + "\n"  # matplotlib's SVG root carries its xmlns
             names.append(rel)
         paths.append(names)
-    text = env.get_template("report.md.j2").render(report=report, figure_paths=paths)
+    text = env.get_template("report.md.j2").render(report=report, figure_paths=paths,
+                                                   question_definition=QUESTION_DEFINITION)
     return str(text), files
 
 

@@ -302,8 +302,14 @@ class Finding:
         ``"conditional"``: the same for a ``conditional`` interval with a stated
         :attr:`condition`; ``None`` otherwise (asymptotic, bootstrap, no coverage, a
         conditional one whose condition is not stated, or a verdict forced by a test that
-        has no valid interval, such as a non-rejection read as "fair").
+        has no valid interval, such as a non-rejection read as "fair"). A forced ``unfair``
+        with ``anytime-valid`` coverage is the rejection of an anytime-valid test (a
+        monitor's alarm) and is ``"guaranteed"``.
         """
+        if self.forced == "unfair" and self.coverage == "anytime-valid":
+            # the rejection of an anytime-valid test (the monitor's e-process crossed m/alpha):
+            # wrong with probability at most 1 - confidence_level whenever it is looked at
+            return "guaranteed"
         if self.forced not in (None, "undetermined"):
             return None
         if self.coverage in ("exact", "anytime-valid"):

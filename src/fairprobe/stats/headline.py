@@ -39,6 +39,7 @@ probability that any counted interval misses is at most :math:`\sum_i \alpha_i`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -70,7 +71,11 @@ class Entry:
     ``question`` keys the question it answers; ``finding`` is ``None`` for a verdict word with
     no finding behind it (shown, never counted, ``verdict`` is that word); ``refit(level)``
     recomputes the finding's interval at another level from its raw counts (``None`` when
-    it cannot be, e.g. a confidence sequence).
+    it cannot be, e.g. a confidence sequence); ``decide_at(level)`` gives the verdict of a
+    test at another level where the finding is a test's decision rather than an interval
+    (the monitor's e-process: an alarm at level ``1 - a`` is a crossing of ``log(m / a)``).
+    ``not_counted``, when set, says why a finding is shown but never counted (per-window
+    findings, each valid for its own window only).
     """
 
     question: str
@@ -78,6 +83,8 @@ class Entry:
     verdict: str = ""
     refit: Refit | None = None
     label: str = ""
+    decide_at: Callable[[float], Verdict] | None = None
+    not_counted: str | None = None
 
 
 @dataclass(frozen=True)
@@ -124,8 +131,7 @@ class Headline:
             err += f", if {' and '.join(self.conditions)}"
         if self.shown:
             err += (f"; {self.shown} finding{' is' if self.shown == 1 else 's are'} shown "
-                    f"but not counted (no exact, anytime-valid or stated conditional "
-                    f"guarantee)")
+                    f"but not counted (the question table says why)")
         if self.verdict == "unfair":
             return f"The audited model is judged unfair: {tally}; {err}."
         if self.verdict == "fair":
@@ -146,9 +152,10 @@ def family_headline(entries: Sequence[Entry], alpha: float = DEFAULT_ALPHA) -> H
     """The headline over ``entries`` at family-wise error ``alpha`` (rule in the module
     docstring)."""
     alpha = float(alpha)
-    counted = [e for e in entries if e.finding is not None and e.finding.guarantee is not None]
-    fixed = [e for e in counted if e.refit is None]
-    flexible = [e for e in counted if e.refit is not None]
+    counted = [e for e in entries if e.finding is not None and e.finding.guarantee is not None
+               and e.not_counted is None]
+    fixed = [e for e in counted if e.refit is None and e.decide_at is None]
+    flexible = [e for e in counted if e.refit is not None or e.decide_at is not None]
     # shares, from the list of findings and their levels only (never from their verdicts)
     reserve = alpha / 2.0 if flexible else 0.0
     share: dict[int, float] = {}
@@ -169,6 +176,12 @@ def family_headline(entries: Sequence[Entry], alpha: float = DEFAULT_ALPHA) -> H
     shown = 0
     for e in entries:
         f = e.finding
+        if e.not_counted is not None:
+            shown += 1
+            per_q.setdefault(e.question, []).append("undetermined")
+            out.append(Counted(e.label, e.question, "not counted", e.not_counted, 0.0,
+                               "undetermined"))
+            continue
         if f is None or f.guarantee is None:
             shown += 1
             per_q.setdefault(e.question, []).append("undetermined")
@@ -183,9 +196,12 @@ def family_headline(entries: Sequence[Entry], alpha: float = DEFAULT_ALPHA) -> H
                                f"headline's budget {alpha:g}", 0.0, "undetermined"))
             shown += 1
             continue
-        if e.refit is not None:
+        v: Verdict
+        if e.decide_at is not None:
+            lo, hi, v = math.nan, math.nan, e.decide_at(1.0 - a)
+        elif e.refit is not None:
             lo, hi = e.refit(1.0 - a)
-            v: Verdict = ("undetermined" if f.forced == "undetermined" else
+            v = ("undetermined" if f.forced == "undetermined" else
                           decide(lo, hi, kind=f.question.kind, threshold=f.question.threshold))
         else:
             lo, hi, v = f.low, f.high, f.verdict
@@ -195,7 +211,8 @@ def family_headline(entries: Sequence[Entry], alpha: float = DEFAULT_ALPHA) -> H
             conditions.append(f.condition)
         per_q.setdefault(e.question, []).append(v)
         out.append(Counted(e.label, e.question, status,
-                           f"recomputed at level {1.0 - a:.4g}" if e.refit is not None
+                           f"recomputed at level {1.0 - a:.4g}"
+                           if e.refit is not None or e.decide_at is not None
                            else f"its own level {f.confidence_level:g}", a, v, lo, hi))
     verdicts = [combine(v) for v in per_q.values()]
     return Headline(
