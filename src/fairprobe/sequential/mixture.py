@@ -303,26 +303,36 @@ class MixtureBettingTest(SequentialTest):
         only gaps on the grid: where the scores vary little, the interval shrinks below one grid
         step and misses a gap between two points). The bounds only tighten as pairs arrive.
         """
-        a = self.alpha if level is None else 1.0 - level
-        xa, xb = self._clip(np.asarray(xa, float)), self._clip(np.asarray(xb, float))
-        lo, hi = self.bounds
-        w = hi - lo
-        grid = np.linspace(-w, w, _CS_POINTS)[:, None]
+        grid, rej_low, rej_up, est = self.grid_rejections(xa, xb, level)
+        w = float(grid[-1, 0])
         step = 2.0 * w / (_CS_POINTS - 1)
-        z, zmin, zmax, var_z, _, _ = self._terms(xa, xb)
-        thr = math.log(2.0 / a)
-        rej_low = np.maximum.accumulate(self._log_mix(z - grid, zmin - grid, var_z), 1) >= thr
-        rej_up = np.maximum.accumulate(self._log_mix(grid - z, grid - zmax, var_z), 1) >= thr
         g = np.broadcast_to(grid, rej_low.shape)
         low = np.maximum(np.where(~rej_low, g, np.inf).min(axis=0) - step, -w)
         up = np.minimum(np.where(~rej_up, g, -np.inf).max(axis=0) + step, w)
-        est = np.cumsum(xa - xb) / np.arange(1, xa.shape[-1] + 1)
         # every grid point rejected on one side, or the bounds crossed: a true hypothesis was
         # rejected (probability <= alpha); keep the point estimate rather than an empty set
         empty = ~np.isfinite(low) | ~np.isfinite(up) | (low > up)
         low = np.where(empty, est, low)
         up = np.where(empty, est, up)
         return low, up
+
+    def grid_rejections(
+        self, xa: FloatArray, xb: FloatArray, level: float | None = None
+    ) -> tuple[FloatArray, BoolArray, BoolArray, FloatArray]:
+        """``(grid, rej_low, rej_up, estimate)``: the grid ``(P, 1)``, whether ``g <= c``
+        (``rej_low``) and ``g >= c`` (``rej_up``) has been rejected by each pair ``(P, k)``, and
+        the running gap estimate ``(k,)`` (:meth:`confidence_sequence` reads its bounds off)."""
+        a = self.alpha if level is None else 1.0 - level
+        xa, xb = self._clip(np.asarray(xa, float)), self._clip(np.asarray(xb, float))
+        lo, hi = self.bounds
+        w = hi - lo
+        grid = np.linspace(-w, w, _CS_POINTS)[:, None]
+        z, zmin, zmax, var_z, _, _ = self._terms(xa, xb)
+        thr = math.log(2.0 / a)
+        rej_low = np.maximum.accumulate(self._log_mix(z - grid, zmin - grid, var_z), 1) >= thr
+        rej_up = np.maximum.accumulate(self._log_mix(grid - z, grid - zmax, var_z), 1) >= thr
+        est = np.cumsum(xa - xb) / np.arange(1, xa.shape[-1] + 1)
+        return grid, rej_low, rej_up, est
 
     def run_path(self, in_a: npt.ArrayLike, x: npt.ArrayLike) -> dict[str, Any]:
         """One order, step by step, plus the confidence sequence and e-values at each pair."""
