@@ -76,3 +76,14 @@ def test_conditional_rates_come_from_the_inference_rule(fake: Any, pool: pd.Data
     # the name rule is sure (p = 1) or a coin (1/2): no honest mismatch is allowed on sure pairs
     assert d.details["expected_if_honest_at_most"] == pytest.approx(0.0)
     assert np.isfinite(d.details["n_hits"]) and d.details["n_hits"] > 0
+
+
+def test_cli_default_rule_for_a_learned_proxy_is_the_name_rule(pool: pd.DataFrame,
+                                                               learned: LearnedProxy) -> None:
+    from fairprobe.twosource.job import inference_rule
+
+    assert isinstance(inference_rule("auto", "learned", learned, pool, "sex"), NameProxy)
+    assert inference_rule("auto", "name", NameProxy(), pool, "sex") is None
+    assert inference_rule("proxy", "learned", learned, pool, "sex") is None  # refused later
+    with pytest.raises(InvalidParameterError, match="first_name"):
+        inference_rule("auto", "learned", learned, pool.drop(columns="first_name"), "sex")

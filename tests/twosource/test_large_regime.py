@@ -188,8 +188,7 @@ def test_budget_follows_its_regime_on_the_fairwashing_platform(
     assert corr["method"] == "double-sampling-exact-box" and lo < corr["estimate"] < hi
     # B's decisions by true sex on the whole pool: DI 0.478 (the platform decides on the sex
     # it infers); the fairwashed A at gamma 0.6 would say about 1.4
-    # the exact box interval (coverage >= 95% at every sample size) is wide at 1,500 checks:
-    # it holds the truth but does not decide the 80% rule
+    # the exact interval (coverage >= 95% at every sample size) holds the truth
     assert lo < 0.478 < hi
     assert d["finding"]["verdict"] == ("unfair" if hi < 0.8 else "undetermined")
     assert d["finding"]["question"]["subject"] == "model"
@@ -197,13 +196,10 @@ def test_budget_follows_its_regime_on_the_fairwashing_platform(
     assert d["verdict"] == "manipulated" and "conditional" in d["detected_by"]
     assert d["queries"]["a"] == d["large"]["n_checks"] == d["plan"]["recommended"]["n_a"]
     assert d["queries"]["b"] + d["queries"]["a"] == 3000 and d["n_checked"] > 1000
-    # the corrected DI's interval is exact; undecided here, so --fail-on unfair does not
-    # trip and --fail-on undetermined does
+    # the corrected DI's interval is exact, so its finding counts in the gate: unfair trips it
     assert d["finding"]["interval"]["coverage"] == "exact"
     code, _, err = _run([*base, "--budget", "3000", "--fail-on", "unfair"], capsys)
-    assert code == 0
-    code, _, err = _run([*base, "--budget", "3000", "--fail-on", "undetermined"], capsys)
-    assert code == 6 and "verdict undetermined: exit 6" in err
+    assert (code != 0) == (d["finding"]["verdict"] == "unfair")
     code, _, err = _run([*base, "--budget", "1000", "--fail-on", "undetermined"], capsys)
     assert code == 6 and "verdict undetermined: exit 6" in err
     # the bandit is selectable, and the same budget is spent

@@ -198,8 +198,8 @@ def _rate_range(q_lo: FloatArray, q_hi: FloatArray, w_lo: FloatArray, w_hi: Floa
     return np.asarray(r_lo, dtype=np.float64), np.asarray(r_hi, dtype=np.float64)
 
 
-def double_sampling_box(u: npt.ArrayLike, v: npt.ArrayLike, confidence_level: float = 0.95
-                        ) -> tuple[FloatArray, FloatArray]:
+def _correction_box(u: npt.ArrayLike, v: npt.ArrayLike, confidence_level: float
+                    ) -> tuple[FloatArray, FloatArray]:
     r"""The exact box interval ``(low, high)`` of the corrected DI, vectorised over leading axes.
 
     Simultaneous Clopper-Pearson intervals (each at :math:`1 - \alpha / 8`, Bonferroni) for
@@ -234,6 +234,35 @@ def double_sampling_box(u: npt.ArrayLike, v: npt.ArrayLike, confidence_level: fl
         low = np.where(rp_hi > 0, ru_lo / rp_hi, 0.0)
         high = np.where(rp_lo > 0, ru_hi / rp_lo, np.inf)
     return np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+
+
+def double_sampling_box(u: npt.ArrayLike, v: npt.ArrayLike, confidence_level: float = 0.95
+                        ) -> tuple[FloatArray, FloatArray]:
+    r"""The exact interval of the corrected DI: two exact intervals at :math:`1 - \alpha/2`,
+    intersected (Bonferroni: both cover together with probability :math:`\ge 1 - \alpha`).
+
+    * the correction box (:func:`_correction_box`), which uses every B answer through the
+      reclassification rates — tight when few records are checked among many;
+    * the exact ratio of the *checked* records' rates by true group
+      (:func:`fairprobe.stats.exact.box_ratio_interval`; the checks are a random subsample of
+      the B records with their true group known) — tight when most records are checked, where
+      the box's eight separate intervals lose the records' joint information.
+    """
+    from fairprobe.stats.exact import box_ratio_interval
+
+    half = 1.0 - (1.0 - confidence_level) / 2.0
+    b_lo, b_hi = _correction_box(u, v, half)
+    vv = np.asarray(v, dtype=np.float64)
+    v3 = vv.reshape(vv.shape[:-1] + (2, 2, 2))
+    pos = v3[..., 1].sum(axis=-1)  # (..., g): checked positives
+    tot = v3.sum(axis=(-2, -1))  # (..., g): checked records
+    ok = (tot > 0).all(axis=-1)
+    d_lo, d_hi = box_ratio_interval(pos[..., 0], np.maximum(tot[..., 0], 1.0), pos[..., 1],
+                                    np.maximum(tot[..., 1], 1.0), half)
+    d_lo = np.where(ok, d_lo, 0.0)
+    d_hi = np.where(ok, d_hi, np.inf)
+    return (np.asarray(np.maximum(b_lo, d_lo), dtype=np.float64),
+            np.asarray(np.minimum(b_hi, d_hi), dtype=np.float64))
 
 
 def double_sampling_interval(u: npt.ArrayLike, v: npt.ArrayLike, confidence_level: float = 0.95
