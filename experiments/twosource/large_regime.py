@@ -12,7 +12,7 @@ mu_A = 0.257: see ``docs/twosource.md``). Bias, RMSE and coverage are measured a
 drawn exactly as :func:`fairprobe.twosource.run_large_regime_audit` draws them (same seed
 streams; ``check_same_as_library`` asserts on a few seeds that the corrected estimate, its
 interval and the detectors' decisions equal the library's), then the library's own estimator
-(``double_sampling_log_di`` / ``double_sampling_se``) and detectors decide. The pareto regime
+(``double_sampling_log_di`` and the exact box of ``double_sampling_interval``) and detectors decide. The pareto regime
 (t = 1000) runs :func:`run_two_source_audit` itself.
 
 Measured, AUDITS audits per row, budget 3000 (large) and 1000 (pareto), epsilon 0.1, alpha 5%:
@@ -55,8 +55,8 @@ from fairprobe.twosource import make_proxy, run_budgeted_audit  # noqa: E402
 from fairprobe.twosource.bandit import FixedSplit, PolicyState  # noqa: E402
 from fairprobe.twosource.budget import plan_budget  # noqa: E402
 from fairprobe.twosource.correction import (  # noqa: E402
+    double_sampling_interval,
     double_sampling_log_di,
-    double_sampling_se,
     matrix_log_di,
 )
 from fairprobe.twosource.detectors import PairedEvidence, make_detector  # noqa: E402
@@ -150,10 +150,11 @@ def se(x: np.ndarray) -> float:
     return float(np.std(x, ddof=1) / np.sqrt(x.size))
 
 
-def summarise_estimates(lm: np.ndarray, s: np.ndarray, truth: float) -> dict[str, Any]:
+def summarise_estimates(lm: np.ndarray, lo: np.ndarray, hi: np.ndarray, truth: float
+                        ) -> dict[str, Any]:
+    """The shipped interval's (``double_sampling_interval``: the exact box) coverage and width."""
     est = np.exp(lm)
     est = np.where(np.isfinite(est), est, np.nan)
-    lo, hi = np.exp(lm - Z * s), np.exp(lm + Z * s)
     undefined = ~np.isfinite(lo) | ~np.isfinite(hi)
     cov = (lo <= truth) & (truth <= hi)  # an undefined interval does not cover
     verdict = np.where(lo >= 0.8, "fair", np.where(hi < 0.8, "unfair", "undetermined"))
@@ -220,8 +221,9 @@ def main() -> None:
                     for s in range(audits)]  # fmt: skip
             u = np.stack([x["u"] for x in sims])
             v = np.stack([x["v"] for x in sims])
-            lm, sd = double_sampling_log_di(u, v), double_sampling_se(u, v)
-            est = summarise_estimates(lm, sd, mu_b)
+            lm = double_sampling_log_di(u, v)
+            _, lo, hi, _ = double_sampling_interval(u, v, 0.95)
+            est = summarise_estimates(lm, lo, hi, mu_b)
             dets = np.array([detect(x, ya, yb, sex, acc.p_agree) for x in sims])
             any_det = dets.any(axis=1)
             o = u + v.reshape(-1, 2, 2, 2).sum(axis=1).reshape(-1, 4)

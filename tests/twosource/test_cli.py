@@ -138,3 +138,16 @@ def test_audit_detector_list_must_name_known_detectors(
 ) -> None:
     code, _, err = run(["twosource", "--url", "http://127.0.0.1:9", "--detectors", spec], capsys)
     assert code != 0 and err.startswith("error: --detectors") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("flags", "want"), [
+    (["--proxy", "learned", "--inference", "proxy"], "inference"),
+    (["--proxy", "name", "--inference", "learned"], "--inference learned"),
+])
+def test_audit_inference_rule_refusals_are_one_line(
+    flags: list[str], want: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A learned classifier is not the rule B infers the group with: refused before a query."""
+    code, _, err = run(["twosource", "--url", "http://127.0.0.1:9", "--budget", "400",
+                        "--cache", str(tmp_path / "c.sqlite"), *flags], capsys)
+    assert code != 0 and err.startswith("error:") and want in err and err.count("\n") == 1

@@ -26,6 +26,7 @@ from fairprobe.cli.main import main
 from fairprobe.stats.finding import Finding
 from fairprobe.twosource.bandit import FixedSplit, PolicyState, ThompsonSplit
 from fairprobe.twosource.correction import (
+    checked_positives,
     double_sampling_di,
     double_sampling_interval,
     double_sampling_log_di,
@@ -75,10 +76,11 @@ def test_double_sampling_is_unbiased_and_covers_under_differential_errors() -> N
     assert abs(np.nanmean(np.exp(matrix_log_di(o, acc))) - mu) > 0.03
 
 
-def test_sparse_cells_report_no_interval_and_never_an_undefined_one() -> None:
-    """Rates 0.02 / 0.05 with 100 checks of 1,000: the delta interval alone is undefined in
-    about half the audits and covers < 0.6; the default (no interval with fewer than 3 checked
-    positives in a group) covers >= 0.94 and is never NaN (docs/twosource.md, 2,000 audits)."""
+def test_corrected_interval_covers_where_printed_in_sparse_cells() -> None:
+    """Rates 0.10 / 0.40 and 0.02 / 0.05 with 100 checks of 1,000, differential proxy errors:
+    the delta interval, printed where each group has >= 3 checked positives, covers well below
+    0.95 among the audits it is printed for; the exact box covers >= 0.95 among all audits and
+    among the printed ones (docs/twosource.md, corrected_di_coverage.py)."""
     import importlib.util
 
     path = Path(__file__).resolve().parents[2] / "experiments" / "twosource" / \
@@ -87,30 +89,34 @@ def test_sparse_cells_report_no_interval_and_never_an_undefined_one() -> None:
     assert spec is not None and spec.loader is not None
     exp = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(exp)
-    u, v, mu = exp.draw(np.random.default_rng(3), 1000, 1000, 100, (0.02, 0.05))
-    _, lo, hi, thin = double_sampling_interval(u, v, 0.95)
-    assert not (np.isnan(lo) | np.isnan(hi)).any()
-    assert np.mean((lo <= mu) & (mu <= hi)) >= 0.94
-    assert ((lo == 0) & np.isinf(hi))[thin].all()
-    lm, se = double_sampling_log_di(u, v), double_sampling_se(u, v)
-    with np.errstate(invalid="ignore", over="ignore"):
-        dlo, dhi = np.exp(lm - 1.96 * se), np.exp(lm + 1.96 * se)
-    assert np.mean(np.isnan(dlo) | np.isnan(dhi)) > 0.3
-    assert np.mean((dlo <= mu) & (mu <= dhi)) < 0.6
-    # one audit with a single checked positive woman: undetermined, with the reason
+    for rates in ((0.10, 0.40), (0.02, 0.05)):
+        u, v, mu = exp.draw(np.random.default_rng(3), 1000, 1000, 100, rates)
+        _, lo, hi, open_ended = double_sampling_interval(u, v, 0.95)
+        assert not (np.isnan(lo) | np.isnan(hi)).any()
+        cov = (lo <= mu) & (mu <= hi)
+        assert cov.mean() >= 0.95 and cov[~open_ended].mean() >= 0.95
+        assert np.isinf(hi[open_ended]).all() and np.isfinite(hi[~open_ended]).all()
+        lm, se = double_sampling_log_di(u, v), double_sampling_se(u, v)
+        with np.errstate(invalid="ignore", over="ignore"):
+            dlo, dhi = np.exp(lm - 1.96 * se), np.exp(lm + 1.96 * se)
+        printed = np.isfinite(dlo) & np.isfinite(dhi) & (checked_positives(v).min(axis=-1) >= 3)
+        assert np.mean(((dlo <= mu) & (mu <= dhi))[printed]) < 0.94
+    # one audit with a single checked positive woman: an interval, but no upper bound
     res = double_sampling_di([300, 10, 500, 40], [30, 1, 3, 0, 5, 0, 55, 6])
     assert res.counts["checked_positives"] == [1, 6]
-    assert (res.low, res.high) == (0.0, math.inf)
+    assert res.coverage == "exact" and res.low >= 0.0
     f = res.finding()
-    assert f.verdict == "undetermined" and "checked record(s)" in (f.reason or "")
+    if math.isinf(res.high):
+        assert "no upper bound" in (f.reason or "")
+    assert f.verdict in ("undetermined", "fair")
 
 
 def test_corrected_result_states_its_finding() -> None:
-    v = np.array([50, 5, 10, 2, 200, 120, 40, 180])  # women 7/67 positive, men 300/540
-    res = double_sampling_di([50, 20, 30, 60], v)
+    v = 4 * np.array([50, 5, 10, 2, 200, 120, 40, 180])  # women 7/67 positive, men 300/540
+    res = double_sampling_di(4 * np.array([50, 20, 30, 60]), v)
     f = res.finding()
     assert isinstance(f, Finding) and f.question.subject == "model"
-    assert f.verdict == "unfair" and f.high < 0.8 and f.coverage == "asymptotic"
+    assert f.verdict == "unfair" and f.high < 0.8 and f.coverage == "exact"
     assert Finding.from_dict(f.to_dict()).verdict == f.verdict
     with pytest.raises(Exception, match="validated"):
         double_sampling_di([50, 20, 30, 60], np.zeros(8))
@@ -179,23 +185,21 @@ def test_budget_follows_its_regime_on_the_fairwashing_platform(
     assert "regime               : large" in out and "corrected" in out
     corr = d["di_b_corrected"]
     lo, hi = corr["interval"]
-    assert corr["method"] == "double-sampling-delta" and lo < corr["estimate"] < hi
+    assert corr["method"] == "double-sampling-exact-box" and lo < corr["estimate"] < hi
     # B's decisions by true sex on the whole pool: DI 0.478 (the platform decides on the sex
     # it infers); the fairwashed A at gamma 0.6 would say about 1.4
-    assert lo < 0.478 < hi and hi < 0.8
-    assert d["finding"]["verdict"] == "unfair" and d["finding"]["question"]["subject"] == "model"
+    # the exact interval (coverage >= 95% at every sample size) holds the truth
+    assert lo < 0.478 < hi
+    assert d["finding"]["verdict"] == ("unfair" if hi < 0.8 else "undetermined")
+    assert d["finding"]["question"]["subject"] == "model"
     assert d["finding"]["interval"]["low"] == pytest.approx(lo)
     assert d["verdict"] == "manipulated" and "conditional" in d["detected_by"]
     assert d["queries"]["a"] == d["large"]["n_checks"] == d["plan"]["recommended"]["n_a"]
     assert d["queries"]["b"] + d["queries"]["a"] == 3000 and d["n_checked"] > 1000
-    # the gate follows the report's headline, which counts only guaranteed findings: the
-    # corrected DI's interval is asymptotic (double-sampling delta), so it is shown, not
-    # counted, and --fail-on unfair does not trip; --fail-on undetermined does
-    assert d["finding"]["interval"]["coverage"] == "asymptotic"
+    # the corrected DI's interval is exact, so its finding counts in the gate: unfair trips it
+    assert d["finding"]["interval"]["coverage"] == "exact"
     code, _, err = _run([*base, "--budget", "3000", "--fail-on", "unfair"], capsys)
-    assert code == 0
-    code, _, err = _run([*base, "--budget", "3000", "--fail-on", "undetermined"], capsys)
-    assert code == 6 and "verdict undetermined: exit 6" in err
+    assert (code != 0) == (d["finding"]["verdict"] == "unfair")
     code, _, err = _run([*base, "--budget", "1000", "--fail-on", "undetermined"], capsys)
     assert code == 6 and "verdict undetermined: exit 6" in err
     # the bandit is selectable, and the same budget is spent

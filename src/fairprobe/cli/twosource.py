@@ -49,6 +49,13 @@ def twosource(
     proxy_features: Annotated[
         str, typer.Option(help="learned proxy: comma-separated B-side columns.")
     ] = "first_name",
+    inference: Annotated[
+        str,
+        typer.Option(
+            help="Rule B infers the group with (the detectors' null rests on it): auto (the "
+            "proxy; the name rule for learned) | proxy | name | identity | mapping:PATH.json."
+        ),
+    ] = "auto",
     group_col: Annotated[str, typer.Option(help="Protected attribute (sent to A).")] = "sex",
     privileged: Annotated[str, typer.Option(help="Privileged value (DI denominator).")] = "Male",
     api_cols: Annotated[

@@ -45,8 +45,10 @@ budget. Both guarantees hold at every stopping time, for any budget, on any pool
 observable beyond its range).
 
 **Confidence sequence.** For each ``c`` on a grid, the same mixtures test ``g <= c`` and
-``g >= c`` at level ``alpha / 2`` each; the gaps not yet rejected form a ``1 - alpha``
-confidence sequence, valid simultaneously over all queries (it only shrinks).
+``g >= c`` at level ``alpha / 2`` each; the bounds are the outermost grid points not yet
+rejected, widened by one grid step (so that a gap between two grid points is covered: the
+neighbour on its far side is a true hypothesis), a ``1 - alpha`` confidence sequence valid
+simultaneously over all queries and every gap (it only shrinks).
 """
 
 from __future__ import annotations
@@ -291,10 +293,35 @@ class MixtureBettingTest(SequentialTest):
     ) -> tuple[FloatArray, FloatArray]:
         """Lower and upper ``1 - alpha`` confidence bounds for ``g`` after each pair.
 
-        Tests ``g <= c`` and ``g >= c`` with the same mixture of bets at ``alpha / 2`` each over
-        a grid of ``c`` (801 points across the possible gaps); the running intersection of the
-        gaps not rejected. Anytime-valid: ``P(g ever outside) <= alpha``.
+        For each ``c`` on a grid (801 points, step ``h``, across the possible gaps) the same
+        mixture of bets tests ``g <= c`` and ``g >= c`` at ``alpha / 2`` each. The lower bound is
+        ``min{c : "g <= c" never rejected} - h``, the upper ``max{c : "g >= c" never rejected}
+        + h``: for a true gap in ``(c_j, c_{j+1}]`` the hypothesis ``g <= c_{j+1}`` is true, so it
+        stays unrejected with probability ``>= 1 - alpha / 2`` (Ville) and the lower bound is
+        then at most ``c_j < g``; likewise above. So ``P(g ever outside) <= alpha`` for *every*
+        gap, between grid points too (the bounds on grid points alone, without the ``h``, cover
+        only gaps on the grid: where the scores vary little, the interval shrinks below one grid
+        step and misses a gap between two points). The bounds only tighten as pairs arrive.
         """
+        grid, rej_low, rej_up, est = self.grid_rejections(xa, xb, level)
+        w = float(grid[-1, 0])
+        step = 2.0 * w / (_CS_POINTS - 1)
+        g = np.broadcast_to(grid, rej_low.shape)
+        low = np.maximum(np.where(~rej_low, g, np.inf).min(axis=0) - step, -w)
+        up = np.minimum(np.where(~rej_up, g, -np.inf).max(axis=0) + step, w)
+        # every grid point rejected on one side, or the bounds crossed: a true hypothesis was
+        # rejected (probability <= alpha); keep the point estimate rather than an empty set
+        empty = ~np.isfinite(low) | ~np.isfinite(up) | (low > up)
+        low = np.where(empty, est, low)
+        up = np.where(empty, est, up)
+        return low, up
+
+    def grid_rejections(
+        self, xa: FloatArray, xb: FloatArray, level: float | None = None
+    ) -> tuple[FloatArray, BoolArray, BoolArray, FloatArray]:
+        """``(grid, rej_low, rej_up, estimate)``: the grid ``(P, 1)``, whether ``g <= c``
+        (``rej_low``) and ``g >= c`` (``rej_up``) has been rejected by each pair ``(P, k)``, and
+        the running gap estimate ``(k,)`` (:meth:`confidence_sequence` reads its bounds off)."""
         a = self.alpha if level is None else 1.0 - level
         xa, xb = self._clip(np.asarray(xa, float)), self._clip(np.asarray(xb, float))
         lo, hi = self.bounds
@@ -304,15 +331,8 @@ class MixtureBettingTest(SequentialTest):
         thr = math.log(2.0 / a)
         rej_low = np.maximum.accumulate(self._log_mix(z - grid, zmin - grid, var_z), 1) >= thr
         rej_up = np.maximum.accumulate(self._log_mix(grid - z, grid - zmax, var_z), 1) >= thr
-        keep = ~(rej_low | rej_up)
-        g = np.broadcast_to(grid, keep.shape)
-        low = np.where(keep, g, np.inf).min(axis=0)
-        up = np.where(keep, g, -np.inf).max(axis=0)
         est = np.cumsum(xa - xb) / np.arange(1, xa.shape[-1] + 1)
-        empty = ~np.isfinite(low)  # every grid point rejected: keep the point estimate
-        low = np.where(empty, est, low)
-        up = np.where(empty, est, up)
-        return low, up
+        return grid, rej_low, rej_up, est
 
     def run_path(self, in_a: npt.ArrayLike, x: npt.ArrayLike) -> dict[str, Any]:
         """One order, step by step, plus the confidence sequence and e-values at each pair."""

@@ -52,7 +52,13 @@ from fairprobe.twosource.detectors import (
     PairedEvidence,
     make_detector,
 )
-from fairprobe.twosource.proxies import Proxy, ProxyAccuracy
+from fairprobe.twosource.proxies import (
+    Proxy,
+    ProxyAccuracy,
+    honest_consistency,
+    resolve_inference,
+    true_group_probabilities,
+)
 from fairprobe.twosource.theory import Allocation, allocate, n_max
 
 __all__ = [
@@ -82,6 +88,17 @@ def a_route_finding(finding: Any, manipulated: bool) -> Any:
             "answers are no evidence about the model's disparate impact",
         )  # fmt: skip
     return dataclasses.replace(finding, coverage="conditional")
+
+
+def inference_note(proxy: Proxy, rule: Proxy) -> dict[str, Any]:
+    """What the detectors' honest rates assume about B, as printed and in the JSON."""
+    return {
+        "rule": rule.describe(),
+        "same_as_proxy": rule is proxy,
+        "assumes": f"B infers the group with the {rule.name!r} rule; the detectors' false-alarm "
+        "level holds only if it does (it cannot be checked from A and B alone: a mismatch is "
+        "what a fairwashed A also shows)",
+    }
 
 
 def default_columns() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -274,6 +291,10 @@ class TwoSourceResult:
                 f"{corr['confidence_level']:.0%}) -> {self.extra['finding']['verdict']}"
             )
         lines.append(f"  DI through A         : {self.di_a}")
+        inf = self.extra.get("inference")
+        if inf is not None:
+            lines.append(f"  detectors' null      : holds only if B infers the group with the "
+                         f"{inf['rule']['name']!r} rule")
         if self.di_b is not None:
             lines.append(f"  DI through B + proxy : {self.di_b}")
         if cons is not None:
@@ -399,6 +420,7 @@ def run_two_source_audit(
     early_stop: bool = True,
     seed: int = 0,
     progress: bool = False,
+    inference: Proxy | None = None,
 ) -> TwoSourceResult:
     r"""Run a two-source audit of a platform (Sections 3-5 of the two-source paper).
 
@@ -449,6 +471,11 @@ def run_two_source_audit(
         Stop once the consistency test is decided.
     seed : int
         Seeds the query sample and the proxy's draws: same seed, same audit.
+    inference : Proxy, optional
+        The rule B uses to infer the group (default: ``proxy`` itself, Section 5.1's
+        assumption; required with a :class:`~fairprobe.twosource.proxies.LearnedProxy`, whose
+        errors are not B's). The detectors' honest rates are the chances that this rule misses
+        the true group, so they hold whatever the proxy's errors, provided B infers with it.
 
     Returns
     -------
@@ -514,11 +541,14 @@ def run_two_source_audit(
             f"t_fraud >= {need}; raise the budget or lower beta."
         )
     check_choice(null, "null", owner, ("agree", "accuracy"))
+    rule = resolve_inference(proxy, inference, owner)
     acc = proxy.accuracy(pool, true_groups) if proxy_accuracy is None else proxy_accuracy
     if p_phi is not None:
         pp = check_real(p_phi, "p_phi", owner, lo=0.0, hi=1.0)
+    elif null == "agree":
+        pp = acc.p_agree if rule is proxy else honest_consistency(proxy, rule, pool, true_groups)
     else:
-        pp = acc.p_agree if null == "agree" else acc.p_phi
+        pp = acc.p_phi
     alpha_each = a_lvl / max(len(dets), 1)
     threshold_n = n_max(alloc.t_fraud, pp, alpha_each)
 
@@ -534,13 +564,19 @@ def run_two_source_audit(
         check_idx, only_idx = a_idx[:0], a_idx
     proxy_seed = int(rng_proxy.integers(2**63 - 1))
     pos = {c: i for i, c in enumerate(pool.columns)}
-    used = list(dict.fromkeys([*a_cols, *b_cols, group_column, *proxy.required_columns]))
+    used = list(dict.fromkeys([*a_cols, *b_cols, group_column, *proxy.required_columns,
+                               *rule.required_columns]))
     check_frame = pool.iloc[check_idx, [pos[c] for c in used]]  # only the columns needed
     probs = proxy.probabilities(check_frame)
     proxy_groups = proxy.draw(probs, seed=proxy_seed)
-    p_true = np.zeros(check_idx.size)  # P(proxy draw = true group), per check
-    for j, g in enumerate(proxy.groups):
-        p_true = np.where(true_groups[check_idx] == g, probs[:, j], p_true)
+    # P(B's inference = true group), per check: the conditional detector's honest rates are
+    # 1 - p_true, whatever the auditor's proxy (it only picks which pairs enter)
+    if rule is proxy:
+        p_true = np.zeros(check_idx.size)
+        for j, g in enumerate(proxy.groups):
+            p_true = np.where(true_groups[check_idx] == g, probs[:, j], p_true)
+    else:
+        p_true = true_group_probabilities(rule, check_frame, true_groups[check_idx])
 
     # ---- checks, in batches, with the early stop of Lemma 2 -----------------------------------
     dec_a_chk = np.full(check_idx.size, np.nan)
@@ -687,7 +723,8 @@ def run_two_source_audit(
         seed=seed,
         checks_to_detection=checks_to_detection,
         checks_path=checks_path,
-        extra={"source_of_estimate": "A", "finding": finding.to_dict()},
+        extra={"source_of_estimate": "A", "finding": finding.to_dict(),
+               "inference": inference_note(proxy, rule)},
     )
 
 

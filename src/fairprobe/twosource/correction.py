@@ -28,22 +28,21 @@ separately for each decision). Then
 
 It assumes nothing about how the proxy's errors relate to the decision (they are *differential*
 on the platform: a woman whose name the rule maps to "Male" is decided as a man); it needs the
-validation subsample to be a random subsample of the B sample (the audit draws it so). The
-interval is :math:`\exp(\log\hat\mu_B \pm z_{1-\alpha/2}\,\widehat{se})` with the delta-method
-standard error over the two independent multinomials (validated cells :math:`(g, \hat g, y)`,
-unvalidated cells :math:`(\hat g, y)`), gradients by central differences. Its coverage rests on
-the normal approximation (``coverage="asymptotic"``); measured on the platform by
-``experiments/twosource/large_regime.py`` and in sparse cells by
-``experiments/twosource/corrected_di_coverage.py``. With every record validated it is the
-plug-in ratio by true group with the Katz (log) standard error.
+validation subsample to be a random subsample of the B sample (the audit draws it so).
 
-**Sparse cells.** The reclassification rates of the positives rest on the validated positives of
-each true group. With fewer than :data:`MIN_CHECKED_POSITIVES` of them in a group (rates of a
-few percent, a hundred checks), no interval is reported: ``[0, inf]``, the finding undetermined
-with that reason (and no undefined interval, whatever the counts). Measured: with the rule the
-95% interval covers >= 0.94 in every sparse cell of ``corrected_di_coverage.py``, where the
-delta interval alone covers as little as 0.42 (half of its intervals undefined) and a profile
-likelihood interval as little as 0.88 (``docs/twosource.md``).
+**The interval: exact** (:func:`double_sampling_box`). Two exact intervals at
+``1 - alpha/2`` each, intersected: the correction box (:func:`_correction_box`: simultaneous
+Clopper-Pearson intervals for the four reclassification rates and the four cells of the B
+answers, Bonferroni; the corrected rates are monotone in the rates and linear-fractional in the
+cells, so their exact ranges over the box are read off its corners and vertices) and the exact
+ratio of the checked records' rates by true group. Coverage ``>= level`` at every sample size
+and rate, whatever the proxy's errors (``coverage="exact"``); always reported, open-ended (no
+upper bound, the reason said) where the checks cannot keep the privileged group's corrected rate
+away from 0. Measured by ``experiments/twosource/corrected_di_coverage.py``: the delta interval
+:math:`\exp(\log\hat\mu_B \pm z\,\widehat{se})` (:func:`double_sampling_se`, kept for
+comparison) printed where each group has at least :data:`MIN_CHECKED_POSITIVES` checked
+positives covers as little as 0.725 among the audits it is printed for at 100 checks, missing
+mostly above the truth; the exact interval covers >= 0.997 in every cell, where printed too.
 
 **Given confusion rates: the matrix method** (:func:`matrix_corrected_di`). Per-group accuracies
 :math:`a_g = P(\hat g = g \mid g)`, given (optionally with the sizes of the samples they were
@@ -82,9 +81,8 @@ __all__ = [
 
 FloatArray = npt.NDArray[np.float64]
 
-#: Fewest validated positives in each true group for the corrected DI's interval to be
-#: reported (below: ``[0, inf]``, undetermined). 3 is the smallest value whose measured
-#: coverage is >= 0.94 in every cell of ``experiments/twosource/corrected_di_coverage.py``.
+#: The gate of the delta interval this module no longer prints (kept for the experiment that
+#: measures it): fewest validated positives in each true group.
 MIN_CHECKED_POSITIVES = 3
 
 
@@ -159,28 +157,127 @@ def checked_positives(v: npt.ArrayLike) -> FloatArray:
                       dtype=np.float64)
 
 
+#: Share of the exact box interval's error level spent on the four cells of the B answers
+#: (the rest goes to the four reclassification rates). Measured: moving it to 0.1 changes the
+#: widths by under 5% either way, so the eight intervals share the level equally.
+BOX_CELL_SHARE = 0.5
+
+
+def _vertices(lo: FloatArray, hi: FloatArray) -> FloatArray:
+    """The 16 vertices of the box ``[lo, hi]`` over the last two axes (2, 2): (..., 16, 2, 2)."""
+    bits = (np.arange(16)[:, None] >> np.arange(4)[None, :]) & 1  # (16, 4)
+    lo4 = lo.reshape(lo.shape[:-2] + (1, 4))
+    hi4 = hi.reshape(hi.shape[:-2] + (1, 4))
+    out = np.where(bits.astype(bool), hi4, lo4)
+    return np.asarray(out.reshape(out.shape[:-1] + (2, 2)), dtype=np.float64)
+
+
+def _rate_range(q_lo: FloatArray, q_hi: FloatArray, w_lo: FloatArray, w_hi: FloatArray
+                ) -> tuple[FloatArray, FloatArray]:
+    r"""Range of :math:`r = \sum_{\hat g} q_{\hat g 1} w_{\hat g 1} / \sum_{\hat g, y}
+    q_{\hat g y} w_{\hat g y}` over the boxes of ``q`` and ``w`` (both (..., g_hat, y)).
+
+    ``r`` increases in ``w(., 1)`` and decreases in ``w(., 0)`` whatever ``q >= 0``, so its
+    extremes over ``w`` are two fixed corners; for a fixed ``w`` it is a ratio of linear
+    functions of ``q`` (positive denominator), whose extremes over a box lie at its vertices.
+    """
+    qv = _vertices(q_lo, q_hi)  # (..., 16, g_hat, y)
+
+    def at(w: FloatArray) -> FloatArray:
+        num = (qv[..., 1] * w[..., None, :, 1]).sum(axis=-1)
+        den = num + (qv[..., 0] * w[..., None, :, 0]).sum(axis=-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.asarray(num / den, dtype=np.float64)
+
+    w_max = np.stack([w_lo[..., 0], w_hi[..., 1]], axis=-1)  # (g_hat, y): low for y=0, high y=1
+    w_min = np.stack([w_hi[..., 0], w_lo[..., 1]], axis=-1)
+    r_hi = np.nanmax(np.where(np.isnan(at(w_max)), 1.0, at(w_max)), axis=-1)
+    r_lo = np.nanmin(np.where(np.isnan(at(w_min)), 0.0, at(w_min)), axis=-1)
+    return np.asarray(r_lo, dtype=np.float64), np.asarray(r_hi, dtype=np.float64)
+
+
+def _correction_box(u: npt.ArrayLike, v: npt.ArrayLike, confidence_level: float
+                    ) -> tuple[FloatArray, FloatArray]:
+    r"""The exact box interval ``(low, high)`` of the corrected DI, vectorised over leading axes.
+
+    Simultaneous Clopper-Pearson intervals (each at :math:`1 - \alpha / 8`, Bonferroni) for
+    the four reclassification rates :math:`v(u \mid \hat g, y)` (validated records of each
+    column :math:`(\hat g, y)`; an empty column gives ``[0, 1]``) and the four cells
+    :math:`q(\hat g, y)` of all B answers hold together with probability
+    :math:`\ge 1 - \alpha`; on that event both corrected rates lie in their ranges over the
+    box (:func:`_rate_range`: exact extremes) and :math:`\mu_B = r_u / r_p` lies in
+    ``[min r_u / max r_p, max r_u / min r_p]``. So the interval covers with probability
+    :math:`\ge` ``confidence_level`` at every sample size, rate and proxy error (differential
+    or not), given only that the validated records are a random subsample of the B records.
+    ``high`` is ``inf`` where the box lets the privileged group's rate reach 0.
+    """
+    from fairprobe.stats.exact import clopper_pearson_interval
+
+    uu = np.asarray(u, dtype=np.float64)
+    vv = np.asarray(v, dtype=np.float64)
+    v3 = vv.reshape(vv.shape[:-1] + (2, 2, 2))  # (g, g_hat, y)
+    col = v3.sum(axis=-3)
+    a = 1.0 - confidence_level
+    k_u = v3[..., 0, :, :]
+    wl, wh = clopper_pearson_interval(k_u, np.maximum(col, 1.0),
+                                      1.0 - a * (1.0 - BOX_CELL_SHARE) / 4)
+    wl = np.where(col > 0, wl, 0.0)
+    wh = np.where(col > 0, wh, 1.0)
+    cells = uu.reshape(uu.shape[:-1] + (2, 2)) + col
+    n = cells.sum(axis=(-2, -1))[..., None, None]
+    ql, qh = clopper_pearson_interval(cells, np.maximum(n, 1.0), 1.0 - a * BOX_CELL_SHARE / 4)
+    ru_lo, ru_hi = _rate_range(ql, qh, wl, wh)
+    rp_lo, rp_hi = _rate_range(ql, qh, 1.0 - wh, 1.0 - wl)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        low = np.where(rp_hi > 0, ru_lo / rp_hi, 0.0)
+        high = np.where(rp_lo > 0, ru_hi / rp_lo, np.inf)
+    return np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+
+
+def double_sampling_box(u: npt.ArrayLike, v: npt.ArrayLike, confidence_level: float = 0.95
+                        ) -> tuple[FloatArray, FloatArray]:
+    r"""The exact interval of the corrected DI: two exact intervals at :math:`1 - \alpha/2`,
+    intersected (Bonferroni: both cover together with probability :math:`\ge 1 - \alpha`).
+
+    * the correction box (:func:`_correction_box`), which uses every B answer through the
+      reclassification rates — tight when few records are checked among many;
+    * the exact ratio of the *checked* records' rates by true group
+      (:func:`fairprobe.stats.exact.box_ratio_interval`; the checks are a random subsample of
+      the B records with their true group known) — tight when most records are checked, where
+      the box's eight separate intervals lose the records' joint information.
+    """
+    from fairprobe.stats.exact import box_ratio_interval
+
+    half = 1.0 - (1.0 - confidence_level) / 2.0
+    b_lo, b_hi = _correction_box(u, v, half)
+    vv = np.asarray(v, dtype=np.float64)
+    v3 = vv.reshape(vv.shape[:-1] + (2, 2, 2))
+    pos = v3[..., 1].sum(axis=-1)  # (..., g): checked positives
+    tot = v3.sum(axis=(-2, -1))  # (..., g): checked records
+    ok = (tot > 0).all(axis=-1)
+    d_lo, d_hi = box_ratio_interval(pos[..., 0], np.maximum(tot[..., 0], 1.0), pos[..., 1],
+                                    np.maximum(tot[..., 1], 1.0), half)
+    d_lo = np.where(ok, d_lo, 0.0)
+    d_hi = np.where(ok, d_hi, np.inf)
+    return (np.asarray(np.maximum(b_lo, d_lo), dtype=np.float64),
+            np.asarray(np.minimum(b_hi, d_hi), dtype=np.float64))
+
+
 def double_sampling_interval(u: npt.ArrayLike, v: npt.ArrayLike, confidence_level: float = 0.95
                              ) -> tuple[FloatArray, FloatArray, FloatArray,
                                         npt.NDArray[np.bool_]]:
-    r"""``(estimate, low, high, thin)`` of the corrected DI, vectorised over leading axes.
+    r"""``(estimate, low, high, open_ended)`` of the corrected DI, vectorised over leading axes.
 
-    The delta interval :math:`\exp(\log\hat\mu_B \pm z\,\widehat{se})` where each true
-    group has at least :data:`MIN_CHECKED_POSITIVES` validated positives, else (``thin``)
-    ``[0, inf]``; never undefined (NaN only in ``estimate``, where a group has no estimated
-    positive).
+    The interval is the exact box (:func:`double_sampling_box`); ``open_ended`` marks the
+    audits where it has no finite upper bound (too few validated positives to keep the
+    privileged group's corrected rate away from 0). Never undefined (NaN only in ``estimate``,
+    where a group has no estimated positive).
     """
     lm = double_sampling_log_di(u, v)
-    se = double_sampling_se(u, v)
-    z = z_quantile(1.0 - confidence_level)
-    thin = checked_positives(v).min(axis=-1) < MIN_CHECKED_POSITIVES
-    ok = ~thin & np.isfinite(lm) & np.isfinite(se)
-    with np.errstate(invalid="ignore", over="ignore"):
-        lo = np.where(ok, np.exp(np.where(ok, lm - z * se, 0.0)), 0.0)
-        hi = np.where(ok, np.exp(np.where(ok, lm + z * se, 0.0)), np.inf)
+    lo, hi = double_sampling_box(u, v, confidence_level)
     with np.errstate(over="ignore", invalid="ignore"):
         est = np.where(np.isfinite(lm), np.exp(np.where(np.isfinite(lm), lm, 0.0)), np.nan)
-    return (np.asarray(est, dtype=np.float64), np.asarray(lo, dtype=np.float64),
-            np.asarray(hi, dtype=np.float64), np.asarray(thin | ~ok))
+    return (np.asarray(est, dtype=np.float64), lo, hi, np.asarray(~np.isfinite(hi)))
 
 
 def double_sampling_cells(
@@ -285,17 +382,18 @@ class CorrectedDI:
         )  # fmt: skip
         reason = None
         checked = self.counts.get("checked_positives")
-        if checked is not None and min(checked) < MIN_CHECKED_POSITIVES:
-            reason = (f"only {min(checked):g} checked record(s) of a group are positive (fewer "
-                      f"than {MIN_CHECKED_POSITIVES}): the correction's reclassification rates "
-                      "rest on them, so no interval is reported; more checks would decide it")
-        elif not math.isfinite(self.se_log):
+        if self.method == "double-sampling-exact-box" and not math.isfinite(self.high):
+            few = "" if checked is None else f" ({min(checked):g} checked positive(s) in a group)"
+            reason = ("the checked records cannot keep the privileged group's corrected positive "
+                      f"rate away from 0{few}: the interval has no upper bound; more checks "
+                      "would decide it")
+        elif self.method != "double-sampling-exact-box" and not math.isfinite(self.se_log):
             reason = "the corrected estimate through B is undefined (a group without positives)"
         return Finding(
             question=q, estimate=self.estimate, low=self.low, high=self.high,
             confidence_level=self.confidence_level, construction=self.method,
             coverage=self.coverage, reason=reason, counts=self.counts,
-            forced="undetermined" if reason else None,
+            forced="undetermined" if reason and self.method != "double-sampling-exact-box" else None,
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -338,7 +436,7 @@ def double_sampling_di(
     threshold: float = 0.8,
     groups: tuple[str, str] = ("unprivileged", "privileged"),
 ) -> CorrectedDI:
-    """The double-sampling corrected DI through B with its delta-method interval.
+    """The double-sampling corrected DI through B with its exact box interval.
 
     ``u``, ``v``: the count vectors of :func:`double_sampling_log_di` (e.g. from
     :func:`double_sampling_cells`). Raises :class:`~fairprobe.errors.DataError` without any
@@ -360,7 +458,7 @@ def double_sampling_di(
     est, lo, hi = float(e), float(lo_a), float(hi_a)
     return CorrectedDI(
         estimate=est, low=lo, high=hi, se_log=se,
-        confidence_level=lvl, method="double-sampling-delta", coverage="asymptotic",
+        confidence_level=lvl, method="double-sampling-exact-box", coverage="exact",
         groups=groups, threshold=threshold,
         counts={"unvalidated": uu.astype(int).tolist(), "validated": vv.astype(int).tolist(),
                 "checked_positives": checked_positives(vv).astype(int).tolist()},

@@ -77,6 +77,7 @@ def twosource_job(
     b_groups: str = "checks",
     rate_unprivileged: float = PLATFORM_RATE_FEMALE,
     rate_privileged: float = PLATFORM_RATE_MALE,
+    inference: str = "auto",
 ) -> Job:
     """Audit source A (the audit API) against source B (the user interface) through a proxy.
 
@@ -86,6 +87,9 @@ def twosource_job(
     follows the budget's regime (Appendix B, :func:`~fairprobe.twosource.run_budgeted_audit`).
     ``queries`` defaults to the bundled Adult test split with first names; ``proxy`` is a
     proxy spec (``name``, ``identity``, ``random``, ``learned``, ``mapping:PATH.json``).
+    ``inference`` is the rule B is assumed to infer the group with, on which the detectors'
+    honest rates rest: ``proxy`` (the proxy's own rule), a proxy spec, or ``auto`` (the proxy,
+    but the name rule for a ``learned`` proxy, whose classifier is not B's rule).
     Everything is checked before a query is paid.
 
     Returns
@@ -144,6 +148,7 @@ def twosource_job(
         px = proxy_from_spec(proxy, column=group_col)
     else:
         px = proxy_from_spec(proxy)
+    rule = inference_rule(inference, proxy, px, pool, group_col)
     cache_path = None if cache is None else Path(cache)
     if cache_path is not None:
         cache_path.parent.mkdir(parents=True, exist_ok=True)
@@ -160,6 +165,7 @@ def twosource_job(
                 group_column=group_col, privileged=privileged, alpha=alpha,
                 threshold=threshold, null=null, detectors=dets, seed=seed,
                 api_columns=split_names(api_cols), ui_columns=split_names(ui_cols),
+                inference=rule,
             )  # fmt: skip
         else:
             result = run_two_source_audit(
@@ -167,6 +173,7 @@ def twosource_job(
                 group_column=group_col, privileged=privileged, api_columns=split_names(api_cols),
                 ui_columns=split_names(ui_cols), alpha=alpha, threshold=threshold, p_phi=p_phi,
                 null=null, detectors=dets, batch_size=batch_size, seed=seed, progress=progress,
+                inference=rule,
             )  # fmt: skip
     source = "adult:test" if queries is None else (
         "DataFrame" if isinstance(queries, pd.DataFrame) else str(queries))
@@ -178,6 +185,33 @@ def twosource_job(
                "cache": None if cache_path is None else str(cache_path)},
     )
     return Job("twosource", result, prov)
+
+
+def inference_rule(spec: str, proxy_spec: str, proxy: Any, pool: pd.DataFrame,
+                   group_col: str) -> Any:
+    """The rule B is assumed to infer the group with (``--inference``), or None: the proxy's."""
+    from fairprobe.twosource import proxy_from_spec
+
+    s = str(spec).strip().lower() if not str(spec).startswith("mapping:") else str(spec)
+    if s == "proxy":
+        return None  # run_two_source_audit refuses a learned proxy here, saying why
+    if s == "auto":
+        if proxy_spec != "learned":
+            return None
+        if "first_name" not in pool.columns:
+            raise InvalidParameterError(
+                "--proxy learned: the detectors' honest rates need the rule B uses to infer the "
+                "group, and the learned classifier is not it (its errors are not B's); the pool "
+                "has no first_name column for the name rule. Give --inference (name, identity, "
+                "mapping:PATH.json) for the rule B uses.")
+        s = "name"
+    if s == "learned":
+        raise InvalidParameterError(
+            "--inference learned: a classifier fitted by the auditor is not the rule B uses to "
+            "infer the group; give name, identity, mapping:PATH.json or proxy.")
+    if s == "identity":
+        return proxy_from_spec(s, column=group_col)
+    return proxy_from_spec(s)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from fairprobe.twosource.audit import (
     TwoSourceResult,
     _ask,
     _counts,
+    inference_note,
     source_columns,
     two_groups,
 )
@@ -39,7 +40,13 @@ from fairprobe.twosource.correction import (
     matrix_corrected_di,
 )
 from fairprobe.twosource.detectors import DETECTORS, PairedEvidence, make_detector
-from fairprobe.twosource.proxies import Proxy, ProxyAccuracy
+from fairprobe.twosource.proxies import (
+    Proxy,
+    ProxyAccuracy,
+    honest_consistency,
+    resolve_inference,
+    true_group_probabilities,
+)
 from fairprobe.twosource.theory import Allocation, flip_fraction, gamma_max
 
 __all__ = ["B_GROUPS", "run_budgeted_audit", "run_large_regime_audit", "thompson_for"]
@@ -98,13 +105,14 @@ def run_large_regime_audit(
     proxy_accuracy: ProxyAccuracy | None = None,
     detectors: Sequence[str] = ("conditional", "consistency", "di"),
     seed: int = 0,
+    inference: Proxy | None = None,
 ) -> TwoSourceResult:
     r"""The large-regime audit: DI from B corrected for the proxy, A only for checks.
 
     Parameters
     ----------
     api, ui, queries, proxy, group_column, privileged, api_columns, ui_columns, alpha,
-    threshold, null, proxy_accuracy, detectors, seed
+    threshold, null, proxy_accuracy, detectors, seed, inference
         As in :func:`~fairprobe.twosource.audit.run_two_source_audit`.
     budget : int
         Total queries: B queries plus checks (A queries on records already asked of B).
@@ -153,8 +161,12 @@ def run_large_regime_audit(
     true_groups, unprivileged = two_groups(pool, group_column, privileged, proxy)
     if t > pool.shape[0]:
         raise BudgetError(f"The query pool holds {pool.shape[0]} records; the budget is {t}.")
+    rule = resolve_inference(proxy, inference, owner)
     acc = proxy.accuracy(pool, true_groups) if proxy_accuracy is None else proxy_accuracy
-    pp = acc.p_agree if null == "agree" else acc.p_phi
+    if null == "agree":
+        pp = acc.p_agree if rule is proxy else honest_consistency(proxy, rule, pool, true_groups)
+    else:
+        pp = acc.p_phi
     alpha_each = a_lvl / len(dets)
 
     ss = np.random.SeedSequence(seed)
@@ -163,9 +175,12 @@ def run_large_regime_audit(
     proxy_seed = int(rng_proxy.integers(2**63 - 1))
     probs = proxy.probabilities(pool.iloc[order[:t]])
     draws = proxy.draw(probs, seed=proxy_seed)  # the auditor's proxy group of each B record
-    p_true = np.zeros(t)
-    for j, g in enumerate(proxy.groups):
-        p_true = np.where(true_groups[order[:t]] == g, probs[:, j], p_true)
+    if rule is proxy:  # P(B's inference = true group): the conditional detector's null
+        p_true = np.zeros(t)
+        for j, g in enumerate(proxy.groups):
+            p_true = np.where(true_groups[order[:t]] == g, probs[:, j], p_true)
+    else:
+        p_true = true_group_probabilities(rule, pool.iloc[order[:t]], true_groups[order[:t]])
 
     dec_b = np.full(t, np.nan)
     dec_a = np.full(t, np.nan)
@@ -243,6 +258,7 @@ def run_large_regime_audit(
     verdict = "manipulated" if any(o.detected for o in outcomes) else finding.verdict
     au, ap = per_group_accuracy(acc, unprivileged, privileged)
     extra = {
+        "inference": inference_note(proxy, rule),
         "regime": "large",
         "source_of_estimate": "B",
         "di_b_corrected": corrected.to_dict(),
@@ -280,6 +296,7 @@ def run_budgeted_audit(
     proxy_accuracy: ProxyAccuracy | None = None,
     detectors: Sequence[str] = ("conditional", "consistency", "di"),
     seed: int = 0,
+    inference: Proxy | None = None,
     **audit_kwargs: Any,
 ) -> TwoSourceResult:
     """Follow the regime of ``budget`` for a DI margin ``epsilon`` (module docstring).
@@ -307,7 +324,7 @@ def run_budgeted_audit(
     )  # fmt: skip
     common: dict[str, Any] = dict(group_column=group_column, privileged=privileged, alpha=alpha,
                   threshold=threshold, null=null, proxy_accuracy=acc, detectors=detectors,
-                  seed=seed)  # fmt: skip
+                  seed=seed, inference=inference)  # fmt: skip
     rec = plan.recommended
     if plan.regime == "pareto":
         res = run_two_source_audit(api, ui, pool, proxy, budget=budget,
@@ -316,7 +333,12 @@ def run_budgeted_audit(
     else:
         pol: BudgetPolicy
         if policy == "thompson":
-            pp = acc.p_agree if null == "agree" else acc.p_phi
+            rule = resolve_inference(proxy, inference, owner)
+            if null == "agree":
+                pp = (acc.p_agree if rule is proxy
+                      else honest_consistency(proxy, rule, pool, true_groups))
+            else:
+                pp = acc.p_phi
             pol = thompson_for(pp, (rates[0], rates[1], share_u), seed=seed, threshold=threshold)
         else:
             pol = FixedSplit(int(rec["t_fraud"]))

@@ -43,9 +43,12 @@ __all__ = [
     "Proxy",
     "ProxyAccuracy",
     "RandomProxy",
+    "honest_consistency",
     "make_proxy",
     "proxy_from_spec",
     "register_proxy",
+    "resolve_inference",
+    "true_group_probabilities",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -484,3 +487,56 @@ def proxy_from_spec(spec: str, **kwargs: Any) -> Proxy:
         )
     factory: Callable[..., Proxy] = PROXIES[check_choice(spec, "proxy", "twosource", list(PROXIES))]
     return factory(**kwargs)
+
+
+def resolve_inference(proxy: Proxy, inference: Proxy | None, owner: str) -> Proxy:
+    """The rule the detectors assume B uses to infer the group: ``inference``, else ``proxy``.
+
+    The detectors' honest mismatch rates are the chances that *B's own* inference misses the
+    true group. Taking them from the auditor's proxy is right only when the proxy is B's rule
+    (Section 5.1's assumption). A learned classifier is the auditor's estimate of the group, not
+    the platform's rule: its errors differ from B's, and depend on the decision (on the bundled
+    platform an honest audit was flagged manipulated in most runs when its probabilities set
+    the null), so it is refused without an explicit ``inference`` rule.
+    """
+    if inference is not None:
+        if not isinstance(inference, Proxy):
+            raise InvalidParameterError(
+                f"The 'inference' parameter of {owner} must be a fairprobe.twosource Proxy (the "
+                f"rule B uses to infer the group). Got {type(inference).__name__} instead."
+            )
+        return inference
+    if isinstance(proxy, LearnedProxy):
+        raise InvalidParameterError(
+            f"{owner}: the learned proxy is the auditor's estimate of the group, not the rule B "
+            "uses to infer it, so its probabilities cannot set the detectors' honest rates (its "
+            "errors depend on the decision, and an honest platform would be flagged "
+            "manipulated). Give the rule B uses as the 'inference' parameter (e.g. "
+            "NameProxy(), the paper's Section 5.1 rule; CLI: --inference name)."
+        )
+    return proxy
+
+
+def true_group_probabilities(rule: Proxy, records: pd.DataFrame,
+                             true_groups: npt.ArrayLike) -> FloatArray:
+    """``P(rule(x_B) = g_i)`` per record: the chance the rule lands on the true group."""
+    g = np.asarray(true_groups, dtype=object)
+    p = rule.probabilities(records)
+    out = np.zeros(len(records))
+    for j, grp in enumerate(rule.groups):
+        out = np.where(g == grp, p[:, j], out)
+    return np.asarray(out, dtype=np.float64)
+
+
+def honest_consistency(proxy: Proxy, inference: Proxy, records: pd.DataFrame,
+                       true_groups: npt.ArrayLike) -> float:
+    r"""Lower bound of the chance that an honest pair is consistent, averaged over ``records``.
+
+    A pair is surely consistent when the auditor's draw of ``proxy`` and B's inference with
+    ``inference`` both land on the true group; the two draws are independent (the auditor's
+    coin is her own), so the bound is :math:`\frac1n\sum_i p_i r_i`. With ``inference`` the
+    proxy itself it is :attr:`ProxyAccuracy.p_agree`.
+    """
+    p = true_group_probabilities(proxy, records, true_groups)
+    r = p if inference is proxy else true_group_probabilities(inference, records, true_groups)
+    return float(np.mean(p * r))
