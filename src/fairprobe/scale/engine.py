@@ -180,6 +180,9 @@ def count(source: Any, spec: CountSpec, *, engine: str = "auto", scheduler: Any 
     """
     src = resolve_source(source, files)
     name = engine_name(engine)
+    # what is recorded as counted is what the files were before the pass; a file that grows or
+    # changes during it is refused, so rows appended meanwhile are never marked as counted
+    before = src.describe()
     if name == "duckdb":
         table, checks = _duckdb_counts(src, spec, [spec.group_cols], threads, memory_limit)[0]
     elif name == "pandas":
@@ -189,7 +192,17 @@ def count(source: Any, spec: CountSpec, *, engine: str = "auto", scheduler: Any 
         table, checks = _dask_counts(src, spec, scheduler)
     _raise_on_checks(checks, spec)
     _check_keys(table, spec)
-    return GroupCounts(spec, table, tuple(src.describe()))
+    _unchanged(src, before)
+    return GroupCounts(spec, table, tuple(before))
+
+
+def _unchanged(src: Source, before: list[dict[str, Any]]) -> None:
+    """Refuse a count during which a file changed (its size or modification time moved)."""
+    for was, now in zip(before, src.describe(), strict=True):
+        if was != now:
+            raise DataError(f"{Path(was['path']).name} changed while it was being counted "
+                            f"({was['size']} -> {now['size']} bytes): rerun when writes to it "
+                            "have finished; nothing was recorded.")
 
 
 def count_grouping_sets(source: Any, spec: CountSpec, sets: Sequence[Sequence[str]], *,
