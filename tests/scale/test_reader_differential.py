@@ -13,7 +13,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-
 import pandas as pd
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
