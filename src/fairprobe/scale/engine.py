@@ -74,11 +74,14 @@ class Source:
     name: str = "frame"
 
     def describe(self) -> list[dict[str, Any]]:
-        """``path``, ``size`` and ``mtime_ns`` of every file (what a rerun compares)."""
+        """``path``, ``size``, ``mtime_ns``, ``dev`` and ``ino`` of every file (what a rerun
+        compares)."""
         out = []
         for f in self.files:
             st = f.stat()
-            out.append({"path": str(f), "size": st.st_size, "mtime_ns": st.st_mtime_ns})
+            # device and inode identify the file whatever its name (a renamed or linked file)
+            out.append({"path": str(f), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                        "dev": st.st_dev, "ino": st.st_ino})
         return out
 
 
