@@ -149,3 +149,13 @@ def test_group_labels_stay_as_written(tmp_path: Path, client: object) -> None:
     (tmp_path / "l.csv").write_text("g,p\nyes,1\nno,0\n02134,1\n")
     got = same_everywhere(str(tmp_path / "l.csv"), CountSpec(("g",), "p"), client)
     assert [r[0] for r in got] == ["02134", "no", "yes"]  # type: ignore[union-attr]
+
+
+def test_bounded_labels_windows_and_times(tmp_path: Path) -> None:
+    pd.DataFrame({"g": ["x" * 5000, "b"], "p": [1, 0]}).to_parquet(tmp_path / "big.parquet")
+    with pytest.raises(DataError, match="5,000 characters"):
+        count(str(tmp_path / "big.parquet"), CountSpec(("g",), "p"), engine="duckdb")
+    from fairprobe.scale.counts import window_width
+
+    with pytest.raises(DataError, match="wider than 100 years"):
+        window_width("100000W")

@@ -35,7 +35,12 @@ from typing import Any
 
 from fairprobe.errors import DataError
 
-__all__ = ["RESERVED_PREFIX", "check_headers", "check_names", "duckdb_paths", "unique_files"]
+__all__ = ["MAX_LABEL_CHARS", "RESERVED_PREFIX", "check_headers", "check_labels", "check_names",
+           "duckdb_paths", "unique_files"]
+
+#: The longest group label (characters): a longer value is not a group's name, and every
+#: surface that prints it would grow with it.
+MAX_LABEL_CHARS = 1000
 
 #: Columns the engines create for themselves are named with this prefix.
 RESERVED_PREFIX = "__fp_"
@@ -60,6 +65,19 @@ def check_names(group_cols: Sequence[str], role_cols: Sequence[str | None]) -> N
             raise DataError(f"--group-col {c!r} has the name of a column of fairprobe's counts "
                             "(n, sp, st, stp, s1, s2, window, sw*, sq*, sc*): rename the column "
                             f"(e.g. {c}_group) and pass the new name.")
+
+
+def check_labels(table: Any, group_cols: Sequence[str]) -> None:
+    """Refuse a group value longer than :data:`MAX_LABEL_CHARS` (one line naming the column)."""
+    for c in group_cols:
+        col = table[c]
+        if col.dtype != object and str(col.dtype) not in ("string", "str"):
+            continue
+        lengths = col.astype(str).str.len()
+        if len(lengths) and int(lengths.max()) > MAX_LABEL_CHARS:
+            raise DataError(f"--group-col {c!r} holds a value of {int(lengths.max()):,} "
+                            f"characters (at most {MAX_LABEL_CHARS:,}): that is not a group's "
+                            "name; check the column.")
 
 
 def unique_files(paths: Sequence[Path]) -> list[Path]:

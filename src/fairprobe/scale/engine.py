@@ -195,6 +195,9 @@ def count(source: Any, spec: CountSpec, *, engine: str = "auto", scheduler: Any 
         table, checks = _dask_counts(src, spec, scheduler)
     _raise_on_checks(checks, spec)
     _check_keys(table, spec)
+    from fairprobe.scale.contract import check_labels
+
+    check_labels(table, spec.group_cols)
     _unchanged(src, before)
     return GroupCounts(spec, table, tuple(before))
 
