@@ -162,3 +162,11 @@ def test_more_queries_hint_for_many_groups_is_a_closed_form_in_constant_memory()
     assert time.perf_counter() - t < 1.0
     assert got is not None and got["budget"] > 20000 and "closed form" in got["method"]
     assert got["target"] == "unfair"
+
+
+def test_a_plan_over_too_many_groups_is_one_clear_error() -> None:
+    from fairprobe.errors import InvalidParameterError
+    from fairprobe.stats.plan import plan_audit_budget
+
+    with pytest.raises(InvalidParameterError, match="more than the planner simulates"):
+        plan_audit_budget("dp", 0.05, {f"g{i}": 1.0 for i in range(5000)})

@@ -192,6 +192,10 @@ def plan_audit_budget(
         raise InvalidParameterError("plan: --group-shares needs at least two groups with "
                                     "shares > 0, e.g. 'a=0.5,b=0.3,c=0.2'.")
     sh = sh / sh.sum()
+    if sh.size > _PLAN_MAX_GROUPS:  # the simulation holds reps x groups x pairs numbers
+        raise InvalidParameterError(
+            f"plan: {sh.size:,} groups is more than the planner simulates ({_PLAN_MAX_GROUPS:,}); "
+            "plan for the groups the question compares (e.g. a coarser --group-col).")
     if not 0.0 < power < 1.0:
         raise InvalidParameterError(f"plan: --power must be in (0, 1); got {power!r}.")
     if not 0.0 < base_rate < 1.0 or not 0.0 < label_rate <= 1.0:
@@ -246,6 +250,9 @@ def plan_audit_budget(
                      confidence_level=float(confidence_level), reps=int(reps), seed=int(seed),
                      curve=curve)
 
+
+#: The most groups a plan simulates (memory grows with groups x pairs).
+_PLAN_MAX_GROUPS = 100
 
 #: Metrics of :class:`~fairprobe.stats.frame.GroupSummary` the planner models.
 _PLANNED = {"demographic_parity_difference": "dp", "disparate_impact_ratio": "di",
