@@ -87,15 +87,16 @@ class _Capped(io.RawIOBase):
         return n
 
 
-def _read_csv(p: Path, name: str, sep: str, what: str) -> pd.DataFrame:
+def _read_csv(p: Path, name: str, sep: str, what: str,
+              dtype: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """``pd.read_csv`` of a plain file, or of a compressed one through :class:`_Capped`."""
-    opener = _decompressor(name)
+    opener = _decompressor(name)  # (pandas ignores dtype entries of columns a file lacks)
     if opener is None:
-        return pd.read_csv(p, sep=sep)
+        return pd.read_csv(p, sep=sep, dtype=dtype)
     cap = max_table_bytes()
     with opener(p) as fh:
         return pd.read_csv(io.BufferedReader(_Capped(fh, cap, _too_large(what, p.name, cap))),
-                           sep=sep)
+                           sep=sep, dtype=dtype)
 
 
 def _decompressor(name: str) -> Any:
@@ -191,8 +192,12 @@ def _check_header(p: Path, sep: str, what: str) -> None:
         seen.add(n)
 
 
-def read_table(path: str | os.PathLike[str], what: str = "Table file") -> pd.DataFrame:
+def read_table(path: str | os.PathLike[str], what: str = "Table file",
+               dtype: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """Read a CSV (optionally compressed; ``.tsv`` tab-separated) or Parquet file.
+
+    ``dtype`` (CSV only) maps columns to the types pandas reads them as (the counting engines
+    read group columns as text).
 
     Raises :class:`~fairprobe.errors.DataError` in one line when the file does not exist, has
     another suffix, is empty or cannot be parsed; ``what`` names the file in the message.
@@ -210,7 +215,7 @@ def read_table(path: str | os.PathLike[str], what: str = "Table file") -> pd.Dat
         if name.endswith(_CSV_SUFFIXES):
             sep = "\t" if name.endswith(".tsv") else ","
             _check_size(p, name, what)
-            df = _read_csv(p, name, sep, what)
+            df = _read_csv(p, name, sep, what, dtype)
             _check_header(p, sep, what)
             return df
     except FairprobeError:

@@ -205,3 +205,23 @@ def test_a_proxy_in_the_environment_is_not_used_for_loopback(hostile: str, free_
     assert decisions(hj(hostile, "ok")) == HONEST
     with pytest.raises(TransientAccessError):  # asked for: the (dead) proxy is used
         hj(hostile, "ok", proxy_loopback=True).ask(RECORDS)
+
+
+@pytest.mark.parametrize("value", ["", " ", "NaN", "nan", "null", "N/A"])
+def test_empty_and_nan_text_is_unparsed_never_negative(value: str) -> None:
+    with pytest.raises(AnswerParseError, match="no label"):
+        parse_decision(value, [">50K"], None)
+
+
+def test_a_batch_matching_no_positive_value_is_refused_naming_the_key() -> None:
+    from fairprobe.access.servers import KServeV2Config, _decisions
+    from fairprobe.errors import ConfigError
+
+    c = KServeV2Config(kind="kserve-v2", url="http://127.0.0.1:1", model="m",
+                       positive_values=[">50K"])
+    with pytest.raises(ConfigError, match="positive_values"):
+        _decisions([">50k", "<=50k", "<=50k"], c, "m")
+    assert _decisions([">50K", "<=50K"], c, "m").tolist() == [1, 0]
+    declared = KServeV2Config(kind="kserve-v2", url="http://127.0.0.1:1", model="m",
+                              positive_values=[">50K"], negative_values=["<=50K"])
+    assert _decisions(["<=50K", "<=50K"], declared, "m").tolist() == [0, 0]

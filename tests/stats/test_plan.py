@@ -148,3 +148,25 @@ def test_terminal_prints_how_many_more_queries() -> None:
     s = res.summaries()["demographic_parity_difference"]
     assert s.verdict == "undetermined" and s.more_queries is not None
     assert f"about {s.more_queries['more']:,} more queries" in buf.getvalue()
+
+
+def test_more_queries_hint_for_many_groups_is_a_closed_form_in_constant_memory() -> None:
+    import time
+
+    from fairprobe.stats.plan import queries_to_decide
+
+    shares = {f"g{i}": 1.0 + (i % 7) for i in range(1000)}
+    t = time.perf_counter()
+    got = queries_to_decide("demographic_parity_difference", 0.05, 0.3, shares, base_rate=0.3,
+                            queried=20000)
+    assert time.perf_counter() - t < 1.0
+    assert got is not None and got["budget"] > 20000 and "closed form" in got["method"]
+    assert got["target"] == "unfair"
+
+
+def test_a_plan_over_too_many_groups_is_one_clear_error() -> None:
+    from fairprobe.errors import InvalidParameterError
+    from fairprobe.stats.plan import plan_audit_budget
+
+    with pytest.raises(InvalidParameterError, match="more than the planner simulates"):
+        plan_audit_budget("dp", 0.05, {f"g{i}": 1.0 for i in range(5000)})

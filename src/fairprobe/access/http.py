@@ -815,6 +815,9 @@ def parse_decision(v: Any, positive_values: Sequence[Any] | None,
     """
     if v is None:
         raise AnswerParseError("the decision is null.")
+    if isinstance(v, str) and v.strip().lower() in ("", "nan", "null", "none", "na", "n/a"):
+        # a model that could not decide writes no label: unusable, never a negative
+        raise AnswerParseError(f"the decision is {v!r}: no label.")
     kind = _value_kind(v)
     if positive_values is not None:
         if kind is not None and v in positive_values:

@@ -238,6 +238,18 @@ def _decisions(values: Sequence[Any], c: ServedModelConfig, where: str) -> npt.N
                 hint = (f" (set positive_values = [{json.dumps(v)}] in the backend config if that "
                         "label is the positive one)")
             raise AnswerParseError(f"{where} answer {i}: {exc}{hint}") from None
+    if (c.positive_values is not None and c.negative_values is None and len(values) > 1
+            and not out.any()):
+        # labels that never match (">50k" against ">50K", True against "1") would otherwise
+        # all read as negatives and a one-sided model would look fair
+        from fairprobe.errors import ConfigError
+
+        shown = ", ".join(json.dumps(v) for v in dict.fromkeys(map(str, values[:50])))[:120]
+        raise ConfigError(
+            f"{where}: none of {len(values)} answers matches positive_values "
+            f"{list(c.positive_values)} (answers: {shown}): check the spelling and case of "
+            "positive_values in the backend config, or list the other labels in "
+            "negative_values.")
     return out
 
 

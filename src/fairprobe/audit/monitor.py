@@ -109,6 +109,8 @@ def monitor_job(
         t_now = pd.Timestamp.now("UTC").tz_localize(None) if now is None else pd.Timestamp(now)
     except ValueError:
         raise InvalidParameterError(f"--now {now!r} is not an ISO time.") from None
+    if t_now.tzinfo is not None:  # windows are in UTC (zoned log times are converted too)
+        t_now = t_now.tz_convert("UTC").tz_localize(None)
     st = MonitorState.load_or_new(state, spec)
     ref = st.refresh(predictions, now=t_now, engine=engine)
     st.save(state)

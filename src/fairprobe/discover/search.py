@@ -13,6 +13,7 @@ totals minus the subgroup's. No Python loop runs over subgroups.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -327,8 +328,9 @@ def _engine_counts(data: Any, features: tuple[str, ...], sets: list[tuple[str, .
     src = resolve_source(data)
     cols = [*features, y_pred] + ([y_true] if y_true is not None else [])
     con = _duckdb_connect(None, None)
+    stack = contextlib.ExitStack()
     try:
-        rel = _from_sql(con, src)
+        rel = _from_sql(con, src, stack)
         types = _column_types(con, rel, src)
         missing = [c for c in cols if c not in types]
         if missing:
@@ -337,6 +339,7 @@ def _engine_counts(data: Any, features: tuple[str, ...], sets: list[tuple[str, .
         edges, cards = _sql_bins(con, rel, features, types, bins)
     finally:
         con.close()
+        stack.close()
     spec = CountSpec(group_cols=features, y_pred=y_pred, y_true=y_true, pos_label=pos_label)
     blocks = _blocks(sets, cards)
     got = count_grouping_sets(data, spec, blocks,

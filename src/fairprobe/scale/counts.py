@@ -96,8 +96,15 @@ def window_width(window: str) -> pd.Timedelta:
     m = re.fullmatch(r"\s*(\d+)\s*([HhDdWw])\s*", str(window))
     if m is None or int(m.group(1)) == 0:
         raise DataError(f"--window {window!r} is not a width such as 1D, 7D, 30D, 12H or 2W.")
-    hours = {"h": 1, "d": 24, "w": 168}[m.group(2).lower()]
-    return pd.Timedelta(hours=int(m.group(1)) * hours)
+    hours = {"h": 1, "d": 24, "w": 168}[m.group(2).lower()] * int(m.group(1))
+    if hours > _MAX_WINDOW_HOURS:  # wider than any log; pandas' timestamps end in 2262
+        raise DataError(f"--window {window!r} is wider than 100 years: give a width such as "
+                        "1D, 7D, 30D, 12H or 2W.")
+    return pd.Timedelta(hours=hours)
+
+
+#: The widest window (100 years, in hours).
+_MAX_WINDOW_HOURS = 100 * 366 * 24
 
 
 def sum_columns(spec: CountSpec) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ input fails in one line without a second read. Why DuckDB rather than Polars: ``
 
 from __future__ import annotations
 
+import contextlib
 import glob as _glob
 import os
 import re
@@ -29,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from fairprobe.errors import DataError, InvalidParameterError
+from fairprobe.scale.contract import RESERVED_PREFIX
 from fairprobe.scale.counts import (
     WINDOW,
     CountSpec,
@@ -72,11 +74,14 @@ class Source:
     name: str = "frame"
 
     def describe(self) -> list[dict[str, Any]]:
-        """``path``, ``size`` and ``mtime_ns`` of every file (what a rerun compares)."""
+        """``path``, ``size``, ``mtime_ns``, ``dev`` and ``ino`` of every file (what a rerun
+        compares)."""
         out = []
         for f in self.files:
             st = f.stat()
-            out.append({"path": str(f), "size": st.st_size, "mtime_ns": st.st_mtime_ns})
+            # device and inode identify the file whatever its name (a renamed or linked file)
+            out.append({"path": str(f), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                        "dev": st.st_dev, "ino": st.st_ino})
         return out
 
 
@@ -93,7 +98,7 @@ def list_files(source: str | os.PathLike[str]) -> list[Path]:
     """The data files of a file, a directory (every Parquet/CSV file below it) or a glob."""
     s = str(source)
     p = Path(s)
-    if p.is_file():
+    if p.is_file():  # a file that exists is read as named, glob characters and all
         return [p.resolve()]
     if os.path.lexists(p) and not p.is_dir():
         # a FIFO (which would block), a device or a socket: the table reader's one check
@@ -109,7 +114,9 @@ def list_files(source: str | os.PathLike[str]) -> list[Path]:
         raise DataError(f"--predictions {s!r} is not a file, a directory or a glob that exists.")
     if not found:
         raise DataError(f"--predictions {s!r} holds no .parquet or .csv file.")
-    return sorted(q.resolve() for q in found)
+    from fairprobe.scale.contract import unique_files
+
+    return unique_files(found)
 
 
 def resolve_source(source: Any, files: Sequence[Path] | None = None) -> Source:
@@ -122,8 +129,12 @@ def resolve_source(source: Any, files: Sequence[Path] | None = None) -> Source:
             raise DataError(f"{bad.name} must end in .parquet or .csv (.csv.gz, .tsv).")
         if len(fmts) > 1:
             raise DataError(f"{source} mixes Parquet and CSV files: keep one format per source.")
-        return Source(files=tuple(paths), fmt=str(fmts.pop()) if fmts else "parquet",
-                      name=str(source))
+        from fairprobe.scale.contract import check_headers, unique_files
+
+        fmt = str(fmts.pop()) if fmts else "parquet"
+        paths = unique_files(paths)
+        check_headers(paths, fmt)
+        return Source(files=tuple(paths), fmt=fmt, name=str(source))
     if isinstance(source, pd.DataFrame):
         return Source(frame=source)
     mod = type(source).__module__.split(".")[0]
@@ -172,16 +183,32 @@ def count(source: Any, spec: CountSpec, *, engine: str = "auto", scheduler: Any 
     """
     src = resolve_source(source, files)
     name = engine_name(engine)
+    # what is recorded as counted is what the files were before the pass; a file that grows or
+    # changes during it is refused, so rows appended meanwhile are never marked as counted
+    before = src.describe()
     if name == "duckdb":
         table, checks = _duckdb_counts(src, spec, [spec.group_cols], threads, memory_limit)[0]
     elif name == "pandas":
-        table, checks = _pandas_partial(_to_pandas(src), spec)
+        table, checks = _pandas_partial(_to_pandas(src, spec.group_cols), spec)
         table = combine_tables([table], spec)
     else:
         table, checks = _dask_counts(src, spec, scheduler)
     _raise_on_checks(checks, spec)
     _check_keys(table, spec)
-    return GroupCounts(spec, table, tuple(src.describe()))
+    from fairprobe.scale.contract import check_labels
+
+    check_labels(table, spec.group_cols)
+    _unchanged(src, before)
+    return GroupCounts(spec, table, tuple(before))
+
+
+def _unchanged(src: Source, before: list[dict[str, Any]]) -> None:
+    """Refuse a count during which a file changed (its size or modification time moved)."""
+    for was, now in zip(before, src.describe(), strict=True):
+        if was != now:
+            raise DataError(f"{Path(was['path']).name} changed while it was being counted "
+                            f"({was['size']} -> {now['size']} bytes): rerun when writes to it "
+                            "have finished; nothing was recorded.")
 
 
 def count_grouping_sets(source: Any, spec: CountSpec, sets: Sequence[Sequence[str]], *,
@@ -224,8 +251,10 @@ def _label_mode(kind: str, pos_label: Any) -> str:
     kind (``bool``, ``number``, ``other``), as ``fairprobe.stats.frame._binary_labels``."""
     numeric_pos = isinstance(pos_label, int | float | np.number) and not isinstance(pos_label,
                                                                                      bool)
-    if kind == "bool":
-        return "bool"
+    if kind == "bool":  # 0 (or False) as --pos-label names False as the positive value
+        flips = (pos_label is not None and not isinstance(pos_label, str)
+                 and bool(pos_label == 0))
+        return "boolneg" if flips else "bool"
     if kind == "number":
         return "label" if pos_label is not None and numeric_pos else "01"
     return "label"
@@ -301,6 +330,16 @@ def _merge_checks(parts: Sequence[dict[str, dict[str, Any]]]) -> dict[str, dict[
 
 # --- DuckDB ----------------------------------------------------------------------------------
 
+#: The engines' own column names, in the reserved namespace (no user column can take them).
+_P, _T, _S, _W = (f"{RESERVED_PREFIX}{x}" for x in ("p", "t", "s", "w"))
+
+
+def _contract_names(spec: CountSpec, group_cols: Sequence[str]) -> None:
+    from fairprobe.scale.contract import check_names
+
+    check_names(group_cols, [spec.y_pred, spec.y_true, spec.score, spec.weight, spec.time_col])
+
+
 def _q(name: str) -> str:
     return '"' + str(name).replace('"', '""') + '"'
 
@@ -333,15 +372,25 @@ def _duckdb_connect(threads: int | None, memory_limit: str | None) -> Any:
     return con
 
 
-def _from_sql(con: Any, src: Source) -> str:
+def _from_sql(con: Any, src: Source, stack: contextlib.ExitStack[Any],
+              text_cols: Sequence[str] = ()) -> str:
+    """The relation of ``src`` for DuckDB, read by the reader contract
+    (:mod:`fairprobe.scale.contract`): literal paths (``stack`` keeps the links of paths with
+    glob characters alive), and a CSV's ``text_cols`` (the group columns) read as text."""
     if src.frame is not None:
         con.register("fp_rows", src.frame)
         return "fp_rows"
-    files = "[" + ", ".join(_lit(str(f)) for f in src.files) + "]"
+    from fairprobe.scale.contract import duckdb_paths
+
+    paths = stack.enter_context(duckdb_paths(src.files))
+    files = "[" + ", ".join(_lit(p) for p in paths) + "]"
     if src.fmt == "parquet":
         return f"read_parquet({files}, union_by_name = true)"
     tsv = all(f.name.lower().endswith(".tsv") for f in src.files)
-    return f"read_csv({files}, union_by_name = true, header = true" + (
+    types = ""
+    if text_cols:
+        types = ", types = {" + ", ".join(f"{_lit(c)}: 'VARCHAR'" for c in text_cols) + "}"
+    return f"read_csv({files}, union_by_name = true, header = true{types}" + (
         ", delim = '\\t')" if tsv else ")")
 
 
@@ -362,10 +411,13 @@ def _duckdb_counts(src: Source, spec: CountSpec, sets: Sequence[tuple[str, ...]]
                    ) -> list[tuple[pd.DataFrame, dict[str, dict[str, Any]]]]:
     """One query; per grouping set its sorted counts table and input checks."""
     con = _duckdb_connect(threads, memory_limit)
+    stack = contextlib.ExitStack()
     try:
-        rel = _from_sql(con, src)
-        types = _column_types(con, rel, src)
         group_union = list(dict.fromkeys(c for s in sets for c in s))
+        _contract_names(spec, group_union)
+        rel = _from_sql(con, src, stack, [c for c in group_union
+                                          if not (group_exprs or {}).get(c)])
+        types = _column_types(con, rel, src)
         _check_columns(spec, group_union, list(types), src.name)
         inner, aggs, params = _duckdb_exprs(spec, types)
         keys = ([WINDOW] if spec.window is not None else []) + group_union
@@ -389,6 +441,7 @@ def _duckdb_counts(src: Source, spec: CountSpec, sets: Sequence[tuple[str, ...]]
             raise DataError(f"cannot count {src.name}: {first}") from None
     finally:
         con.close()
+        stack.close()
     out = []
     for s in sets:
         part = res
@@ -418,18 +471,24 @@ def _duckdb_exprs(spec: CountSpec, types: dict[str, str]
     aggs = ["count(*) AS n"]
     params: dict[str, Any] = {}
     checks: list[str] = []
-    for role, alias in (("y_pred", "p"), ("y_true", "t")):
+    for role, alias in (("y_pred", _P), ("y_true", _T)):
         col = getattr(spec, role)
         if col is None:
             continue
         c = _q(col)
-        r = f"r_{role}"  # the raw column, for the checks (the aggregate sees the projection)
+        # the raw column, for the checks (the aggregate sees the projection)
+        r = f"{RESERVED_PREFIX}r_{role}"
         inner.append(f"{c} AS {r}")
         mode = _label_mode(_duck_kind(types[col]), spec.pos_label)
         # checks as cheap aggregates: nulls from count(), 0/1 from min/max (integer columns)
-        checks.append(f"count(*) - count({r}) AS fpc_{role}_nulls")
+        nan = (f" + count(*) FILTER (WHERE isnan(CAST({r} AS DOUBLE)))"
+               if _duck_kind(types[col]) == "number" and not re.match(
+                   r"^U?(TINY|SMALL|BIG|HUGE)?INT", types[col].upper()) else "")
+        checks.append(f"count(*) - count({r}){nan} AS fpc_{role}_nulls")
         if mode == "bool":
             inner.append(f"CAST({c} AS INTEGER) AS {alias}")
+        elif mode == "boolneg":
+            inner.append(f"CAST(NOT {c} AS INTEGER) AS {alias}")
         elif mode == "01":
             inner.append(f"CAST({c} = 1 AS INTEGER) AS {alias}")
             checks += [f"min({r}) AS fpc_{role}_min", f"max({r}) AS fpc_{role}_max"]
@@ -448,25 +507,27 @@ def _duckdb_exprs(spec: CountSpec, types: dict[str, str]
                 checks.append(f"min({rv}) FILTER (WHERE {rv} <> $pos) AS fpc_{role}_omin")
                 checks.append(f"max({rv}) FILTER (WHERE {rv} <> $pos) AS fpc_{role}_omax")
         checks.append(f"'{mode}' AS fpc_{role}_mode")
-    sums = {"sp": "p", "st": "t", "stp": "p * t"}
+    sums = {"sp": _P, "st": _T, "stp": f"{_P} * {_T}"}
     for name in ("sp", "st", "stp"):
         if name in sum_columns(spec):
             aggs.append(f"CAST(sum({sums[name]}) AS BIGINT) AS {name}")
     if spec.weight is not None:
         c = _q(spec.weight)
-        inner.append(f"CAST({c} AS DOUBLE) AS w")
-        checks += ["count(*) - count(w) AS fpc_weight_nulls", "min(w) AS fpc_weight_min",
-                   "max(w) AS fpc_weight_max"]
+        inner.append(f"CAST({c} AS DOUBLE) AS {_W}")
+        checks += [f"count(*) - count({_W}) + count(*) FILTER (WHERE isnan({_W}) OR "
+                   f"isinf({_W})) AS fpc_weight_nulls", f"min({_W}) AS fpc_weight_min",
+                   f"max({_W}) AS fpc_weight_max"]
         cells = weight_cells(spec)
-        for pre, w in (("sw", "w"), ("sq", "w * w"), ("sc", "w * w * w")):
+        for pre, w in (("sw", _W), ("sq", f"{_W} * {_W}"), ("sc", f"{_W} * {_W} * {_W}")):
             for suffix, pv, tv in cells:
                 aggs.append(f"fsum({w} * {_cell_sql(pv, tv)}) AS {pre}{suffix}")
     if spec.score is not None:
         c = _q(spec.score)
-        inner.append(f"CAST({c} AS DOUBLE) AS s")
-        aggs += ["fsum(s) AS s1", "fsum(s * s) AS s2"]
-        checks += ["count(*) - count(s) AS fpc_score_nulls", "min(s) AS fpc_score_min",
-                   "max(s) AS fpc_score_max"]
+        inner.append(f"CAST({c} AS DOUBLE) AS {_S}")
+        aggs += [f"fsum({_S}) AS s1", f"fsum({_S} * {_S}) AS s2"]
+        checks += [f"count(*) - count({_S}) + count(*) FILTER (WHERE isnan({_S}) OR "
+                   f"isinf({_S})) AS fpc_score_nulls", f"min({_S}) AS fpc_score_min",
+                   f"max({_S}) AS fpc_score_max"]
     if spec.window is not None:
         assert spec.time_col is not None
         width = window_width(spec.window)
@@ -483,8 +544,8 @@ def _duckdb_exprs(spec: CountSpec, types: dict[str, str]
 
 def _cell_sql(pv: int, tv: int | None) -> str:
     """The 0/1 indicator of a (y_pred, y_true) cell, as a product (exact for 0/1 values)."""
-    p = "p" if pv else "(1 - p)"
-    return p if tv is None else f"{p} * {'t' if tv else '(1 - t)'}"
+    p = _P if pv else f"(1 - {_P})"
+    return p if tv is None else f"{p} * {_T if tv else f'(1 - {_T})'}"
 
 
 def _checks_from(res: pd.DataFrame, spec: CountSpec, types: dict[str, str]
@@ -526,12 +587,15 @@ def _check_columns(spec: CountSpec, group_cols: Sequence[str], have: Sequence[st
 
 # --- pandas (and Dask partitions) ------------------------------------------------------------
 
-def _to_pandas(src: Source) -> pd.DataFrame:
+def _to_pandas(src: Source, text_cols: Sequence[str] = ()) -> pd.DataFrame:
+    """The rows of ``src`` in memory; a CSV's ``text_cols`` (the group columns) read as text, as
+    DuckDB reads them (the reader contract)."""
     if src.frame is not None:
         return src.frame if isinstance(src.frame, pd.DataFrame) else src.frame.to_pandas()
     from fairprobe._io import read_table
 
-    frames = [read_table(f, "Predictions file") for f in src.files]
+    dtype = {c: str for c in text_cols} if src.fmt == "csv" else None
+    frames = [read_table(f, "Predictions file", dtype=dtype) for f in src.files]
     return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
@@ -550,6 +614,8 @@ def _pd_labels(s: pd.Series, pos_label: Any, mode_out: dict[str, Any]
     mode_out.update(mode=mode, nulls=int(null.sum()))
     if mode == "bool":
         return s.fillna(False).to_numpy(dtype=np.int64)
+    if mode == "boolneg":
+        return (~s.fillna(True).astype(bool)).to_numpy(dtype=np.int64)
     if mode == "01":
         v = s.to_numpy(dtype=np.float64, na_value=np.nan)
         mode_out["bad"] = int(((v != 0) & (v != 1) & ~null).sum())
@@ -571,6 +637,11 @@ def _pd_labels(s: pd.Series, pos_label: Any, mode_out: dict[str, Any]
 def _pandas_partial(df: pd.DataFrame, spec: CountSpec
                     ) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
     """The counts table (unsorted, unmerged) and checks of one in-memory frame."""
+    _contract_names(spec, spec.group_cols)
+    if df.columns.duplicated().any():
+        dup = str(df.columns[df.columns.duplicated()][0])
+        raise DataError(f"the predictions name the column {dup!r} twice; rename one (columns "
+                        "are read by name).")
     _check_columns(spec, spec.group_cols, [str(c) for c in df.columns], "the predictions")
     checks: dict[str, dict[str, Any]] = {}
     cols: dict[str, Any] = {}
@@ -633,12 +704,17 @@ def _dask_counts(src: Source, spec: CountSpec, scheduler: Any
     dd = import_optional("dask.dataframe", extra="scale", feature="--engine dask")
     distributed = import_optional("distributed", extra="scale", feature="--engine dask")
     if src.frame is not None:
-        pdf = _to_pandas(src)
+        pdf = _to_pandas(src, spec.group_cols)
         ddf = dd.from_pandas(pdf, npartitions=max(1, min(8, len(pdf) // 100_000 or 1)))
-    elif src.fmt == "parquet":
-        ddf = dd.read_parquet([str(f) for f in src.files])
-    else:
-        ddf = dd.read_csv([str(f) for f in src.files])
+    else:  # literal paths, as DuckDB reads them (fsspec would expand glob characters)
+        from fairprobe.scale.contract import duckdb_paths
+
+        links = contextlib.ExitStack()
+        paths = links.enter_context(duckdb_paths(src.files))
+        if src.fmt == "parquet":
+            ddf = dd.read_parquet(paths)
+        else:
+            ddf = dd.read_csv(paths, dtype={c: str for c in spec.group_cols})
     tasks = [dask.delayed(_pandas_partial)(part, spec) for part in ddf.to_delayed()]
     own = None
     client = scheduler
@@ -659,6 +735,8 @@ def _dask_counts(src: Source, spec: CountSpec, scheduler: Any
             client.close()
         if own is not None:
             own.close()
+        if src.frame is None:
+            links.close()
     table = combine_tables([t for t, _ in parts], spec)
     return table, _merge_checks([c for _, c in parts])
 
@@ -670,19 +748,22 @@ def per_instance_rows(source: Any, spec: CountSpec, engine: str = "auto"
     src = resolve_source(source)
     if engine_name(engine) == "duckdb":
         con = _duckdb_connect(None, None)
+        stack = contextlib.ExitStack()
         try:
-            rel = _from_sql(con, src)
+            _contract_names(spec, spec.group_cols)
+            rel = _from_sql(con, src, stack, spec.group_cols)
             types = _column_types(con, rel, src)
             inner, _, params = _duckdb_exprs(spec, types)
-            keep = [x for x in inner if x.endswith((" AS p", " AS t"))]
+            keep = [x for x in inner if x.endswith((f" AS {_P}", f" AS {_T}"))]
             df = con.execute(f"SELECT {', '.join(keep + [_q(c) for c in spec.group_cols])} "
                              f"FROM {rel}", params).df()
         finally:
             con.close()
-        p = df["p"].to_numpy(dtype=np.int64)
-        t = None if spec.y_true is None else df["t"].to_numpy(dtype=np.int64)
+            stack.close()
+        p = df[_P].to_numpy(dtype=np.int64)
+        t = None if spec.y_true is None else df[_T].to_numpy(dtype=np.int64)
         return p, df[list(spec.group_cols)], t
-    pdf = _to_pandas(src)
+    pdf = _to_pandas(src, spec.group_cols)
     p = _pd_labels(pdf[spec.y_pred], spec.pos_label, {})
     t = None if spec.y_true is None else _pd_labels(pdf[spec.y_true], spec.pos_label, {})
     return p, pdf[list(spec.group_cols)], t

@@ -9,10 +9,17 @@ A daily job reruns the monitor on a growing directory. The state keeps
   A window is looked at once, when it has closed (its end is at most ``now``); rows that arrive
   later for a sealed window enter the audit's counts but not the monitor's, whose e-values are
   fixed once computed (a supermartingale cannot revise its past).
+
+Integrity: the state names the directory it describes (a state used for another source is
+refused), each file is known by its device and inode as well as its path (a counted file renamed
+is not counted again; one whose size or time changed is refused), and the saved document carries
+the SHA-256 of its content, checked on load (an edited state is refused). The digest detects
+edits and corruption; it is not a secret key, so it does not stop someone who recomputes it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -53,6 +60,7 @@ class MonitorState:
     counts: GroupCounts | None = None
     sealed: GroupCounts | None = None
     order: list[pd.Timestamp] = field(default_factory=list)
+    source: str | None = None
 
     def __post_init__(self) -> None:
         if self.spec.window is None:
@@ -64,11 +72,18 @@ class MonitorState:
         from fairprobe.scale.engine import count, list_files
 
         out = Refresh()
-        known = {s["path"]: s for s in (self.counts.sources if self.counts else ())}
+        here = _source_key(source)
+        if self.source is not None and here is not None and self.source != here:
+            raise DataError(f"--state describes {self.source}, not {here}: use the state of "
+                            "this source, or a new --state.")
+        self.source = here if self.source is None else self.source
+        counted = self.counts.sources if self.counts else ()
+        known = {s["path"]: s for s in counted}
+        by_inode = {(s["dev"], s["ino"]): s for s in counted if "ino" in s}
         new = []
         for f in list_files(source):
             st = f.stat()
-            old = known.get(str(f))
+            old = by_inode.get((st.st_dev, st.st_ino)) or known.get(str(f))
             if old is None:
                 new.append(f)
             elif (old["size"], old["mtime_ns"]) != (st.st_size, st.st_mtime_ns):
@@ -100,10 +115,11 @@ class MonitorState:
 
     # --- saving ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": STATE_SCHEMA, "spec": self.spec.to_dict(),
+        body = {"schema": STATE_SCHEMA, "spec": self.spec.to_dict(), "source": self.source,
                 "counts": None if self.counts is None else self.counts.to_dict(),
                 "sealed": None if self.sealed is None else self.sealed.to_dict(),
                 "order": [w.isoformat() for w in self.order]}
+        return {**body, "digest": _digest(body)}
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         from fairprobe._io import write_file
@@ -122,6 +138,10 @@ class MonitorState:
             raise DataError(f"cannot read --state {p.name}: {exc}") from None
         if not isinstance(doc, dict) or doc.get("schema") != STATE_SCHEMA:
             raise DataError(f"--state {p.name} is not a fairprobe monitor state.")
+        digest = doc.pop("digest", None)
+        if digest != _digest(doc):
+            raise DataError(f"--state {p.name} does not match its digest: it was edited or "
+                            "damaged; restore it, or start a new --state.")
         saved = CountSpec.from_dict(doc["spec"])
         if saved != spec:
             raise DataError(f"--state {p.name} counts other columns ({saved.to_dict()}): use a "
@@ -129,4 +149,17 @@ class MonitorState:
         return cls(spec,
                    None if doc["counts"] is None else GroupCounts.from_dict(doc["counts"]),
                    None if doc["sealed"] is None else GroupCounts.from_dict(doc["sealed"]),
-                   [pd.Timestamp(w) for w in doc["order"]])
+                   [pd.Timestamp(w) for w in doc["order"]], doc.get("source"))
+
+
+def _digest(body: dict[str, Any]) -> str:
+    """SHA-256 of the state's canonical JSON (sorted keys, no spaces)."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"),
+                                     default=str).encode()).hexdigest()
+
+
+def _source_key(source: Any) -> str | None:
+    """The monitored source as the state records it: its resolved path (None for a frame)."""
+    if isinstance(source, str | os.PathLike):
+        return str(Path(source).resolve())
+    return None
