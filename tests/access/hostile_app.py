@@ -130,6 +130,8 @@ async def http_json(kind: str, request: Request) -> Any:
     auth = request.headers.get("authorization", "")
     if kind == "big":
         return {**ok, "pad": " " * 5_000_000}
+    if kind == "deep":  # nested deeper than Python's JSON parser recurses
+        return Response(b"[" * 100_000 + b"]" * 100_000, media_type="application/json")
     if kind == "gzipbomb":
         global _BOMB
         if _BOMB is None:

@@ -128,6 +128,11 @@ def test_a_large_body_is_refused(hostile: str) -> None:
     assert decisions(hj(hostile, "big", max_response_bytes_per_record=2_000_000)) == HONEST
 
 
+def test_json_nested_too_deeply_is_an_unusable_answer(hostile: str) -> None:
+    with pytest.raises(AnswerParseError, match="nested too deeply"):
+        hj(hostile, "deep", max_response_bytes_per_record=1_000_000).ask(RECORDS)
+
+
 def test_a_gzip_bomb_is_refused_without_expanding_it(hostile: str) -> None:
     import resource
 

@@ -159,3 +159,12 @@ def test_bounded_labels_windows_and_times(tmp_path: Path) -> None:
 
     with pytest.raises(DataError, match="wider than 100 years"):
         window_width("100000W")
+
+
+def test_a_file_with_too_many_columns_is_one_line(tmp_path: Path) -> None:
+    from fairprobe.scale.contract import MAX_COLUMNS
+
+    cols = ["g", "p", *[f"c{i}" for i in range(MAX_COLUMNS)]]
+    (tmp_path / "wide.csv").write_text(",".join(cols) + "\n" + ",".join(["a", "1"] + ["0"] * MAX_COLUMNS) + "\n")
+    with pytest.raises(DataError, match="columns .at most"):
+        count(str(tmp_path / "wide.csv"), CountSpec(("g",), "p"), engine="duckdb")

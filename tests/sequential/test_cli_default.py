@@ -53,9 +53,11 @@ def test_default_test_writes_queries_outcomes_and_the_figure_data(
     ex = d["example_path"]
     assert len(ex["statistic_upper"]) == ex["queries"]
     assert len(ex["pairs"]["cs_low"]) == len(ex["pairs"]["cs_high"]) > 0
-    # piped: one summary line with the outcome shares and the mean queries
+    # piped: the summary line with the outcome shares and the mean queries, then the closing
+    # lines every command ends with (the finding, then the verdict the exit code gates on)
     lines = [ln for ln in stdout.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "mean queries" in lines[0] and "violation" in lines[0]
+    assert "mean queries" in lines[0] and "violation" in lines[0]
+    assert lines[-1].startswith("verdict: ")
 
 
 def test_test_choices_are_listed_and_case_insensitive(

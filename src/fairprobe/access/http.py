@@ -165,7 +165,7 @@ def _error_text(content: bytes, n: int = 160) -> str:
     text = content.decode("utf-8", errors="replace")
     try:
         data = json.loads(content)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return _short(text, n)
     if isinstance(data, Mapping):
         err = data.get("error", data.get("detail"))
@@ -435,6 +435,10 @@ class HttpTransport:
                 "final URL (config key url).", status)
         try:
             return json.loads(content)
+        except RecursionError:  # a body nested deeper than Python's parser goes
+            raise AnswerParseError(
+                f"{method} {url} answered with JSON nested too deeply to be an answer."
+            ) from None
         except (json.JSONDecodeError, UnicodeDecodeError):
             text = content.decode("utf-8", errors="replace")
             raise AnswerParseError(

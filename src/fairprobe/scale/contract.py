@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,6 +42,9 @@ __all__ = ["MAX_LABEL_CHARS", "RESERVED_PREFIX", "check_headers", "check_labels"
 #: The longest group label (characters): a longer value is not a group's name, and every
 #: surface that prints it would grow with it.
 MAX_LABEL_CHARS = 1000
+
+#: The most columns a counted file may have.
+MAX_COLUMNS = 10_000
 
 #: Columns the engines create for themselves are named with this prefix.
 RESERVED_PREFIX = "__fp_"
@@ -105,10 +109,15 @@ def check_headers(files: Sequence[Path], fmt: str) -> None:
         else:
             from fairprobe._io import _check_header
 
-            _check_header(f, "\t" if f.name.lower().endswith(".tsv") else ",",
-                          "Predictions file")
-            continue
-        dup = sorted({n for n in names if names.count(n) > 1})
+            sep = "\t" if f.name.lower().endswith(".tsv") else ","
+            _check_header(f, sep, "Predictions file")
+            import pandas as pd
+
+            names = list(pd.read_csv(f, sep=sep, nrows=0).columns)
+        if len(names) > MAX_COLUMNS:  # describing them alone would take a minute
+            raise DataError(f"Predictions file {f.name} has {len(names):,} columns (at most "
+                            f"{MAX_COLUMNS:,}): write the columns the audit uses to a file.")
+        dup = sorted(n for n, k in Counter(names).items() if k > 1)
         if dup:
             raise DataError(f"Predictions file {f.name} names the column {dup[0]!r} twice; "
                             "rename one (columns are read by name).")
