@@ -305,9 +305,8 @@ def _check_keys(table: pd.DataFrame, spec: CountSpec) -> None:
             if k == WINDOW:
                 raise DataError(f"{_role(spec, 'time_col')} holds {k_rows} missing value(s): "
                                 "drop those rows or fill them.")
-            raise DataError(f"The column {k!r} that defines the groups (--group-col, or a "
-                            f"--features column) holds {k_rows} missing value(s) (NaN/None): "
-                            "drop or label those rows first.")
+            raise DataError(f"The sensitive column {k!r} holds {k_rows} missing value(s) "
+                            "(NaN/None): drop or label those rows first.")
 
 
 def _merge_checks(parts: Sequence[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
