@@ -91,17 +91,18 @@ def rate_sums(table: Any, rate: str) -> tuple[npt.NDArray[np.float64], npt.NDArr
 
 
 def pair_z(k: npt.NDArray[np.float64], n: npt.NDArray[np.int64], *, kind: str, bound: float,
-           min_group_size: int = 1) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_],
-                                             list[tuple[int, int]]]:
-    """Standardised evidence ``z`` of every ordered pair in every window.
+           min_group_size: int = 1, pairs: npt.NDArray[np.int64] | None = None
+           ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_], list[tuple[int, int]]]:
+    """Standardised evidence ``z`` of every ordered pair (or of ``pairs``, an ``(P, 2)`` array
+    of group indices) in every window.
 
     ``k, n`` have shape ``(..., T, G)`` (sums and sizes per window and group); returns ``z`` of
     shape ``(..., T, P)``, the mask of windows where the pair bets, and the ``P`` pairs.
     """
     g = n.shape[-1]
-    pairs = [(i, j) for i in range(g) for j in range(g) if i != j]
-    ii = np.array([p[0] for p in pairs], dtype=np.int64)
-    jj = np.array([p[1] for p in pairs], dtype=np.int64)
+    if pairs is None:
+        pairs = _ordered_pairs(g, 0, g * (g - 1))
+    ii, jj = pairs[:, 0], pairs[:, 1]
     nn = np.asarray(n, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(nn > 0, k / np.maximum(nn, 1), 0.0)
@@ -112,7 +113,22 @@ def pair_z(k: npt.NDArray[np.float64], n: npt.NDArray[np.int64], *, kind: str, b
         d = a * p[..., ii] - p[..., jj] - (bound if kind == "difference" else 0.0)
         sigma = np.sqrt(a * a / (4 * ni) + 1 / (4 * nj))
         z = np.where(ok, d / sigma, 0.0)
-    return z, ok, pairs
+    return z, ok, [(int(a), int(b)) for a, b in pairs]
+
+
+def _ordered_pairs(g: int, start: int, stop: int) -> npt.NDArray[np.int64]:
+    """Ordered pairs ``start..stop-1`` of ``g`` groups, in the order ``(0,1), (0,2), ...,
+    (1,0), (1,2), ...`` (row ``i``, then every ``j != i``), computed from their index."""
+    idx = np.arange(start, stop, dtype=np.int64)
+    i = idx // (g - 1)
+    r = idx % (g - 1)
+    j = r + (r >= i)
+    return np.stack([i, j], axis=1)
+
+
+#: Pairs evaluated at once: memory stays bounded whatever the number of groups (1,500 groups
+#: have 2.2 million ordered pairs a rate).
+_PAIR_CHUNK = 20_000
 
 
 def log_wealth(z: npt.NDArray[np.float64], ok: npt.NDArray[np.bool_], *, lookback: int = 3,
@@ -242,28 +258,35 @@ def monitor_counts(sealed: Any, metric: str, *, alpha: float = 0.05, tolerance: 
                              None, [], g * (g - 1) * len(rates), labels)
     ti = np.array([widx[pd.Timestamp(w)] for w in tab[WINDOW]])
     gi = np.array([pos[tuple(r)] for r in tab[cols].itertuples(index=False, name=None)])
-    zs, oks, who = [], [], []
-    for r in rates:
+    n_pairs = g * (g - 1)
+    m = n_pairs * len(rates)
+    top = np.full(t_len, -np.inf)
+    best = np.zeros(t_len, dtype=np.int64)  # index of the pair with the largest wealth
+    for ri, r in enumerate(rates):
         k_r, n_r = rate_sums(tab, r)
         k = np.zeros((t_len, g))
         n = np.zeros((t_len, g), dtype=np.int64)
         np.add.at(k, (ti, gi), k_r)
         np.add.at(n, (ti, gi), n_r)
-        z, ok, pairs = pair_z(k, n, kind=kind, bound=bound, min_group_size=min_group_size)
-        zs.append(z)
-        oks.append(ok)
-        who += [[labels[i], labels[j], r] for i, j in pairs]
-    z_all, ok_all = np.concatenate(zs, axis=-1), np.concatenate(oks, axis=-1)
-    m = z_all.shape[-1]
-    log_m, _ = log_wealth(z_all, ok_all)
+        # the pairs' wealths are independent: a chunk at a time, keeping each window's maximum
+        for start in range(0, n_pairs, _PAIR_CHUNK):
+            chunk = _ordered_pairs(g, start, min(n_pairs, start + _PAIR_CHUNK))
+            z, ok, _ = pair_z(k, n, kind=kind, bound=bound, min_group_size=min_group_size,
+                              pairs=chunk)
+            log_m, _ = log_wealth(z, ok)
+            c_top, c_arg = log_m.max(axis=-1), log_m.argmax(axis=-1)
+            upd = c_top > top
+            top[upd] = c_top[upd]
+            best[upd] = ri * n_pairs + start + c_arg[upd]
     line = math.log(m / alpha)
-    top = log_m.max(axis=-1)
     crossed = np.flatnonzero(top >= line)
     alarm = alarm_pair = None
     if crossed.size:
         t0 = int(crossed[0])
         alarm = pd.Timestamp(wins[t0]).isoformat()
-        alarm_pair = who[int(np.argmax(log_m[t0]))]
+        ri, pi = divmod(int(best[t0]), n_pairs)
+        i, j = _ordered_pairs(g, pi, pi + 1)[0]
+        alarm_pair = [labels[int(i)], labels[int(j)], rates[ri]]
     return MonitorResult(name, kind, bound, alpha,
                          [pd.Timestamp(w).isoformat() for w in wins],
                          [float(x) for x in top], line, alarm, alarm_pair or [], m, labels)
