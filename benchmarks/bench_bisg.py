@@ -1,6 +1,7 @@
 """Benchmark of BISG proxy audits: 1e5 and 1e6 rows end to end, median of 3.
 
 Run: ``.venv/bin/python benchmarks/bench_bisg.py [--sizes 1e5,1e6] [--repeats 3] [--json OUT]``
+(the figures quoted in the README: ``--json experiments/results/bisg/bench.json``)
 
 Data: applicants drawn from the census tables (``fairprobe.bisg.simulate.draw_population``,
 seed 0, the ``place`` design), written once as CSV to a temporary folder. Each measurement runs
