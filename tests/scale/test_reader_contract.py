@@ -168,3 +168,21 @@ def test_a_file_with_too_many_columns_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "wide.csv").write_text(",".join(cols) + "\n" + ",".join(["a", "1"] + ["0"] * MAX_COLUMNS) + "\n")
     with pytest.raises(DataError, match="columns .at most"):
         count(str(tmp_path / "wide.csv"), CountSpec(("g",), "p"), engine="duckdb")
+
+
+def test_rows_appended_while_counting_are_refused_not_marked_counted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fairprobe.scale import engine
+
+    path = tmp_path / "log.csv"
+    path.write_text("g,p\n" + "a,1\nb,0\n" * 50)
+    real = engine._pandas_partial
+
+    def append_during_the_pass(df: pd.DataFrame, spec: CountSpec) -> object:
+        with path.open("a") as fh:  # a writer appends while the rows are being counted
+            fh.write("a,1\n" * 10)
+        return real(df, spec)
+
+    monkeypatch.setattr(engine, "_pandas_partial", append_during_the_pass)
+    with pytest.raises(DataError, match="changed while it was being counted"):
+        count(str(path), CountSpec(("g",), "p"), engine="pandas")
