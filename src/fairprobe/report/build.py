@@ -348,7 +348,7 @@ def _question_table(sections: Sequence[Section]) -> tuple[list[dict[str, Any]], 
     """One row per finding offered to the headline, numbered by question: the section it is in,
     its finding at its own level, whether it is counted, the level it was recomputed at and
     its verdict there, and the question's combined verdict."""
-    from fairprobe.report.verdict import finding_text
+    from fairprobe.report.verdict import finding_text, interval_text
     from fairprobe.stats.headline import combine
 
     pairs = [(s, e) for s in sections if s.counts and s.kind not in _NOT_VERDICTS
@@ -369,6 +369,7 @@ def _question_table(sections: Sequence[Section]) -> tuple[list[dict[str, Any]], 
             "anchor": sec.anchor,
             "source": sec.source,
             "own": finding_text(f) if f is not None else (e.label or e.verdict or "no finding"),
+            "own_interval": interval_text(f) if f is not None else "",
             "own_verdict": f.verdict if f is not None else (e.verdict or "undetermined"),
             "counted": c.status,
             "why": c.why,

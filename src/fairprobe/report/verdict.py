@@ -63,11 +63,19 @@ def finding_text(f: Finding) -> str:
 
     The one rendering of a finding's verdict word, estimate and interval.
     """
-    if f.forced is not None and math.isinf(f.low) and math.isinf(f.high):
+    interval = interval_text(f)
+    if not interval:
         return f"{f.verdict}: {where_text(f)}"
-    est = "" if math.isnan(f.estimate) else f" {_num(f.estimate)}"
-    return (f"{f.verdict},{est} [{_num(f.low)}, {_num(f.high)}] at "
-            f"{f.confidence_level:.0%}: {where_text(f)}")
+    return f"{f.verdict}, {interval}: {where_text(f)}"
+
+
+def interval_text(f: Finding) -> str:
+    """``0.0312 [0.01, 0.06] at 95%``: the estimate and interval of :func:`finding_text`, for
+    tables that show the verdict beside it (empty when a forced verdict has no interval)."""
+    if f.forced is not None and math.isinf(f.low) and math.isinf(f.high):
+        return ""
+    est = "" if math.isnan(f.estimate) else f"{_num(f.estimate)} "
+    return f"{est}[{_num(f.low)}, {_num(f.high)}] at {f.confidence_level:.0%}"
 
 
 def section_line(section: Any) -> str:
