@@ -85,8 +85,18 @@ def test_windows_are_the_same_in_every_engine(tmp_path: Path) -> None:
     b = count(df, spec, engine="pandas")
     pd.testing.assert_frame_equal(a.table, b.table, check_dtype=False)
     starts = a.windows()
-    assert all((w - pd.Timestamp("1970-01-01")) % pd.Timedelta("3D") == pd.Timedelta(0)
-               for w in starts)
+    first = pd.Timestamp(df["ts"].min()).normalize()
+    assert starts[0] == first and a.spec.window_origin == first.isoformat()
+    assert all((w - first) % pd.Timedelta("3D") == pd.Timedelta(0) for w in starts)
+    # an explicit origin is kept, and a window holds exactly the rows in [start, start + 3D)
+    fixed = CountSpec(group_cols=("sex",), y_pred="p", time_col="ts", window="3D",
+                      window_origin="1970-01-01")
+    e = count(df, fixed, engine="pandas")
+    assert e.spec.window_origin == "1970-01-01T00:00:00"
+    for w in e.windows():
+        assert (w - pd.Timestamp("1970-01-01")) % pd.Timedelta("3D") == pd.Timedelta(0)
+        inside = (df["ts"] >= w) & (df["ts"] < w + pd.Timedelta("3D"))
+        assert e.window(w).n_rows == int(inside.sum())
     # zoned timestamps fall in their UTC window in every engine, whatever the machine's zone
     zoned = df.assign(ts=df["ts"].dt.tz_localize("UTC").dt.tz_convert("Asia/Tokyo"))
     zoned.to_parquet(tmp_path / "z.parquet", index=False)

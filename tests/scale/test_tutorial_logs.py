@@ -52,7 +52,8 @@ def test_the_log_audit_section_runs_as_written(tmp_path: Path) -> None:
     assert audit["queried"] == 90 * 3000 and "per_instance" not in audit
     assert (t / "logs-audit.json").stat().st_size < 200_000
     weekly = json.loads((t / "weekly.json").read_text())
-    assert len(weekly["windows"]) == 14  # 90 days over 7-day windows from 1970-01-01
+    assert len(weekly["windows"]) == 13  # 90 days over 7-day windows from the first day
+    assert weekly["windows"][0]["start"] == "2024-01-01T00:00:00"
     mon = json.loads((t / "monitor.json").read_text())["monitor"]
     alarm = mon["demographic_parity_difference"]["alarm"]
     assert alarm is not None and "2024-03-01" <= alarm <= "2024-03-15", alarm

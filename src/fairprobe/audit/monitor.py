@@ -54,6 +54,7 @@ def monitor_job(
     time_col: str,
     state: str | os.PathLike[str],
     window: str = "1D",
+    window_origin: str | None = None,
     y_true_col: str | None = None,
     score_col: str | None = None,
     metrics: Sequence[str] = ("dp",),
@@ -104,7 +105,7 @@ def monitor_job(
     cols = (split_names(group_col) or []) if isinstance(group_col, str) else list(group_col)
     spec = prediction_spec(y_pred_col=y_pred_col, group_col=cols, y_true_col=y_true_col,
                            score_col=score_col, pos_label=pos_label, time_col=time_col,
-                           window=window)
+                           window=window, window_origin=window_origin)
     try:
         t_now = pd.Timestamp.now("UTC").tz_localize(None) if now is None else pd.Timestamp(now)
     except ValueError:

@@ -61,6 +61,7 @@ def audit_predictions(
     scheduler: Any = None,
     time_col: str | None = None,
     window: str | None = None,
+    window_origin: str | None = None,
 ) -> Any:
     """Audit a table of predictions: every group (or intersection) on every metric.
 
@@ -99,6 +100,9 @@ def audit_predictions(
     time_col, window : str, optional
         Count per time window too (``window`` such as ``"1D"``, ``"7D"``): the result's
         ``counts`` then hold one table per window (:func:`fairprobe.scale.timeseries.window_findings`).
+    window_origin : str, optional
+        Windows start at ``window_origin + k * width`` (default: midnight UTC of the data's
+        first day).
 
     Returns
     -------
@@ -120,7 +124,7 @@ def audit_predictions(
             pos_label=pos_label, seed=seed, min_group_size=min_group_size, reference=reference,
             tolerance=tolerance, threshold=threshold, confidence_level=confidence_level,
             method=method, backend=backend, engine=engine, scheduler=scheduler,
-            time_col=time_col, window=window)
+            time_col=time_col, window=window, window_origin=window_origin)
     if time_col is not None or window is not None:
         raise DataError("--time-col/--window count every row: drop --budget.")
     if not isinstance(df, pd.DataFrame):
@@ -186,14 +190,16 @@ def audit_predictions(
 def prediction_spec(*, y_pred_col: str, group_col: str | Sequence[str],
                     y_true_col: str | None = None, score_col: str | None = None,
                     sample_weight_col: str | None = None, pos_label: Any = None,
-                    time_col: str | None = None, window: str | None = None) -> Any:
+                    time_col: str | None = None, window: str | None = None,
+                    window_origin: str | None = None) -> Any:
     """The :class:`~fairprobe.scale.CountSpec` of a predictions audit's columns."""
     from fairprobe.audit.run import _group_columns
     from fairprobe.scale import CountSpec
 
     return CountSpec(group_cols=tuple(_group_columns(group_col)), y_pred=y_pred_col,
                      y_true=y_true_col, score=score_col, weight=sample_weight_col,
-                     pos_label=pos_label, time_col=time_col, window=window)
+                     pos_label=pos_label, time_col=time_col, window=window,
+                     window_origin=window_origin)
 
 
 def _audit_counts(source: Any, *, y_pred_col: str, group_col: str | Sequence[str],
@@ -201,14 +207,16 @@ def _audit_counts(source: Any, *, y_pred_col: str, group_col: str | Sequence[str
                   sample_weight_col: str | None, pos_label: Any, seed: int,
                   min_group_size: int, reference: Any, tolerance: float | None,
                   threshold: float | None, confidence_level: float, method: str, backend: str,
-                  engine: str, scheduler: Any, time_col: str | None, window: str | None) -> Any:
+                  engine: str, scheduler: Any, time_col: str | None, window: str | None,
+                  window_origin: str | None = None) -> Any:
     """Every row counted by the engine; the audit built from the counts."""
     from fairprobe.audit.run import GroupAudit, check_group_audit
     from fairprobe.scale import count
 
     spec = prediction_spec(y_pred_col=y_pred_col, group_col=group_col, y_true_col=y_true_col,
                            score_col=score_col, sample_weight_col=sample_weight_col,
-                           pos_label=pos_label, time_col=time_col, window=window)
+                           pos_label=pos_label, time_col=time_col, window=window,
+                           window_origin=window_origin)
     # the parameters are checked before the (possibly long) pass over the rows
     cols, names, _ = check_group_audit(
         pd.DataFrame(columns=[*spec.group_cols, y_pred_col, *([y_true_col] if y_true_col else [])]),

@@ -169,6 +169,7 @@ def audit(
     scheduler: Annotated[str | None, typer.Option(help="With --engine dask: the scheduler address (default: a local cluster on 127.0.0.1).")] = None,
     time_col: Annotated[str | None, typer.Option(help="With --predictions: the timestamp column; with --window, findings per time window.")] = None,
     window: Annotated[str | None, typer.Option(help="With --time-col: the window width, e.g. 1D, 7D, 30D, 12H.")] = None,
+    window_origin: Annotated[str | None, typer.Option(help="With --window: where windows start (an ISO time; windows are ORIGIN + k x width). Default: midnight UTC of the data's first day.")] = None,
     figure: Annotated[Path | None, typer.Option(help="With --time-col: write the figure of each metric over the windows (SVG, or PNG by the suffix).")] = None,
     per_instance: Annotated[bool, typer.Option("--per-instance", help="With --predictions: also write one JSON entry per row (per_instance; fairprobe radius reads it). Its size grows with the rows.")] = False,
     proxy: Annotated[str | None, typer.Option(help="With --predictions, when race is not recorded: estimate it by bisg (surname + place) or bifsg (+ first name) from the census tables; the verdict is decided on bounds that assume only the proxy's calibration (docs/proxy.md). --group-a: races compared (default black,hispanic,api), --group-b/--reference: the reference (default white).")] = None,
@@ -199,6 +200,7 @@ def audit(
             given={"--group-col": group_col, "--y-true-col": label_col,
                    "--score-col": score_col, "--sample-weight-col": sample_weight_col,
                    "--budget": budget, "--time-col": time_col, "--window": window,
+                   "--window-origin": window_origin,
                    "--per-instance": per_instance, "--csv": csv_path, "--figure": figure,
                    "--url": url, "--queries": queries})
         return
@@ -236,11 +238,12 @@ def audit(
                    "--prompt-variants": prompt_variants, "--name-swap": name_swap,
                    "--strict": strict, "--interval katz": interval is Interval.katz},
             engine=engine, scheduler=scheduler, time_col=time_col, window=window,
-            figure=figure, per_instance=per_instance, max_groups=max_groups)
+            window_origin=window_origin, figure=figure, per_instance=per_instance, max_groups=max_groups)
         return
     for flag, given in (("--y-pred-col", y_pred_col),
                         ("--score-col", score_col), ("--sample-weight-col", sample_weight_col),
                         ("--time-col", time_col), ("--window", window), ("--figure", figure),
+                        ("--window-origin", window_origin),
                         ("--scheduler", scheduler), ("--per-instance", per_instance or None),
                         ("--engine", None if engine == "auto" else engine)):
         if given is not None:

@@ -28,6 +28,7 @@ def monitor(
     time_col: Annotated[str, typer.Option(help="The timestamp column.")],
     state: Annotated[Path, typer.Option(help="The monitor's saved counts (JSON); created on the first run, then only new files are read.")],
     window: Annotated[str, typer.Option(help="Window width, e.g. 1D, 7D, 30D, 12H.")] = "1D",
+    window_origin: Annotated[str | None, typer.Option(help="Where windows start (an ISO time; windows are ORIGIN + k x width). Default: midnight UTC of the first day of the first rows counted; the state keeps it.")] = None,
     y_true_col: Annotated[str | None, typer.Option(help="The column of true labels (eo, fpr, eodds, ppv, accuracy-gap, error-rate).")] = None,
     score_col: Annotated[str | None, typer.Option(help="The column of scores in [0, 1] (score-gap).")] = None,
     metric: Annotated[str, typer.Option(help="Comma-separated: dp, di, eo, fpr, eodds, ppv, accuracy-gap, error-rate, score-gap.")] = "dp",
@@ -56,7 +57,8 @@ def monitor(
                                             else pos_label)
     job = monitor_job(
         predictions, y_pred_col=y_pred_col, group_col=split_list(group_col) or [],
-        time_col=time_col, state=state, window=window, y_true_col=y_true_col,
+        time_col=time_col, state=state, window=window, window_origin=window_origin,
+        y_true_col=y_true_col,
         score_col=score_col, metrics=split_list(metric) or [], alpha=alpha,
         tolerance=tolerance, threshold=threshold, min_group_size=min_group_size,
         pos_label=label, engine=engine, now=now)

@@ -34,6 +34,7 @@ def predictions_audit(
     fail_on: Any = None, group_a: str | None = None, group_b: str | None = None,
     engine: str = "auto", scheduler: str | None = None,
     time_col: str | None = None, window: str | None = None, figure: Path | None = None,
+    window_origin: str | None = None,
     per_instance: bool = False, max_groups: int = 500,
 ) -> None:
     """Flags first, then the file, then the audit; one ``error:`` line for any bad input."""
@@ -68,6 +69,8 @@ def predictions_audit(
         raise InvalidParameterError("--scheduler is the Dask scheduler: add --engine dask.")
     if (time_col is None) != (window is None):
         raise InvalidParameterError("--time-col and --window go together: give both.")
+    if window_origin is not None and window is None:
+        raise InvalidParameterError("--window-origin goes with --time-col and --window.")
     if figure is not None and time_col is None:
         raise InvalidParameterError("--figure plots the windows: add --time-col and --window.")
     if budget is not None and (time_col is not None or engine != "auto"):
@@ -93,7 +96,8 @@ def predictions_audit(
         min_group_size=min_group_size, reference=reference, tolerance=tolerance,
         threshold=threshold, confidence_level=confidence_level, method=method,
         group_a=group_a, group_b=group_b, engine=engine, scheduler=scheduler,
-        time_col=time_col, window=window, per_instance=per_instance, name=name, sha256=sha256)
+        time_col=time_col, window=window, window_origin=window_origin, per_instance=per_instance,
+        name=name, sha256=sha256)
     result = job.result
     _check_group_count(result, group_col, max_groups)
     print_group_audit(result, console)

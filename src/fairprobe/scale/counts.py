@@ -45,8 +45,12 @@ class CountSpec:
     pos_label : scalar, optional
         The positive label of ``y_pred`` and ``y_true`` (as in :class:`AuditFrame`).
     time_col, window : str, optional
-        Timestamp column and window width (``"1D"``, ``"7D"``, ``"12H"``, ``"2W"``); windows
-        start at ``1970-01-01 + k * width``.
+        Timestamp column and window width (``"1D"``, ``"7D"``, ``"12H"``, ``"2W"``).
+    window_origin : str, optional
+        Where windows start: ``window_origin + k * width`` (an ISO time, ``--window-origin``).
+        Unset, :func:`fairprobe.scale.count` sets it to midnight (UTC) of the data's first day,
+        so that ``--window 7D`` on data starting on a Wednesday gives windows from that
+        Wednesday; the counts it returns record the origin used (a monitor keeps it).
     """
 
     group_cols: tuple[str, ...]
@@ -57,6 +61,7 @@ class CountSpec:
     pos_label: Any = None
     time_col: str | None = None
     window: str | None = None
+    window_origin: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "group_cols", tuple(str(c) for c in self.group_cols))
@@ -68,6 +73,10 @@ class CountSpec:
                             "--window) or neither.")
         if self.window is not None:
             window_width(self.window)
+        if self.window_origin is not None:
+            if self.window is None:
+                raise DataError("--window-origin goes with --time-col and --window.")
+            object.__setattr__(self, "window_origin", parse_origin(self.window_origin))
         if WINDOW in self.group_cols:
             raise DataError(f"{WINDOW!r} is reserved for the window start: rename that column.")
 
@@ -80,13 +89,30 @@ class CountSpec:
         return {"group_cols": list(self.group_cols), "y_pred": self.y_pred,
                 "y_true": self.y_true, "score": self.score, "weight": self.weight,
                 "pos_label": _plain(self.pos_label), "time_col": self.time_col,
-                "window": self.window}
+                "window": self.window, "window_origin": self.window_origin}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CountSpec:
         return cls(group_cols=tuple(d["group_cols"]), y_pred=d["y_pred"], y_true=d.get("y_true"),
                    score=d.get("score"), weight=d.get("weight"), pos_label=d.get("pos_label"),
-                   time_col=d.get("time_col"), window=d.get("window"))
+                   time_col=d.get("time_col"), window=d.get("window"),
+                   # documents written before windows had an origin bucketed from the epoch
+                   window_origin=d.get("window_origin", "1970-01-01T00:00:00"
+                                       if d.get("window") else None))
+
+
+def parse_origin(origin: Any) -> str:
+    """``--window-origin`` as a naive UTC ISO time (``2025-01-06T00:00:00``)."""
+    try:
+        t = pd.Timestamp(origin)
+    except (ValueError, TypeError):
+        t = pd.NaT
+    if t is pd.NaT or pd.isna(t):
+        raise DataError(f"--window-origin {origin!r} is not an ISO time such as 2025-01-06 or "
+                        "2025-01-06T08:00.")
+    if t.tzinfo is not None:
+        t = t.tz_convert("UTC").tz_localize(None)
+    return str(t.isoformat())
 
 
 def window_width(window: str) -> pd.Timedelta:
@@ -217,7 +243,7 @@ class GroupCounts:
         sel = self.table[self.table[WINDOW] == pd.Timestamp(start)]
         if sel.empty:
             raise DataError(f"no row falls in the window starting {start}.")
-        return GroupCounts(replace(self.spec, time_col=None, window=None),
+        return GroupCounts(replace(self.spec, time_col=None, window=None, window_origin=None),
                            sel.drop(columns=[WINDOW]).reset_index(drop=True), self.sources)
 
     def marginal(self, group_cols: Sequence[str]) -> GroupCounts:
@@ -238,7 +264,7 @@ class GroupCounts:
         """The counts over every window (the same counts when there is no time column)."""
         if self.spec.window is None:
             return self
-        spec = replace(self.spec, time_col=None, window=None)
+        spec = replace(self.spec, time_col=None, window=None, window_origin=None)
         return GroupCounts(spec, combine_tables([self.table.drop(columns=[WINDOW])], spec),
                            self.sources)
 

@@ -22,7 +22,7 @@ import glob as _glob
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +46,16 @@ __all__ = ["ENGINES", "Source", "count", "count_grouping_sets", "engine_name", "
 ENGINES = ("auto", "duckdb", "pandas", "dask")
 _PARQUET = (".parquet", ".pq")
 _CSV = (".csv", ".csv.gz", ".tsv")
-#: Window starts are 1970-01-01 + k * width, in every engine.
+#: The epoch the engines bucket time from; a count with ``window_origin`` unset buckets by
+#: :func:`_atom` from here and rolls the atoms up into windows from the data's first day.
 _ORIGIN = pd.Timestamp("1970-01-01")
+
+#: A text time value the contract accepts: ISO 8601 date, optional time (hours 00-23) and
+#: optional UTC offset. Both engines test this one pattern before parsing, so that a value
+#: one parser would guess at (``21/02/2025``, ``20250101``, ``24:00``) is refused by both.
+TIME_PATTERN = (r"\s*\d{4}-\d{1,2}-\d{1,2}"
+                r"([T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?)?"
+                r"\s*(Z|[+-]([01]\d|2[0-3])(:?[0-5]\d)?)?\s*")
 
 #: The flag of each counted column's role, for one-line errors.
 _ROLES = {"y_pred": ("The prediction column", "--y-pred-col"),
@@ -183,13 +191,17 @@ def count(source: Any, spec: CountSpec, *, engine: str = "auto", scheduler: Any 
     """
     src = resolve_source(source, files)
     name = engine_name(engine)
+    final = spec
+    if spec.window is not None and spec.window_origin is None:
+        spec = _atom_spec(spec)
     # what is recorded as counted is what the files were before the pass; a file that grows or
     # changes during it is refused, so rows appended meanwhile are never marked as counted
     before = src.describe()
     if name == "duckdb":
         table, checks = _duckdb_counts(src, spec, [spec.group_cols], threads, memory_limit)[0]
     elif name == "pandas":
-        table, checks = _pandas_partial(_to_pandas(src, spec.group_cols), spec)
+        table, checks = _pandas_partial(_to_pandas(src, [*spec.group_cols, *_time_text(spec)]),
+                                        spec)
         table = combine_tables([table], spec)
     else:
         table, checks = _dask_counts(src, spec, scheduler)
@@ -199,7 +211,38 @@ def count(source: Any, spec: CountSpec, *, engine: str = "auto", scheduler: Any 
 
     check_labels(table, spec.group_cols)
     _unchanged(src, before)
-    return GroupCounts(spec, table, tuple(before))
+    if final is not spec:
+        final, table = _roll_up(table, final)
+    return GroupCounts(final, table, tuple(before))
+
+
+def _time_text(spec: CountSpec) -> list[str]:
+    """The time column, read from a CSV as text by every reader: the contract parses text
+    times itself (DuckDB's sniffer would otherwise guess day-first dates that pandas reads as
+    text)."""
+    return [spec.time_col] if spec.window is not None and spec.time_col is not None else []
+
+
+def _atom_spec(spec: CountSpec) -> CountSpec:
+    """``spec`` bucketed from the epoch by the largest width dividing both a day and the window
+    (a day for whole-day windows): the atoms roll up into windows from any midnight."""
+    import math
+
+    hours = int(window_width(str(spec.window)) / pd.Timedelta(hours=1))
+    return replace(spec, window=f"{math.gcd(hours, 24)}H", window_origin=str(_ORIGIN.isoformat()))
+
+
+def _roll_up(table: pd.DataFrame, spec: CountSpec) -> tuple[CountSpec, pd.DataFrame]:
+    """Atom counts as the windows of ``spec`` from midnight (UTC) of the first atom's day, the
+    origin recorded in the returned spec (unset when there are no rows)."""
+    if not len(table):
+        return spec, combine_tables([table], spec)
+    origin = pd.Timestamp(table[WINDOW].min()).normalize()
+    out = replace(spec, window_origin=str(origin.isoformat()))
+    width = window_width(str(spec.window))
+    t = table.copy()
+    t[WINDOW] = origin + ((pd.to_datetime(t[WINDOW]) - origin) // width) * width
+    return out, combine_tables([t], out)
 
 
 def _unchanged(src: Source, before: list[dict[str, Any]]) -> None:
@@ -232,14 +275,17 @@ def count_grouping_sets(source: Any, spec: CountSpec, sets: Sequence[Sequence[st
     if not norm or any(not s for s in norm):
         raise DataError("grouping sets must be non-empty column lists.")
     src = resolve_source(source)
+    final = spec
+    if spec.window is not None and spec.window_origin is None:
+        spec = _atom_spec(spec)
     results = _duckdb_counts(src, spec, norm, threads, memory_limit, group_exprs)
     out = {}
     for cols, (table, checks) in zip(norm, results, strict=True):
-        sub = CountSpec(group_cols=cols, y_pred=spec.y_pred, y_true=spec.y_true,
-                        score=spec.score, weight=spec.weight, pos_label=spec.pos_label,
-                        time_col=spec.time_col, window=spec.window)
+        sub = replace(spec, group_cols=cols)
         _raise_on_checks(checks, sub)
         _check_keys(table, sub)
+        if final is not spec:
+            sub, table = _roll_up(table, replace(final, group_cols=cols))
         out[cols] = GroupCounts(sub, table, tuple(src.describe()))
     return out
 
@@ -283,6 +329,11 @@ def _raise_on_checks(checks: dict[str, dict[str, Any]], spec: CountSpec) -> None
                                 f"{spec.pos_label!r} (--pos-label, pos_label in Python): if it "
                                 "matches neither, name the positive one; otherwise the column "
                                 "has more than two labels (binary labels only).")
+        if role == "time_col" and c.get("bad", 0):
+            raise DataError(f"{who} holds {int(c['bad'])} value(s) that are not ISO 8601 times, "
+                            f"e.g. {c.get('eg')!r}: write them as YYYY-MM-DD or YYYY-MM-DD "
+                            "HH:MM[:SS] (an optional UTC offset such as +01:00), or give "
+                            "another --time-col.")
         if role == "score" and c.get("min") is not None and not (
                 c["min"] >= 0 and c["max"] <= 1):
             raise DataError(f"{who} must hold numbers in [0, 1] on every row; found values in "
@@ -319,7 +370,7 @@ def _merge_checks(parts: Sequence[dict[str, dict[str, Any]]]) -> dict[str, dict[
                     continue
                 if k in ("nulls", "bad"):
                     acc[k] = acc.get(k, 0) + v
-                elif k in ("omin", "min"):
+                elif k in ("omin", "min", "eg"):
                     acc[k] = v if acc.get(k) is None else min(acc[k], v)
                 elif k in ("omax", "max"):
                     acc[k] = v if acc.get(k) is None else max(acc[k], v)
@@ -369,6 +420,8 @@ def _duckdb_connect(threads: int | None, memory_limit: str | None) -> Any:
     con = duckdb.connect(config=config)
     # DuckDB's own progress bar writes to stdout, where a JSON answer (--json -) may go
     con.execute("SET enable_progress_bar = false")
+    # text times without an offset are UTC, as the pandas reader takes them
+    con.execute("SET TimeZone = 'UTC'")
     return con
 
 
@@ -416,7 +469,8 @@ def _duckdb_counts(src: Source, spec: CountSpec, sets: Sequence[tuple[str, ...]]
         group_union = list(dict.fromkeys(c for s in sets for c in s))
         _contract_names(spec, group_union)
         rel = _from_sql(con, src, stack, [c for c in group_union
-                                          if not (group_exprs or {}).get(c)])
+                                          if not (group_exprs or {}).get(c)]
+                        + _time_text(spec))
         types = _column_types(con, rel, src)
         _check_columns(spec, group_union, list(types), src.name)
         inner, aggs, params = _duckdb_exprs(spec, types)
@@ -451,7 +505,8 @@ def _duckdb_counts(src: Source, spec: CountSpec, sets: Sequence[tuple[str, ...]]
             part = res[res["fp_gid"] == bits]
         sub = CountSpec(group_cols=tuple(s), y_pred=spec.y_pred, y_true=spec.y_true,
                         score=spec.score, weight=spec.weight, pos_label=spec.pos_label,
-                        time_col=spec.time_col, window=spec.window)
+                        time_col=spec.time_col, window=spec.window,
+                        window_origin=spec.window_origin)
         if len(sets) > 1:
             part = part.copy()
             for k in sub.keys:  # NULL-padded key columns came back nullable (Int64, boolean)
@@ -533,11 +588,30 @@ def _duckdb_exprs(spec: CountSpec, types: dict[str, str]
         width = window_width(spec.window)
         secs = int(width.total_seconds())
         tc = _q(spec.time_col)
+        kind = types[spec.time_col].upper()
         # zoned timestamps in UTC whatever the machine's zone (a plain CAST would use the
         # session's zone); naive ones as they are
-        ts = (f"make_timestamp(epoch_us({tc}))" if "TIME ZONE" in types[spec.time_col].upper()
-              else f"CAST({tc} AS TIMESTAMP)")
-        inner.append(f"time_bucket(INTERVAL '{secs} seconds', {ts}, TIMESTAMP '1970-01-01') "
+        if "TIME ZONE" in kind:
+            ts = f"make_timestamp(epoch_us({tc}))"
+        elif kind.startswith("TIMESTAMP") or kind == "DATE":
+            ts = f"CAST({tc} AS TIMESTAMP)"
+        elif kind == "VARCHAR":
+            # text: the contract's ISO pattern, then TIMESTAMPTZ (the session zone is UTC, so
+            # a naive value is UTC and an offset is applied), as UTC wall time
+            params["fp_time_re"] = TIME_PATTERN
+            ts = (f"CASE WHEN regexp_full_match({tc}, $fp_time_re) THEN make_timestamp("
+                  f"epoch_us(try_cast(trim({tc}) AS TIMESTAMPTZ))) END")
+        else:
+            raise DataError(f"{_role(spec, 'time_col')} holds {kind.lower()} values, not times: "
+                            "give a column of timestamps or ISO 8601 text (YYYY-MM-DD "
+                            "[HH:MM[:SS]]).")
+        bad = f"({tc} IS NOT NULL AND ({ts}) IS NULL)"
+        inner += [f"{bad} AS {RESERVED_PREFIX}r_timebad",
+                  f"CASE WHEN {bad} THEN CAST({tc} AS VARCHAR) END AS {RESERVED_PREFIX}r_timeeg"]
+        checks += [f"count(*) FILTER (WHERE {RESERVED_PREFIX}r_timebad) AS fpc_time_col_bad",
+                   f"min({RESERVED_PREFIX}r_timeeg) AS fpc_time_col_eg"]
+        origin = pd.Timestamp(spec.window_origin or _ORIGIN).isoformat(sep=" ")
+        inner.append(f"time_bucket(INTERVAL '{secs} seconds', {ts}, TIMESTAMP '{origin}') "
                      f"AS {_q(WINDOW)}")
     return inner, aggs + checks, params
 
@@ -561,7 +635,7 @@ def _checks_from(res: pd.DataFrame, spec: CountSpec, types: dict[str, str]
             acc[what] = vals.iloc[0] if len(vals) else None
         elif what in ("nulls", "bad"):
             acc[what] = int(vals.sum())
-        elif what in ("omin", "min"):
+        elif what in ("omin", "min", "eg"):
             acc[what] = _plain(vals.min()) if len(vals) else None
         else:
             acc[what] = _plain(vals.max()) if len(vals) else None
@@ -597,6 +671,36 @@ def _to_pandas(src: Source, text_cols: Sequence[str] = ()) -> pd.DataFrame:
     dtype = {c: str for c in text_cols} if src.fmt == "csv" else None
     frames = [read_table(f, "Predictions file", dtype=dtype) for f in src.files]
     return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+
+def _pd_times(s: pd.Series, spec: CountSpec) -> tuple[pd.Series, int, str | None]:
+    """Naive UTC times of a time column by the reader contract (as :func:`_duckdb_exprs`):
+    timestamps as they are (zoned ones in UTC), text by :data:`TIME_PATTERN`; the number of
+    values that are not times, and the first of them."""
+    if pd.api.types.is_datetime64_any_dtype(s.dtype):
+        ts = pd.to_datetime(s)
+        if getattr(ts.dt, "tz", None) is not None:
+            ts = ts.dt.tz_convert("UTC").dt.tz_localize(None)
+        return ts, 0, None
+    if pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype):
+        raise DataError(f"{_role(spec, 'time_col')} holds {s.dtype} values, not times: give a "
+                        "column of timestamps or ISO 8601 text (YYYY-MM-DD [HH:MM[:SS]]).")
+    obj = s.astype(object)
+    text = obj.map(lambda v: isinstance(v, str))
+    strs = obj.where(text).astype("string")
+    ok = strs.str.fullmatch(TIME_PATTERN).fillna(False).astype(bool)
+    parsed = pd.to_datetime(strs.where(ok).str.strip(), format="ISO8601", errors="coerce",
+                            utc=True)
+    other = ~text & obj.notna()
+    if other.any():  # date / datetime objects (a Parquet DATE read by pandas)
+        parsed = parsed.where(~other, pd.to_datetime(obj.where(other), errors="coerce",
+                                                     utc=True))
+    ts = parsed.dt.tz_localize(None)
+    badm = obj.notna().to_numpy() & ts.isna().to_numpy()
+    first = None
+    if badm.any():
+        first = str(min(str(v) for v in obj[badm]))
+    return ts, int(badm.sum()), first
 
 
 def _pd_kind(s: pd.Series) -> str:
@@ -647,11 +751,11 @@ def _pandas_partial(df: pd.DataFrame, spec: CountSpec
     cols: dict[str, Any] = {}
     if spec.window is not None:
         assert spec.time_col is not None
-        ts = pd.to_datetime(df[spec.time_col], errors="coerce")
-        if getattr(ts.dt, "tz", None) is not None:
-            ts = ts.dt.tz_convert("UTC").dt.tz_localize(None)
+        ts, bad, eg = _pd_times(df[spec.time_col], spec)
+        checks["time_col"] = {"bad": bad, "eg": eg}
         width = window_width(spec.window)
-        cols[WINDOW] = _ORIGIN + ((ts - _ORIGIN) // width) * width
+        origin = pd.Timestamp(spec.window_origin or _ORIGIN)
+        cols[WINDOW] = origin + ((ts - origin) // width) * width
     for c in spec.group_cols:
         g = df[c]
         cols[c] = g.astype(object).where(~g.isna(), None) if isinstance(
@@ -714,7 +818,8 @@ def _dask_counts(src: Source, spec: CountSpec, scheduler: Any
         if src.fmt == "parquet":
             ddf = dd.read_parquet(paths)
         else:
-            ddf = dd.read_csv(paths, dtype={c: str for c in spec.group_cols})
+            ddf = dd.read_csv(paths, dtype={c: str for c in [*spec.group_cols,
+                                                              *_time_text(spec)]})
     tasks = [dask.delayed(_pandas_partial)(part, spec) for part in ddf.to_delayed()]
     own = None
     client = scheduler

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +92,8 @@ class MonitorState:
                                 "a new --state.")
         if new:
             batch = count(source, self.spec, engine=engine, files=new)
+            # the first rows counted fix the windows' origin; later batches count from it
+            self.spec = batch.spec
             self.counts = batch if self.counts is None else self.counts.merge(batch)
             out.files_read = [str(f) for f in new]
             out.rows_added = batch.n_rows
@@ -143,6 +145,8 @@ class MonitorState:
             raise DataError(f"--state {p.name} does not match its digest: it was edited or "
                             "damaged; restore it, or start a new --state.")
         saved = CountSpec.from_dict(doc["spec"])
+        if spec.window_origin is None and saved.window_origin is not None:
+            spec = replace(spec, window_origin=saved.window_origin)  # the origin it counted from
         if saved != spec:
             raise DataError(f"--state {p.name} counts other columns ({saved.to_dict()}): use a "
                             "new --state for these columns.")
