@@ -118,3 +118,45 @@ def test_dask_local_cluster_equals_the_local_engine(tmp_path: Path) -> None:
     for m in ("dp", "eo"):
         assert a.summary(m).verdict == b.summary(m).verdict
         assert a.summary(m).estimate == pytest.approx(b.summary(m).estimate, abs=1e-12)
+
+
+@pytest.mark.parametrize("values", [
+    ["21/02/2025", "22/02/2025"],            # day-first: pandas would guess, DuckDB refuses
+    ["2025-02-21 24:00:00", "2025-02-21"],   # hour 24: DuckDB would roll it over
+    ["20250221", "2025-02-21"],              # no separators: pandas would parse it
+    ["2025-02-21 10", "2025-02-21"],         # an hour without minutes
+])
+def test_text_times_outside_iso_are_refused_by_every_engine(tmp_path: Path,
+                                                            values: list[str]) -> None:
+    df = pd.DataFrame({"ts": values * 5, "g": ["a", "b"] * 5, "p": [0, 1] * 5})
+    df.to_csv(tmp_path / "t.csv", index=False)
+    spec = CountSpec(group_cols=("g",), y_pred="p", time_col="ts", window="1D")
+    msgs = []
+    for engine in ("duckdb", "pandas"):
+        with pytest.raises(DataError, match="--time-col") as exc:
+            count(tmp_path / "t.csv", spec, engine=engine)
+        msgs.append(str(exc.value))
+    assert msgs[0] == msgs[1] and "not ISO 8601" in msgs[0]
+
+
+def test_iso_text_times_with_offsets_fall_in_the_same_utc_window(tmp_path: Path) -> None:
+    vals = ["2025-02-21T23:30:00+02:00", "2025-02-21 21:30", "2025-02-22T00:30:00Z",
+            "2025-02-21", " 2025-2-3 ", "2025-02-21T10:00:05.123"]
+    df = pd.DataFrame({"ts": vals * 2, "g": ["a", "b"] * 6, "p": [0, 1, 1] * 4})
+    df.to_csv(tmp_path / "t.csv", index=False)
+    spec = CountSpec(group_cols=("g",), y_pred="p", time_col="ts", window="1D")
+    a = count(tmp_path / "t.csv", spec, engine="duckdb")
+    b = count(tmp_path / "t.csv", spec, engine="pandas")
+    pd.testing.assert_frame_equal(a.table, b.table, check_dtype=False)
+    assert a.spec == b.spec and a.spec.window_origin == "2025-02-03T00:00:00"
+    # +02:00 at 23:30 is 21:30 UTC on the 21st: three rows a day on the 21st, one on the 22nd
+    days = {w.strftime("%m-%d"): a.window(w).n_rows for w in a.windows()}
+    assert days == {"02-03": 2, "02-21": 8, "02-22": 2}
+
+
+def test_window_origin_flag_is_checked() -> None:
+    with pytest.raises(DataError, match="--window-origin"):
+        CountSpec(group_cols=("g",), y_pred="p", time_col="ts", window="1D",
+                  window_origin="next monday")
+    with pytest.raises(DataError, match="--window-origin"):
+        CountSpec(group_cols=("g",), y_pred="p", window_origin="2025-01-01")
