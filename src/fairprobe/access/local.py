@@ -191,9 +191,7 @@ class LocalModelBackend(Backend):
         if self._is_estimator:
             classes = getattr(model, "classes_", None)
             if classes is None:
-                raise ConfigError(
-                    f"the {type(model).__name__} has no classes_: fit it before auditing it."
-                )
+                raise ConfigError(_no_classes(model))
             classes = list(np.asarray(classes).tolist())
             if positive_label is None:
                 if len(classes) == 2 and set(classes) <= {0, 1}:
@@ -342,3 +340,22 @@ class LocalModelBackend(Backend):
         if dec.dtype == bool:
             dec = dec.astype(np.int64)
         return dec, _as_column(parts[1], n, "scores", who), _as_column(parts[2], n, "logits", who)
+
+
+def _no_classes(model: Any) -> str:
+    """Why an estimator without ``classes_`` cannot be audited, and what to do about it: a
+    fitted regressor returns values, not decisions; anything else is not fitted yet."""
+    from sklearn.base import is_regressor
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    name = type(model).__name__
+    try:
+        check_is_fitted(model)
+    except (NotFittedError, TypeError):
+        return f"the {name} is not fitted: fit it before auditing it."
+    if is_regressor(model):
+        return (f"the {name} is a regressor: it returns continuous values, not decisions. "
+                "Audit the decisions taken from them: pass a callable model, e.g. "
+                "LocalBackend(lambda df: reg.predict(df) >= T), or save a classifier.")
+    return f"the {name} has no classes_: audit a fitted classifier (predict gives decisions)."

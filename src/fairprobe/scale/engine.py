@@ -307,6 +307,14 @@ def _label_mode(kind: str, pos_label: Any) -> str:
 
 
 def _raise_on_checks(checks: dict[str, dict[str, Any]], spec: CountSpec) -> None:
+    label_modes = [checks[r].get("mode") for r in ("y_pred", "y_true") if r in checks]
+    if (isinstance(spec.pos_label, str) and label_modes
+            and all(m in ("01", "bool", "boolneg") for m in label_modes)):
+        # a text positive label that no column compares with would be silently ignored
+        raise DataError(f"--pos-label {spec.pos_label!r} names no value of the label columns, "
+                        "which hold 0/1 (or true/false): drop --pos-label (1 counts as the "
+                        "positive decision), or point --y-pred-col at the column that holds "
+                        f"{spec.pos_label!r}.")
     for role, c in checks.items():
         who = _role(spec, role)
         if c.get("nulls", 0):
@@ -314,11 +322,22 @@ def _raise_on_checks(checks: dict[str, dict[str, Any]], spec: CountSpec) -> None
                             "drop or repair those rows (e.g. unparsed answers) first.")
         if role in ("y_pred", "y_true"):
             if c.get("mode") == "label" and spec.pos_label is None:
+                eg = c.get("omin")
+                if isinstance(eg, str) and re.fullmatch(r"\s*[-+]?\d*,\d+\s*", eg):
+                    raise DataError(f"{who} holds numbers written with a decimal comma (e.g. "
+                                    f"{eg!r}), read as text: write the file with decimal "
+                                    "points (0.5), or convert the column, then rerun.")
                 raise DataError(f"{who} holds non-numeric labels: name the positive one with "
                                 "--pos-label (pos_label in Python), e.g. --pos-label '>50K'.")
             lo01, hi01 = c.get("min"), c.get("max")
             if c.get("bad", 0) or (lo01 is not None and lo01 < 0) or (hi01 is not None
                                                                         and hi01 > 1):
+                if role == "y_pred" and lo01 is not None and lo01 >= 0 and hi01 <= 1:
+                    raise DataError(f"{who} holds values in [{lo01}, {hi01}], not 0/1 "
+                                    "decisions: if they are scores, turn them into the "
+                                    "decisions the system takes (score >= its threshold) in a "
+                                    "column of their own and give that as --y-pred-col; give "
+                                    "the scores as --score-col for the score gap.")
                 raise DataError(f"{who} must hold 0/1 labels; found values in [{lo01}, {hi01}]"
                                 ": map them to 0/1 or pass pos_label.")
             lo, hi = c.get("omin"), c.get("omax")
@@ -553,6 +572,7 @@ def _duckdb_exprs(spec: CountSpec, types: dict[str, str]
         else:
             if spec.pos_label is None:
                 inner.append(f"0 AS {alias}")
+                checks.append(f"min(CAST({r} AS VARCHAR)) AS fpc_{role}_omin")
             else:
                 params["pos"] = spec.pos_label if _duck_kind(types[col]) == "number" \
                     else str(spec.pos_label)
@@ -723,8 +743,13 @@ def _pd_labels(s: pd.Series, pos_label: Any, mode_out: dict[str, Any]
     if mode == "01":
         v = s.to_numpy(dtype=np.float64, na_value=np.nan)
         mode_out["bad"] = int(((v != 0) & (v != 1) & ~null).sum())
+        if (~null).any():  # as DuckDB's min/max checks, for the same error line
+            mode_out["min"], mode_out["max"] = _plain(s[~null].min()), _plain(s[~null].max())
         return (v == 1).astype(np.int64)
     if pos_label is None:
+        some = s[~null]
+        if len(some):  # for the error: the column's first value in order, as DuckDB's min
+            mode_out["omin"] = _plain(min(str(x) for x in some))
         return np.zeros(len(s), dtype=np.int64)
     vals = s if _pd_kind(s) == "number" else s.astype(object).where(~s.isna(), None)
     pos = pos_label if _pd_kind(s) == "number" else str(pos_label)
