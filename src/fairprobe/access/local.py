@@ -357,5 +357,5 @@ def _no_classes(model: Any) -> str:
     if is_regressor(model):
         return (f"the {name} is a regressor: it returns continuous values, not decisions. "
                 "Audit the decisions taken from them: pass a callable model, e.g. "
-                "LocalBackend(lambda df: reg.predict(df) >= T), or save a classifier.")
+                "LocalModelBackend(lambda df: reg.predict(df) >= T), or save a classifier.")
     return f"the {name} has no classes_: audit a fitted classifier (predict gives decisions)."
