@@ -124,7 +124,7 @@ ALLOCATIONS = ("uniform", "balanced", "neyman")
 
 
 def _weights(allocation: str, shares: np.ndarray, rates: np.ndarray) -> np.ndarray:
-    """Each group's share of the budget: the pool's shares (uniform), equal (balanced), or
+    r"""Each group's share of the budget: the pool's shares (uniform), equal (balanced), or
     proportional to the binomial standard deviation :math:`\sqrt{p_i (1 - p_i)}` (Neyman's
     allocation for a difference of group rates, each estimated within its group)."""
     if allocation == "uniform":
