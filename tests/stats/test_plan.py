@@ -227,3 +227,27 @@ def test_a_plan_over_too_many_groups_is_one_clear_error() -> None:
 
     with pytest.raises(InvalidParameterError, match="more than the planner simulates"):
         plan_audit_budget("dp", 0.05, {f"g{i}": 1.0 for i in range(5000)})
+
+
+def test_the_printed_power_holds_wherever_the_gap_falls() -> None:
+    """Shares 0.6/0.3/0.1, gap 0.2, the default (balanced) allocation: real audits at the
+    printed budget decide unfair with the printed power, the gap on each group in turn (the
+    experiment experiments/stats/plan_placement.py runs 1,000 audits a placement)."""
+    from fairprobe.stats.plan import allocate
+
+    shares = {"a": 0.6, "b": 0.3, "c": 0.1}
+    plan = plan_audit_budget("dp", 0.1, shares, gap=0.2, reps=1000, seed=5)
+    g = np.repeat(np.arange(3), allocate(plan.budget, np.full(3, 1 / 3)))
+    names = np.array(list(shares))[g]
+    rng = np.random.default_rng(8)
+    reps = 150
+    for on in range(3):
+        rates = np.full(3, 0.5)
+        rates[on] += 0.2
+        hits = sum(AuditFrame(y_pred=(rng.random(g.size) < rates[g]).astype(int),
+                              sensitive_features=names, tolerance=0.1,
+                              min_group_size=1).summary("dp").verdict == "unfair"
+                   for _ in range(reps))
+        assert hits / reps >= 0.8 - 3 * np.sqrt(0.16 / reps), (on, hits)
+    # at two thirds of the budget the hardest placement decides less often than planned
+    assert plan.power >= 0.8
