@@ -249,5 +249,4 @@ def test_the_printed_power_holds_wherever_the_gap_falls() -> None:
                               min_group_size=1).summary("dp").verdict == "unfair"
                    for _ in range(reps))
         assert hits / reps >= 0.8 - 3 * np.sqrt(0.16 / reps), (on, hits)
-    # at two thirds of the budget the hardest placement decides less often than planned
     assert plan.power >= 0.8
