@@ -64,8 +64,9 @@ def main() -> None:
           f"{'audited':>15} | {'reason estimate':>15}")
     for j, (metric, tol, shares, gap, base) in enumerate(SETTINGS):
         sh = {"a": shares[0], "b": shares[1]}
+        # rows drawn at random from the pool, as audit_power draws them
         plan = plan_audit_budget(metric, tol, sh, gap=gap, base_rate=base, reps=args.reps,
-                                 seed=0)
+                                 seed=0, allocation="uniform")
         rates = np.array([base * (1 - gap) if metric == "di" else base + gap, base])
         got = audit_power(metric, tol, shares, rates, plan.budget, plan.target, args.audits,
                           seed=100 + j)

@@ -174,3 +174,34 @@ def test_cli_live_mode_with_backend_config(
         capsys,
     )
     assert code == 2 and err.startswith("error: Give --input") and len(err.splitlines()) == 1
+
+
+def test_live_stops_when_the_smaller_group_is_used_up() -> None:
+    """8% minority, budget 4,000: no pair forms after the minority's rows, so the audit stops
+    there, undetermined for that reason, pays at most twice the minority's rows plus 100 and
+    records the queries it saved."""
+    rng = np.random.default_rng(4)
+    n = 5000
+    q = pd.DataFrame({"x": rng.normal(size=n),
+                      "grp": np.where(rng.random(n) < 0.08, "F", "M")})  # fmt: skip
+    minority = int((q["grp"] == "F").sum())
+
+    def model(df: pd.DataFrame):  # the same rate in both groups: never unfair
+        z = df["x"].to_numpy()
+        return (z > 0).astype(int), 1 / (1 + np.exp(-z)), z
+
+    with BlackBox(LocalModelBackend(model, name="toy")) as bb:
+        res = audit_live(bb, q, group_col="grp", budget=4000, seed=3, tolerance=0.02,
+                         feature_cols=["x"])  # fmt: skip
+        assert bb.spent == res.queries_paid
+    d = res.to_dict()
+    assert res.queries_paid <= 2 * minority + 100, (res.queries_paid, minority)
+    assert res.outcome == "inconclusive" and d["verdict"] == "undetermined"
+    assert d["stopped"] == "the pool has no more rows of group F"
+    assert d["finding"]["reason"] == "the pool has no more rows of group F"
+    assert d["queries_saved"] == 4000 - res.queries_paid > 0
+    # with rows to spare in both groups nothing is saved
+    with BlackBox(LocalModelBackend(model, name="toy")) as bb:
+        full = audit_live(bb, q, group_col="grp", budget=300, seed=3, tolerance=0.02,
+                          feature_cols=["x"])  # fmt: skip
+    assert full.queries_saved == 0 and full.stopped is None

@@ -10,7 +10,8 @@ import typer
 from fairprobe.errors import ConfigError
 
 
-def _shares(spec: str | None, queries: Path | None, group_col: str | None) -> dict[str, float]:
+def _shares(spec: str | None, queries: Path | None,
+            group_col: str | None) -> tuple[dict[str, float], dict[str, int] | None]:
     if (spec is None) == (queries is None):
         raise ConfigError("plan: give --group-shares 'g1=0.5,g2=0.3,...' or --queries POOL "
                           "--group-col C (one of them).")
@@ -25,7 +26,7 @@ def _shares(spec: str | None, queries: Path | None, group_col: str | None) -> di
             if not eq or not name.strip() or not out[name.strip()] > 0:
                 raise ConfigError(f"plan: --group-shares entry {part!r} is not 'name=share' "
                                   "with a share > 0.")
-        return out
+        return out, None
     if group_col is None or queries is None:
         raise ConfigError("plan: --queries needs --group-col (the column of the groups).")
     from fairprobe._io import read_table
@@ -38,7 +39,10 @@ def _shares(spec: str | None, queries: Path | None, group_col: str | None) -> di
                           f"{', '.join(map(str, table.columns[:20]))}).")
     key = table[cols].astype(str).agg(" x ".join, axis=1) if len(cols) > 1 else \
         table[cols[0]].astype(str)
-    return {str(k): float(v) for k, v in key.value_counts(normalize=True).items()}
+    counts = key.value_counts()
+    total = float(counts.sum())
+    return ({str(k): float(v) / total for k, v in counts.items()},
+            {str(k): int(v) for k, v in counts.items()})
 
 
 def plan(
@@ -52,7 +56,9 @@ def plan(
     base_rate: Annotated[float, typer.Option("--base-rate", help="The groups' common rate (0.5: the most variable).")] = 0.5,
     label_rate: Annotated[float, typer.Option("--label-rate", help="eo: the share of positive labels.")] = 0.5,
     confidence_level: Annotated[float, typer.Option("--confidence-level", help="Family-wise level of the audit's intervals.")] = 0.95,
-    reps: Annotated[int, typer.Option("--reps", help="Simulated audits per budget (two groups: the exact interval's verdict per audit, tens of seconds a plan).")] = 2000,
+    allocation: Annotated[str, typer.Option("--allocation", help="How the audit spreads its queries: balanced (the same number per group, drawn within each group), uniform (rows at random from the pool) or neyman (per group, by the rate's standard deviation).")] = "balanced",
+    reps: Annotated[int, typer.Option("--reps", help="Simulated audits per budget of the search (two groups: judged by Newcombe's interval, then checked exactly at the chosen budget).")] = 2000,
+    check_reps: Annotated[int | None, typer.Option("--check-reps", help="Simulated audits of the check at the chosen budget (default: 100 exact audits with two groups, --reps otherwise).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the simulation.")] = 0,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the plan as JSON (key 'budget').")] = None,
 ) -> None:
@@ -61,9 +67,13 @@ def plan(
 
     if reps < 100:
         raise ConfigError("plan: --reps must be at least 100.")
-    p = plan_audit_budget(metric, tolerance, _shares(group_shares, queries, group_col), gap=gap,
+    if check_reps is not None and check_reps < 20:
+        raise ConfigError("plan: --check-reps must be at least 20.")
+    shares, rows = _shares(group_shares, queries, group_col)
+    p = plan_audit_budget(metric, tolerance, shares, gap=gap,
                           power=power, base_rate=base_rate, label_rate=label_rate,
-                          confidence_level=confidence_level, reps=reps, seed=seed)
+                          confidence_level=confidence_level, reps=reps, seed=seed,
+                          allocation=allocation, check_reps=check_reps, pool_rows=rows)
     typer.echo(p.sentence())
     if json_path is not None:
         from fairprobe.report.jsonio import write_json

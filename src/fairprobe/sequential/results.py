@@ -62,6 +62,10 @@ class SequentialResult:
     unparsed: int = 0
     #: anytime-valid confidence sequence and e-values per completed pair (default test only)
     pairs: dict[str, list[float]] | None = field(default=None, repr=False)
+    #: why an undecided audit stopped before its budget (a group of the pool used up)
+    stopped: str | None = None
+    #: queries of the budget left unspent because no new pair could form
+    queries_saved: int = 0
 
     @property
     def gap_estimate(self) -> float:
@@ -127,6 +131,8 @@ class SequentialResult:
                     f, reason=(f"the test stopped on {self.outcome!r} but the confidence sequence "
                                f"[{cs[0]:.4g}, {cs[1]:.4g}] against the band +/-{tol:g} says "
                                f"{f.verdict}: the finding keeps what both support"))
+            if self.stopped is not None and f.verdict == "undetermined":
+                f = dataclasses.replace(f, reason=self.stopped)
             return f
         lo, hi = self.confidence_interval(1.0 - alpha)
         name = str(self.params.get("test", ""))
@@ -145,6 +151,8 @@ class SequentialResult:
             "queries_paid": self.queries_paid,
             "queries_cached": self.queries_cached,
             "unparsed": self.unparsed,
+            "stopped": self.stopped,
+            "queries_saved": self.queries_saved,
             "metric": self.metric,
             "budget": self.budget,
             **self.params,

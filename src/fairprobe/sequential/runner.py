@@ -119,6 +119,10 @@ def audit_live(
     Returns
     -------
     SequentialResult
+        With the default test (pairs, the groups queried alternately), an audit whose smaller
+        group is used up before the budget stops there: if undecided, its ``stopped`` says
+        "the pool has no more rows of group X", its finding is undetermined for that reason,
+        and ``queries_saved`` counts the budget it did not spend.
     """
     owner = "audit_live"
     budget = check_budget(budget, owner)
@@ -147,10 +151,19 @@ def audit_live(
         else _sizes(t, sub_in_a)
     )
     rng = np.random.default_rng(seed)
+    saved, exhausted = 0, None
     if t.sampling == "alternate":
         from fairprobe.sequential.pool import alternate_order
 
         order = alternate_order(idx_pool[sub_in_a], idx_pool[~sub_in_a], rng)[:budget]
+        # a test of pairs learns nothing once the smaller group is used up: stop there rather
+        # than pay for rows of the larger group that can never be paired
+        na = int(sub_in_a.sum())
+        pairable = 2 * min(na, len(idx_pool) - na)
+        if len(order) > pairable:
+            saved = len(order) - pairable
+            order = order[:pairable]
+            exhausted = pool.group_names[0] if na <= len(idx_pool) - na else pool.group_names[1]
     else:
         order = idx_pool[rng.permutation(len(idx_pool))[: min(budget, len(idx_pool))]]
     tt = len(order)
@@ -202,6 +215,11 @@ def audit_live(
             if st.done:
                 break
     outcome = st.finish()  # unparsed answers may leave the stepper short of its budget
+    stopped = None
+    if exhausted is not None and sent >= tt and outcome == "inconclusive":
+        stopped = f"the pool has no more rows of group {exhausted}"
+    else:
+        saved = 0
     bnd = t.boundaries
     pairs = None
     if isinstance(t, MixtureBettingTest) and seen_a:
@@ -234,6 +252,8 @@ def audit_live(
         queries_cached=cached,
         unparsed=unparsed,
         pairs=pairs,
+        stopped=stopped,
+        queries_saved=saved,
     )
 
 

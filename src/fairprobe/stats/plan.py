@@ -66,6 +66,15 @@ class AuditPlan:
     reps: int
     seed: int
     curve: list[tuple[int, float]] = field(default_factory=list)
+    allocation: str = "balanced"
+    searched_power: float = float("nan")
+    check_reps: int = 0
+    power_se: float = float("nan")
+    hardest_group: str = ""
+    method: str = ""
+    group_sizes: dict[str, int] = field(default_factory=dict)
+    pool: dict[str, dict[str, int | bool]] | None = None
+    reachable: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,44 +83,97 @@ class AuditPlan:
             "gap": self.gap, "group_shares": dict(self.group_shares),
             "base_rate": self.base_rate, "label_rate": self.label_rate,
             "confidence_level": self.confidence_level, "reps": self.reps, "seed": self.seed,
-            "method": ("simulation of the default audit (exact simultaneous intervals)"
-                       if len(self.group_shares) > 2 else
-                       "simulation of the default audit (the two-group unconditional exact "
-                       "interval's verdicts)"),
+            "method": self.method, "allocation": self.allocation,
+            "searched_power": self.searched_power, "check_reps": self.check_reps,
+            "power_se": self.power_se, "hardest_group": self.hardest_group,
+            "gap_placement": "every group in turn; the power is the smallest",
+            "group_sizes": dict(self.group_sizes), "pool": self.pool,
+            "reachable": self.reachable,
             "curve": [{"budget": n, "power": p} for n, p in self.curve],
         }
 
     def sentence(self) -> str:
-        return (f"{self.budget:,} queries: the default audit of {self.metric} over "
-                f"{len(self.group_shares)} groups says {self.target} with probability "
-                f"{self.power:.3f} (goal {self.power_goal:g}) when the largest gap is "
-                f"{self.gap:g} (tolerance {self.tolerance:g}); simulated over {self.reps:,} "
-                f"audits, seed {self.seed}.")
+        out = (f"{self.budget:,} queries ({self.allocation} allocation): the default audit of "
+               f"{self.metric} over {len(self.group_shares)} groups says {self.target} with "
+               f"probability {self.power:.3f} +/- {self.power_se:.3f} (goal {self.power_goal:g}) "
+               f"when the largest gap is {self.gap:g} (tolerance {self.tolerance:g}), wherever "
+               f"the gap falls (hardest: {self.hardest_group}); search {self.searched_power:.3f} "
+               f"over {self.reps:,} audits, check over {self.check_reps:,}, seed {self.seed}.")
+        if self.pool is not None:
+            parts = [f"{g}: {v['needed']:,} of {v['rows']:,} rows" + (" SHORT" if v["short"]
+                                                                     else "")
+                     for g, v in self.pool.items()]
+            out += "\nper group: " + "; ".join(parts) + "."
+            short = [g for g, v in self.pool.items() if v["short"]]
+            if short and self.reachable is not None:
+                out += (f"\nthe pool cannot supply {', '.join(short)}; an audit of all "
+                        f"{self.reachable['queries']:,} rows says {self.target} with "
+                        f"probability {self.reachable['power']:.3f} (over "
+                        f"{self.reachable['reps']:,} simulated audits).")
+        return out
 
 
-def _rates(kind: str, g: int, base: float, gap: float) -> np.ndarray:
+def _rates(kind: str, g: int, base: float, gap: float, on: int = 0) -> np.ndarray:
     r = np.full(g, base)
-    r[0] = base * (1.0 - gap) if kind == "ratio" else base + gap
+    r[on] = base * (1.0 - gap) if kind == "ratio" else base + gap
     return r
+
+
+#: The allocations the planner models; the names are those of the audit's ``--allocation``.
+ALLOCATIONS = ("uniform", "balanced", "neyman")
+
+
+def _weights(allocation: str, shares: np.ndarray, rates: np.ndarray) -> np.ndarray:
+    r"""Each group's share of the budget: the pool's shares (uniform), equal (balanced), or
+    proportional to the binomial standard deviation :math:`\sqrt{p_i (1 - p_i)}` (Neyman's
+    allocation for a difference of group rates, each estimated within its group)."""
+    if allocation == "uniform":
+        return shares / shares.sum()
+    if allocation == "balanced":
+        return np.full(shares.size, 1.0 / shares.size)
+    sd = np.sqrt(np.clip(rates * (1.0 - rates), 1e-12, None))
+    return sd / sd.sum()
+
+
+def allocate(budget: int, weights: np.ndarray) -> np.ndarray:
+    """Integer group sizes summing to ``budget`` (largest remainders of ``budget * weights``)."""
+    raw = budget * np.asarray(weights, dtype=np.float64)
+    n = np.floor(raw).astype(np.int64)
+    short = int(budget - n.sum())
+    if short > 0:
+        n[np.argsort(-(raw - n), kind="stable")[:short]] += 1
+    return n
 
 
 def simulated_power(
     metric: str, tolerance: float, shares: np.ndarray, budget: int, *, gap: float,
     target: str, base_rate: float = 0.5, label_rate: float = 0.5,
     confidence_level: float = 0.95, reps: int = 2000, seed: int = 0,
-    stand_in: bool = False,
+    stand_in: bool = False, on: int = 0, allocation: str = "uniform",
+    fixed_sizes: np.ndarray | None = None,
 ) -> float:
     """Share of ``reps`` simulated default audits at ``budget`` whose verdict is ``target``.
 
-    ``stand_in``: two groups judged by Newcombe's (Koopman's) interval instead of the exact
-    default (narrower, so it needs a smaller budget: only where the search starts)."""
+    ``on``: the group whose rate carries the gap. ``allocation``: ``uniform`` (the queries
+    fall into the groups by a multinomial draw with ``shares``), ``balanced`` (``budget / g``
+    each) or ``neyman`` (in proportion to each group's binomial standard deviation), the
+    per-group sizes of :func:`allocate`. ``stand_in``: two groups judged by Newcombe's
+    (Koopman's) interval instead of the exact default (narrower, so it needs a smaller budget:
+    the planner's search, rescaled and then checked exactly). ``fixed_sizes``: every audit
+    has these group sizes (a whole pool)."""
     kind, rate = _METRICS[metric]
     rng = np.random.default_rng(seed)
     g = shares.size
-    sizes = rng.multinomial(budget, shares, size=reps)
+    rates = _rates(kind, g, base_rate, gap, on=on)
+    if fixed_sizes is not None:
+        sizes = np.broadcast_to(np.asarray(fixed_sizes, dtype=np.int64), (reps, g)).copy()
+    elif allocation == "uniform":
+        sizes = rng.multinomial(budget, shares, size=reps)
+    else:
+        sizes = np.broadcast_to(allocate(budget, _weights(allocation, shares, rates)),
+                                (reps, g)).copy()
     if rate == "true_positive_rate":  # the denominator: the positives of each group
         sizes = rng.binomial(sizes, label_rate)
-    rates = _rates(kind, g, base_rate, gap)
     k = rng.binomial(sizes, rates[None, :])
     ok = (sizes >= 1).all(axis=1)
     if not ok.any():
@@ -154,6 +216,9 @@ def plan_audit_budget(
     max_budget: int = 10_000_000,
     resolution: float = 0.01,
     stand_in: bool = False,
+    allocation: str = "balanced",
+    check_reps: int | None = None,
+    pool_rows: Mapping[str, int] | None = None,
 ) -> AuditPlan:
     """The smallest budget at which the default audit decides with probability >= ``power``.
 
@@ -181,13 +246,38 @@ def plan_audit_budget(
         Two groups only: judge by Newcombe's (Koopman's) interval instead of the exact default
         (seconds instead of tens of seconds; the budget it gives is too small, see
         :func:`queries_to_decide` for how it is scaled up).
+    allocation : {"balanced", "uniform", "neyman"}
+        How the audit spreads its queries over the groups: ``balanced`` (the same number per
+        group, drawn within each group: the audit's per-group draw), ``uniform`` (rows drawn at
+        random from the pool, so each group gets its share) or ``neyman`` (per group, in
+        proportion to the binomial standard deviation of its planned rate).
+    check_reps : int, optional
+        Simulated audits of the check at the chosen budget (default: 100 exact audits with two
+        groups, ``reps`` otherwise).
+    pool_rows : mapping, optional
+        Rows of each group in the query pool: the plan says per group how many it needs, flags
+        the groups the pool cannot supply and, if any, the power of an audit of the whole pool.
+
+    Notes
+    -----
+    The gap is placed on every group in turn (each distinct share under ``uniform``; one
+    placement under a per-group allocation, where the sizes do not depend on the placement)
+    and the power is the smallest: the plan holds wherever the gap falls. The search (doubling
+    then bisection) simulates ``reps`` audits per budget; with two groups it judges them by
+    Newcombe's (Koopman's) interval and scales the budget by the squared ratio of the exact
+    interval's width to it; then ``check_reps`` audits of the exact default interval at the
+    chosen budget, on another seed, give the printed power and its standard error.
     """
     metric = _ALIASES.get(metric, metric)
     if metric not in _METRICS:
         raise InvalidParameterError(f"plan: --metric must be one of dp, di, eo; got {metric!r}.")
     kind = _METRICS[metric][0]
-    names = [str(k) for k in group_shares]
-    sh = np.asarray([float(v) for v in group_shares.values()], dtype=np.float64)
+    # one canonical order (largest share first, then by name): the order the shares are
+    # listed in never changes the plan
+    items = sorted(((str(k), float(v)) for k, v in group_shares.items()),
+                   key=lambda kv: (-kv[1] if math.isfinite(kv[1]) else 0.0, kv[0]))
+    names = [k for k, _ in items]
+    sh = np.asarray([v for _, v in items], dtype=np.float64)
     if sh.size < 2 or not np.isfinite(sh).all() or (sh <= 0).any():
         raise InvalidParameterError("plan: --group-shares needs at least two groups with "
                                     "shares > 0, e.g. 'a=0.5,b=0.3,c=0.2'.")
@@ -213,21 +303,33 @@ def plan_audit_budget(
         raise InvalidParameterError("plan: a gap exactly at the tolerance is never decided "
                                     "fair with high probability; plan for a smaller gap.")
 
-    def pw(n: int, fast: bool = stand_in) -> float:
+    g = sh.size
+    if allocation not in ALLOCATIONS:
+        raise InvalidParameterError(f"plan: --allocation must be one of {', '.join(ALLOCATIONS)}; "
+                                    f"got {allocation!r}.")
+    # the gap may fall on any group: the power printed is the smallest over the placements
+    # (groups of equal share, or equal sizes under a fixed allocation, are one placement)
+    if allocation == "uniform":
+        places = [int(i) for i in np.unique(sh, return_index=True)[1]]
+    else:
+        places = [0]
+    two = g == 2 and not stand_in
+
+    def pw_at(n: int, on: int, fast: bool, r: int = reps, sd: int = seed) -> float:
         return simulated_power(metric, tolerance, sh, n, gap=gap, target=target,
                                base_rate=base_rate, label_rate=label_rate,
-                               confidence_level=confidence_level, reps=reps, seed=seed,
-                               stand_in=fast)
+                               confidence_level=confidence_level, reps=r, seed=sd,
+                               stand_in=fast, on=on, allocation=allocation)
+
+    def pw(n: int) -> tuple[float, int]:
+        # two groups: the search runs on Newcombe's (Koopman's) interval, seconds not minutes
+        vals = [(pw_at(n, on, two or stand_in), on) for on in places]
+        return min(vals)
 
     curve: list[tuple[int, float]] = []
-    lo, hi = 0, 64 * sh.size
-    if sh.size == 2 and not stand_in:  # start where the narrower stand-in reaches the power
-        while pw(hi, fast=True) < power and hi * 2 <= max_budget:
-            lo, hi = hi, hi * 2
-        lo = max(lo, (lo + hi) // 2 if pw((lo + hi) // 2, fast=True) < power else lo)
-        hi = max(hi, lo + 1)
+    lo, hi = 0, 64 * g
     while True:
-        p = pw(hi)
+        p, _ = pw(hi)
         curve.append((hi, p))
         if p >= power:
             break
@@ -239,16 +341,70 @@ def plan_audit_budget(
                 f"close to the tolerance); plan for a gap further from it.")
     while hi - lo > max(1, math.ceil(hi * resolution)):
         mid = (lo + hi) // 2
-        p = pw(mid)
+        p, _ = pw(mid)
         curve.append((mid, p))
         lo, hi = (lo, mid) if p >= power else (mid, hi)
     curve.sort()
+    searched, hardest = pw(hi)
+    budget = int(hi)
+    creps = int(check_reps if check_reps is not None else
+                (_TWO_GROUP_CHECK_REPS if two else reps))
+    if two:  # scale by the exact interval's squared width ratio, then check it exactly
+        w = _weights(allocation, sh, _rates(kind, g, base_rate, gap, on=hardest))
+        ratio = max(_width_ratio_at(kind, metric, w, budget, base_rate, gap, label_rate,
+                                    confidence_level, on=on) for on in places)
+        budget = int(math.ceil(budget * ratio**2))
+        checks = [(pw_at(budget, on, False, creps, seed + 1), on) for on in places]
+        method = ("search: simulated audits judged by Newcombe's (Koopman's) interval, the "
+                  "budget scaled by the squared ratio of the exact interval's width to it; "
+                  f"check: {creps:,} simulated audits with the exact default interval at that "
+                  "budget (another seed)")
+    else:
+        checks = [(pw_at(budget, on, stand_in, creps, seed + 1), on) for on in places]
+        method = ("search: simulated audits with the exact simultaneous intervals (the "
+                  f"default); check: {creps:,} simulated audits at that budget (another seed)")
+    checked, hardest_check = min(checks)
+    # the check falls short of the goal: raise the budget by 3% until it holds (at most
+    # twice with two groups, where each exact check costs seconds)
+    for _ in range(2 if two else 20):
+        if checked >= power:
+            break
+        budget = int(math.ceil(budget * 1.03))
+        checked, hardest_check = min((pw_at(budget, on, stand_in, creps, seed + 1), on)
+                                     for on in places)
+    se = math.sqrt(max(checked * (1.0 - checked), 1e-12) / creps)
+    sizes = (allocate(budget, sh) if allocation == "uniform" else
+             allocate(budget, _weights(allocation, sh, _rates(kind, g, base_rate, gap,
+                                                               on=hardest))))
+    pool: dict[str, dict[str, int | bool]] | None = None
+    reachable: dict[str, Any] | None = None
+    if pool_rows is not None:
+        rows = np.asarray([int(pool_rows.get(nm, 0)) for nm in names], dtype=np.int64)
+        pool = {nm: {"rows": int(r), "needed": int(k), "short": bool(k > r)}
+                for nm, r, k in zip(names, rows, sizes.tolist(), strict=True)}
+        if any(v["short"] for v in pool.values()):  # the audit of every row of the pool
+            # two groups: half the check's exact audits per placement, to stay in seconds
+            wreps = max(creps // 2, 20) if g == 2 else creps
+            whole = [simulated_power(metric, tolerance, sh, int(rows.sum()), gap=gap,
+                                     target=target, base_rate=base_rate, label_rate=label_rate,
+                                     confidence_level=confidence_level, reps=wreps,
+                                     seed=seed + 2, on=on, fixed_sizes=rows)
+                     for on in (range(g) if g <= _SIMULATED_MAX_GROUPS else places)]
+            reachable = {"queries": int(rows.sum()), "target": target, "power": min(whole),
+                         "reps": wreps}
     return AuditPlan(metric=metric, tolerance=float(tolerance), gap=float(gap), target=target,
-                     power_goal=float(power), budget=int(hi), power=pw(hi),
+                     power_goal=float(power), budget=budget, power=checked,
                      group_shares=dict(zip(names, sh.tolist(), strict=True)),
                      base_rate=float(base_rate), label_rate=float(label_rate),
                      confidence_level=float(confidence_level), reps=int(reps), seed=int(seed),
-                     curve=curve)
+                     curve=curve, allocation=allocation, searched_power=searched,
+                     check_reps=creps, power_se=se, hardest_group=names[hardest_check],
+                     method=method, group_sizes=dict(zip(names, sizes.tolist(), strict=True)),
+                     pool=pool, reachable=reachable)
+
+
+#: Exact two-group audits simulated at the chosen budget (each costs tens of milliseconds).
+_TWO_GROUP_CHECK_REPS = 100
 
 
 #: The most groups a plan simulates (memory grows with groups x pairs).
@@ -300,7 +456,7 @@ def queries_to_decide(
         plan = plan_audit_budget(key, threshold, shares, gap=gap, power=power, base_rate=base,
                                  label_rate=min(max(label_rate, 1e-6), 1.0),
                                  confidence_level=confidence_level, reps=reps, seed=seed,
-                                 resolution=0.05, stand_in=two)
+                                 resolution=0.05, stand_in=two, allocation="uniform")
     except InvalidParameterError as e:
         return {"budget": None, "note": str(e).removeprefix("plan: ")}
     budget = plan.budget
@@ -366,25 +522,34 @@ def _closed_form(kind: str, threshold: float, gap: float, shares: Mapping[str, f
 
 
 def _width_ratio(kind: str, plan: AuditPlan) -> float:
-    """Exact default's width over the stand-in's at the plan's expected counts (>= 1; log
-    widths for ratios; sizes capped at 20,000 per group)."""
+    """Exact default's width over the stand-in's at the plan's expected counts (the uniform
+    draw, the gap on the first group)."""
+    sh = np.asarray(list(plan.group_shares.values()))
+    return _width_ratio_at(kind, plan.metric, sh, plan.budget, plan.base_rate, plan.gap,
+                           plan.label_rate, plan.confidence_level, on=0)
+
+
+def _width_ratio_at(kind: str, metric: str, sh: np.ndarray, budget: int, base_rate: float,
+                    gap: float, label_rate: float, confidence_level: float, *,
+                    on: int) -> float:
+    """Exact default's width over the stand-in's at ``budget`` spread by the weights ``sh``
+    (>= 1; log widths for ratios; sizes capped at 20,000 per group)."""
     from fairprobe.stats.intervals import newcombe_interval, score_ratio_interval
     from fairprobe.stats.unconditional import (
         unconditional_difference_interval,
         unconditional_ratio_interval,
     )
 
-    sh = np.asarray(list(plan.group_shares.values()))
-    lab = plan.label_rate if _METRICS[plan.metric][1] == "true_positive_rate" else 1.0
+    lab = label_rate if _METRICS[metric][1] == "true_positive_rate" else 1.0
     # at most 20,000 per group: the ratio settles towards 1 as the sizes grow, and the exact
     # interval of larger groups costs seconds
-    n = np.maximum(np.rint(min(plan.budget, 20_000 / max(sh.max() * lab, 1e-9)) * sh * lab), 1.0)
-    k = np.rint(n * _rates(kind, 2, plan.base_rate, plan.gap))
+    n = np.maximum(np.rint(min(budget, 20_000 / max(sh.max() * lab, 1e-9)) * sh * lab), 1.0)
+    k = np.rint(n * _rates(kind, 2, base_rate, gap, on=on))
     ex = unconditional_difference_interval if kind == "difference" else \
         unconditional_ratio_interval
     si = newcombe_interval if kind == "difference" else score_ratio_interval
-    b = [float(x) for x in (*ex(k[0], n[0], k[1], n[1], plan.confidence_level),
-                            *si(k[0], n[0], k[1], n[1], plan.confidence_level))]
+    b = [float(x) for x in (*ex(k[0], n[0], k[1], n[1], confidence_level),
+                            *si(k[0], n[0], k[1], n[1], confidence_level))]
     if kind == "ratio":
         with np.errstate(divide="ignore"):
             b = [float(np.log(x)) for x in b]
