@@ -33,7 +33,7 @@ def _ll144_file(path: Path) -> pd.DataFrame:
     df.loc[rng.choice(n, 100, replace=False), "race"] = "Unknown"
     known_race = np.flatnonzero(df["race"] != "Unknown")
     df.loc[rng.choice(known_race, 50, replace=False), "sex"] = None
-    lift = df["race"].map(dict(zip(RACES, [0.0, 0.4, -0.1, -0.3, 0.2, 0.0, 0.1]))).fillna(0)
+    lift = df["race"].map(dict(zip(RACES, [0.0, 0.4, -0.1, -0.3, 0.2, 0.0, 0.1], strict=True))).fillna(0)
     df["score"] = rng.normal(size=n) + lift.to_numpy()
     df["hired"] = (df["score"] + rng.normal(size=n) > 0.8).astype(int)
     df.to_csv(path, index=False)

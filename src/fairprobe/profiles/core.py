@@ -158,7 +158,7 @@ def shortfall(k: int, n: int, k_ref: int, n_ref: int, threshold: float) -> int:
 def rate_table(labels: np.ndarray, hit: np.ndarray, *, order: Sequence[str] | None,
                small_share: float, exclude_small: bool, threshold: float,
                confidence_level: float, interval: str, comparison: str | None = None,
-               ) -> tuple[list[CategoryRate], str | None]:
+               ) -> tuple[list[CategoryRate], str]:
     """The rows of one category family: counts, rates, impact ratios against ``comparison``
     (default: the highest rate among the categories kept in the ratios).
 

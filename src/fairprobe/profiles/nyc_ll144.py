@@ -158,7 +158,7 @@ def ll144_profile(
     if (y_pred_col is None) == (score_col is None):
         raise InvalidParameterError("--profile nyc-ll144 takes --y-pred-col (selection rates) "
                                     "or --score-col (scoring rates): give one of them.")
-    for col, flag in ((sex_col, "--group-col"), (race_col, "--group-col")):
+    for col in (sex_col, race_col):
         if col not in df.columns:
             raise InvalidParameterError(f"--group-col {col} is not a column of the file; its "
                                         f"columns: {', '.join(map(str, df.columns[:20]))}.")
