@@ -43,7 +43,8 @@ def _row(profile: str, r: Mapping[str, Any]) -> list[str]:
     if profile == "nyc-ll144":
         base.append("yes" if r.get("small") else "")
     elif profile == "ugesp":
-        base += [fmt(r.get("flagged")) if r.get("flagged") is not None else "-",
+        base += ["yes" if r.get("small") else "",
+                 fmt(r.get("flagged")) if r.get("flagged") is not None else "-",
                  "-" if r.get("fisher_p") is None else fmt(r["fisher_p"], 3),
                  "-" if r.get("z") is None else f"{r['z']:.2f}",
                  "-" if r.get("shortfall") is None else fmt(r["shortfall"]),
@@ -72,7 +73,7 @@ def _header(doc: Doc) -> list[str]:
     else:
         head = ["category", "applicants", chosen, rate, "impact ratio"]
         head += (["under 2%"] if profile == "nyc-ll144" else
-                 ["4/5 flag", "Fisher p", "Z", "shortfall", "one flips", "small numbers"])
+                 ["under 2%", "4/5 flag", "Fisher p", "Z", "shortfall", "one flips", "small numbers"])
     thr = doc.get("threshold", doc.get("air_threshold", 0.8))
     return head + [f"rate interval {ADDED}", f"ratio interval {ADDED}",
                    f"decidably < {fmt(thr)} {ADDED}"]
