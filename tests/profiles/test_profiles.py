@@ -224,3 +224,18 @@ def test_bad_profile_flags_name_the_fix(tmp_path: Path, args: list[str], needle:
     r = _run("--predictions", str(tmp_path / "f.csv"), "--y-pred-col", "sel", *args)
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert needle in r.stderr + r.stdout
+
+
+def test_the_command_writes_what_the_library_returns(tmp_path: Path) -> None:
+    df = _lending()
+    df.to_csv(tmp_path / "d.csv", index=False)
+    r = _run("--predictions", str(tmp_path / "d.csv"), "--group-col", "race", "--y-pred-col",
+             "approved", "--score-col", "score", "--reference", "White", "--profile",
+             "cfpb-air", "--json", str(tmp_path / "air.json"))
+    assert r.returncode == 0, r.stderr
+    cli = json.loads((tmp_path / "air.json").read_text())
+    lib = profile_job(str(tmp_path / "d.csv"), profile="cfpb-air", group_cols=["race"],
+                      y_pred_col="approved", score_col="score", reference="White").to_dict()
+    cli.pop("provenance")
+    lib.pop("provenance")
+    assert cli == json.loads(json.dumps(lib))
