@@ -3,6 +3,7 @@ computes from the counts the page states, and the report shows one table per fam
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pandas as pd
@@ -31,9 +32,10 @@ UGESP = [(("A",), 100, 60), (("B",), 80, 30), (("C",), 50, 23), (("D",), 3, 1)]
 CFPB = [(("White",), 400, 240), (("Black",), 150, 57), (("Hispanic",), 120, 66)]
 
 
+@functools.cache  # the exact intervals are computed once for every test of the page
 def examples() -> dict[str, dict]:
     ll = profile_job(_rows(LL144, ["sex", "race"], "hired"), profile="nyc-ll144",
-                     group_cols=["sex", "race"], y_pred_col="hired")
+                     group_cols=["sex", "race"], y_pred_col="hired", interval="score")
     ug = profile_job(_rows(UGESP, ["group"], "hired"), profile="ugesp", group_cols=["group"],
                      y_pred_col="hired")
     cf = _rows(CFPB, ["race"], "approved")
