@@ -49,6 +49,7 @@ RESULT_KINDS = (
     "discover",
     "platform-info",
     "proxy",
+    "profile",
 )
 
 

@@ -179,6 +179,12 @@ def audit(
     first_name_col: Annotated[str | None, typer.Option(help="With --proxy bifsg: the column of first names.")] = None,
     proxy_strata: Annotated[str | None, typer.Option(help="With --proxy: comma-separated columns the decisions may depend on (the model's score, an income measure of the place): the bounds are computed within their cells (numeric: 10 quantile bins), which keeps them valid and tightens them.")] = None,
     race_col: Annotated[str | None, typer.Option(help="With --proxy: a column of recorded race (white, black, api, native, multiple, hispanic; empty where unknown): checks the proxy's calibration; recorded for every row, also the audit by recorded race.")] = None,
+    profile: Annotated[str | None, typer.Option(help="With --predictions: lay the audit out as a rule does: nyc-ll144 (--group-col SEX,RACE; selection rates, or scoring rates with --score-col), ugesp (four-fifths rule), cfpb-air (AIR against --reference, SMD of --score-col). --threshold sets the ratio threshold (0.8). docs/regulatory.md.")] = None,
+    exclude_small: Annotated[bool, typer.Option("--exclude-small", help="With --profile nyc-ll144 or ugesp: leave categories under 2% of the data out of the impact ratios (their counts and rates still shown).")] = False,
+    smd_threshold: Annotated[float, typer.Option(help="With --profile cfpb-air: |SMD| above this is marked.")] = 0.3,
+    data_source: Annotated[str | None, typer.Option(help="With --profile nyc-ll144: the source and explanation of the data (summary field).")] = None,
+    audit_dates: Annotated[str | None, typer.Option(help="With --profile nyc-ll144: the date(s) of the audit or of the data (summary field).")] = None,
+    distribution_date: Annotated[str | None, typer.Option(help="With --profile nyc-ll144: the tool's distribution date (summary field).")] = None,
 ) -> None:
     """Audit a black-box model with a fixed budget: metrics, confidence intervals, verdict.
 
@@ -220,6 +226,19 @@ def audit(
     from fairprobe.cli._common import parse_budget
 
     budget_n = parse_budget(budget)
+    if profile is not None or exclude_small or any(
+            v is not None for v in (data_source, audit_dates, distribution_date)):
+        from fairprobe.cli.predictions import profile_audit
+
+        profile_audit(
+            profile=profile, predictions=predictions, group_col=group_col,
+            y_pred_col=y_pred_col, score_col=score_col, reference=reference,
+            pos_label=_label_value(pos_label), exclude_small=exclude_small,
+            threshold=threshold, smd_threshold=smd_threshold,
+            confidence_level=confidence_level, interval=interval.value, json_path=json_path,
+            csv_path=csv_path, data_source=data_source, audit_dates=audit_dates,
+            distribution_date=distribution_date, fail_on=fail_on)
+        return
     if predictions is not None:
         from fairprobe.cli.predictions import predictions_audit
 

@@ -168,3 +168,63 @@ def print_windows(windows: list[dict[str, Any]], out: Any) -> None:
             table.add_row(w["start"][:10], str(w["n"]), short.get(m, m), "-", "-",
                           f"not summarised: {why[:60]}", "-")
     out.print(table)
+
+
+def profile_audit(
+    *, profile: str | None, predictions: str | None, group_col: str, y_pred_col: str | None,
+    score_col: str | None, reference: str | None, pos_label: Any, exclude_small: bool,
+    threshold: float | None, smd_threshold: float, confidence_level: float, interval: str,
+    json_path: Path | None, csv_path: Path | None, data_source: str | None,
+    audit_dates: str | None, distribution_date: str | None, fail_on: Any = None,
+) -> None:
+    """``audit --predictions FILE --profile NAME``: the rule's tables, JSON and CSV."""
+    from fairprobe.errors import InvalidParameterError
+    from fairprobe.profiles.job import PROFILES
+
+    if profile is None:
+        raise InvalidParameterError("--exclude-small, --data-source, --audit-dates and "
+                                    "--distribution-date go with --profile: add it.")
+    check_flag_choice(profile, "--profile", {p: p for p in PROFILES})
+    if predictions is None:
+        raise InvalidParameterError("--profile audits the decisions in a file: give "
+                                    "--predictions FILE.")
+    if interval not in ("exact", "score"):
+        raise InvalidParameterError("--profile takes --interval exact or score.")
+    check_flag_real(confidence_level, "--confidence-level", lo=0.0, hi=1.0)
+    if threshold is not None:
+        check_flag_real(threshold, "--threshold", lo=0.0, hi=1.0, closed="right")
+    check_flag_real(smd_threshold, "--smd-threshold", lo=0.0, hi=10.0)
+    check_output_path(json_path, "--json")
+    check_output_path(csv_path, "--csv")
+    from fairprobe.profiles.job import profile_job
+    from fairprobe.report.kinds.profile import TITLES, profile_frame, profile_tables
+
+    job = profile_job(
+        predictions, profile=profile, group_cols=split_list(group_col) or [],
+        y_pred_col=y_pred_col, score_col=score_col, reference=reference, pos_label=pos_label,
+        exclude_small=exclude_small, air_threshold=0.8 if threshold is None else threshold,
+        smd_threshold=smd_threshold, confidence_level=confidence_level, interval=interval,
+        data_source=data_source, audit_dates=audit_dates, distribution_date=distribution_date)
+    doc = job.to_dict()
+    from rich.table import Table
+
+    console.print(f"{TITLES[profile]}: {doc['applicants']} individuals, {doc['unknown']} of "
+                  "unknown category left out", soft_wrap=True)
+    for t in profile_tables(doc):
+        table = Table(title=t.caption, title_justify="left", box=None, pad_edge=False,
+                      padding=(0, 1))
+        for h in t.header:
+            table.add_column(h, overflow="fold")
+        for r in t.rows:
+            table.add_row(*r)
+        console.print(table)
+    console.print(f"{'[fairprobe]'} columns are fairprobe's additions (the rule asks for the "
+                  f"point values): {interval} intervals at {confidence_level:g}; "
+                  f"verdict {job.verdict}.", soft_wrap=True, markup=False)
+    if csv_path is not None:
+        from fairprobe.report.tables import write_csv
+
+        write_csv(csv_path, profile_frame(doc))
+    from fairprobe.cli.gate import emit_job
+
+    emit_job(json_path, job, fail_on)

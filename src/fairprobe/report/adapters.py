@@ -22,6 +22,7 @@ from fairprobe.report.kinds.collab import (
     adapt_collab_sweep,
 )
 from fairprobe.report.kinds.discover import adapt_discover
+from fairprobe.report.kinds.profile import adapt_profile
 from fairprobe.report.kinds.proxy import adapt_proxy
 from fairprobe.report.kinds.radius import adapt_radius
 from fairprobe.report.kinds.sequential import adapt_sequential
@@ -280,6 +281,7 @@ _ADAPTERS: dict[str, Callable[[Doc, str, str], Section]] = {
     "collab-sweep": adapt_collab_sweep,
     "collab-nodes": adapt_collab_nodes,
     "proxy": adapt_proxy,
+    "profile": adapt_profile,
 }
 
 def adapt(kind: str, doc: Doc, source: str, label: str = "") -> Section:
