@@ -104,10 +104,10 @@ class CountSpec:
 def parse_origin(origin: Any) -> str:
     """``--window-origin`` as a naive UTC ISO time (``2025-01-06T00:00:00``)."""
     try:
-        t = pd.Timestamp(origin)
+        t: Any = pd.Timestamp(origin)
     except (ValueError, TypeError):
         t = pd.NaT
-    if t is pd.NaT or pd.isna(t):
+    if pd.isna(t):
         raise DataError(f"--window-origin {origin!r} is not an ISO time such as 2025-01-06 or "
                         "2025-01-06T08:00.")
     if t.tzinfo is not None:

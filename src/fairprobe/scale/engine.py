@@ -332,7 +332,8 @@ def _raise_on_checks(checks: dict[str, dict[str, Any]], spec: CountSpec) -> None
             lo01, hi01 = c.get("min"), c.get("max")
             if c.get("bad", 0) or (lo01 is not None and lo01 < 0) or (hi01 is not None
                                                                         and hi01 > 1):
-                if role == "y_pred" and lo01 is not None and lo01 >= 0 and hi01 <= 1:
+                if (role == "y_pred" and lo01 is not None and hi01 is not None
+                        and lo01 >= 0 and hi01 <= 1):
                     raise DataError(f"{who} holds values in [{lo01}, {hi01}], not 0/1 "
                                     "decisions: if they are scores, turn them into the "
                                     "decisions the system takes (score >= its threshold) in a "
