@@ -44,7 +44,7 @@ def test_group_audit_is_an_auditframe_of_the_answers(tmp_path) -> None:
                               label_col="y", feature_cols=["x", "race", "sex"], budget=800,
                               seed=3, min_group_size=30, reference="a")
     assert isinstance(res, AuditFrame)
-    sample = draw_queries(pool, 800, 3)
+    sample = draw_queries(pool, 800, 3, group_cols=["race"], allocation="balanced")
     direct = AuditFrame(y_pred=_model(sample), y_true=sample["y"],
                         sensitive_features=sample[["race"]], min_group_size=30, reference="a")
     pd.testing.assert_frame_equal(res.to_frame(), direct.to_frame())

@@ -303,6 +303,7 @@ def plan_group_audit(
     feature_cols: str | Sequence[str] | None, send_group: bool, budget: int | str | None,
     seed: int, min_group_size: int, confidence_level: float, method: str,
     tolerance: float | None, threshold: float | None, answer_cols: Sequence[str] = (),
+    allocation: str = "balanced",
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The every-group audit's plan (pool, columns, label, budget, draw) and the keyword
     arguments of :func:`fairprobe.audit.run_group_audit`, every check made before any query."""
@@ -343,9 +344,9 @@ def plan_group_audit(
         group_col=cols, metrics=names, label_col=label, feature_cols=columns.sent,
         budget=budget, seed=seed, min_group_size=min_group_size,
         confidence_level=confidence_level, method=method, tolerance=tolerance,
-        threshold=threshold)
+        threshold=threshold, allocation=allocation)
     check_group_audit(pool, **kwargs)
-    sample = draw_queries(pool, budget, seed)
+    sample = draw_queries(pool, budget, seed, group_cols=cols, allocation=allocation)
     plan = {"pool": pool, "source": source, "columns": columns, "label": label,
             "budget": budget, "group_col": ", ".join(cols),
             "sample_groups": sample[cols].astype(str).agg(", ".join, axis=1).to_numpy()}
@@ -469,8 +470,12 @@ def audit_model(
     run_name_swap: bool = True,
     url: str | None = None,
     path: str = "/audit/predict",
+    allocation: str = "balanced",
 ) -> AuditJob:
     """Audit ``backend`` on a query pool: what ``fairprobe audit`` does, as one call.
+
+    ``allocation`` (every-group form): how the budget is split across the groups,
+    ``balanced`` (equal per group, a smaller group taken whole) or ``uniform`` (over rows).
 
     ``backend`` is a :class:`fairprobe.access.Backend` (``load_backend("model.toml")``), a
     fitted estimator, or a callable ``f(DataFrame) -> decisions`` such as ``model.predict``
@@ -521,7 +526,8 @@ def audit_model(
             label_col=label_col, feature_cols=feature_cols, send_group=send_group,
             budget=budget, seed=seed, min_group_size=min_group_size,
             confidence_level=confidence_level, method=method, tolerance=tolerance,
-            threshold=threshold, answer_cols=getattr(backend, "answer_columns", ()))
+            threshold=threshold, answer_cols=getattr(backend, "answer_columns", ()),
+            allocation=allocation)
         with BlackBox(backend, cache=cache_path, refresh=refresh, budget=plan["budget"],
                       retries=retries, timeout=timeout, concurrency=concurrency,
                       progress=progress, seed=seed) as bb, _resumable(bb, cache_path):

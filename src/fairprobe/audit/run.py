@@ -35,6 +35,8 @@ __all__ = [
     "AuditResult",
     "ColumnPlan",
     "GroupAudit",
+    "ALLOCATIONS",
+    "allocate",
     "draw_queries",
     "plan_columns",
     "run_audit",
@@ -131,14 +133,93 @@ class AuditResult:
         return out
 
 
-def draw_queries(pool: pd.DataFrame, budget: int, seed: int) -> pd.DataFrame:
-    """``budget`` rows of ``pool`` drawn uniformly without replacement (all rows if fewer)."""
+#: How a fixed budget is split across the groups of the pool (``--allocation``).
+ALLOCATIONS = ("uniform", "balanced")
+#: The default when the pool carries the group column: equal queries per group, the split that
+#: minimises the widest group interval (and so the largest-gap or smallest-ratio interval) when
+#: nothing is known of the rates before paying.
+DEFAULT_ALLOCATION = "balanced"
+
+
+def allocate(sizes: Sequence[int], budget: int, allocation: str = DEFAULT_ALLOCATION) -> list[int]:
+    """Queries per group for a fixed budget.
+
+    ``uniform``: the budget drawn over rows, so each group gets its share of the pool in
+    expectation (this returns that expectation, rounded down).
+    ``balanced``: equal queries per group; a group smaller than its share is taken whole and
+    the rest is spread over the others (water-filling: ``n_g = min(N_g, c)`` with the largest
+    ``c`` such that ``sum n_g <= budget``, leftovers one each to the largest groups).
+    """
+    check_choice(allocation, "allocation", "allocate", ALLOCATIONS)
+    n = np.asarray(sizes, dtype=np.int64)
+    if budget >= int(n.sum()):
+        return [int(v) for v in n]
+    if allocation == "uniform":
+        return [int(v) for v in n * budget // int(n.sum())]
+    order = np.argsort(n, kind="stable")
+    out = np.zeros_like(n)
+    left, k = int(budget), len(n)
+    for i, g in enumerate(order):
+        share = left // (k - i)
+        out[g] = min(int(n[g]), share)
+        left -= int(out[g])
+    # leftover queries (from integer division), one each to groups with rows to spare
+    for g in order[::-1]:
+        if left <= 0:
+            break
+        if out[g] < n[g]:
+            out[g] += 1
+            left -= 1
+    return [int(v) for v in out]
+
+
+def draw_queries(pool: pd.DataFrame, budget: int, seed: int, *,
+                 group_cols: Sequence[str] | None = None,
+                 allocation: str = "uniform") -> pd.DataFrame:
+    """``budget`` rows of ``pool`` drawn without replacement (all rows if fewer), seeded.
+
+    ``allocation="uniform"`` draws over rows; ``"balanced"`` (with ``group_cols``) draws
+    within each group the number of rows :func:`allocate` gives it, so every group's rate is
+    estimated within that group.
+    """
     budget = check_int(budget, "budget", "draw_queries", lo=1)
     seed = check_int(seed, "seed", "draw_queries", lo=0)
+    check_choice(allocation, "allocation", "draw_queries", ALLOCATIONS)
     if len(pool) == 0:
         raise DataError("The query pool is empty.")
-    order = np.random.default_rng(seed).permutation(len(pool))[: min(budget, len(pool))]
-    return pool.iloc[np.sort(order)].reset_index(drop=True)
+    rng = np.random.default_rng(seed)
+    if allocation == "uniform" or not group_cols or budget >= len(pool):
+        order = rng.permutation(len(pool))[: min(budget, len(pool))]
+        return pool.iloc[np.sort(order)].reset_index(drop=True)
+    codes, _ = pd.factorize(pool[list(group_cols)].astype(str).agg(", ".join, axis=1),
+                            sort=True)
+    sizes = np.bincount(codes)
+    want = allocate(sizes.tolist(), budget, allocation)
+    # one permutation, then the first want[g] rows of each group in that order: seeded, and
+    # each group's draw is a uniform sample without replacement within the group
+    perm = rng.permutation(len(pool))
+    rank = np.empty(len(pool), dtype=np.int64)
+    pc = codes[perm]
+    order = np.argsort(pc, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    rank[perm[order]] = np.arange(len(pool)) - np.repeat(starts, sizes)
+    keep = rank < np.asarray(want)[codes]
+    return pool.iloc[np.flatnonzero(keep)].reset_index(drop=True)
+
+
+def allocation_record(pool: pd.DataFrame, sample: pd.DataFrame, group_cols: Sequence[str],
+                      allocation: str) -> dict[str, Any]:
+    """The JSON record of a draw: the method, queries and pool rows per group."""
+    def counts(df: pd.DataFrame) -> dict[str, int]:
+        lab = df[list(group_cols)].astype(str).agg(", ".join, axis=1)
+        return {str(k): int(v) for k, v in lab.value_counts().sort_index().items()}
+
+    rows, drawn = counts(pool), counts(sample)
+    return {"method": allocation,
+            "queries_by_group": {g: drawn.get(g, 0) for g in rows},
+            "pool_rows_by_group": rows,
+            "note": ("each group's rate is estimated within its group; a figure over the "
+                     "whole population would be reweighted to the pool's shares")}
 
 
 def _check_columns(pool: pd.DataFrame, cols: Sequence[str], what: str) -> None:
@@ -543,19 +624,22 @@ class GroupAudit(AuditFrame):
     def __init__(self, *, metrics: Sequence[str], budget: int, queried: int, paid: int,
                  cached: int, unparsed: int, seed: int, backend: str,
                  group_cols: Sequence[str], unparsed_by_group: dict[str, int],
-                 answer_counts: dict[str, Any] | None = None, **frame: Any) -> None:
+                 answer_counts: dict[str, Any] | None = None,
+                 allocation: dict[str, Any] | None = None, **frame: Any) -> None:
         super().__init__(**frame)
         self._set_accounting(metrics=metrics, budget=budget, queried=queried, paid=paid,
                              cached=cached, unparsed=unparsed, seed=seed, backend=backend,
                              group_cols=group_cols, unparsed_by_group=unparsed_by_group,
-                             answer_counts=answer_counts)
+                             answer_counts=answer_counts, allocation=allocation)
         self._y_pred: Any = np.asarray(frame["y_pred"], dtype=float)
         self._y_true = frame.get("y_true")
 
     def _set_accounting(self, *, metrics: Sequence[str], budget: int, queried: int, paid: int,
                         cached: int, unparsed: int, seed: int, backend: str,
                         group_cols: Sequence[str], unparsed_by_group: dict[str, int],
-                        answer_counts: dict[str, Any] | None = None) -> None:
+                        answer_counts: dict[str, Any] | None = None,
+                        allocation: dict[str, Any] | None = None) -> None:
+        self.allocation = None if allocation is None else dict(allocation)
         self.metrics = tuple(fairness_metric_name(m, "run_group_audit") for m in metrics)
         self.budget, self.queried, self.paid, self.cached = budget, queried, paid, cached
         self.unparsed, self.seed, self.backend = unparsed, seed, backend
@@ -627,6 +711,8 @@ class GroupAudit(AuditFrame):
             "seed": self.seed,
             "backend": self.backend,
         }
+        if self.allocation is not None:
+            out["allocation"] = self.allocation
         if per_instance and self._y_pred is None:
             raise DataError("per-instance entries need the rows; this audit was counted "
                             "without them (ask for them when counting: --per-instance).")
@@ -665,6 +751,7 @@ def check_group_audit(
     method: str,
     tolerance: float | None,
     threshold: float | None,
+    allocation: str = "uniform",
 ) -> tuple[list[str], list[str], list[str]]:
     """Validate every parameter of :func:`run_group_audit` before anything is paid.
 
@@ -688,6 +775,7 @@ def check_group_audit(
     check_int(min_group_size, "min_group_size", owner, lo=1)
     check_real(confidence_level, "confidence_level", owner, lo=0.0, hi=1.0, closed="neither")
     check_choice(method, "method", owner, SIMULTANEOUS_METHODS)
+    check_choice(allocation, "allocation", owner, ALLOCATIONS)
     if tolerance is not None:
         check_real(tolerance, "tolerance", owner, lo=0.0)
     if threshold is not None:
@@ -727,10 +815,13 @@ def run_group_audit(
     confidence_level: float = 0.95,
     method: str = "exact",
     max_unusable_share: float | None = None,
+    allocation: str = DEFAULT_ALLOCATION,
 ) -> GroupAudit:
     """Black-box audit of every group of one column, or of the intersections of several.
 
-    Draws ``budget`` queries (uniformly without replacement, seeded), asks the model through
+    Draws ``budget`` queries without replacement (seeded; ``allocation="balanced"``, the
+    default, gives every group an equal number and takes a smaller group whole, ``"uniform"``
+    draws over rows; see :func:`allocate`), asks the model through
     ``blackbox`` (cached, resumable), and returns a :class:`GroupAudit`: the
     :class:`~fairprobe.stats.frame.AuditFrame` of the answers (each group's count, rates and
     interval; groups below ``min_group_size`` listed as too small) and, for each metric, the
@@ -762,12 +853,12 @@ def run_group_audit(
         pool, group_col=group_col, metrics=metrics, label_col=label_col,
         feature_cols=feature_cols, budget=budget, seed=seed, min_group_size=min_group_size,
         confidence_level=confidence_level, method=method, tolerance=tolerance,
-        threshold=threshold,
+        threshold=threshold, allocation=allocation,
     )
     if max_unusable_share is not None:
         check_real(max_unusable_share, "max_unusable_share", "run_group_audit", lo=0.0, hi=1.0,
                    closed="left")
-    sample = draw_queries(pool, budget, seed)
+    sample = draw_queries(pool, budget, seed, group_cols=cols, allocation=allocation)
     y_true_all = None
     if label_col is not None:
         y_true_all = _check_labels(sample[label_col], label_col, pos_label)
@@ -801,6 +892,7 @@ def run_group_audit(
         metrics=names, budget=budget, queried=len(sample), paid=paid, cached=cached,
         unparsed=int((~keep).sum()), seed=seed, backend=blackbox.identity, group_cols=cols,
         unparsed_by_group=unparsed_by_group, answer_counts=counts_by_group,
+        allocation=allocation_record(pool, sample, cols, allocation),
         y_pred=answers.decisions[keep].astype(np.int64),
         y_true=None if y_true_all is None else y_true_all[keep].astype(np.int64),
         sensitive_features=sens_all.loc[keep].reset_index(drop=True),

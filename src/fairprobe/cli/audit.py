@@ -48,6 +48,13 @@ class Simultaneous(StrEnum):
     bonferroni = "bonferroni"
 
 
+class Allocation(StrEnum):
+    """``--allocation``: how an every-group audit splits its budget across the groups."""
+
+    balanced = "balanced"
+    uniform = "uniform"
+
+
 class Interval(StrEnum):
     """``--interval``: the interval construction (coverage of each in ``docs/stats.md``)."""
 
@@ -138,6 +145,7 @@ def audit(
     metric: Annotated[str, typer.Option(help="Comma-separated, case-insensitive, any of: di, dp, eo (TPR), fpr, eodds (equalized odds), ppv (predictive parity), accuracy-gap, error-rate, score-gap. Two-group audits: one of di, dp, eo, accuracy-gap.")] = "di",
     budget: Annotated[str | None, typer.Option(help="Queries drawn from the pool: a number, or 'all' for every row. \\[default: 2000, or the whole pool if smaller; with --predictions: all]", show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Seed of the query draw.")] = 0,
+    allocation: Annotated[Allocation, typer.Option(case_sensitive=False, help="Every-group audit: how the budget is split across the groups: balanced (equal queries per group, a smaller group taken whole and the rest spread over the others; each rate is estimated within its group) or uniform (drawn over rows, so a group gets its share of the pool).")] = Allocation.balanced,
     tolerance: Annotated[float | None, typer.Option(help="Fair band half-width of differences, in (0, 1).")] = None,
     threshold: Annotated[float | None, typer.Option(help="Minimum ratio of DI (80% rule), in (0, 1].")] = None,
     confidence_level: Annotated[float, typer.Option(help="Confidence level of the interval, in (0, 1).")] = 0.95,
@@ -288,7 +296,7 @@ def audit(
             min_group_size=min_group_size, reference=reference, pos_label=pos_label,
             method="exact" if interval is Interval.exact else "bonferroni", strict=strict,
             max_unusable=max_unusable, prompt_variants=prompt_variants, name_swap=name_swap,
-            fail_on=fail_on, csv_path=csv_path,
+            fail_on=fail_on, csv_path=csv_path, allocation=allocation.value,
         )
         return
     name = check_audit_flags(
@@ -460,6 +468,7 @@ def _group_audit(
     pos_label: str | None, method: str, strict: bool = False, max_unusable: float = 0.05,
     prompt_variants: Path | None = None, name_swap: str | None = None,
     csv_path: Path | None = None, fail_on: FailOn | None = None,
+    allocation: str = "balanced",
 ) -> None:
     """The every-group audit: flags, then the pool and columns, then the paid queries."""
     from fairprobe.errors import InvalidParameterError
@@ -494,7 +503,7 @@ def _group_audit(
         reference=reference, pos_label=_label_value(pos_label),
         cache=None if no_cache else cache, refresh=refresh, concurrency=concurrency,
         retries=retries, timeout=timeout, progress=progress, max_unusable_share=limit,
-        url=url, path=path)
+        url=url, path=path, allocation=allocation)
     result, prov, plan = job.result, job.provenance, job.plan
     print_group_audit(result, console)
     print_trust_summary(prov, plan, console)

@@ -158,5 +158,8 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
                       soft_wrap=True)
     else:
         console.print(
-            f"queries: {result.queried} drawn (seed {result.seed}): {result.paid} paid, "
+            f"queries: {result.queried} drawn (seed {result.seed}"
+            + (f", allocation {alloc['method']}" if (alloc := getattr(result, "allocation", None))
+               else "")
+            + f"): {result.paid} paid, "
             f"{result.cached} from the cache, {result.unparsed} unusable (unparsed, refused or truncated; dropped)", soft_wrap=True)

@@ -283,6 +283,12 @@ def adapt_audit(doc: Doc, source: str, label: str) -> Section:
         ("model", str(doc.get("backend") or get(doc, "provenance", "backend", "identity")
                       or "n/a")),
     ]
+    alloc = doc.get("allocation")
+    if isinstance(alloc, Mapping) and alloc.get("method"):
+        per = alloc.get("queries_by_group")
+        split = (", ".join(f"{g} {fmt(n)}" for g, n in per.items())
+                 if isinstance(per, Mapping) else "")
+        facts.append(("allocation", str(alloc["method"]) + (f" ({split})" if split else "")))
     for key in ("min_group_size", "simultaneous_method", "group_interval", "reference"):
         if doc.get(key) is not None:
             facts.append((key.replace("_", " "), fmt(doc[key]) if not isinstance(doc[key], str)
