@@ -145,6 +145,14 @@ for _r in (
          "PPV", "positive predictive value", "with y_pred = 1"),
     Rate("accuracy", _LABELS, ("00", "11"), _ALL, "P(pred=true)", "accuracy", "accuracy"),
     Rate("error_rate", _LABELS, ("01", "10"), _ALL, "P(pred!=true)", "error", "error rate"),
+    Rate("false_negative_rate", _LABELS, ("01",), ("01", "11"), "P(pred=0 | true=1)", "FNR",
+         "false negative rate", "with y_true = 1"),
+    Rate("true_negative_rate", _LABELS, ("00",), ("00", "10"), "P(pred=0 | true=0)", "TNR",
+         "true negative rate", "with y_true = 0"),
+    Rate("negative_predictive_value", _LABELS, ("00",), ("00", "01"), "P(true=0 | pred=0)",
+         "NPV", "negative predictive value", "with y_pred = 0"),
+    Rate("false_omission_rate", _LABELS, ("01",), ("00", "01"), "P(true=1 | pred=0)", "FOR",
+         "false omission rate", "with y_pred = 0"),
     Rate("mean_score", ("scores",), (), (), "E[score]", "mean score", "mean score"),
 ):
     register_rate(_r)
@@ -171,6 +179,11 @@ for _m in (
            ("accuracy-gap", "acc", "accuracy_score_difference"), "accuracy difference"),
     Metric("error_rate_difference", ("error_rate",), "difference",
            ("error-rate", "zero_one_loss_difference")),
+    Metric("false_negative_rate_difference", ("false_negative_rate",), "difference", ("fnr",)),
+    Metric("true_negative_rate_difference", ("true_negative_rate",), "difference", ("tnr",)),
+    Metric("negative_predictive_value_difference", ("negative_predictive_value",),
+           "difference", ("npv",)),
+    Metric("false_omission_rate_difference", ("false_omission_rate",), "difference", ("for",)),
     Metric("mean_score_difference", ("mean_score",), "difference", ("score-gap",)),
 ):
     register_metric(_m)
