@@ -300,19 +300,23 @@ class LocalModelBackend(Backend):
         self, df: pd.DataFrame
     ) -> tuple[npt.NDArray[Any], npt.NDArray[Any] | None, npt.NDArray[Any] | None]:
         model = self.model
-        pred = np.asarray(model.predict(df))
+        # a model fitted on arrays gets an array: a frame would make scikit-learn warn
+        # "X has feature names" into the audit's output on every batch
+        X: Any = (df.to_numpy() if hasattr(model, "n_features_in_")
+                  and not hasattr(model, "feature_names_in_") else df)
+        pred = np.asarray(model.predict(X))
         dec = (pred == self.positive_label).astype(np.int64)
         sco: npt.NDArray[Any] | None = None
         lgt: npt.NDArray[Any] | None = None
         try:
-            proba = model.predict_proba(df)
+            proba = model.predict_proba(X)
         except AttributeError:
             proba = None
         if proba is not None:
             sco = np.clip(np.asarray(proba, dtype=np.float64)[:, self._pos_index], 0.0, 1.0)
         if self._n_classes == 2:
             try:
-                z = np.asarray(model.decision_function(df), dtype=np.float64)
+                z = np.asarray(model.decision_function(X), dtype=np.float64)
             except AttributeError:
                 z = None
             if z is not None and z.ndim == 1:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from fairprobe import metrics as _metrics
 from fairprobe._text import term
 from fairprobe.report.text import verdict_markup
 
@@ -18,15 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["print_group_audit"]
 
-_SHORT = {
-    "selection_rate": "sel. rate",
-    "true_positive_rate": "TPR",
-    "false_positive_rate": "FPR",
-    "positive_predictive_value": "PPV",
-    "accuracy": "accuracy",
-    "error_rate": "error",
-    "mean_score": "mean score",
-}
+_SHORT = {r.name: r.short for r in _metrics.RATES.values()}
 
 
 def _f(x: float) -> str:

@@ -18,6 +18,7 @@ import numpy as np
 
 from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.errors import DataError
+from fairprobe.metrics import label_rate_counts
 from fairprobe.scale.counts import WEIGHT_SUMS, GroupCounts
 
 __all__ = ["FRAME_OPTIONS", "frame_from_counts"]
@@ -124,12 +125,8 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
         if spec.y_true is not None:
             tp = tab["stp"].to_numpy(dtype=np.int64)
             ntrue = tab["st"].to_numpy(dtype=np.int64)
-            correct = size - npos - ntrue + 2 * tp
-            obj._counts["true_positive_rate"] = (tp, ntrue)
-            obj._counts["false_positive_rate"] = (npos - tp, size - ntrue)
-            obj._counts["positive_predictive_value"] = (tp, npos)
-            obj._counts["accuracy"] = (correct, size)
-            obj._counts["error_rate"] = (size - correct, size)
+            obj._counts.update(label_rate_counts(
+                {"11": tp, "10": npos - tp, "01": ntrue - tp, "00": size - npos - ntrue + tp}))
     if spec.score is not None:
         s1 = tab["s1"].to_numpy(dtype=np.float64)
         s2 = tab["s2"].to_numpy(dtype=np.float64)

@@ -48,22 +48,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from fairprobe import metrics as _metrics
 from fairprobe.errors import DataError
 
 __all__ = ["MONITOR_METRICS", "MonitorResult", "log_wealth", "monitor_counts", "pair_z"]
 
 #: metric -> (rates, kind); the rates are (numerator, denominator) of the window sums.
 MONITOR_METRICS: dict[str, tuple[tuple[str, ...], str]] = {
-    "demographic_parity_difference": (("selection_rate",), "difference"),
-    "disparate_impact_ratio": (("selection_rate",), "ratio"),
-    "equal_opportunity_difference": (("true_positive_rate",), "difference"),
-    "false_positive_rate_difference": (("false_positive_rate",), "difference"),
-    "equalized_odds_difference": (("true_positive_rate", "false_positive_rate"), "difference"),
-    "predictive_parity_difference": (("positive_predictive_value",), "difference"),
-    "accuracy_difference": (("accuracy",), "difference"),
-    "error_rate_difference": (("error_rate",), "difference"),
-    "mean_score_difference": (("mean_score",), "difference"),
-}
+    m.name: (m.rates, m.kind) for m in _metrics.METRICS.values()
+    if m.kind == "difference" or m.rates == ("selection_rate",)}
 
 
 def rate_sums(table: Any, rate: str) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
@@ -80,14 +73,9 @@ def rate_sums(table: Any, rate: str) -> tuple[npt.NDArray[np.float64], npt.NDArr
         raise DataError(f"{rate} needs true labels: count with --y-true-col.")
     st = table["st"].to_numpy(dtype=np.int64)
     tp = table["stp"].to_numpy(dtype=np.int64)
-    correct = n - sp - st + 2 * tp
-    return {
-        "true_positive_rate": (tp.astype(float), st),
-        "false_positive_rate": ((sp - tp).astype(float), n - st),
-        "positive_predictive_value": (tp.astype(float), sp),
-        "accuracy": (correct.astype(float), n),
-        "error_rate": ((n - correct).astype(float), n),
-    }[rate]
+    num, den = _metrics.label_rate_counts(
+        {"11": tp, "10": sp - tp, "01": st - tp, "00": n - sp - st + tp})[rate]
+    return num.astype(float), den
 
 
 def pair_z(k: npt.NDArray[np.float64], n: npt.NDArray[np.int64], *, kind: str, bound: float,

@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from fairprobe import metrics as _metrics
 from fairprobe.errors import DataError
 
 __all__ = ["KG_MIN_SIDE", "KNOWN_CALLABLES", "MIN_SIDE", "WEIGHTED_INTERVALS", "DesignRates",
@@ -386,12 +387,8 @@ def thin_reason(rate: str, d: DesignRates, i: int) -> str:
 #: ``"pt"`` (``"0"``, ``"1"`` of y_pred without labels), in the frame's order of rates.
 RATE_CELLS: dict[bool, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
     False: {"selection_rate": (("1",), ("0", "1"))},
-    True: {"selection_rate": (("10", "11"), ("00", "01", "10", "11")),
-           "true_positive_rate": (("11",), ("01", "11")),
-           "false_positive_rate": (("10",), ("00", "10")),
-           "positive_predictive_value": (("11",), ("10", "11")),
-           "accuracy": (("00", "11"), ("00", "01", "10", "11")),
-           "error_rate": (("01", "10"), ("00", "01", "10", "11"))},
+    True: {r.name: (r.num, r.den) for r in _metrics.RATES.values()
+           if r.num and "scores" not in r.needs},
 }
 
 

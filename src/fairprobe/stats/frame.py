@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from fairprobe import metrics as _metrics
 from fairprobe._validation import check_choice, check_int, check_real, env_int
 from fairprobe.errors import DataError
 from fairprobe.stats.exact import clopper_pearson_interval
@@ -49,61 +50,16 @@ __all__ = [
     "fairness_metric_name",
 ]
 
-#: Per-group rates: name -> (what it needs, description).
+#: Per-group rates: name -> (what it needs, description), read from the metric registry.
 RATES: dict[str, tuple[tuple[str, ...], str]] = {
-    "selection_rate": (("y_pred",), "P(pred=1)"),
-    "true_positive_rate": (("y_pred", "y_true"), "P(pred=1 | true=1)"),
-    "false_positive_rate": (("y_pred", "y_true"), "P(pred=1 | true=0)"),
-    "positive_predictive_value": (("y_pred", "y_true"), "P(true=1 | pred=1)"),
-    "accuracy": (("y_pred", "y_true"), "P(pred=true)"),
-    "error_rate": (("y_pred", "y_true"), "P(pred!=true)"),
-    "mean_score": (("scores",), "E[score]"),
-}
+    r.name: (r.needs, r.description) for r in _metrics.RATES.values()}
 
-#: Fairness metrics: name -> (per-group rate(s), difference or ratio).
+#: Fairness metrics: name -> (per-group rate(s), difference or ratio), from the registry.
 FAIRNESS_METRICS: dict[str, tuple[tuple[str, ...], Literal["difference", "ratio"]]] = {
-    "demographic_parity_difference": (("selection_rate",), "difference"),
-    "disparate_impact_ratio": (("selection_rate",), "ratio"),
-    "equal_opportunity_difference": (("true_positive_rate",), "difference"),
-    "equal_opportunity_ratio": (("true_positive_rate",), "ratio"),
-    "false_positive_rate_difference": (("false_positive_rate",), "difference"),
-    "false_positive_rate_ratio": (("false_positive_rate",), "ratio"),
-    "equalized_odds_difference": (("true_positive_rate", "false_positive_rate"), "difference"),
-    "equalized_odds_ratio": (("true_positive_rate", "false_positive_rate"), "ratio"),
-    "predictive_parity_difference": (("positive_predictive_value",), "difference"),
-    "accuracy_difference": (("accuracy",), "difference"),
-    "error_rate_difference": (("error_rate",), "difference"),
-    "mean_score_difference": (("mean_score",), "difference"),
-}
+    m.name: (m.rates, m.kind) for m in _metrics.METRICS.values()}
 
-#: Short names (CLI ``--metric``); matched case-insensitively.
-FAIRNESS_ALIASES: dict[str, str] = {
-    "dp": "demographic_parity_difference",
-    "sp": "demographic_parity_difference",
-    "di": "disparate_impact_ratio",
-    "eo": "equal_opportunity_difference",
-    "tpr": "equal_opportunity_difference",
-    "fpr": "false_positive_rate_difference",
-    "eodds": "equalized_odds_difference",
-    "equalized-odds": "equalized_odds_difference",
-    "ppv": "predictive_parity_difference",
-    "pp": "predictive_parity_difference",
-    "accuracy-gap": "accuracy_difference",
-    "acc": "accuracy_difference",
-    "error-rate": "error_rate_difference",
-    "score-gap": "mean_score_difference",
-    "eo-ratio": "equal_opportunity_ratio",
-    "fpr-ratio": "false_positive_rate_ratio",
-    "eodds-ratio": "equalized_odds_ratio",
-    # fairlearn.metrics' names of the same summaries
-    "demographic_parity_ratio": "disparate_impact_ratio",
-    "selection_rate_difference": "demographic_parity_difference",
-    "selection_rate_ratio": "disparate_impact_ratio",
-    "true_positive_rate_difference": "equal_opportunity_difference",
-    "true_positive_rate_ratio": "equal_opportunity_ratio",
-    "accuracy_score_difference": "accuracy_difference",
-    "zero_one_loss_difference": "error_rate_difference",
-}
+#: Other names (CLI ``--metric`` short names, fairlearn's names); matched case-insensitively.
+FAIRNESS_ALIASES: dict[str, str] = _metrics.aliases()
 
 #: fairlearn's aggregation names of ``MetricFrame.group_max`` & co. (``errors=``).
 _ERRORS = ("raise", "coerce")
@@ -111,11 +67,7 @@ _ERRORS = ("raise", "coerce")
 GROUP_INTERVALS = ("wilson", "exact")
 
 #: What the denominator of a conditional rate counts (for the reasons a group is left out).
-_DENOMINATOR = {
-    "true_positive_rate": "with y_true = 1",
-    "false_positive_rate": "with y_true = 0",
-    "positive_predictive_value": "with y_pred = 1",
-}
+_DENOMINATOR = {r.name: r.denominator for r in _metrics.RATES.values() if r.denominator}
 
 
 def fairness_metric_name(metric: str, owner: str = "AuditFrame") -> str:
@@ -609,13 +561,8 @@ class AuditFrame:
         if true is not None:
             tp = count(pred & true)
             ntrue = count(true)
-            fp = npos - tp
-            correct = count(pred == true)
-            self._counts["true_positive_rate"] = (tp, ntrue)
-            self._counts["false_positive_rate"] = (fp, size - ntrue)
-            self._counts["positive_predictive_value"] = (tp, npos)
-            self._counts["accuracy"] = (correct, size)
-            self._counts["error_rate"] = (size - correct, size)
+            self._counts.update(_metrics.label_rate_counts(
+                {"11": tp, "10": npos - tp, "01": ntrue - tp, "00": size - npos - ntrue + tp}))
         if sc is not None:
             self._set_score_moments(np.bincount(codes, weights=sc, minlength=g),
                                     np.bincount(codes, weights=sc * sc, minlength=g),

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from fairprobe import metrics as _metrics
 from fairprobe.report import assumptions as A
 from fairprobe.report._read import (
     Doc,
@@ -32,25 +33,13 @@ from fairprobe.report.document import FigureSpec, Section, Table
 __all__ = ["adapt_audit", "metric_label"]
 
 _METRIC_NAMES = {
-    "disparate_impact_ratio": "disparate impact (ratio of positive rates)",
-    "demographic_parity_difference": "demographic parity difference",
-    "demographic_parity_ratio": "demographic parity ratio",
-    "equal_opportunity_difference": "equal opportunity difference",
-    "equalized_odds_difference": "equalized odds difference",
-    "accuracy_difference": "accuracy difference",
+    **{m.name: m.label for m in _metrics.METRICS.values() if m.label},
+    # the sequential test's own names of its two criteria
     "sp": "statistical parity gap",
     "eo": "equal opportunity gap",
 }
 
-_RATE_NAMES = {
-    "selection_rate": "positive-decision rate",
-    "true_positive_rate": "true positive rate",
-    "false_positive_rate": "false positive rate",
-    "accuracy": "accuracy",
-    "error_rate": "error rate",
-    "positive_predictive_value": "positive predictive value",
-    "mean_score": "mean score",
-}
+_RATE_NAMES = {r.name: r.label for r in _metrics.RATES.values()}
 
 
 def metric_label(name: Any) -> str:
