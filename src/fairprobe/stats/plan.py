@@ -446,7 +446,7 @@ def queries_to_decide(
     if kind == "difference":
         base = min(base, 1.0 - gap - 1e-9) if gap < 1.0 else base
     two = len(shares) == 2
-    # the gap on the smallest group (the planner's first): the hardest place for it
+    # the planner puts the gap on every group and keeps the least power; sorted for a stable key
     shares = dict(sorted(shares.items(), key=lambda kv: kv[1]))
     if len(shares) > _SIMULATED_MAX_GROUPS:
         return _closed_form(kind, float(threshold), gap, shares, base=base, queried=queried,
@@ -466,8 +466,9 @@ def queries_to_decide(
         "budget": budget, "more": int(max(0, math.ceil(budget - queried))),
         "target": plan.target, "power": power, "gap": gap,
         "assumes": (f"the true {'gap' if kind == 'difference' else 'smallest ratio'} is the "
-                    f"estimate ({estimate:.4g}) and falls on the smallest group, the groups' "
-                    f"shares as observed, their common rate {base:.3g}"),
+                    f"estimate ({estimate:.4g}), on whichever group is hardest (the planner puts "
+                    f"it on each), the groups' shares as observed (drawn as the audit drew "
+                    f"them), their common rate {base:.3g}"),
         "method": ("planner (simulated default audits)" if not two else
                    "planner with Newcombe's/Koopman's interval, scaled by the exact interval's "
                    "squared width ratio at the planned budget's expected counts"),
