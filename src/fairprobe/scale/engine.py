@@ -47,7 +47,7 @@ ENGINES = ("auto", "duckdb", "pandas", "dask")
 _PARQUET = (".parquet", ".pq")
 _CSV = (".csv", ".csv.gz", ".tsv")
 #: The epoch the engines bucket time from; a count with ``window_origin`` unset buckets by
-#: :func:`_atom` from here and rolls the atoms up into windows from the data's first day.
+#: :func:`_atom_spec` from here and rolls the atoms up into windows from the data's first day.
 _ORIGIN = pd.Timestamp("1970-01-01")
 
 #: A text time value the contract accepts: ISO 8601 date, optional time (hours 00-23) and
@@ -707,15 +707,12 @@ def _pd_times(s: pd.Series, spec: CountSpec) -> tuple[pd.Series, int, str | None
         raise DataError(f"{_role(spec, 'time_col')} holds {s.dtype} values, not times: give a "
                         "column of timestamps or ISO 8601 text (YYYY-MM-DD [HH:MM[:SS]]).")
     obj = s.astype(object)
-    text = obj.map(lambda v: isinstance(v, str))
-    strs = obj.where(text).astype("string")
+    # date / datetime objects (a Parquet DATE read by pandas) print as ISO text, so one
+    # vectorised path serves them and strings alike
+    strs = obj.where(obj.notna()).astype("string")
     ok = strs.str.fullmatch(TIME_PATTERN).fillna(False).astype(bool)
     parsed = pd.to_datetime(strs.where(ok).str.strip(), format="ISO8601", errors="coerce",
                             utc=True)
-    other = ~text & obj.notna()
-    if other.any():  # date / datetime objects (a Parquet DATE read by pandas)
-        parsed = parsed.where(~other, pd.to_datetime(obj.where(other), errors="coerce",
-                                                     utc=True))
     ts = parsed.dt.tz_localize(None)
     badm = obj.notna().to_numpy() & ts.isna().to_numpy()
     first = None
