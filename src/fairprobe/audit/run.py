@@ -13,6 +13,7 @@ with its confidence interval and verdict through :func:`fairprobe.stats.compute_
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,21 +135,27 @@ class AuditResult:
 
 
 #: How a fixed budget is split across the groups of the pool (``--allocation``).
-ALLOCATIONS = ("uniform", "balanced")
+ALLOCATIONS = ("uniform", "balanced", "neyman", "adaptive")
 #: The default when the pool carries the group column: equal queries per group, the split that
 #: minimises the widest group interval (and so the largest-gap or smallest-ratio interval) when
 #: nothing is known of the rates before paying.
 DEFAULT_ALLOCATION = "balanced"
 
 
-def allocate(sizes: Sequence[int], budget: int, allocation: str = DEFAULT_ALLOCATION) -> list[int]:
+def allocate(sizes: Sequence[int], budget: int, allocation: str = DEFAULT_ALLOCATION,
+             weights: Sequence[float] | None = None) -> list[int]:
     """Queries per group for a fixed budget.
 
     ``uniform``: the budget drawn over rows, so each group gets its share of the pool in
     expectation (this returns that expectation, rounded down).
-    ``balanced``: equal queries per group; a group smaller than its share is taken whole and
-    the rest is spread over the others (water-filling: ``n_g = min(N_g, c)`` with the largest
-    ``c`` such that ``sum n_g <= budget``, leftovers one each to the largest groups).
+    ``balanced`` (and ``adaptive``, whose batches never spend more than this): equal queries
+    per group; a group smaller than its share is taken whole and the rest is spread over the
+    others (water-filling: ``n_g = min(N_g, c)`` with the largest ``c`` such that
+    ``sum n_g <= budget``, leftovers one each to the largest groups).
+    ``neyman``: the same water-filling with ``n_g = min(N_g, c w_g)`` for Neyman's weights
+    ``weights`` (:func:`fairprobe.stats.allocation.neyman_weights`; without them every rate
+    is taken as 0.5, the conservative rate, and the split is equal), leftovers by largest
+    remainders.
     """
     check_choice(allocation, "allocation", "allocate", ALLOCATIONS)
     n = np.asarray(sizes, dtype=np.int64)
@@ -156,6 +163,8 @@ def allocate(sizes: Sequence[int], budget: int, allocation: str = DEFAULT_ALLOCA
         return [int(v) for v in n]
     if allocation == "uniform":
         return [int(v) for v in n * budget // int(n.sum())]
+    if allocation == "neyman" and weights is not None:
+        return _water_fill(n, int(budget), np.asarray(weights, dtype=np.float64))
     order = np.argsort(n, kind="stable")
     out = np.zeros_like(n)
     left, k = int(budget), len(n)
@@ -173,6 +182,46 @@ def allocate(sizes: Sequence[int], budget: int, allocation: str = DEFAULT_ALLOCA
     return [int(v) for v in out]
 
 
+def _water_fill(n: npt.NDArray[np.int64], budget: int, w: npt.NDArray[np.float64]) -> list[int]:
+    """``min(N_g, c w_g)`` with the largest ``c`` that spends ``budget`` (groups taken whole
+    first), the free groups' integer sizes by largest remainders."""
+    from fairprobe.stats.allocation import apportion
+
+    out = np.zeros_like(n)
+    free = np.ones(n.size, dtype=bool)
+    left = budget
+    while free.any():
+        c = left / float(w[free].sum())
+        whole = free & (n <= c * w)
+        if not whole.any():
+            break
+        out[whole] = n[whole]
+        left -= int(n[whole].sum())
+        free &= ~whole
+    if free.any():
+        out[free] = apportion(left, w[free] / w[free].sum())
+    return [int(v) for v in out]
+
+
+def _group_order(pool: pd.DataFrame, group_cols: Sequence[str], rng: np.random.Generator,
+                 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], list[str],
+                            npt.NDArray[np.int64]]:
+    """Each row's group code, the group sizes and labels, and each row's rank in its group's
+    seeded order: the first ``m`` rows of a group in that order are a uniform sample without
+    replacement within it, and a larger ``m`` extends a smaller one (the staged draws of
+    ``neyman`` and ``adaptive`` ask the same rows again, from the cache, on a rerun)."""
+    codes, uniques = pd.factorize(pool[list(group_cols)].astype(str).agg(", ".join, axis=1),
+                                  sort=True)
+    sizes = np.bincount(codes, minlength=len(uniques))
+    perm = rng.permutation(len(pool))
+    rank = np.empty(len(pool), dtype=np.int64)
+    order = np.argsort(codes[perm], kind="stable")
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    rank[perm[order]] = np.arange(len(pool)) - np.repeat(starts, sizes)
+    return (np.asarray(codes, dtype=np.int64), np.asarray(sizes, dtype=np.int64),
+            [str(u) for u in uniques], rank)
+
+
 def draw_queries(pool: pd.DataFrame, budget: int, seed: int, *,
                  group_cols: Sequence[str] | None = None,
                  allocation: str = "uniform") -> pd.DataFrame:
@@ -180,7 +229,9 @@ def draw_queries(pool: pd.DataFrame, budget: int, seed: int, *,
 
     ``allocation="uniform"`` draws over rows; ``"balanced"`` (with ``group_cols``) draws
     within each group the number of rows :func:`allocate` gives it, so every group's rate is
-    estimated within that group.
+    estimated within that group. ``"neyman"`` and ``"adaptive"`` draw in stages that depend on
+    the answers (:func:`run_group_audit`); here they give the balanced draw, the most an
+    adaptive audit asks.
     """
     budget = check_int(budget, "budget", "draw_queries", lo=1)
     seed = check_int(seed, "seed", "draw_queries", lo=0)
@@ -191,18 +242,8 @@ def draw_queries(pool: pd.DataFrame, budget: int, seed: int, *,
     if allocation == "uniform" or not group_cols or budget >= len(pool):
         order = rng.permutation(len(pool))[: min(budget, len(pool))]
         return pool.iloc[np.sort(order)].reset_index(drop=True)
-    codes, _ = pd.factorize(pool[list(group_cols)].astype(str).agg(", ".join, axis=1),
-                            sort=True)
-    sizes = np.bincount(codes)
-    want = allocate(sizes.tolist(), budget, allocation)
-    # one permutation, then the first want[g] rows of each group in that order: seeded, and
-    # each group's draw is a uniform sample without replacement within the group
-    perm = rng.permutation(len(pool))
-    rank = np.empty(len(pool), dtype=np.int64)
-    pc = codes[perm]
-    order = np.argsort(pc, kind="stable")
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    rank[perm[order]] = np.arange(len(pool)) - np.repeat(starts, sizes)
+    codes, sizes, _, rank = _group_order(pool, group_cols, rng)
+    want = allocate(sizes.tolist(), budget, "balanced")
     keep = rank < np.asarray(want)[codes]
     return pool.iloc[np.flatnonzero(keep)].reset_index(drop=True)
 
@@ -579,6 +620,11 @@ def _query(
     for lo in range(0, n, step):
         parts.append(blackbox.query(records.iloc[lo : lo + step]))
         _strict_check(parts, groups, limit, final=lo + step >= n)
+    return _concat(parts)
+
+
+def _concat(parts: Sequence[AnswerBatch]) -> AnswerBatch:
+    """One batch of the answers of several, in order."""
     return AnswerBatch(
         np.concatenate([p.decisions for p in parts]),
         np.concatenate([p.scores for p in parts]),
@@ -776,6 +822,8 @@ def check_group_audit(
     check_real(confidence_level, "confidence_level", owner, lo=0.0, hi=1.0, closed="neither")
     check_choice(method, "method", owner, SIMULTANEOUS_METHODS)
     check_choice(allocation, "allocation", owner, ALLOCATIONS)
+    if allocation == "adaptive":
+        question_rate(names[0])
     if tolerance is not None:
         check_real(tolerance, "tolerance", owner, lo=0.0)
     if threshold is not None:
@@ -858,19 +906,38 @@ def run_group_audit(
     if max_unusable_share is not None:
         check_real(max_unusable_share, "max_unusable_share", "run_group_audit", lo=0.0, hi=1.0,
                    closed="left")
-    sample = draw_queries(pool, budget, seed, group_cols=cols, allocation=allocation)
+    staged = allocation in ("neyman", "adaptive")
+    if staged:  # the rows depend on the answers: every check is made on the pool first
+        if label_col is not None:
+            _check_labels(pool[label_col], label_col, pos_label)
+        if reference is not None:
+            from fairprobe.stats.groups import group_labels
+
+            group_labels(pool[cols]).position(reference)
+    before_paid, before_cached = blackbox.spent, blackbox.from_cache
+    if staged:
+        frame_opts = dict(min_group_size=min_group_size, method=method, reference=reference,
+                          tolerance=0.05 if tolerance is None else tolerance,
+                          threshold=0.8 if threshold is None else threshold)
+        sample, answers, stages, confidence_level = _staged_queries(
+            blackbox, pool, cols=cols, feats=feats, budget=budget, seed=seed,
+            allocation=allocation, metric=names[0], label_col=label_col, pos_label=pos_label,
+            confidence_level=confidence_level, max_unusable_share=max_unusable_share,
+            frame_opts=frame_opts)
+    else:
+        sample = draw_queries(pool, budget, seed, group_cols=cols, allocation=allocation)
+        stages = {}
     y_true_all = None
     if label_col is not None:
         y_true_all = _check_labels(sample[label_col], label_col, pos_label)
     sens_all = sample[cols]
-    if reference is not None:
+    if reference is not None and not staged:
         from fairprobe.stats.groups import group_labels
 
         group_labels(sens_all).position(reference)  # an unknown reference fails before paying
-    before_paid, before_cached = blackbox.spent, blackbox.from_cache
     all_labels = sens_all.astype(str).agg(", ".join, axis=1).to_numpy()
-    answers: AnswerBatch = _query(blackbox, sample[feats], pd.Series(all_labels),
-                                  max_unusable_share)
+    if not staged:
+        answers = _query(blackbox, sample[feats], pd.Series(all_labels), max_unusable_share)
     paid = blackbox.spent - before_paid
     cached = blackbox.from_cache - before_cached
     keep = answers.parsed
@@ -892,7 +959,7 @@ def run_group_audit(
         metrics=names, budget=budget, queried=len(sample), paid=paid, cached=cached,
         unparsed=int((~keep).sum()), seed=seed, backend=blackbox.identity, group_cols=cols,
         unparsed_by_group=unparsed_by_group, answer_counts=counts_by_group,
-        allocation=allocation_record(pool, sample, cols, allocation),
+        allocation={**allocation_record(pool, sample, cols, allocation), **stages},
         y_pred=answers.decisions[keep].astype(np.int64),
         y_true=None if y_true_all is None else y_true_all[keep].astype(np.int64),
         sensitive_features=sens_all.loc[keep].reset_index(drop=True),
@@ -902,3 +969,176 @@ def run_group_audit(
         tolerance=0.05 if tolerance is None else tolerance,
         threshold=0.8 if threshold is None else threshold,
     )
+
+
+def question_rate(metric: str) -> tuple[str, str]:
+    """``(rate, kind)`` of a one-rate metric whose denominator does not depend on the answers
+    (selection rate, TPR, FPR, accuracy, ...): the metrics an adaptive audit can stop on."""
+    from fairprobe import metrics as _metrics
+    from fairprobe.errors import InvalidParameterError
+    from fairprobe.stats.frame import FAIRNESS_METRICS
+
+    rates, kind = FAIRNESS_METRICS[metric]
+    den = set(_metrics.RATES[rates[0]].den) if len(rates) == 1 else set()
+    # the denominator counts rows by the label alone (both decisions of each of its cells)
+    if len(rates) != 1 or not den or {("1" if c[0] == "0" else "0") + c[1] for c in den} != den:
+        raise InvalidParameterError(
+            f"--allocation adaptive stops on the first metric, a rate whose denominator the "
+            f"answers do not change (dp, di, eo, fpr, accuracy-gap, ...); {metric!r} is not "
+            "one: list such a metric first, or use --allocation balanced.")
+    return rates[0], kind
+
+
+def _rate_counts(rate: str, y_pred: npt.NDArray[np.float64], y_true: Any,
+                 codes: npt.NDArray[np.int64], groups: int
+                 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Per group, the rate's numerator and denominator over the parsed answers."""
+    from fairprobe import metrics as _metrics
+
+    r = _metrics.RATES[rate]
+    ok = ~np.isnan(y_pred)
+    pred = np.where(ok, y_pred, 0.0).astype(np.int64)
+    true = np.zeros_like(pred) if y_true is None else np.asarray(y_true, dtype=np.int64)
+    cell = 2 * pred + true  # index into CELLS ("00", "01", "10", "11"; y_pred first)
+    num = np.isin(cell, [_metrics.CELLS.index(c) for c in r.num]) & ok
+    den = np.isin(cell, [_metrics.CELLS.index(c) for c in r.den]) & ok
+    return (np.bincount(codes[num], minlength=groups).astype(np.int64),
+            np.bincount(codes[den], minlength=groups).astype(np.int64))
+
+
+def _staged_queries(
+    blackbox: BlackBox, pool: pd.DataFrame, *, cols: Sequence[str], feats: Sequence[str],
+    budget: int, seed: int, allocation: str, metric: str, label_col: str | None,
+    pos_label: Any, confidence_level: float, max_unusable_share: float | None,
+    frame_opts: dict[str, Any],
+) -> tuple[pd.DataFrame, AnswerBatch, dict[str, Any], float]:
+    """The draws of ``neyman`` (a pilot, then Neyman's split) and ``adaptive`` (batches until
+    the question is decided): the rows asked in order, their answers, the JSON record of the
+    stages and the confidence level the audit's intervals take.
+
+    Every stage asks the next rows of each group's seeded order (:func:`_group_order`) through
+    ``blackbox``, so every answer is cached and a rerun asks the same rows again, from the
+    cache.
+    """
+    from fairprobe.errors import InvalidParameterError
+    from fairprobe.stats import allocation as design
+
+    codes, sizes, labels, rank = _group_order(pool, cols, np.random.default_rng(seed))
+    k = len(labels)
+    y_all = None if label_col is None else _check_labels(pool[label_col], label_col, pos_label)
+    asked = np.zeros(k, dtype=np.int64)
+    rows: list[npt.NDArray[np.int64]] = []
+    parts: list[AnswerBatch] = []
+
+    def ask(upto: npt.NDArray[np.int64]) -> None:
+        take = np.flatnonzero((rank >= asked[codes]) & (rank < upto[codes]))
+        asked[:] = np.maximum(asked, upto)
+        if take.size == 0:
+            return
+        part = pool.iloc[take]
+        lab = part[list(cols)].astype(str).agg(", ".join, axis=1).reset_index(drop=True)
+        parts.append(_query(blackbox, part[list(feats)], lab, max_unusable_share))
+        rows.append(take)
+
+    def counts(rate: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        idx = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+        dec = _concat(parts).decisions if parts else np.zeros(0)
+        yt = None if y_all is None else y_all[idx]
+        return _rate_counts(rate, dec, yt, codes[idx], k)
+
+    record: dict[str, Any]
+    if allocation == "neyman":
+        # the rate Neyman's split needs: the first metric's, or the selection rate
+        try:
+            rate, _ = question_rate(metric)
+        except InvalidParameterError:
+            rate = "selection_rate"
+        pilot_budget = max(k, int(math.ceil(budget * design.NEYMAN_PILOT)))
+        pilot = np.asarray(allocate(sizes.tolist(), pilot_budget, "balanced"), dtype=np.int64)
+        ask(pilot)
+        num, den = counts(rate)
+        est = (num + 0.5) / (den + 1.0)  # shrunk to 0.5 so that no weight is 0
+        w = design.neyman_weights(est)
+        total = np.maximum(np.asarray(allocate(sizes.tolist(), budget, "neyman", w.tolist())),
+                           asked)
+        over = int(total.sum() - budget)
+        for g in np.argsort(-total, kind="stable"):  # the pilot exceeded a group's share
+            if over <= 0:
+                break
+            cut = min(over, int(total[g] - asked[g]))
+            total[g] -= cut
+            over -= cut
+        ask(total)
+        record = {"neyman": {
+            "pilot_queries": int(pilot.sum()), "pilot_share": design.NEYMAN_PILOT,
+            "rate": rate, "floor": design.NEYMAN_FLOOR,
+            "pilot_rates": dict(zip(labels, est.round(6).tolist(), strict=True)),
+            "weights": dict(zip(labels, w.round(6).tolist(), strict=True)),
+            "rule": ("a pilot of the budget split equally estimates each group's rate "
+                     "((k + 0.5) / (n + 1)); the rest goes by Neyman's weights "
+                     "sqrt(p (1 - p)), every group at least the floor times its equal share; "
+                     "the intervals are those of fixed-size samples (the split's dependence "
+                     "on the pilot is not adjusted for; coverage measured in "
+                     "benchmarks/results/bench_queries.json)")}}
+        return (pool.iloc[np.concatenate(rows)].reset_index(drop=True), _concat(parts),
+                record, confidence_level)
+
+    rate, kind = question_rate(metric)
+    batches = design.ADAPTIVE_BATCHES
+    fam_level, grp_level = design.adaptive_levels(confidence_level, k, batches)
+    totals = np.asarray(allocate(sizes.tolist(), budget, "balanced"), dtype=np.int64)
+    grid = design.adaptive_grid(totals, batches)
+    band = frame_opts["threshold"] if kind == "ratio" else frame_opts["tolerance"]
+    steps = np.zeros(k, dtype=np.int64)
+    looks: list[dict[str, Any]] = []
+    verdict, stop = "undetermined", "budget spent"
+    open_ = np.ones(k, dtype=bool)
+    for _ in range(batches):
+        move = open_ & (steps < batches)
+        if not move.any():
+            stop = "every open group has spent its share"
+            break
+        upto = np.where(move, grid[np.minimum(steps, batches - 1), np.arange(k)], asked)
+        steps += move
+        ask(upto)
+        verdict = _look_verdict(pool.iloc[np.concatenate(rows)], _concat(parts), cols,
+                                None if y_all is None else y_all[np.concatenate(rows)],
+                                metric, fam_level, frame_opts)
+        num, den = counts(rate)
+        open_ = (np.ones(k, dtype=bool) if k == 2 else
+                 design.open_groups(num, den, kind=kind, tolerance=band,
+                                    group_level=grp_level))
+        looks.append({"queries": int(asked.sum()),
+                      "asked": [labels[g] for g in np.flatnonzero(move)],
+                      "verdict": verdict})
+        if verdict != "undetermined":
+            stop = "decided"
+            break
+    spent = int(asked.sum())
+    record = {"adaptive": {
+        "batches": len(looks), "max_batches": batches, "queries_spent": spent,
+        "queries_saved": int(totals.sum()) - spent,
+        "stopped": stop, "verdict": verdict, "metric": metric,
+        "nominal_confidence_level": confidence_level, "look_confidence_level": fam_level,
+        "group_confidence_level": grp_level,
+        "validity": design.adaptive_description(k, batches, confidence_level),
+        "looks": looks}}
+    return (pool.iloc[np.concatenate(rows)].reset_index(drop=True), _concat(parts), record,
+            fam_level)
+
+
+def _look_verdict(rows: pd.DataFrame, answers: AnswerBatch, cols: Sequence[str], y_true: Any,
+                  metric: str, level: float, frame_opts: dict[str, Any]) -> str:
+    """The summary's verdict of ``metric`` on the answers so far, at the look's level."""
+    keep = answers.parsed
+    if not keep.any():
+        return "undetermined"
+    frame = AuditFrame(y_pred=answers.decisions[keep].astype(np.int64),
+                       y_true=None if y_true is None else np.asarray(y_true)[keep].astype(
+                           np.int64),
+                       sensitive_features=rows[list(cols)].loc[keep].reset_index(drop=True),
+                       confidence_level=level, **frame_opts)
+    try:
+        return str(frame.summary(metric).verdict)
+    except DataError:
+        return "undetermined"

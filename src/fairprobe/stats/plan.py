@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from fairprobe.errors import InvalidParameterError
+from fairprobe.stats.allocation import apportion, neyman_weights
 from fairprobe.stats.finding import decide_array
 from fairprobe.stats.simultaneous import family_intervals
 
@@ -125,24 +126,17 @@ ALLOCATIONS = ("uniform", "balanced", "neyman")
 
 def _weights(allocation: str, shares: np.ndarray, rates: np.ndarray) -> np.ndarray:
     r"""Each group's share of the budget: the pool's shares (uniform), equal (balanced), or
-    proportional to the binomial standard deviation :math:`\sqrt{p_i (1 - p_i)}` (Neyman's
-    allocation for a difference of group rates, each estimated within its group)."""
+    Neyman's split for the planned rates (:func:`fairprobe.stats.allocation.neyman_weights`,
+    the split the audit's ``--allocation neyman`` uses)."""
     if allocation == "uniform":
         return shares / shares.sum()
     if allocation == "balanced":
         return np.full(shares.size, 1.0 / shares.size)
-    sd = np.sqrt(np.clip(rates * (1.0 - rates), 1e-12, None))
-    return sd / sd.sum()
+    return neyman_weights(rates)
 
 
-def allocate(budget: int, weights: np.ndarray) -> np.ndarray:
-    """Integer group sizes summing to ``budget`` (largest remainders of ``budget * weights``)."""
-    raw = budget * np.asarray(weights, dtype=np.float64)
-    n = np.floor(raw).astype(np.int64)
-    short = int(budget - n.sum())
-    if short > 0:
-        n[np.argsort(-(raw - n), kind="stable")[:short]] += 1
-    return n
+#: Integer group sizes summing to a budget (largest remainders), shared with the audit.
+allocate = apportion
 
 
 def simulated_power(
