@@ -475,7 +475,8 @@ def audit_model(
     """Audit ``backend`` on a query pool: what ``fairprobe audit`` does, as one call.
 
     ``allocation`` (every-group form): how the budget is split across the groups,
-    ``balanced`` (equal per group, a smaller group taken whole) or ``uniform`` (over rows).
+    ``balanced`` (equal per group, a smaller group taken whole), ``uniform`` (over rows),
+    ``neyman`` (a pilot, then Neyman's split) or ``adaptive`` (batches until decided).
 
     ``backend`` is a :class:`fairprobe.access.Backend` (``load_backend("model.toml")``), a
     fitted estimator, or a callable ``f(DataFrame) -> decisions`` such as ``model.predict``
@@ -533,6 +534,8 @@ def audit_model(
                       progress=progress, seed=seed) as bb, _resumable(bb, cache_path):
             result = run_group_audit(bb, plan["pool"], reference=reference, pos_label=pos_label,
                                      max_unusable_share=max_unusable_share, **kwargs)
+            if allocation in ("neyman", "adaptive"):  # the rows asked depended on the answers
+                plan["sample_groups"] = result.queried_groups
             prov = audit_provenance(bb, plan, seed=seed, cache=cache_path, no_cache=no_cache,
                                     refresh=refresh)
             requests = {"paid": bb.spent, "cached": bb.from_cache}

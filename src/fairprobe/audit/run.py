@@ -671,8 +671,11 @@ class GroupAudit(AuditFrame):
                  cached: int, unparsed: int, seed: int, backend: str,
                  group_cols: Sequence[str], unparsed_by_group: dict[str, int],
                  answer_counts: dict[str, Any] | None = None,
-                 allocation: dict[str, Any] | None = None, **frame: Any) -> None:
+                 allocation: dict[str, Any] | None = None,
+                 queried_groups: Any = None, **frame: Any) -> None:
         super().__init__(**frame)
+        #: group label of every query asked, in the order asked (for the provenance)
+        self.queried_groups = queried_groups
         self._set_accounting(metrics=metrics, budget=budget, queried=queried, paid=paid,
                              cached=cached, unparsed=unparsed, seed=seed, backend=backend,
                              group_cols=group_cols, unparsed_by_group=unparsed_by_group,
@@ -960,6 +963,7 @@ def run_group_audit(
         unparsed=int((~keep).sum()), seed=seed, backend=blackbox.identity, group_cols=cols,
         unparsed_by_group=unparsed_by_group, answer_counts=counts_by_group,
         allocation={**allocation_record(pool, sample, cols, allocation), **stages},
+        queried_groups=all_labels,
         y_pred=answers.decisions[keep].astype(np.int64),
         y_true=None if y_true_all is None else y_true_all[keep].astype(np.int64),
         sensitive_features=sens_all.loc[keep].reset_index(drop=True),

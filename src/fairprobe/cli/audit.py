@@ -53,6 +53,8 @@ class Allocation(StrEnum):
 
     balanced = "balanced"
     uniform = "uniform"
+    neyman = "neyman"
+    adaptive = "adaptive"
 
 
 class Interval(StrEnum):
@@ -145,7 +147,7 @@ def audit(
     metric: Annotated[str, typer.Option(help="Comma-separated, case-insensitive, any of: di, dp, eo (TPR), fpr, eodds (equalized odds), ppv (predictive parity), accuracy-gap, error-rate, score-gap. Two-group audits: one of di, dp, eo, accuracy-gap.")] = "di",
     budget: Annotated[str | None, typer.Option(help="Queries drawn from the pool: a number, or 'all' for every row. \\[default: 2000, or the whole pool if smaller; with --predictions: all]", show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Seed of the query draw.")] = 0,
-    allocation: Annotated[Allocation, typer.Option(case_sensitive=False, help="Every-group audit: how the budget is split across the groups: balanced (equal queries per group, a smaller group taken whole and the rest spread over the others; each rate is estimated within its group) or uniform (drawn over rows, so a group gets its share of the pool).")] = Allocation.balanced,
+    allocation: Annotated[Allocation, typer.Option(case_sensitive=False, help="Every-group audit: how the budget is split across the groups: balanced (equal queries per group, a smaller group taken whole and the rest spread over the others; each rate is estimated within its group) uniform (drawn over rows, so a group gets its share of the pool), neyman (a fifth split equally, then the rest by Neyman's split of the first metric's rate, each group at least half its equal share) or adaptive (up to 5 batches, each to the groups whose intervals still straddle the band edge, stopping once decided; the intervals hold under the stopping by a union bound over the batches).")] = Allocation.balanced,
     tolerance: Annotated[float | None, typer.Option(help="Fair band half-width of differences, in (0, 1).")] = None,
     threshold: Annotated[float | None, typer.Option(help="Minimum ratio of DI (80% rule), in (0, 1].")] = None,
     confidence_level: Annotated[float, typer.Option(help="Confidence level of the interval, in (0, 1).")] = 0.95,

@@ -154,5 +154,7 @@ def print_group_audit(result: GroupAudit, console: Console) -> None:
             f"queries: {result.queried} drawn (seed {result.seed}"
             + (f", allocation {alloc['method']}" if (alloc := getattr(result, "allocation", None))
                else "")
+            + (f", {ad['batches']} of {ad['max_batches']} batches, {ad['queries_saved']} "
+               "queries saved" if alloc and (ad := alloc.get("adaptive")) else "")
             + f"): {result.paid} paid, "
             f"{result.cached} from the cache, {result.unparsed} unusable (unparsed, refused or truncated; dropped)", soft_wrap=True)

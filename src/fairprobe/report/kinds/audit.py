@@ -278,6 +278,11 @@ def adapt_audit(doc: Doc, source: str, label: str) -> Section:
         split = (", ".join(f"{g} {fmt(n)}" for g, n in per.items())
                  if isinstance(per, Mapping) else "")
         facts.append(("allocation", str(alloc["method"]) + (f" ({split})" if split else "")))
+        ad = alloc.get("adaptive")
+        if isinstance(ad, Mapping):
+            facts.append(("adaptive batches", f"{fmt(ad.get('batches'))} of "
+                          f"{fmt(ad.get('max_batches'))}: {fmt(ad.get('queries_spent'))} queries "
+                          f"spent, {fmt(ad.get('queries_saved'))} saved ({ad.get('stopped')})"))
     for key in ("min_group_size", "simultaneous_method", "group_interval", "reference"):
         if doc.get(key) is not None:
             facts.append((key.replace("_", " "), fmt(doc[key]) if not isinstance(doc[key], str)
