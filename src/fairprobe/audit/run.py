@@ -38,6 +38,7 @@ __all__ = [
     "GroupAudit",
     "ALLOCATIONS",
     "allocate",
+    "neyman_split",
     "draw_queries",
     "plan_columns",
     "run_audit",
@@ -201,6 +202,24 @@ def _water_fill(n: npt.NDArray[np.int64], budget: int, w: npt.NDArray[np.float64
     if free.any():
         out[free] = apportion(left, w[free] / w[free].sum())
     return [int(v) for v in out]
+
+
+def neyman_split(sizes: npt.ArrayLike, budget: int, asked: npt.ArrayLike,
+                 weights: npt.ArrayLike) -> npt.NDArray[np.int64]:
+    """Each group's total after a pilot: Neyman's water-filled split of ``budget``
+    (:func:`allocate`), never below what the pilot ``asked``, the excess (a pilot above a
+    group's share) taken from the largest totals."""
+    got = np.asarray(asked, dtype=np.int64)
+    total = np.maximum(np.asarray(allocate(list(np.asarray(sizes).tolist()), budget, "neyman",
+                                           np.asarray(weights).tolist()), dtype=np.int64), got)
+    over = int(total.sum() - budget)
+    for g in np.argsort(-total, kind="stable"):
+        if over <= 0:
+            break
+        cut = min(over, int(total[g] - got[g]))
+        total[g] -= cut
+        over -= cut
+    return total
 
 
 def _group_order(pool: pd.DataFrame, group_cols: Sequence[str], rng: np.random.Generator,
@@ -1063,16 +1082,7 @@ def _staged_queries(
         num, den = counts(rate)
         est = (num + 0.5) / (den + 1.0)  # shrunk to 0.5 so that no weight is 0
         w = design.neyman_weights(est)
-        total = np.maximum(np.asarray(allocate(sizes.tolist(), budget, "neyman", w.tolist())),
-                           asked)
-        over = int(total.sum() - budget)
-        for g in np.argsort(-total, kind="stable"):  # the pilot exceeded a group's share
-            if over <= 0:
-                break
-            cut = min(over, int(total[g] - asked[g]))
-            total[g] -= cut
-            over -= cut
-        ask(total)
+        ask(neyman_split(sizes, budget, asked.copy(), w))
         record = {"neyman": {
             "pilot_queries": int(pilot.sum()), "pilot_share": design.NEYMAN_PILOT,
             "rate": rate, "floor": design.NEYMAN_FLOOR,
@@ -1083,7 +1093,7 @@ def _staged_queries(
                      "sqrt(p (1 - p)), every group at least the floor times its equal share; "
                      "the intervals are those of fixed-size samples (the split's dependence "
                      "on the pilot is not adjusted for; coverage measured in "
-                     "benchmarks/results/bench_queries.json)")}}
+                     "experiments/results/stats/bench_queries.json)")}}
         return (pool.iloc[np.concatenate(rows)].reset_index(drop=True), _concat(parts),
                 record, confidence_level)
 
