@@ -206,6 +206,8 @@ def main() -> None:
            "check_reps": args.check_reps, "seed": args.seed,
            "adaptive_batches": design.ADAPTIVE_BATCHES, "neyman_pilot": design.NEYMAN_PILOT,
            "gap_on": "the smallest group", "rows": rows, "done_when": done,
+           "max_wrong": max(r["wrong"] for r in rows),
+           "min_coverage": min(r["coverage"] for r in rows),
            "seconds": round(time.perf_counter() - t0, 1), "load": list(os.getloadavg())}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(out, indent=1) + "\n")

@@ -1120,7 +1120,8 @@ def _staged_queries(
                                 metric, fam_level, frame_opts)
         num, den = counts(rate)
         open_ = (np.ones(k, dtype=bool) if k == 2 else
-                 design.open_groups(num, den, kind=kind, tolerance=band,
+                 design.open_groups(num, den, kind=kind,  # type: ignore[arg-type]
+                                    tolerance=band,
                                     group_level=grp_level))
         looks.append({"queries": int(asked.sum()),
                       "asked": [labels[g] for g in np.flatnonzero(move)],
