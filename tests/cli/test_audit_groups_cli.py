@@ -115,3 +115,17 @@ def test_every_group_audit_caps_the_access_flags_like_the_two_group_form(capsys)
         assert e.value.code == 2
         err = capsys.readouterr().err
         assert msg in err and len(err.strip().splitlines()) == 1
+
+
+def test_adaptive_allocation_stops_early_and_records_it(platform, tmp_path) -> None:
+    out = tmp_path / "a.json"
+    r = _cli("audit", "--url", platform.url, "--group-col", "race", "--metric", "dp",
+             "--budget", "1500", "--allocation", "adaptive", "--no-progress", "--cache",
+             str(tmp_path / "c.sqlite"), "--json", str(out), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(out.read_text())
+    ad = d["allocation"]["adaptive"]
+    assert d["allocation"]["method"] == "adaptive" and ad["stopped"] == "decided"
+    assert ad["queries_spent"] == d["queried"] < 1500 and ad["queries_saved"] == 1500 - d["queried"]
+    assert d["provenance"]["answers"]["total"]["asked"] == d["queried"]
+    assert f"{ad['queries_saved']} queries saved" in r.stdout
