@@ -5,7 +5,8 @@ returns a :class:`GroupAudit`, an :class:`~fairprobe.stats.frame.AuditFrame` of 
 the query accounting; :func:`run_audit` computes one metric between two groups.
 
 This is the first main job of fairprobe (``fairprobe audit``). It draws ``budget`` queries
-uniformly without replacement from a query pool (seeded), asks the model through a
+without replacement from a query pool (seeded; the every-group form per group, see
+:func:`allocate`, in stages for ``neyman`` and ``adaptive``), asks the model through a
 :class:`~fairprobe.access.BlackBox` (so every answer is cached and an interrupted audit resumes
 without paying twice), drops and counts the answers that do not parse, and computes the metric
 with its confidence interval and verdict through :func:`fairprobe.stats.compute_metric`.
@@ -891,7 +892,13 @@ def run_group_audit(
 
     Draws ``budget`` queries without replacement (seeded; ``allocation="balanced"``, the
     default, gives every group an equal number and takes a smaller group whole, ``"uniform"``
-    draws over rows; see :func:`allocate`), asks the model through
+    draws over rows, ``"neyman"`` spends a pilot (:data:`~fairprobe.stats.allocation.NEYMAN_PILOT`
+    of the budget, equal per group) and then Neyman's split of the first metric's rate,
+    ``"adaptive"`` spends at most :data:`~fairprobe.stats.allocation.ADAPTIVE_BATCHES`
+    batches on the groups still open and stops once the first metric is decided, its
+    intervals at the look level of :func:`~fairprobe.stats.allocation.adaptive_levels`, valid
+    under the stopping by a union bound; see :func:`allocate` and
+    :mod:`fairprobe.stats.allocation`), asks the model through
     ``blackbox`` (cached, resumable), and returns a :class:`GroupAudit`: the
     :class:`~fairprobe.stats.frame.AuditFrame` of the answers (each group's count, rates and
     interval; groups below ``min_group_size`` listed as too small) and, for each metric, the
