@@ -109,3 +109,21 @@ def test_adaptive_refuses_a_metric_it_cannot_stop_on() -> None:
         run_group_audit(bb, pool, group_col="g", metrics=["ppv"], label_col="y",
                         feature_cols=["u", "g"], budget=200, allocation="adaptive")
         assert bb.spent == 0
+
+
+def test_adaptive_does_not_stop_fair_before_a_small_group_is_compared() -> None:
+    rng = np.random.default_rng(5)
+    pool = pd.DataFrame({"u": rng.random(3100),
+                         "g": np.repeat(["a", "b", "c"], [1500, 1500, 100])})
+
+    def same(df: pd.DataFrame) -> np.ndarray:
+        return (df["u"].to_numpy() < 0.5).astype(int)
+
+    with BlackBox(LocalModelBackend(same, name="m"), cache=None) as bb:
+        res = run_group_audit(bb, pool, group_col="g", metrics=["dp"], feature_cols=["u", "g"],
+                              budget=3000, seed=0, tolerance=0.4, min_group_size=30,
+                              allocation="adaptive")
+    ad = res.allocation["adaptive"]
+    # c has 20 answers after the first batch, below the minimum: a and b alone look fair
+    assert ad["looks"][0]["verdict"] == "fair" and ad["batches"] >= 2
+    assert res.verdict == "fair" and set(res.summary("dp").compared) == {"a", "b", "c"}

@@ -1126,14 +1126,16 @@ def _staged_queries(
                                 None if y_all is None else y_all[np.concatenate(rows)],
                                 metric, fam_level, frame_opts)
         num, den = counts(rate)
-        open_ = (np.ones(k, dtype=bool) if k == 2 else
-                 design.open_groups(num, den, kind=kind,  # type: ignore[arg-type]
-                                    tolerance=band,
-                                    group_level=grp_level))
+        # a group below the minimum size is left out of the summary: it stays open, and a
+        # "fair" verdict waits until every group is compared or has spent its share
+        small = (den < frame_opts["min_group_size"]) & (asked < totals)
+        open_ = small | (np.ones(k, dtype=bool) if k == 2 else
+                         design.open_groups(num, den, kind=kind,  # type: ignore[arg-type]
+                                            tolerance=band, group_level=grp_level))
         looks.append({"queries": int(asked.sum()),
                       "asked": [labels[g] for g in np.flatnonzero(move)],
                       "verdict": verdict})
-        if verdict != "undetermined":
+        if verdict == "unfair" or (verdict == "fair" and not small.any()):
             stop = "decided"
             break
     spent = int(asked.sum())
