@@ -15,7 +15,8 @@ is then wrong; nothing should decide ``fair`` often).
 
 The audits are simulated, not sent over HTTP: Bernoulli answers drawn in numpy, vectorised over
 the audits, through the audit's own allocation code (:func:`fairprobe.audit.run.allocate`,
-:func:`~fairprobe.audit.run.neyman_split`, :mod:`fairprobe.stats.allocation`) and the default
+:func:`~fairprobe.audit.run.neyman_split`, :mod:`fairprobe.stats.allocation`, whose
+:func:`~fairprobe.stats.allocation.simulate_adaptive` runs the adaptive batches) and the default
 exact family (:func:`fairprobe.stats.allocation.question_bounds`, the summary's interval). The
 pool is taken as larger than any budget (no group is short).
 
@@ -77,48 +78,19 @@ def simulate(allocation: str, shares: np.ndarray, budget: int, gap: float, reps:
         n = tot
         k = k0 + rng.binomial(tot - pilot, rates)
     else:
-        return _adaptive(shares, budget, rates, reps, rng)
+        totals = allocate(big, budget, "balanced")
+        sim = design.simulate_adaptive(rates, totals, reps=reps, rng=rng, kind="difference",
+                                       tolerance=TOL, confidence_level=CONF)
+        gap_true = rates.max() - rates.min()
+        return {"verdict": sim["verdict"],
+                "covers": (sim["low"] <= gap_true) & (gap_true <= sim["high"]),
+                "spent": sim["spent"]}
     lo, hi = design.question_bounds(k, np.maximum(n, 1), kind="difference",
                                     confidence_level=level)
     v = decide_array(lo, hi, kind="difference", threshold=TOL)
     v = np.where((n >= 1).all(axis=1), v, "undetermined")
     return {"verdict": v, "covers": (lo <= gap) & (gap <= hi),
             "spent": np.full(reps, float(budget))}
-
-
-def _adaptive(shares: np.ndarray, budget: int, rates: np.ndarray, reps: int,
-              rng: np.random.Generator) -> dict[str, np.ndarray]:
-    g = shares.size
-    b = design.ADAPTIVE_BATCHES
-    fam, per = design.adaptive_levels(CONF, g, b)
-    grid = design.adaptive_grid(allocate([budget + 1] * g, budget, "balanced"), b)
-    n = np.zeros((reps, g), dtype=np.int64)
-    k = np.zeros((reps, g), dtype=np.int64)
-    steps = np.zeros((reps, g), dtype=np.int64)
-    open_ = np.ones((reps, g), dtype=bool)
-    done = np.zeros(reps, dtype=bool)
-    verdict = np.full(reps, "undetermined", dtype=object)
-    lo = np.zeros(reps)
-    hi = np.ones(reps)
-    for _ in range(b):
-        move = open_ & (steps < b) & ~done[:, None]
-        live = move.any(axis=1)
-        if not live.any():
-            break
-        upto = np.where(move, grid[np.minimum(steps, b - 1), np.arange(g)[None, :]], n)
-        k += rng.binomial(upto - n, rates)
-        n = upto
-        steps += move
-        l_, h_ = design.question_bounds(k[live], np.maximum(n[live], 1), kind="difference",
-                                        confidence_level=fam)
-        lo[live], hi[live] = l_, h_
-        verdict[live] = decide_array(l_, h_, kind="difference", threshold=TOL)
-        open_[live] = design.open_groups(k[live], n[live], kind="difference", tolerance=TOL,
-                                         group_level=per)
-        done |= verdict != "undetermined"
-    gap = rates.max() - rates.min()
-    return {"verdict": verdict.astype(str), "covers": (lo <= gap) & (gap <= hi),
-            "spent": n.sum(axis=1).astype(float)}
 
 
 def _share(x: np.ndarray) -> tuple[float, float]:

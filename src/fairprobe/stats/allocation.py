@@ -40,7 +40,7 @@ The adaptive design
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -48,7 +48,7 @@ import numpy.typing as npt
 from fairprobe.stats.exact import clopper_pearson_interval
 
 __all__ = ["ADAPTIVE_BATCHES", "NEYMAN_FLOOR", "NEYMAN_PILOT", "adaptive_description", "adaptive_levels",
-           "adaptive_grid", "apportion", "neyman_weights", "open_groups", "question_bounds"]
+           "adaptive_grid", "apportion", "neyman_weights", "open_groups", "question_bounds", "simulate_adaptive"]
 
 #: Every group's least share of the budget under Neyman's split, as a fraction of its equal
 #: share ``1 / k``.
@@ -185,3 +185,47 @@ def adaptive_description(groups: int, batches: int, confidence_level: float) -> 
             f"Bonferroni over a group's looks and Sidak over the {groups} independent groups; "
             f"every look's intervals hold at once with probability >= {confidence_level:g}")
 
+
+
+def simulate_adaptive(rates: npt.ArrayLike, totals: npt.ArrayLike, *, reps: int,
+                      rng: np.random.Generator, kind: Kind, tolerance: float,
+                      confidence_level: float = 0.95, batches: int = ADAPTIVE_BATCHES,
+                      ) -> dict[str, npt.NDArray[Any]]:
+    """``reps`` adaptive audits of groups with true ``rates`` and balanced shares ``totals``
+    (three groups or more), vectorised: Bernoulli answers, the design's grid, open groups and
+    look level, each look judged by the default exact family (:func:`question_bounds`).
+
+    Returns ``verdict``, the last look's ``low``/``high`` bounds of the largest gap (smallest
+    ratio) and the queries ``spent`` of each audit. Every group is taken as larger than its
+    share and at least the minimum size at the first look (the benchmark's setting)."""
+    from fairprobe.stats.finding import decide_array
+
+    p = np.asarray(rates, dtype=np.float64)
+    g = p.size
+    fam, per = adaptive_levels(confidence_level, g, batches)
+    grid = adaptive_grid(totals, batches)
+    n = np.zeros((reps, g), dtype=np.int64)
+    k = np.zeros((reps, g), dtype=np.int64)
+    steps = np.zeros((reps, g), dtype=np.int64)
+    open_ = np.ones((reps, g), dtype=bool)
+    done = np.zeros(reps, dtype=bool)
+    verdict = np.full(reps, "undetermined", dtype=object)
+    lo, hi = np.zeros(reps), np.ones(reps)
+    for _ in range(batches):
+        move = open_ & (steps < batches) & ~done[:, None]
+        live = move.any(axis=1)
+        if not live.any():
+            break
+        upto = np.where(move, grid[np.minimum(steps, batches - 1), np.arange(g)[None, :]], n)
+        k += rng.binomial(upto - n, p)
+        n = upto
+        steps += move
+        l_, h_ = question_bounds(k[live], np.maximum(n[live], 1), kind=kind,
+                                 confidence_level=fam)
+        lo[live], hi[live] = l_, h_
+        verdict[live] = decide_array(l_, h_, kind=kind, threshold=tolerance)
+        open_[live] = open_groups(k[live], n[live], kind=kind, tolerance=tolerance,
+                                  group_level=per)
+        done |= verdict != "undetermined"
+    return {"verdict": verdict.astype(str), "low": lo, "high": hi,
+            "spent": n.sum(axis=1).astype(np.float64)}
