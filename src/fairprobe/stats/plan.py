@@ -244,7 +244,8 @@ def plan_audit_budget(
         How the audit spreads its queries over the groups: ``balanced`` (the same number per
         group, drawn within each group: the audit's per-group draw), ``uniform`` (rows drawn at
         random from the pool, so each group gets its share) or ``neyman`` (per group, in
-        proportion to the binomial standard deviation of its planned rate).
+        proportion to the binomial standard deviation of its planned rate, each at least half
+        its equal share: :func:`fairprobe.stats.allocation.neyman_weights`, as the audit).
     check_reps : int, optional
         Simulated audits of the check at the chosen budget (default: 100 exact audits with two
         groups, ``reps`` otherwise).
