@@ -333,12 +333,31 @@ class Node:
         body = ProofMessage(sender=self.id, proof=proof_dict).model_dump_json().encode()
 
         async def send(u: str) -> None:
-            for attempt in range(8):
-                r = await self._post_json(u, "/v1/proof", body)
+            # A node that refuses connections is down: a few tries, then given up (the flush must
+            # not wait a round for it). A node that is up but slow (a timeout, a 5xx: busy
+            # querying its model on a loaded machine) is retried until the round's deadline,
+            # as tables are: a proof given up on a live honest node lets it finish without
+            # excluding a proven liar.
+            assert self._client is not None
+            url = self.roster.member(u).url + "/v1/proof"
+            deadline = time.monotonic() + self.cfg.timeouts.round
+            refused, delay = 0, 0.1
+            while True:
+                try:
+                    r: httpx.Response | None = await self._client.post(
+                        url, content=body, headers={"content-type": "application/json"})
+                except httpx.ConnectError:
+                    r, refused = None, refused + 1
+                except httpx.HTTPError:
+                    r = None
                 if r is not None and r.status_code < 500:
                     self.counters["verify:proof-bytes-sent"] += len(body)
                     return
-                await asyncio.sleep(0.1 * (attempt + 1))
+                if refused >= 8 or time.monotonic() + delay > deadline:
+                    self.counters["verify:proof-send-given-up"] += 1
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.5)
 
         targets = [m for m in self.roster.ids if m != self.id] if everyone else self.neighbours
         for u in targets:
