@@ -6,9 +6,9 @@ Writes ``experiments/results/monitor/false_alarms.json``.
 Streams of daily window counts (binomial draws, seeded) of the monitor's model: ``n`` rows per
 group per day, decisions independent given the group. Three monitors look at every day:
 
-* ``e-process``: :mod:`fairprobe.scale.monitor` (alarm when the wealth of some ordered pair
-  crosses ``m / alpha``; the probability of any false alarm is at most alpha by Ville's
-  inequality);
+* ``e-process``: :func:`fairprobe.scale.monitor.monitor_statistic`, the monitor's statistic
+  (signed e-process and per-window test per unordered pair; alarm when some pair's statistic
+  crosses ``log(m / alpha)``; the probability of any false alarm is at most alpha);
 * ``daily test``: each day, a valid one-look test at level alpha: for every ordered pair the
   lower bound of ``p_i - p_j`` from Clopper-Pearson bounds of both rates (Bonferroni over the
   pairs and both bounds) above the tolerance; looked at every day: valid for one look, not
@@ -47,7 +47,7 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
-from fairprobe.scale.monitor import log_wealth, pair_z  # noqa: E402
+from fairprobe.scale.monitor import monitor_statistic, signed_z  # noqa: E402
 
 DAYS, CHANGE, EPS, ALPHA = 365, 199, 0.05, 0.05  # CHANGE: 0-based index of day 200
 
@@ -81,10 +81,9 @@ def _first(alarm: np.ndarray) -> np.ndarray:
 
 
 def _monitors(k: np.ndarray, n: np.ndarray) -> dict[str, np.ndarray]:
-    z, ok, pairs = pair_z(k, n, kind="difference", bound=EPS)
-    log_m, _ = log_wealth(z, ok)
-    m = len(pairs)
-    out = {"e-process": _first(log_m.max(axis=-1) >= math.log(m / ALPHA))}
+    zu, zd, ok, pairs = signed_z(k, n, kind="difference", bound=EPS)
+    stat = monitor_statistic(zu, zd, ok)
+    out = {"e-process": _first(stat.max(axis=-1) >= math.log(len(pairs) / ALPHA))}
     out["daily test"] = _first(_daily_lower(k, n, 1 - ALPHA).max(axis=-1) > EPS)
     out["Bonferroni days"] = _first(_daily_lower(k, n, 1 - ALPHA / DAYS).max(axis=-1) > EPS)
     return out
