@@ -25,7 +25,7 @@ Scenarios (tolerance 0.05, alpha 0.05):
 * ``late gap``: no gap for days 1-199, then a gap of 0.10 (twice the tolerance) from day 200:
   false alarms before day 200, the share detected by day 365, and the delay (days from day 200
   to the alarm; median and 10/90 % quantiles over the detected streams);
-* the same with 4 groups (12 ordered pairs) and with 200 rows per group per day;
+* the same with 4 groups (6 unordered pairs) and with 200 rows per group per day;
 * adversarial fair streams: a gap exactly at the tolerance whose sign flips every 3 days (the
   plug-in bet follows the last days, so it bets on the wrong side after each flip) with sizes
   drawn from 20 to 1,000 per group and day; and rare outcomes (rates 0.06 vs 0.01).
