@@ -44,7 +44,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -215,7 +215,7 @@ def stratified_gaps(df: pd.DataFrame, *, y_pred: Any, groups: pd.Series, y_true:
     if metric not in CONTROL_RATES:
         raise InvalidParameterError(
             f"--control-col compares rates within strata: the metric {metric} is not one of "
-            "dp, eo, fpr; give --metric dp (or eo, fpr).")
+            "di, dp, eo, fpr; give --metric dp (or di, eo, fpr).")
     label, rate = CONTROL_RATES[metric]
     if label is not None and y_true is None:
         raise InvalidParameterError(f"--control-col with {metric} needs --y-true-col.")
@@ -240,7 +240,7 @@ def stratified_gaps(df: pd.DataFrame, *, y_pred: Any, groups: pd.Series, y_true:
     alpha = 1.0 - confidence_level
     z = float(norm.ppf(1.0 - alpha / (2.0 * m)))
     ratio = metric == "disparate_impact_ratio"
-    pairs = []
+    pairs: list[dict[str, Any]] = []
     for g1, g2 in pairs_idx:
         if ratio:  # lower rate over higher, as the unconditional ratio is oriented
             rr, lv = mantel_haenszel_ratio(k[g1], n[g1], k[g2], n[g2])
@@ -272,7 +272,8 @@ def stratified_gaps(df: pd.DataFrame, *, y_pred: Any, groups: pd.Series, y_true:
 
     kind: Any = "ratio" if ratio else "difference"
     words = {decide(p["low"], p["high"], kind=kind, threshold=tolerance) for p in pairs}
-    family = ("unfair" if "unfair" in words else "fair" if words == {"fair"}
+    family: Literal["fair", "unfair", "undetermined"] = (
+        "unfair" if "unfair" in words else "fair" if words == {"fair"}
               else "undetermined")
     own = decide(worst["low"], worst["high"], kind=kind, threshold=tolerance)
     forced = None if own == family else family
@@ -289,18 +290,22 @@ def stratified_gaps(df: pd.DataFrame, *, y_pred: Any, groups: pd.Series, y_true:
     a_iv = newcombe_interval(k[g1].to_numpy(), np.maximum(n[g1].to_numpy(), 1),
                              k[g2].to_numpy(), np.maximum(n[g2].to_numpy(), 1),
                              1.0 - alpha / m)
-    rows = []
+    # plain integer arrays for the per-stratum table (pandas' scalar types are too loose here)
+    kk, nn = k.to_numpy(dtype=np.int64), n.to_numpy(dtype=np.int64)
+    col = {str(g): j for j, g in enumerate(n.columns)}
+    j1, j2 = col[g1], col[g2]
+    rows: list[dict[str, Any]] = []
     for i, s in enumerate(n.index):
-        present = [g for g in gs if n.at[s, g] > 0]
+        present = [g for g in gs if nn[i, col[g]] > 0]
         row: dict[str, Any] = {
-            "stratum": str(s), "rows": int(n.loc[s].sum()),
-            "groups": {g: {"k": int(k.at[s, g]), "n": int(n.at[s, g]),
-                           "rate": float(k.at[s, g] / n.at[s, g])} for g in present}}
+            "stratum": str(s), "rows": int(nn[i].sum()),
+            "groups": {g: {"k": int(kk[i, col[g]]), "n": int(nn[i, col[g]]),
+                           "rate": float(kk[i, col[g]] / nn[i, col[g]])} for g in present}}
         if len(present) == 1:
             row["one_group"] = present[0]
-        if n.at[s, g1] > 0 and n.at[s, g2] > 0:
+        if nn[i, j1] > 0 and nn[i, j2] > 0:
             row["gap"] = {"pair": [g1, g2],
-                          "estimate": float(k.at[s, g1] / n.at[s, g1] - k.at[s, g2] / n.at[s, g2]),
+                          "estimate": float(kk[i, j1] / nn[i, j1] - kk[i, j2] / nn[i, j2]),
                           "low": float(a_iv[0][i]), "high": float(a_iv[1][i]),
                           "method": "newcombe"}
         rows.append(row)
