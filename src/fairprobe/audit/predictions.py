@@ -324,6 +324,8 @@ def predictions_job(
     per_instance: bool = False,
     name: str | None = None,
     sha256: str | None = None,
+    control_cols: Sequence[str] | None = None,
+    control_bins: int = 4,
     **options: Any,
 ) -> PredictionsJob:
     """Audit a predictions file as one call: what ``fairprobe audit --predictions`` does.
@@ -338,6 +340,10 @@ def predictions_job(
     column (``group_b`` ``rest`` or ``None``: every other row). With ``time_col`` and
     ``window`` the document also holds the findings of every window (``windows``); with
     ``per_instance``, one entry per row (``per_instance``; ``fairprobe radius`` reads it).
+    With ``control_cols``, the gap within strata of those columns (numeric ones cut into
+    ``control_bins`` quantile bins) beside the unconditional one, for every metric of
+    :data:`fairprobe.stats.stratified.CONTROL_RATES` asked for (``control``:
+    :func:`fairprobe.stats.stratified.stratified_gaps`).
 
     ``predictions`` may be a frame already read (e.g. standard input): ``name`` is then what
     the provenance calls it and ``sha256`` the hash of its bytes (default: the frame's content
@@ -415,10 +421,61 @@ def predictions_job(
             confidence_level=result.confidence_level, method=result.method,
             reference=options.get("reference"), tolerance=result.tolerance,
             threshold=result.threshold)
+    if control_cols:
+        extra["control"] = control_analyses(
+            source if in_memory else predictions, result, y_pred_col=y_pred_col, group_cols=cols,
+            control_cols=list(control_cols), bins=control_bins,
+            y_true_col=named["y_true"], pos_label=options.get("pos_label"),
+            min_group_size=options.get("min_group_size", DEFAULT_MIN_GROUP_SIZE))
     return PredictionsJob(
         "audit", result, prov, extra, rows=len(source) if in_memory else result.queried,
         files=len(files), sha256=sha,
         per_instance_rows=per_instance and result.counts is None)
+
+
+def control_analyses(source: Any, result: Any, *, y_pred_col: str, group_cols: Sequence[str],
+                     control_cols: Sequence[str], bins: int, y_true_col: str | None,
+                     pos_label: Any, min_group_size: int) -> list[dict[str, Any]]:
+    """The within-strata comparison of every metric that supports one, beside the audit's own
+    finding on it. The named columns are read into memory (the strata's counts are few, but the
+    quantile bins of a numeric control need its values)."""
+    from fairprobe.errors import InvalidParameterError
+    from fairprobe.stats.frame import _binary_labels
+    from fairprobe.stats.groups import group_labels
+    from fairprobe.stats.stratified import CONTROL_RATES, stratified_gaps
+
+    overlap = [c for c in control_cols if c in group_cols or c in (y_pred_col, y_true_col)]
+    if overlap:
+        raise InvalidParameterError(f"--control-col {overlap[0]} is also the group, decision or "
+                                    "label column: name legitimate factors only.")
+    names = [m for m in result.metrics if m in CONTROL_RATES]
+    if not names:
+        raise InvalidParameterError("--control-col compares rates within strata: add --metric "
+                                    "dp (or eo, fpr) to the metrics.")
+    if not isinstance(source, pd.DataFrame):
+        from fairprobe.scale.engine import _to_pandas, resolve_source
+
+        source = _to_pandas(resolve_source(source))
+    for col in control_cols:
+        _column(source, col, "--control-col")
+    y_pred = _binary_labels(source[y_pred_col], f"The prediction column {y_pred_col!r} "
+                            "(--y-pred-col)", pos_label).astype(np.int64)
+    y_true = None if y_true_col is None else _binary_labels(
+        source[y_true_col], f"The label column {y_true_col!r} (--y-true-col)",
+        pos_label).astype(np.int64)
+    gl = group_labels(source[list(group_cols)])
+    groups = pd.Series(np.asarray(gl.labels, dtype=object)[gl.codes], index=source.index)
+    summaries = result.summaries()
+    out = []
+    for m in names:
+        s = summaries.get(m)
+        out.append(stratified_gaps(
+            source, y_pred=y_pred, y_true=y_true, groups=groups, controls=control_cols,
+            metric=m, bins=bins, tolerance=result.threshold if m == "disparate_impact_ratio"
+            else result.tolerance,
+            confidence_level=result.confidence_level, min_group_size=min_group_size,
+            unconditional=None if s is None else s.finding).to_dict())
+    return out
 
 
 def _group_names(group_col: str | Sequence[str]) -> list[str]:

@@ -36,6 +36,7 @@ def predictions_audit(
     time_col: str | None = None, window: str | None = None, figure: Path | None = None,
     window_origin: str | None = None,
     per_instance: bool = False, max_groups: int = 500,
+    control_col: str | None = None, control_bins: int = 4,
 ) -> None:
     """Flags first, then the file, then the audit; one ``error:`` line for any bad input."""
     from fairprobe.errors import InvalidParameterError
@@ -58,6 +59,14 @@ def predictions_audit(
         check_flag_int(budget, "--budget", lo=2)
     check_flag_int(seed, "--seed", lo=0, hi=2**63 - 1)
     check_flag_int(max_groups, "--max-groups", lo=2)
+    check_flag_int(control_bins, "--control-bins", lo=2, hi=100)
+    if control_col is not None and not split_list(control_col):
+        raise InvalidParameterError("--control-col names no column; give e.g. --control-col "
+                                    "credit_score.")
+    if control_col is not None and (budget is not None or sample_weight_col is not None
+                                    or group_a is not None):
+        raise InvalidParameterError("--control-col compares every row's groups within strata: "
+                                    "drop --budget, --sample-weight-col and --group-a/--group-b.")
     check_flag_real(confidence_level, "--confidence-level", lo=0.0, hi=1.0)
     check_output_path(json_path, "--json")
     check_output_path(csv_path, "--csv")
@@ -97,7 +106,8 @@ def predictions_audit(
         threshold=threshold, confidence_level=confidence_level, method=method,
         group_a=group_a, group_b=group_b, engine=engine, scheduler=scheduler,
         time_col=time_col, window=window, window_origin=window_origin, per_instance=per_instance,
-        name=name, sha256=sha256)
+        name=name, sha256=sha256, control_cols=split_list(control_col) if control_col else None,
+        control_bins=control_bins)
     result = job.result
     _check_group_count(result, group_col, max_groups)
     print_group_audit(result, console)
@@ -109,6 +119,8 @@ def predictions_audit(
                       soft_wrap=True)
     console.print(f"predictions: {result.queried} of {job.rows} rows of {predictions} "
                   f"({job.files} file(s), sha256 {job.sha256[:12]}...), nothing paid")
+    for c in job.extra.get("control", []):
+        print_control(c, console)
     if time_col is not None:
         print_windows(job.extra["windows"], console)
         if figure is not None:
@@ -139,6 +151,27 @@ def _check_group_count(result: Any, group_col: str, max_groups: int) -> None:
         f"--group-col {group_col} has {n:,} distinct values (median group size "
         f"{float(sizes.median()):g} rows): a continuous column? Bin it into a few groups first, "
         f"or give --max-groups {n} to audit every value as its own group.")
+
+
+def print_control(c: dict[str, Any], out: Any) -> None:
+    """The within-strata comparison: the strata table, the bins, and the two findings side by
+    side (each through :func:`fairprobe.report.verdict.finding_text`), then the share
+    explained."""
+    from rich.table import Table
+
+    from fairprobe.report.kinds.audit import control_lines, control_rows
+
+    table = Table(title=f"{c['rate'].replace('_', ' ')} within strata of "
+                        f"{', '.join(c['controls'])}", title_justify="left", box=None,
+                  pad_edge=False, padding=(0, 1))
+    header, rows = control_rows(c)
+    for h in header:
+        table.add_column(h, overflow="fold")
+    for r in rows:
+        table.add_row(*r)
+    out.print(table)
+    for line in control_lines(c):
+        out.print(line, soft_wrap=True, markup=False)
 
 
 def print_windows(windows: list[dict[str, Any]], out: Any) -> None:

@@ -297,6 +297,16 @@ def adapt_audit(doc: Doc, source: str, label: str) -> Section:
         tables[:] = [t for t in tables if not t.caption.endswith(f"by group ({group_col})")]
         figures[0:0] = [_rates_figure(views)] + _multiples(views)
     sentence += _llm_extras(doc, views, figures, tables, facts, notes)
+    for c in doc.get("control") or []:  # the gap within strata of legitimate factors
+        if not isinstance(c, Mapping) or not c.get("finding"):
+            continue
+        header, rows = control_rows(c)
+        tables.append(Table(
+            caption=f"{_rate_label(c.get('rate')).capitalize()} within strata of "
+                    f"{', '.join(map(str, c.get('controls') or []))} (shown, not counted in the "
+                    "headline: a different question, asked with legitimate factors held fixed)",
+            header=header, rows=rows))
+        notes.extend(control_lines(c))
     title = _title(doc, views) + (f": {label}" if label else "")
     sec = Section("audit", title, source, verdict, sentence, short, facts, figures, tables,
                   A.AUDIT + extra_assumptions(doc), notes)
@@ -482,3 +492,58 @@ def _llm_extras(doc: Doc, views: list[dict[str, Any]], figures: list[FigureSpec]
                    fmt(v.get("unparsed", 0))] for v in variants],
         ))
     return extra
+
+
+def control_rows(c: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The strata table of a within-strata comparison (``control`` of an audit document): each
+    stratum's rows, each group's rate, the worst pair's gap in it with its interval; a stratum
+    with one group only is listed and marked."""
+    groups = sorted({g for s in c.get("strata") or [] for g in mapping(s.get("groups"))})
+    pair = next((mapping(s.get("gap")).get("pair") for s in c.get("strata") or []
+                 if s.get("gap")), None) or ["?", "?"]
+    header = ["stratum", "rows", *[f"rate {g}" for g in groups],
+              f"difference {pair[0]} - {pair[1]}", "interval"]
+    rows = []
+    for s in c.get("strata") or []:
+        gs = mapping(s.get("groups"))
+        gap = mapping(s.get("gap"))
+        rows.append([
+            str(s.get("stratum")), fmt(s.get("rows")),
+            *[fmt(mapping(gs.get(g)).get("rate"), 3) if g in gs else "-" for g in groups],
+            fmt(gap.get("estimate"), 3) if gap else (
+                f"one group only ({s['one_group']}): not compared" if s.get("one_group")
+                else "pair not both present"),
+            f"[{fmt(gap.get('low'), 3)}, {fmt(gap.get('high'), 3)}]" if gap else "-"])
+    return header, rows
+
+
+def control_lines(c: Mapping[str, Any]) -> list[str]:
+    """The within-strata finding beside the unconditional one, each rendered by
+    :func:`fairprobe.report.verdict.finding_text`, the bins, and the share the strata explain."""
+    from fairprobe.report.verdict import finding_text
+    from fairprobe.stats.finding import Finding
+
+    f = Finding.from_dict(c["finding"])
+    ctl = ", ".join(map(str, c.get("controls") or []))
+    lines = []
+    for col, edges in mapping(c.get("bins")).items():
+        lines.append(f"{col} cut at its quantiles into {len(edges) - 1} bins: edges "
+                     + ", ".join(fmt(e, 4) for e in edges))
+    u = mapping(c.get("unconditional"))
+    if u.get("finding"):
+        lines.append(f"unconditional {metric_label(c.get('metric'))}: "
+                     f"{finding_text(Finding.from_dict(u['finding']))}")
+    sep = " / " if f.question.kind == "ratio" else " - "
+    lines.append(f"within strata of {ctl} ({sep.join(f.question.groups)}, "
+                 f"{c.get('family_size')} pair(s), {c.get('method')}): {finding_text(f)}")
+    if u:
+        share = u.get("share_explained")
+        lines.append(
+            f"{sep.join(map(str, u.get('pair') or []))}: {fmt(u.get('gap'), 4)} overall, "
+            f"{fmt(u.get('within_strata'), 4)} within strata; share explained by {ctl}: "
+            + ("n/a (no gap)" if share is None else f"{fmt(share, 3)}"))
+    one = [s for s in c.get("strata") or [] if s.get("one_group")]
+    if one:
+        lines.append(f"{len(one)} stratum(s) hold one group only (reported above, not in the "
+                     f"combined estimate): " + ", ".join(str(s["stratum"]) for s in one))
+    return lines
