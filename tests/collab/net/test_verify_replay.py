@@ -179,7 +179,8 @@ def test_another_audits_signatures_exclude_nobody_and_equivocations_are_proven(t
     for k, r in results.items():
         # the equivocating ghost is excluded by the node that saw it equivocate, and by every
         # other node on the two signed entries it forwarded as a proof
-        assert set(r["excluded"]) == {ghost}, (k, r["excluded"])
+        assert set(r["excluded"]) == {ghost}, (k, r["excluded"], r["verification"],
+                                                r["rejected"], r["timeouts"], r["refused"])
         if k != t_node:
             assert r["verification"].get("excluded", 0) >= 1, (k, r["verification"])
         assert "state-lost" not in r["refused"], (k, r["refused"])
