@@ -36,8 +36,10 @@ from scipy import stats as sps
 
 from fairprobe.errors import DataError, InvalidParameterError
 from fairprobe.profiles.core import (
+    FAIRPROBE_ADDITIONS,
     CategoryRate,
     category_labels,
+    fisher_p,
     outcome_column,
     rate_table,
     score_column,
@@ -114,8 +116,7 @@ class CFPBResult:
                 "smd_threshold": self.smd_threshold, "smd_denominator": self.smd_denominator,
                 "score_sd": self.score_sd, "confidence_level": self.confidence_level,
                 "interval": self.interval, "verdict": self.verdict,
-                "fairprobe_additions": ["rate_low", "rate_high", "ratio_low", "ratio_high",
-                                        "decidably_below", "verdict"],
+                "fairprobe_additions": list(FAIRPROBE_ADDITIONS),
                 "rows": [r.to_dict() for r in self.rows]}
 
 
@@ -174,8 +175,7 @@ def cfpb_air_profile(
         if own:
             out.append(AIRRow(r, None, None, None, None, mean, None, None, None))
             continue
-        p = float(sps.fisher_exact([[r.selected, r.n - r.selected],
-                                    [top.selected, top.n - top.selected]])[1])
+        p = fisher_p(r, top)
         air_flag = None if r.impact_ratio is None else r.impact_ratio < air_threshold
         out.append(AIRRow(
             r, air_flag, p, shortfall(r.selected, r.n, top.selected, top.n, air_threshold),

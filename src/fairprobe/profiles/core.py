@@ -146,6 +146,20 @@ def ratio_intervals(a: np.ndarray, A: np.ndarray, b: int, B: int, confidence_lev
     return np.asarray(lo, np.float64), np.asarray(hi, np.float64)
 
 
+#: The JSON fields fairprobe adds to a profile's table (the rules ask for point values only).
+FAIRPROBE_ADDITIONS = ("rate_low", "rate_high", "ratio_low", "ratio_high", "decidably_below",
+                       "verdict")
+
+
+def fisher_p(row: CategoryRate, top: CategoryRate) -> float:
+    """Two-sided Fisher exact p-value of ``row``'s selections against ``top``'s (the 2x2 table
+    of selected and not selected), as the four-fifths and fair-lending practice reports it."""
+    from scipy import stats as sps
+
+    return float(sps.fisher_exact([[row.selected, row.n - row.selected],
+                                   [top.selected, top.n - top.selected]])[1])
+
+
 def shortfall(k: int, n: int, k_ref: int, n_ref: int, threshold: float) -> int:
     """Fewest extra selections in a category (``k`` of ``n``) that bring its rate to
     ``threshold`` times the comparison rate ``k_ref / n_ref`` (0 if it is there already);

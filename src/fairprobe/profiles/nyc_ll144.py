@@ -32,6 +32,7 @@ import pandas as pd
 
 from fairprobe.errors import InvalidParameterError
 from fairprobe.profiles.core import (
+    FAIRPROBE_ADDITIONS,
     CategoryRate,
     category_labels,
     outcome_column,
@@ -128,8 +129,7 @@ class LL144Result:
                 "threshold": self.threshold, "confidence_level": self.confidence_level,
                 "interval": self.interval, "summary": dict(self.summary),
                 "verdict": self.verdict,
-                "fairprobe_additions": ["rate_low", "rate_high", "ratio_low", "ratio_high",
-                                        "decidably_below", "verdict"],
+                "fairprobe_additions": list(FAIRPROBE_ADDITIONS),
                 "families": [f.to_dict() for f in self.families]}
 
 

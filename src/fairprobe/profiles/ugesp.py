@@ -33,12 +33,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from fairprobe.errors import InvalidParameterError
 from fairprobe.profiles.core import (
+    FAIRPROBE_ADDITIONS,
     CategoryRate,
     category_labels,
+    fisher_p,
     outcome_column,
     rate_table,
     shortfall,
@@ -115,8 +116,7 @@ class UGESPResult:
                 "small_share": self.small_share, "exclude_small": self.exclude_small,
                 "confidence_level": self.confidence_level, "interval": self.interval,
                 "verdict": self.verdict,
-                "fairprobe_additions": ["rate_low", "rate_high", "ratio_low", "ratio_high",
-                                        "decidably_below", "verdict"],
+                "fairprobe_additions": list(FAIRPROBE_ADDITIONS),
                 "rows": [r.to_dict() for r in self.rows]}
 
 
@@ -139,8 +139,7 @@ def four_fifths(rows: Sequence[CategoryRate], highest: str, *, threshold: float 
                                      r.n < small_n))
             continue
         flagged = r.impact_ratio < threshold
-        p = float(sps.fisher_exact([[r.selected, r.n - r.selected],
-                                    [top.selected, top.n - top.selected]])[1])
+        p = fisher_p(r, top)
         z = two_sd_z(r.selected, r.n, top.selected, top.n)
         need = shortfall(r.selected, r.n, top.selected, top.n, threshold)
         step = 1 if flagged else -1
