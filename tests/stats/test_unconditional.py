@@ -71,3 +71,35 @@ def test_verdicts_are_the_intervals_verdicts(kind, th) -> None:
     assert len(set(want.tolist())) >= 2  # the cases are not all alike
     # and from the cache (the intervals just computed) the same verdicts
     assert (u.unconditional_verdicts(kind, a, A, b, B, threshold=th) == want).all()
+
+
+@pytest.mark.parametrize(("k", "n"), [(18, 18), (0, 18), (7, 30), (1, 5)])
+def test_ratio_of_identical_counts_is_its_own_reciprocal(k: int, n: int) -> None:
+    # both orientations of a tie are the same data: the interval must equal its reciprocal,
+    # else the two-group and every-group forms of one question give different verdicts
+    lo, hi = (float(x) for x in u.unconditional_ratio_interval(k, n, k, n, 0.95))
+    assert lo <= 1.0 <= hi
+    if k == 0:
+        assert (lo, hi) == (0.0, np.inf)
+    else:
+        assert lo == pytest.approx(1.0 / hi, rel=1e-12)
+    # the hull contains the untied neighbours' reach: it is never narrower than the interval
+    # computed natively in either orientation, so coverage is kept
+    nlo, nhi = (float(np.ravel(x)[0]) for x in u._interval(
+        "ratio", *(np.array([float(v)]) for v in (k, n, k, n)), 0.95))
+    assert lo <= nlo and hi >= nhi
+
+
+def test_two_group_di_all_selected_agrees_across_paths() -> None:
+    # 18 + 18 rows, every decision 1: both pair orientations and the every-group summary agree
+    from fairprobe.stats import AuditFrame
+    from fairprobe.stats.api import disparate_impact_ratio
+
+    y = np.ones(36, dtype=int)
+    g = np.array(["g0"] * 18 + ["g1"] * 18)
+    s = AuditFrame(y_pred=y, sensitive_features=g).summary("di")
+    ab = disparate_impact_ratio(None, y, sensitive_features=g, group_a="g0", group_b="g1")
+    ba = disparate_impact_ratio(None, y, sensitive_features=g, group_a="g1", group_b="g0")
+    assert ab.interval == ba.interval
+    assert s.low == pytest.approx(ab.interval.low, rel=1e-12)
+    assert s.verdict == ab.verdict == ba.verdict

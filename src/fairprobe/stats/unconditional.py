@@ -468,6 +468,13 @@ def unconditional_ratio_interval(
     with np.errstate(divide="ignore"):
         rlo = np.where(hi > 0, 1.0 / np.where(hi > 0, hi, 1.0), np.inf)
         rhi = np.where(lo > 0, 1.0 / np.where(lo > 0, lo, 1.0), np.inf)
+    # identical counts: both orientations are the same data, and the inverted test is not
+    # exactly reciprocal-equivariant (its p-values are maximised over a grid), so take the hull
+    # of the interval and its reciprocal: it contains the exact interval (coverage kept) and is
+    # its own reciprocal, as the two orientations of a tie must be
+    tie = (Af == Bf) & (af == bf)
+    lo = np.where(tie, np.minimum(lo, np.where(np.isinf(hi), 0.0, rlo)), lo)
+    hi = np.where(tie, np.maximum(hi, rhi), hi)
     out_lo = np.asarray(np.where(swap, np.where(np.isinf(hi), 0.0, rlo), lo), dtype=np.float64)
     out_hi = np.asarray(np.where(swap, rhi, hi), dtype=np.float64)
     return out_lo, out_hi
