@@ -78,6 +78,7 @@ TEST_WORKERS ?= 2
 test: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/vulture
 	$(BIN)/lint-imports
 	$(BIN)/python -m compileall -q src
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)

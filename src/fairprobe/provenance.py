@@ -384,9 +384,6 @@ class Provenance:
             changes["backend"] = _redact_backend(changes["backend"])
         return dataclasses.replace(self, **changes)
 
-    def with_note(self, note: str) -> Provenance:
-        return dataclasses.replace(self, notes=(*self.notes, note))
-
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready ``provenance`` block."""
         from fairprobe._jsonable import to_jsonable

@@ -160,19 +160,3 @@ class AnswerBatch:
 
     def __len__(self) -> int:
         return int(self.decisions.shape[0])
-
-    @classmethod
-    def from_answers(
-        cls,
-        answers: Sequence[Answer],
-        n_paid: int,
-        n_cached: int,
-        cached: Sequence[bool] | None = None,
-    ) -> AnswerBatch:
-        def col(attr: str) -> npt.NDArray[np.float64]:
-            vals = [getattr(a, attr) for a in answers]
-            return np.array([np.nan if v is None else float(v) for v in vals], dtype=np.float64)
-
-        outcomes = np.array([a.outcome for a in answers], dtype="<U9")
-        mask = None if cached is None else np.asarray(cached, dtype=bool)
-        return cls(col("decision"), col("score"), col("logit"), n_paid, n_cached, outcomes, mask)

@@ -43,7 +43,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import socket
 import sqlite3
 import threading
@@ -491,22 +490,6 @@ class ResponseCache(Closing):
             row = self._connection().execute(sql, () if identity is None else (identity,)
                                              ).fetchone()
         return int(row[0])
-
-    def sample_records(self, identity: str, k: int, seed: int = 0) -> list[tuple[str, str]]:
-        """Up to ``k`` stored ``(key, record)`` pairs of ``identity``, drawn with ``seed``."""
-        with self._lock:
-            rows = (
-                self._connection()
-                .execute(
-                    "SELECT key, record FROM answers WHERE identity = ? AND record IS NOT NULL "
-                    "ORDER BY key",
-                    (identity,),
-                )
-                .fetchall()
-            )
-        if len(rows) > k:
-            rows = random.Random(seed).sample(rows, k)
-        return [(str(a), str(b)) for a, b in rows]
 
     def count(self, identity: str | None = None) -> int:
         """Number of stored answers, for one identity or in all."""

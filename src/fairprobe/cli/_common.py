@@ -151,27 +151,3 @@ def check_output_path(path: Path | None, flag: str) -> None:
     from fairprobe._io import check_output
 
     check_output(path, flag, InvalidParameterError)
-
-
-def open_blackbox(
-    backend: Any,
-    *,
-    cache: Path,
-    no_cache: bool = False,
-    refresh: bool = False,
-    **kwargs: Any,
-) -> Any:
-    """A :class:`~fairprobe.access.BlackBox` with the CLI's cache policy.
-
-    ``--no-cache`` keeps answers in memory only (nothing read or written on disk); ``--refresh``
-    asks the model again and overwrites the cached answers.
-    """
-    from fairprobe.access.blackbox import BlackBox
-
-    if no_cache and refresh:
-        raise InvalidParameterError("--no-cache and --refresh exclude each other; give one.")
-    return BlackBox(backend, cache=None if no_cache else cache, refresh=refresh, **kwargs)
-
-
-def cache_policy(no_cache: bool, refresh: bool) -> str:
-    return "off" if no_cache else "refresh" if refresh else "reuse"

@@ -468,7 +468,6 @@ def _global(per_honest: FloatArray, k: int) -> float:
     return float(np.median(vals))
 
 
-
 @dataclass(frozen=True)
 class Histories:
     """Every auditor's cumulative counts and suspicion-weighted counts over the rounds (the
@@ -1047,8 +1046,3 @@ def _run_result(
         bounded=bounded,
         **paths,
     )
-
-
-def with_attackers(cfg: SimConfig, k: int) -> SimConfig:
-    """``cfg`` with ``k`` attackers (same seed, hence the same partition and query order)."""
-    return replace(cfg, attackers=k)

@@ -14,7 +14,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any
 
 from fairprobe._proc import die_with_parent
@@ -216,12 +215,7 @@ class PlatformProcess:
     def __enter__(self) -> PlatformProcess:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def __del__(self) -> None:  # a forgotten process must not outlive its owner

@@ -142,8 +142,3 @@ def duckdb_paths(files: Sequence[Path]) -> Iterator[list[str]]:
             else:
                 out.append(str(f))
         yield out
-
-
-def csv_text_columns(group_cols: Sequence[str]) -> dict[str, Any]:
-    """The dtype mapping that reads a CSV's group columns as text (pandas, Dask)."""
-    return {c: str for c in group_cols}

@@ -290,11 +290,6 @@ def _cumulative_glr(
     )  # fmt: skip
 
 
-def glr_statistic_path(test: GLRTest, in_a: npt.ArrayLike, x: npt.ArrayLike) -> FloatArray:
-    """The statistic ``Lambda_t`` after each query of one or many orders (vectorised)."""
-    return _cumulative_glr(test, np.asarray(in_a, dtype=bool), test.check_values(x))
-
-
 class _GLRStepper(Stepper):
     def __init__(self, test: GLRTest, budget: int) -> None:
         super().__init__(budget)

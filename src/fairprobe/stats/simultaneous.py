@@ -247,7 +247,6 @@ def family_intervals(
     kind: Kind = "difference",
     confidence_level: float = 0.95,
     method: str = "bonferroni",
-    extra_family: int = 0,
     share: float = 1.0,
 ) -> FamilyIntervals:
     """Simultaneous intervals of all pairs and each-vs-rest for proportions ``k / n``.

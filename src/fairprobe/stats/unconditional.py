@@ -160,16 +160,6 @@ def _decide(kind: Kind, g: float, lower: bool, tails: Tails, box: Box, spacing: 
     return bool(tails(c1, c2).max() > alpha / 2.0 - GAMMA * alpha)
 
 
-def _pmf(k: IntArray, n: int, p: FloatArray) -> FloatArray:
-    """Binomial pmf, shape ``(len(p),) + k.shape``."""
-    kf = k.astype(np.float64)
-    lc = special.gammaln(n + 1.0) - special.gammaln(kf + 1.0) - special.gammaln(n - kf + 1.0)
-    pp = p.reshape((-1,) + (1,) * kf.ndim)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.exp(lc + special.xlogy(kf, pp) + special.xlog1py(n - kf, -pp))
-    return np.asarray(out, dtype=np.float64)
-
-
 def _outward(kind: Kind, jl: IntArray, ju: IntArray) -> tuple[FloatArray, FloatArray]:
     """Bounds at the rejected grid values next to the accepted range ``[jl, ju]``."""
     grid = _grid(kind)

@@ -210,10 +210,6 @@ class DetectionTest:
     gamma: float | None = None
     p_manip: float | None = None
 
-    def detection_probability(self, gamma: npt.ArrayLike) -> FloatArray:
-        """``p_manip`` at any manipulation rate(s)."""
-        return p_manip(self.t_fraud, self.p_phi, gamma, self.alpha)
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "t_fraud": self.t_fraud,
