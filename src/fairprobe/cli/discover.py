@@ -49,12 +49,15 @@ def discover(
     min_size: Annotated[int, typer.Option("--min-size", help="Smallest subgroup tested (rows in the rate's denominator).")] = 30,
     pos_label: Annotated[str | None, typer.Option("--pos-label", help="The positive label of string decisions/labels.")] = None,
     engine: Annotated[str, typer.Option("--engine", help="Counting engine: auto, duckdb or pandas.")] = "auto",
+    control_col: Annotated[str | None, typer.Option("--control-col", help="Comma-separated legitimate factors (e.g. income): subgroups are compared with the rest within their strata, so a gap they explain is not a finding.")] = None,
+    control_bins: Annotated[int, typer.Option("--control-bins", help="Quantile bins of a numeric --control-col.")] = 4,
     seed: Annotated[int, typer.Option("--seed", help="With a model: seed of the records drawn.")] = 0,
     cache: Annotated[Path, typer.Option("--cache", help="With a model: answer cache (SQLite).")] = Path(".fairprobe") / "cache.sqlite",
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
     fail_on: FailOnOption = None,
 ) -> None:
     """Search subgroups of up to --depth conditions; report those unfair at FDR --fdr."""
+    from fairprobe._validation import split_names
     from fairprobe.cli._common import build_backend, console
     from fairprobe.cli.gate import emit_job
     from fairprobe.discover.job import discover_job
@@ -74,6 +77,7 @@ def discover(
         budget=budget, seed=seed, cache=cache if model else None, depth=depth,
         metric=metric.value, fdr=fdr, tolerance=tolerance, method=method.value, bins=bins,
         min_size=min_size, pos_label=pos_label, engine=engine, pvalue=pvalue.value,
+        control_cols=split_names(control_col) or (), control_bins=control_bins,
     )  # fmt: skip
     console.print(str(job.result), markup=False, soft_wrap=True)
     emit_job(json_path, job, fail_on)

@@ -68,10 +68,12 @@ def discover_job(
     from fairprobe.provenance import pool_digest
 
     pool = queries if isinstance(queries, pd.DataFrame) else read_table(queries, "--queries file")
-    missing = [f for f in feats + ([y_true] if y_true else []) if f not in pool.columns]
+    controls = list(options.get("control_cols") or ())
+    missing = [f for f in feats + ([y_true] if y_true else []) + controls
+               if f not in pool.columns]
     if missing:
-        raise InvalidParameterError(f"--features/--y-true-col name {missing[0]!r}, which the "
-                                    f"--queries pool does not have.")
+        raise InvalidParameterError(f"--features/--y-true-col/--control-col name {missing[0]!r}, "
+                                    "which the --queries pool does not have.")
     n = len(pool) if budget is None else min(int(budget), len(pool))
     sample = pool.sample(n=n, random_state=seed) if n < len(pool) else pool
     sent = [c for c in sample.columns if c != y_true]

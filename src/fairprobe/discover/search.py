@@ -84,16 +84,23 @@ class Subgroup:
     p_value: float
     adjusted_p: float
     verdict: str
+    #: With control columns: the gap to the rest without them (``estimate`` is then the
+    #: within-stratum gap, ``rate_rest`` the subgroup's rate minus it, ``denominator`` its
+    #: rows in strata the rest shares; :mod:`fairprobe.discover.stratified`).
+    unadjusted: float | None = None
 
     def __str__(self) -> str:
         return " and ".join(str(c) for c in self.conditions)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"conditions": [c.to_dict() for c in self.conditions], "label": str(self),
-                "size": self.size, "denominator": self.denominator, "rate": self.rate,
-                "rate_rest": self.rate_rest, "estimate": self.estimate,
-                "interval": {"low": self.interval[0], "high": self.interval[1]},
-                "p_value": self.p_value, "adjusted_p": self.adjusted_p, "verdict": self.verdict}
+        out = {"conditions": [c.to_dict() for c in self.conditions], "label": str(self),
+               "size": self.size, "denominator": self.denominator, "rate": self.rate,
+               "rate_rest": self.rate_rest, "estimate": self.estimate,
+               "interval": {"low": self.interval[0], "high": self.interval[1]},
+               "p_value": self.p_value, "adjusted_p": self.adjusted_p, "verdict": self.verdict}
+        if self.unadjusted is not None:
+            out["unadjusted_estimate"] = self.unadjusted
+        return out
 
 
 @dataclass(frozen=True)
@@ -118,6 +125,9 @@ class DiscoveryResult:
     level: float
     bins: dict[str, list[float]] = field(default_factory=dict)
     pvalue: str = "joint"
+    #: With control columns: ``columns``, ``bins`` (their quantile edges), ``strata`` and the
+    #: construction; empty without (:mod:`fairprobe.discover.stratified`).
+    control: dict[str, Any] = field(default_factory=dict)
 
     @property
     def guarantee(self) -> str:
@@ -164,6 +174,10 @@ class DiscoveryResult:
                 f"{len(self.features)} features) differ from the rest by more than "
                 f"{self.tolerance:g} in {METRICS[self.metric]}, at FDR {self.fdr:g} "
                 f"({self.method}: {self.guarantee})")
+        if self.control:
+            head += (f"; the gap is the one within the {self.control.get('strata')} strata of "
+                     f"{', '.join(self.control.get('columns', []))} (Mantel-Haenszel weights, "
+                     "Hoeffding p-values)")
         lines = [head]
         for s in self.subgroups[:20]:
             lines.append(f"  {s.estimate:+.4f} [{s.interval[0]:+.4f}, {s.interval[1]:+.4f}]  "
@@ -181,6 +195,7 @@ class DiscoveryResult:
             "too_small": self.too_small, "rows": self.rows, "level": self.level,
             "bins": self.bins, "verdict": self.verdict, "finding": self.finding.to_dict(),
             "subgroups": [s.to_dict() for s in self.subgroups],
+            **({"control": self.control} if self.control else {}),
         }
 
 
@@ -397,6 +412,8 @@ class SearchOptions(TypedDict, total=False):
     pos_label: Any
     engine: str
     pvalue: str
+    control_cols: Sequence[str]
+    control_bins: int
 
 
 def discover_subgroups(
@@ -415,6 +432,8 @@ def discover_subgroups(
     pos_label: Any = None,
     engine: str = "auto",
     pvalue: str = "joint",
+    control_cols: Sequence[str] = (),
+    control_bins: int = 4,
 ) -> DiscoveryResult:
     """Search the subgroups of up to ``depth`` conditions and report those unfair at FDR ``fdr``.
 
@@ -447,6 +466,13 @@ def discover_subgroups(
     pvalue : {"joint", "split", "box"}
         The p-value construction (:data:`fairprobe.discover.fdr.PVALUES`), all exact; ``joint``
         (default) is the sharpest.
+    control_cols : sequence of str
+        Legitimate factors (``--control-col``): each subgroup is then compared with the rest
+        within the strata of these columns (numeric ones with more than ``control_bins``
+        values cut at their quantiles), by Mantel-Haenszel weights with Hoeffding p-values
+        (:mod:`fairprobe.discover.stratified`); counted in memory by pandas.
+    control_bins : int
+        Quantile bins of a numeric control column.
 
     Returns
     -------
@@ -476,6 +502,13 @@ def discover_subgroups(
     sets = grouping_sets(feats, depth)
     from fairprobe.scale.engine import engine_name
 
+    if control_cols:
+        return _discover_within_strata(data, feats, sets, y_pred=y_pred, y_true=y_true,
+                                       metric=metric, fdr=fdr, tolerance=tolerance,
+                                       method=method, bins=bins, min_size=min_size,
+                                       pos_label=pos_label, depth=depth,
+                                       control=(control_cols, control_bins))
+
     if engine_name(engine) == "duckdb":  # the rows never enter Python
         tables, edges = _engine_counts(data, feats, sets, bins, y_pred, y_true, pos_label)
     else:
@@ -484,6 +517,37 @@ def discover_subgroups(
     counts = subgroup_counts(tables, sets, metric, edges)
     return decide(counts, metric=metric, fdr=fdr, tolerance=tolerance, method=method,
                   min_size=min_size, depth=depth, features=feats, bins=edges, pvalue=pvalue)
+
+
+def _discover_within_strata(data: Any, feats: tuple[str, ...], sets: list[tuple[str, ...]], *,
+                            y_pred: str, y_true: str | None, metric: str, fdr: float,
+                            tolerance: float, method: str, bins: int, min_size: int,
+                            pos_label: Any, depth: int,
+                            control: tuple[Sequence[str], int]) -> DiscoveryResult:
+    """The search within strata of the control columns (:mod:`fairprobe.discover.stratified`).
+    The strata need every row's control values, so the rows are counted in memory (pandas)
+    on every engine: one answer whichever engine is asked for."""
+    from fairprobe._validation import check_int
+    from fairprobe.discover.stratified import (
+        check_controls,
+        decide_stratified,
+        stratified_subgroup_counts,
+    )
+    from fairprobe.stats.stratified import bin_controls
+
+    ctl = check_controls(feats, control[0])
+    check_int(control[1], "control_bins", "discover_subgroups", lo=2, hi=100)
+    raw = _read(data, feats, y_pred, y_true, extra=ctl)
+    strata, cedges = bin_controls(raw, ctl, control[1])
+    frame, edges = _bin(raw[[c for c in raw.columns if c not in ctl or c in feats]], feats, bins)
+    counts = stratified_subgroup_counts(frame, sets, metric, edges, strata, y_pred=y_pred,
+                                        y_true=y_true, pos_label=pos_label, engine="pandas")
+    info = {"columns": list(ctl), "bins": cedges,
+            "construction": "Mantel-Haenszel-weighted within-stratum gap, Hoeffding p-values "
+                            "(valid at every sample size)"}
+    return decide_stratified(counts, metric=metric, fdr=fdr, tolerance=tolerance,
+                             method=method, min_size=min_size, depth=depth, features=feats,
+                             bins=edges, control=info)
 
 
 def grouping_sets(features: Sequence[str], depth: int) -> list[tuple[str, ...]]:
@@ -609,15 +673,17 @@ def _condition(feature: str, value: Any, edges: dict[str, list[float]]) -> Condi
     return Condition(feature, "==", v)
 
 
-def _read(data: Any, features: tuple[str, ...], y_pred: str, y_true: str | None) -> pd.DataFrame:
+def _read(data: Any, features: tuple[str, ...], y_pred: str, y_true: str | None,
+          extra: Sequence[str] = ()) -> pd.DataFrame:
     """The needed columns as a frame, for the pandas engine (which counts in memory)."""
-    cols = [*features, y_pred] + ([y_true] if y_true is not None else [])
+    cols = [*features, y_pred] + ([y_true] if y_true is not None else []) + list(extra)
     if not isinstance(data, pd.DataFrame):
         from fairprobe.scale.engine import _to_pandas, resolve_source
 
         data = _to_pandas(resolve_source(data))
     missing = [c for c in cols if c not in data.columns]
     if missing:
-        raise DataError(f"column {missing[0]!r} is not in the data; it has "
+        flag = "--control-col" if missing[0] in extra else "--features/--y-pred-col/--y-true-col"
+        raise DataError(f"{flag}: column {missing[0]!r} is not in the data; it has "
                         f"{', '.join(map(str, data.columns[:20]))}.")
     return data[cols]

@@ -35,6 +35,11 @@ def adapt_discover(doc: Doc, source: str, label: str) -> Section:
         sentence = (f"No subgroup of {tested} is proven to differ from the rest by more than "
                     f"{fmt(tol, 3)} in {metric} at FDR {fmt(fdr, 3)}: undetermined (finding "
                     "none is not evidence that none exists).")
+    control = doc.get("control") if isinstance(doc.get("control"), Mapping) else None
+    if control:
+        sentence += (f" Each gap is the one left within the {fmt(control.get('strata'))} strata "
+                     f"of {', '.join(map(str, control.get('columns') or []))} (legitimate "
+                     f"factors): {control.get('construction')}.")
     short = f"{len(subs)} unfair subgroup(s) at FDR {fmt(fdr, 3)}"
     rows = [{"label": str(s.get("label")), "estimate": num(s.get("estimate")),
              "interval": [num((s.get("interval") or {}).get("low")),
@@ -53,11 +58,13 @@ def adapt_discover(doc: Doc, source: str, label: str) -> Section:
         ))
     tables = [Table(
         caption="Subgroups reported, ranked by the size of the gap",
-        header=["subgroup", "rows", "rate", "rest", "gap", "interval", "adjusted p"],
+        header=["subgroup", "rows", "rate", "rest", "gap", "interval", "adjusted p"]
+        + (["gap without controls"] if control else []),
         rows=[[str(s.get("label")), fmt(s.get("size")), fmt(s.get("rate")),
                fmt(s.get("rate_rest")), fmt(s.get("estimate")),
                f"[{fmt((s.get('interval') or {}).get('low'))}, "
                f"{fmt((s.get('interval') or {}).get('high'))}]", fmt(s.get("adjusted_p"), 3)]
+              + ([fmt(s.get("unadjusted_estimate"))] if control else [])
               for s in subs],
     )] if subs else []
     facts = [("metric", metric), ("tolerance", fmt(tol, 3)), ("FDR", fmt(fdr, 3)),
@@ -65,6 +72,9 @@ def adapt_discover(doc: Doc, source: str, label: str) -> Section:
              ("too small to test", fmt(doc.get("too_small"))), ("rows", fmt(doc.get("rows"))),
              ("depth", fmt(doc.get("depth"))),
              ("features", ", ".join(map(str, doc.get("features") or [])))]
+    if control:
+        facts.append(("controls", f"{', '.join(map(str, control.get('columns') or []))} "
+                                  f"({fmt(control.get('strata'))} strata)"))
     title = "Subgroup discovery" + (f": {label}" if label else "")
     return Section("discover", title, source, verdict, sentence, short, facts, figures, tables,
                    ASSUMPTIONS + extra_assumptions(doc), [])
