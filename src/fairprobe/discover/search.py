@@ -607,14 +607,9 @@ def decide(counts: SubgroupCounts, *, metric: str, fdr: float, tolerance: float,
     tested = _tested(counts, min_size)
     p = search_pvalues(counts, tolerance=tolerance, fdr=fdr, method=method, min_size=min_size,
                        pvalue=pvalue) if p_values is None else p_values
-    reject_t, adj_t, level_used = step_up(p[tested], fdr, method)
-    reject = np.zeros(len(p), dtype=bool)
-    adjusted = np.ones(len(p))
-    reject[tested] = reject_t
-    adjusted[tested] = adj_t
-    m = int(tested.sum())
+    reject, adjusted, m, a = run_procedure(p, tested, fdr, method)
     # each reported subgroup's interval at the level its rejection met: outside the band
-    level = 1.0 - (level_used if level_used > 0 else first_threshold(method, fdr, max(m, 1)))
+    level = 1.0 - a
     idx = np.flatnonzero(reject)
     if with_intervals:
         lo, hi = intervals(pvalue, k_all[idx], n_all[idx], kr[idx], nr[idx], level,
@@ -637,6 +632,21 @@ def decide(counts: SubgroupCounts, *, metric: str, fdr: float, tolerance: float,
                            fdr=float(fdr), method=method, depth=int(depth), features=features,
                            tested=m, too_small=int((~tested).sum()), rows=counts.rows,
                            level=float(level), bins=dict(bins or {}), pvalue=pvalue)
+
+
+def run_procedure(p: np.ndarray, tested: np.ndarray, fdr: float, method: str
+                  ) -> tuple[np.ndarray, np.ndarray, int, float]:
+    """``method`` at FDR ``fdr`` over the tested subgroups' p-values: which are rejected, the
+    adjusted p-values (1 for the untested), the number tested and the per-test level every
+    rejection met (the first threshold when none is)."""
+    reject_t, adj_t, level_used = step_up(p[tested], fdr, method)
+    reject = np.zeros(len(p), dtype=bool)
+    adjusted = np.ones(len(p))
+    reject[tested] = reject_t
+    adjusted[tested] = adj_t
+    m = int(tested.sum())
+    return reject, adjusted, m, (level_used if level_used > 0
+                                 else first_threshold(method, fdr, max(m, 1)))
 
 
 def _tested(counts: SubgroupCounts, min_size: int) -> np.ndarray:

@@ -42,7 +42,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fairprobe.discover.fdr import first_threshold, step_up
 from fairprobe.errors import DataError
 
 __all__ = ["StratifiedCounts", "decide_stratified", "hoeffding_pvalues",
@@ -146,7 +145,7 @@ def decide_stratified(counts: StratifiedCounts, *, metric: str, fdr: float, tole
                       method: str, min_size: int, depth: int, features: tuple[str, ...],
                       bins: dict[str, list[float]], control: dict[str, Any]) -> Any:
     """Test every subgroup's within-stratum gap and keep those ``method`` rejects at ``fdr``."""
-    from fairprobe.discover.search import DiscoveryResult, Subgroup
+    from fairprobe.discover.search import DiscoveryResult, Subgroup, run_procedure
 
     tested = (counts.n_comp >= min_size) & (counts.nr_comp >= min_size) & (counts.var > 0)
     if not tested.any() and len(counts.keys):
@@ -155,13 +154,7 @@ def decide_stratified(counts: StratifiedCounts, *, metric: str, fdr: float, tole
                                       "or too small"}
     p = np.ones(len(counts.keys))
     p[tested] = hoeffding_pvalues(counts.est[tested], counts.var[tested], tolerance)
-    reject_t, adj_t, level_used = step_up(p[tested], fdr, method)
-    reject = np.zeros(len(p), dtype=bool)
-    adjusted = np.ones(len(p))
-    reject[tested] = reject_t
-    adjusted[tested] = adj_t
-    m = int(tested.sum())
-    a = level_used if level_used > 0 else first_threshold(method, fdr, max(m, 1))
+    reject, adjusted, m, a = run_procedure(p, tested, fdr, method)
     idx = np.flatnonzero(reject)
     half = np.sqrt(counts.var[idx] * np.log(2.0 / a) / 2.0)
     lo, hi = counts.est[idx] - half, counts.est[idx] + half
