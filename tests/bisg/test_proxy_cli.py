@@ -79,7 +79,26 @@ def test_partial_race_column_checks_calibration(files, tmp_path, capsys) -> None
     assert "calibration on 3000 rows" in " ".join(out.split())
 
 
+def test_recorded_races_in_the_bounds_tighten_them_and_say_so(files, tmp_path, capsys) -> None:
+    runs = {}
+    for name, more in (("proxy", ()), ("in", ("--race-in-bounds",))):
+        js = tmp_path / f"{name}.json"
+        code, out, _ = run_cli(*_args(files["partial"], "--race-col", "race", *more, "--json",
+                                      str(js)), capsys=capsys)
+        assert code in (0, 1)
+        runs[name] = (json.loads(js.read_text()), " ".join(out.split()))
+    doc, out = runs["in"]
+    assert doc["validation"]["in_bounds"]["rows"] == 3000
+    assert "depends on its surname and place only" in doc["validation"]["in_bounds"]["assumption"]
+    assert "the 3000 rows with recorded race enter them as known" in out
+    assert "in_bounds" not in runs["proxy"][0]["validation"]
+    width = {k: v[0]["finding"]["interval"]["high"] - v[0]["finding"]["interval"]["low"]
+             for k, v in runs.items()}
+    assert width["in"] < width["proxy"]
+
+
 @pytest.mark.parametrize(("extra", "needle"), [
+    (("--race-in-bounds",), "--race-in-bounds puts recorded races into the bounds"),
     (("--surname-col", "nope"), "--surname-col 'nope' is not a column"),
     (("--race-col", "surname"), "--race-col holds"),
     (("--group-col", "zip"), "--group-col does not apply to --proxy"),

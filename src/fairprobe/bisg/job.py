@@ -23,7 +23,8 @@ from fairprobe.documents import Job
 from fairprobe.errors import DataError, InvalidParameterError
 from fairprobe.stats.metrics import DEFAULT_DI_THRESHOLD, DEFAULT_TOLERANCE
 
-__all__ = ["calibration", "proxy_job", "recorded_races", "strata_codes"]
+__all__ = ["IN_BOUNDS_ASSUMPTION", "calibration", "proxy_job", "recorded_in_bounds",
+           "recorded_races", "strata_codes"]
 
 
 def _need(df: pd.DataFrame, col: str | None, flag: str) -> None:
@@ -108,6 +109,36 @@ def _direct(y: npt.NDArray[np.float64], race: npt.NDArray[np.int64], groups: Seq
     return out
 
 
+#: What the bounds tightened by recorded races assume beyond the proxy's calibration.
+IN_BOUNDS_ASSUMPTION = ("whether a row's race is recorded depends on its surname and place only, "
+                        "not on its race beyond them (so the proxy stays calibrated on the rows "
+                        "without a recorded race)")
+
+
+def recorded_in_bounds(q: npt.NDArray[np.float64], race: npt.NDArray[np.int64],
+                       strata: npt.NDArray[np.int64] | None
+                       ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    r"""The proxy and the bounds' cells with the recorded races put in (``--race-in-bounds``).
+
+    A row whose race is recorded gets the one-hot vector of that race as its "posterior" and a
+    cell of its own per recorded race: in that cell :math:`P(R = r \mid W) = 1` for the recorded
+    race, so the one-hot proxy is calibrated there and the bounds pin its rows' contribution to
+    the rate exactly (:math:`\min(\eta, 1) = \eta`). The other rows keep the proxy and their cells,
+    where it stays calibrated under :data:`IN_BOUNDS_ASSUMPTION`. The bounds of
+    :func:`~fairprobe.bisg.estimate.proxy_audit` then hold on the combined data (every cell is
+    calibrated) and are at least as tight as the proxy's alone in the limit; ``race`` is ``-1``
+    where nothing is recorded.
+    """
+    rec = race >= 0
+    q2 = q.copy()
+    q2[rec] = 0.0
+    q2[np.flatnonzero(rec), race[rec]] = 1.0
+    base = np.zeros(q.shape[0], dtype=np.int64) if strata is None else np.asarray(strata)
+    tag = np.where(rec, race + 1, 0)
+    codes = base * (q.shape[1] + 1) + tag
+    return q2, np.unique(codes, return_inverse=True)[1].astype(np.int64)
+
+
 def strata_codes(df: pd.DataFrame, cols: Sequence[str], bins: int = 10) -> npt.NDArray[np.int64]:
     """One code per row for the cells of ``cols`` (``--proxy-strata``): a numeric column with
     more than ``bins`` distinct values in ``bins`` quantile bins, any other by its values; missing
@@ -132,14 +163,17 @@ def proxy_job(predictions: Any, *, y_pred_col: str, surname_col: str, zip_col: s
               tolerance: float = DEFAULT_TOLERANCE, threshold: float = DEFAULT_DI_THRESHOLD,
               confidence_level: float = 0.95,
               bins: int | None = None, seed: int = 0, birdie: bool = True,
-              strata_cols: Sequence[str] = (), name: str | None = None) -> Job:
+              strata_cols: Sequence[str] = (), name: str | None = None,
+              race_in_bounds: bool = False) -> Job:
     """Audit decisions between races estimated by BISG (BIFSG with ``first_name_col``).
 
     ``predictions`` is a CSV/Parquet path or a frame. The verdict is decided on the bounds that
     assume only the proxy's calibration (``docs/proxy.md``); the weighted and BIRDiE estimates
     are reported beside it with their assumptions. With ``race_col`` the rows whose race is
     recorded check the proxy's calibration, and if every row is recorded, the document also
-    holds the audit by recorded race (``validation.direct``).
+    holds the audit by recorded race (``validation.direct``). With ``race_in_bounds`` the
+    recorded races also enter the bounds (:func:`recorded_in_bounds`), which tightens them under
+    :data:`IN_BOUNDS_ASSUMPTION`, stated in ``validation.in_bounds``.
 
     Raises
     ------
@@ -182,20 +216,30 @@ def proxy_job(predictions: Any, *, y_pred_col: str, surname_col: str, zip_col: s
     match = pp.match_rates()
     match["sources"] = {s: int((pp.source == s).sum()) for s in
                         ("surname+geography", "surname", "geography", "excluded")}
+    if race_in_bounds and race_col is None:
+        raise InvalidParameterError("--race-in-bounds puts recorded races into the bounds: "
+                                    "give --race-col.")
+    race = None if race_col is None else recorded_races(df[race_col])
+    rec = None if race is None else (race >= 0) & used
+    if rec is not None and not rec.any():
+        raise DataError(f"--race-col {race_col} records no race on a row the proxy covers: "
+                        "nothing to check the proxy against.")
+    q_used = pp.q[used]
+    cells = strata_codes(df, strata_cols)[used] if strata_cols else None
+    if race_in_bounds:
+        assert race is not None
+        q_used, cells = recorded_in_bounds(q_used, race[used], cells)
     result: ProxyAudit = proxy_audit(
-        y_all[used], pp.q[used], groups=tuple(groups), reference=reference, tolerance=tolerance,
+        y_all[used], q_used, groups=tuple(groups), reference=reference, tolerance=tolerance,
         threshold=threshold, confidence_level=confidence_level, bins=bins, seed=seed,
-        birdie=birdie, method=pp.method, match=match,
-        strata=strata_codes(df, strata_cols)[used] if strata_cols else None)
-    validation = None
-    if race_col is not None:
-        race = recorded_races(df[race_col])
-        rec = (race >= 0) & used
-        if not rec.any():
-            raise DataError(f"--race-col {race_col} records no race on a row the proxy covers: "
-                            "nothing to check the proxy against.")
+        birdie=birdie, method=pp.method, match=match, strata=cells)
+    validation: dict[str, Any] | None = None
+    if race is not None and rec is not None:
         validation = {"column": race_col, "recorded": int(rec.sum()),
                       "calibration": calibration(pp.q[rec], race[rec], (*groups, reference))}
+        if race_in_bounds:
+            validation["in_bounds"] = {"rows": int(rec.sum()),
+                                       "assumption": IN_BOUNDS_ASSUMPTION}
         if rec.sum() == used.sum():
             validation["direct"] = _direct(y_all[used], race[used], groups, reference,
                                            confidence_level, tolerance)

@@ -189,6 +189,7 @@ def audit(
     first_name_col: Annotated[str | None, typer.Option(help="With --proxy bifsg: the column of first names.")] = None,
     proxy_strata: Annotated[str | None, typer.Option(help="With --proxy: comma-separated columns the decisions may depend on (the model's score, an income measure of the place): the bounds are computed within their cells (numeric: 10 quantile bins), which keeps them valid and tightens them.")] = None,
     race_col: Annotated[str | None, typer.Option(help="With --proxy: a column of recorded race (white, black, api, native, multiple, hispanic; empty where unknown): checks the proxy's calibration; recorded for every row, also the audit by recorded race.")] = None,
+    race_in_bounds: Annotated[bool, typer.Option("--race-in-bounds", help="With --proxy and --race-col: the rows with recorded race enter the bounds as known races, which tightens them if recording depends on surname and place only (stated in the output).")] = False,
     profile: Annotated[str | None, typer.Option(help="With --predictions: lay the audit out as a rule does: nyc-ll144 (--group-col SEX,RACE; selection rates, or scoring rates with --score-col), ugesp (four-fifths rule), cfpb-air (AIR against --reference, SMD of --score-col). --threshold sets the ratio threshold (0.8). docs/regulatory.md.")] = None,
     exclude_small: Annotated[bool, typer.Option("--exclude-small", help="With --profile nyc-ll144 or ugesp: leave categories under 2% of the data out of the impact ratios (their counts and rates still shown).")] = False,
     smd_threshold: Annotated[float, typer.Option(help="With --profile cfpb-air: |SMD| above this is marked.")] = 0.3,
@@ -215,6 +216,7 @@ def audit(
             group_b=group_b, reference=reference, pos_label=pos_label, tolerance=tolerance,
             threshold=threshold, confidence_level=confidence_level, seed=seed,
             json_path=json_path, fail_on=fail_on, strata=proxy_strata,
+            race_in_bounds=race_in_bounds,
             given={"--group-col": group_col, "--y-true-col": label_col,
                    "--score-col": score_col, "--sample-weight-col": sample_weight_col,
                    "--budget": budget, "--time-col": time_col, "--window": window,
@@ -222,12 +224,13 @@ def audit(
                    "--per-instance": per_instance, "--csv": csv_path, "--figure": figure,
                    "--url": url, "--queries": queries})
         return
-    if any(v is not None for v in (surname_col, zip_col, tract_col, first_name_col, race_col,
-                                   proxy_strata)):
+    if race_in_bounds or any(v is not None for v in (surname_col, zip_col, tract_col,
+                                                     first_name_col, race_col, proxy_strata)):
         from fairprobe.errors import InvalidParameterError
 
         raise InvalidParameterError("--surname-col, --zip-col, --tract-col, --first-name-col, "
-                                    "--race-col and --proxy-strata go with --proxy bisg|bifsg: "
+                                    "--race-col, --race-in-bounds and --proxy-strata go with "
+                                    "--proxy bisg|bifsg: "
                                     "add it.")
     if simultaneous is not None:  # the former flag: exact, or bonferroni (= score intervals)
         interval = Interval.exact if simultaneous.value == "exact" else Interval.score

@@ -24,7 +24,7 @@ def proxy_audit_command(
     race_col: str | None, group_a: str | None, group_b: str | None, reference: str | None,
     pos_label: Any, tolerance: float | None, threshold: float | None, confidence_level: float,
     seed: int, json_path: Path | None, fail_on: Any, given: dict[str, Any],
-    strata: str | None = None,
+    strata: str | None = None, race_in_bounds: bool = False,
 ) -> None:
     from fairprobe.errors import InvalidParameterError
 
@@ -66,7 +66,8 @@ def proxy_audit_command(
         reference=ref.strip().lower(),
         tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
         threshold=0.8 if threshold is None else threshold, confidence_level=confidence_level,
-        seed=seed, strata_cols=split_list(strata) or [], name=None)
+        seed=seed, strata_cols=split_list(strata) or [], name=None,
+        race_in_bounds=race_in_bounds)
     print_proxy_audit(job.to_dict())
     from fairprobe.cli.gate import emit_job
 
@@ -106,6 +107,10 @@ def print_proxy_audit(doc: dict[str, Any], out: Any = None) -> None:
         out.print(f"calibration on {val['recorded']} rows with recorded race: Brier "
                   f"{cal['brier']:.3f}; largest predicted-observed gap by bin: {gaps}",
                   soft_wrap=True)
+        inb = val.get("in_bounds")
+        if inb:
+            out.print(f"bounds: the {inb['rows']} rows with recorded race enter them as known, "
+                      f"which holds if {inb['assumption']}", soft_wrap=True)
         for d in val.get("direct") or []:
             if "low" in d:
                 out.print(f"by recorded race: {d['group']} - {d['reference']} "

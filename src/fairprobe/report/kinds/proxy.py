@@ -76,6 +76,10 @@ def adapt_proxy(doc: Doc, source: str, label: str) -> Section:
                      "gap between predicted and observed share by bin: "
                      + ", ".join(f"{k} {fmt(v, 3)}" for k, v in
                                  mapping(cal.get("max_gap")).items()) + ".")
+        inb = mapping(val.get("in_bounds"))
+        if inb:
+            notes.append(f"The {inb.get('rows')} rows with recorded race enter the bounds as "
+                         f"known races, which holds if {inb.get('assumption')}.")
         direct = val.get("direct")
         if isinstance(direct, list) and direct:
             tables.append(Table(
