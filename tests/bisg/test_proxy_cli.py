@@ -120,3 +120,47 @@ def test_proxy_columns_without_proxy_are_refused(files, capsys) -> None:
                            "approved", "--group-col", "race", "--surname-col", "surname",
                            capsys=capsys)
     assert code == 2 and "go with --proxy" in err
+
+
+MODEL_MODULE = '''
+import numpy as np
+
+SEEN = []
+
+
+def approve(df):
+    """Approves on the place's income and a hidden Hispanic penalty it cannot see: it only
+    gets the columns it is sent (names and places never)."""
+    SEEN.append(sorted(df.columns))
+    return (df["zip_income"].to_numpy() > -0.2).astype(int)
+'''
+
+
+def test_a_model_is_audited_by_proxied_race_without_seeing_names(files, tmp_path, capsys,
+                                                                 monkeypatch) -> None:
+    (tmp_path / "proxy_model_mod.py").write_text(MODEL_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = tmp_path / "model.toml"
+    cfg.write_text('kind = "local"\ncallable = "proxy_model_mod:approve"\nname = "approve"\n')
+    js = tmp_path / "m.json"
+    args = ["audit", "--backend-config", str(cfg), "--queries", str(files["partial"]),
+            "--proxy", "bisg", "--surname-col", "surname", "--zip-col", "zip",
+            "--race-col", "race", "--budget", "4000", "--cache", str(tmp_path / "c.sqlite")]
+    code, out, err = run_cli(*args, "--json", str(js), capsys=capsys)
+    assert code in (0, 1), err
+    import proxy_model_mod  # the module the backend imported
+
+    assert proxy_model_mod.SEEN and all(
+        not {"surname", "zip", "race"} & set(cols) for cols in proxy_model_mod.SEEN)
+    doc = json.loads(js.read_text())
+    extra = doc["provenance"]["extra"]
+    # identical records (the pool's few sent columns repeat) are asked once, then cached
+    assert doc["kind"] == "proxy" and extra["paid"] + extra["cached"] == 4000
+    assert doc["provenance"]["extra"]["sent_columns"] == ["zip_income", "approved"]
+    assert "bounds" in doc["comparisons"][0] and doc["validation"]["recorded"] > 0
+    # the same records again come from the cache: nothing paid
+    code2, _, _ = run_cli(*args, "--json", str(js), capsys=capsys)
+    assert code2 == code and json.loads(js.read_text())["provenance"]["extra"]["paid"] == 0
+    # a name column among the features is refused, in one line
+    code3, _, err3 = run_cli(*args, "--feature-cols", "zip_income,surname", capsys=capsys)
+    assert code3 == 2 and "never sent to the model" in err3 and err3.count("error:") == 1

@@ -217,12 +217,18 @@ def audit(
             threshold=threshold, confidence_level=confidence_level, seed=seed,
             json_path=json_path, fail_on=fail_on, strata=proxy_strata,
             race_in_bounds=race_in_bounds,
+            model=None if url is None and backend_config is None else {
+                "url": url, "backend_config": backend_config, "path": path,
+                "queries": queries, "budget": budget, "feature_cols": feature_cols,
+                "cache": None if no_cache else cache},
             given={"--group-col": group_col, "--y-true-col": label_col,
                    "--score-col": score_col, "--sample-weight-col": sample_weight_col,
-                   "--budget": budget, "--time-col": time_col, "--window": window,
+                   "--time-col": time_col, "--window": window,
                    "--window-origin": window_origin,
                    "--per-instance": per_instance, "--csv": csv_path, "--figure": figure,
-                   "--url": url, "--queries": queries})
+                   **({"--budget": budget} if url is None and backend_config is None else {}),
+                   **({"--queries": queries} if url is None and backend_config is None
+                      else {})})
         return
     if race_in_bounds or any(v is not None for v in (surname_col, zip_col, tract_col,
                                                      first_name_col, race_col, proxy_strata)):

@@ -25,6 +25,7 @@ def proxy_audit_command(
     pos_label: Any, tolerance: float | None, threshold: float | None, confidence_level: float,
     seed: int, json_path: Path | None, fail_on: Any, given: dict[str, Any],
     strata: str | None = None, race_in_bounds: bool = False,
+    model: dict[str, Any] | None = None,
 ) -> None:
     from fairprobe.errors import InvalidParameterError
 
@@ -35,9 +36,20 @@ def proxy_audit_command(
             raise InvalidParameterError(
                 f"{flag} does not apply to --proxy (it audits one decision column by races "
                 f"estimated from --surname-col and --zip-col): drop {flag}.")
-    if predictions is None:
-        raise InvalidParameterError("--proxy audits a file: give --predictions FILE.")
-    if y_pred_col is None:
+    if model is not None:
+        if predictions is not None:
+            raise InvalidParameterError("--proxy audits a file (--predictions) or a model (--url "
+                                        "/ --backend-config with --queries), not both.")
+        if model["queries"] is None:
+            raise InvalidParameterError("--proxy with a model needs the pool to ask, whose "
+                                        "rows carry the names and places: give --queries.")
+        if y_pred_col is not None:
+            raise InvalidParameterError("--y-pred-col names a decision column of a file: drop "
+                                        "it (the model's answers are the decisions).")
+    elif predictions is None:
+        raise InvalidParameterError("--proxy audits a file (--predictions FILE) or a model "
+                                    "(--url / --backend-config with --queries).")
+    elif y_pred_col is None:
         raise InvalidParameterError("--proxy needs --y-pred-col, the column of decisions.")
     if surname_col is None:
         raise InvalidParameterError("--proxy needs --surname-col, the column of family names.")
@@ -59,15 +71,34 @@ def proxy_audit_command(
     ref = group_b or reference or "white"
     from fairprobe.cli.audit import _label_value
 
-    job = proxy_job(
-        predictions, y_pred_col=y_pred_col, surname_col=surname_col, zip_col=zip_col,
-        tract_col=tract_col, first_name_col=first_name_col, race_col=race_col,
-        pos_label=_label_value(pos_label), groups=[g.strip().lower() for g in groups],
-        reference=ref.strip().lower(),
+    common: dict[str, Any] = dict(
+        surname_col=surname_col, zip_col=zip_col, tract_col=tract_col,
+        first_name_col=first_name_col, race_col=race_col,
+        groups=[g.strip().lower() for g in groups], reference=ref.strip().lower(),
         tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
         threshold=0.8 if threshold is None else threshold, confidence_level=confidence_level,
-        seed=seed, strata_cols=split_list(strata) or [], name=None,
-        race_in_bounds=race_in_bounds)
+        seed=seed, strata_cols=split_list(strata) or [], race_in_bounds=race_in_bounds)
+    if model is not None:
+        from fairprobe.bisg.job import proxy_model_job
+        from fairprobe.cli._common import build_backend
+
+        raw = model["budget"]
+        budget: int | None = None
+        if raw is not None and str(raw).strip().lower() != "all":
+            try:
+                budget = int(str(raw))
+            except ValueError:
+                raise InvalidParameterError(f"--budget must be a number of records or 'all'; "
+                                            f"got {raw!r}.") from None
+            check_flag_int(budget, "--budget", lo=1)
+        job = proxy_model_job(
+            build_backend(model["url"], model["backend_config"], model["path"]),
+            model["queries"], budget=budget, cache=model["cache"],
+            feature_cols=split_list(model["feature_cols"]), **common)
+    else:
+        assert predictions is not None and y_pred_col is not None
+        job = proxy_job(predictions, y_pred_col=y_pred_col, pos_label=_label_value(pos_label),
+                        name=None, **common)
     print_proxy_audit(job.to_dict())
     from fairprobe.cli.gate import emit_job
 
