@@ -239,3 +239,44 @@ def test_the_command_writes_what_the_library_returns(tmp_path: Path) -> None:
     cli.pop("provenance")
     lib.pop("provenance")
     assert cli == json.loads(json.dumps(lib))
+
+
+MODEL = '''
+import numpy as np
+
+
+def hire(df):
+    """Hires on the score alone; raises if the protected columns reach it."""
+    assert not {"sex", "race"} & set(df.columns), sorted(df.columns)
+    return (df["score"].to_numpy() > 0.8).astype(int)
+'''
+
+
+def test_a_model_gets_the_profile_its_decisions_get_in_a_file(tmp_path: Path) -> None:
+    # one answer on both paths: the profile of a black-box model's answers equals the profile of
+    # a file holding the same decisions; the protected columns are never sent to the model
+    df = _ll144_file(tmp_path / "pool.csv")
+    (tmp_path / "hire_model.py").write_text(MODEL)
+    cfg = tmp_path / "model.toml"
+    cfg.write_text('kind = "local"\ncallable = "hire_model:hire"\nname = "hire"\n')
+    env = {"PYTHONPATH": f"{REPO / 'src'}:{tmp_path}", "PATH": "/usr/bin:/bin", "COLUMNS": "200"}
+    base = ["--group-col", "sex,race", "--profile", "nyc-ll144"]
+    r = subprocess.run([sys.executable, "-m", "fairprobe", "audit", "--backend-config", str(cfg),
+                        "--queries", str(tmp_path / "pool.csv"), "--budget", "all", "--cache",
+                        str(tmp_path / "c.sqlite"), *base, "--json", str(tmp_path / "m.json")],
+                       capture_output=True, text=True, cwd=REPO, timeout=120, env=env)
+    assert r.returncode in (0, 1), r.stderr
+    df.assign(model=(df["score"] > 0.8).astype(int)).to_csv(tmp_path / "f.csv", index=False)
+    r2 = _run("--predictions", str(tmp_path / "f.csv"), "--y-pred-col", "model", *base,
+              "--json", str(tmp_path / "f.json"))
+    assert r2.returncode == r.returncode, r2.stderr
+    model, file = (json.loads((tmp_path / n).read_text()) for n in ("m.json", "f.json"))
+    assert model["provenance"]["extra"]["sent_columns"] == ["score", "hired"]
+    assert model["provenance"]["extra"]["paid"] + model["provenance"]["extra"]["cached"] == 6000
+    for d in (model, file):
+        d.pop("provenance")
+    assert model == file
+    bad = subprocess.run([sys.executable, "-m", "fairprobe", "audit", "--backend-config",
+                          str(cfg), *base], capture_output=True, text=True, cwd=REPO,
+                         timeout=120, env=env)
+    assert bad.returncode == 2 and "--queries" in bad.stderr and "Traceback" not in bad.stderr

@@ -262,7 +262,8 @@ def proxy_job(predictions: Any, *, y_pred_col: str, surname_col: str, zip_col: s
     return Job("proxy", result, prov)
 
 
-def proxy_model_job(backend: Any, queries: Any, *, surname_col: str, budget: int | None = None,
+def proxy_model_job(backend: Any, queries: Any, *, surname_col: str,
+                    budget: int | str | None = None,
                     seed: int = 0, cache: Any = None, feature_cols: Sequence[str] | None = None,
                     zip_col: str | None = None, tract_col: str | None = None,
                     first_name_col: str | None = None, race_col: str | None = None,
@@ -275,14 +276,11 @@ def proxy_model_job(backend: Any, queries: Any, *, surname_col: str, budget: int
     the model gets ``feature_cols`` (default: every other column), and naming one of those
     columns there is refused. ``options`` are :func:`proxy_job`'s.
     """
-    from pathlib import Path
-
-    from fairprobe._io import read_table
-    from fairprobe.access.blackbox import BlackBox
+    from fairprobe.access.draw import ask_pool, read_pool
     from fairprobe.access.identity import describe_backend
     from fairprobe.provenance import Provenance, pool_digest
 
-    pool = queries if isinstance(queries, pd.DataFrame) else read_table(queries, "--queries file")
+    pool = read_pool(queries)
     private = {c: f for c, f in ((surname_col, "--surname-col"), (zip_col, "--zip-col"),
                                  (tract_col, "--tract-col"), (first_name_col, "--first-name-col"),
                                  (race_col, "--race-col")) if c}
@@ -294,19 +292,10 @@ def proxy_model_job(backend: Any, queries: Any, *, surname_col: str, budget: int
             raise InvalidParameterError(
                 f"--feature-cols names {sent_private[0]!r}, the {private[sent_private[0]]} the "
                 "proxy reads: names, places and races are never sent to the model; drop it.")
-        for c in feature_cols:
-            _need(pool, c, "--feature-cols")
-    if budget is not None and budget < 1:
-        raise InvalidParameterError("--budget must be at least 1.")
-    n = len(pool) if budget is None else min(int(budget), len(pool))
-    sample = pool.sample(n=n, random_state=seed) if n < len(pool) else pool
-    sent = list(feature_cols) if feature_cols else [c for c in sample.columns
-                                                    if c not in private]
-    with BlackBox(backend, cache=None if cache is None else Path(cache), budget=n,
-                  seed=seed) as bb:
-        answers = bb.query(sample[sent])
-        paid, cached = bb.spent, bb.from_cache
-    frame = sample.assign(fp_decision=answers.decisions).dropna(subset=["fp_decision"])
+    sent = list(feature_cols) if feature_cols else [c for c in pool.columns if c not in private]
+    got = ask_pool(backend, pool, sent=sent, budget=budget, seed=seed, cache=cache)
+    n = len(got.sample)
+    frame = got.sample.assign(fp_decision=got.answers.decisions).dropna(subset=["fp_decision"])
     if frame.empty:
         raise DataError("the model gave no usable decision on the records asked (--queries).")
     frame["fp_decision"] = frame["fp_decision"].astype(int)
@@ -315,8 +304,8 @@ def proxy_model_job(backend: Any, queries: Any, *, surname_col: str, budget: int
                     strata_cols=strata_cols, seed=seed, name=str(queries), **options)
     prov = Provenance.capture(seed=seed, query_pool=pool_digest(pool, str(queries)),
                               backend=describe_backend(backend),
-                              extra={"paid": paid, "cached": cached, "sent_columns": sent,
-                                     "unusable": int(n - len(frame)),
+                              extra={"paid": got.paid, "cached": got.cached,
+                                     "sent_columns": sent, "unusable": int(n - len(frame)),
                                      "proxy": (job.provenance.extra or {}).get("proxy")
                                      if job.provenance is not None else None})
     return dataclasses.replace(job, provenance=prov)

@@ -258,7 +258,12 @@ def audit(
             threshold=threshold, smd_threshold=smd_threshold,
             confidence_level=confidence_level, interval=interval.value, json_path=json_path,
             csv_path=csv_path, data_source=data_source, audit_dates=audit_dates,
-            distribution_date=distribution_date, fail_on=fail_on)
+            distribution_date=distribution_date, fail_on=fail_on,
+            model=None if url is None and backend_config is None else {
+                "url": url, "backend_config": backend_config, "path": path,
+                "queries": queries, "budget": budget_n, "feature_cols": feature_cols,
+                "send_group": send_group, "label_col": label_col, "seed": seed,
+                "cache": None if no_cache else cache})
         return
     if (control_col is not None or control_bins != 4) and predictions is None:
         from fairprobe.errors import InvalidParameterError

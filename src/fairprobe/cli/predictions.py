@@ -209,8 +209,10 @@ def profile_audit(
     threshold: float | None, smd_threshold: float, confidence_level: float, interval: str,
     json_path: Path | None, csv_path: Path | None, data_source: str | None,
     audit_dates: str | None, distribution_date: str | None, fail_on: Any = None,
+    model: dict[str, Any] | None = None,
 ) -> None:
-    """``audit --predictions FILE --profile NAME``: the rule's tables, JSON and CSV."""
+    """``audit --predictions FILE --profile NAME`` (or a model: ``--url``/``--backend-config``
+    with ``--queries``): the rule's tables, JSON and CSV."""
     from fairprobe.errors import InvalidParameterError
     from fairprobe.profiles.job import PROFILES
 
@@ -218,9 +220,23 @@ def profile_audit(
         raise InvalidParameterError("--exclude-small, --data-source, --audit-dates and "
                                     "--distribution-date go with --profile: add it.")
     check_flag_choice(profile, "--profile", {p: p for p in PROFILES})
-    if predictions is None:
-        raise InvalidParameterError("--profile audits the decisions in a file: give "
-                                    "--predictions FILE.")
+    if model is not None:
+        if predictions is not None:
+            raise InvalidParameterError("--profile audits a file (--predictions) or a model "
+                                        "(--url / --backend-config with --queries), not both.")
+        if model["queries"] is None:
+            raise InvalidParameterError("--profile with a model needs the records to ask: give "
+                                        "--queries POOL (with the --group-col columns).")
+        if y_pred_col is not None:
+            raise InvalidParameterError("--y-pred-col names a decision column of a file: drop "
+                                        "it (the model's answers are the decisions).")
+        if score_col not in (None, "model"):
+            raise InvalidParameterError("with a model, --score-col model uses its scores (the "
+                                        f"scoring rate, the SMD); got --score-col {score_col}.")
+    elif predictions is None:
+        raise InvalidParameterError("--profile audits the decisions in a file (--predictions "
+                                    "FILE) or a model's (--url / --backend-config with "
+                                    "--queries).")
     if interval not in ("exact", "score"):
         raise InvalidParameterError("--profile takes --interval exact or score.")
     check_flag_real(confidence_level, "--confidence-level", lo=0.0, hi=1.0)
@@ -232,12 +248,24 @@ def profile_audit(
     from fairprobe.profiles.job import profile_job
     from fairprobe.report.kinds.profile import TITLES, profile_frame, profile_tables
 
-    job = profile_job(
-        predictions, profile=profile, group_cols=split_list(group_col) or [],
-        y_pred_col=y_pred_col, score_col=score_col, reference=reference, pos_label=pos_label,
+    common: dict[str, Any] = dict(
+        profile=profile, group_cols=split_list(group_col) or [], reference=reference,
         exclude_small=exclude_small, air_threshold=0.8 if threshold is None else threshold,
         smd_threshold=smd_threshold, confidence_level=confidence_level, interval=interval,
         data_source=data_source, audit_dates=audit_dates, distribution_date=distribution_date)
+    if model is not None:
+        from fairprobe.cli._common import build_backend
+        from fairprobe.profiles.job import profile_model_job
+
+        job = profile_model_job(
+            build_backend(model["url"], model["backend_config"], model["path"]),
+            model["queries"], budget=model["budget"],
+            seed=model["seed"], cache=model["cache"],
+            feature_cols=split_list(model["feature_cols"]), send_group=model["send_group"],
+            label_col=model["label_col"], model_scores=score_col == "model", **common)
+    else:
+        job = profile_job(predictions, y_pred_col=y_pred_col, score_col=score_col,
+                          pos_label=pos_label, **common)
     doc = job.to_dict()
     from rich.table import Table
 

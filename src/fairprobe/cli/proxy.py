@@ -80,20 +80,11 @@ def proxy_audit_command(
         seed=seed, strata_cols=split_list(strata) or [], race_in_bounds=race_in_bounds)
     if model is not None:
         from fairprobe.bisg.job import proxy_model_job
-        from fairprobe.cli._common import build_backend
+        from fairprobe.cli._common import build_backend, parse_budget
 
-        raw = model["budget"]
-        budget: int | None = None
-        if raw is not None and str(raw).strip().lower() != "all":
-            try:
-                budget = int(str(raw))
-            except ValueError:
-                raise InvalidParameterError(f"--budget must be a number of records or 'all'; "
-                                            f"got {raw!r}.") from None
-            check_flag_int(budget, "--budget", lo=1)
         job = proxy_model_job(
             build_backend(model["url"], model["backend_config"], model["path"]),
-            model["queries"], budget=budget, cache=model["cache"],
+            model["queries"], budget=parse_budget(model["budget"]), cache=model["cache"],
             feature_cols=split_list(model["feature_cols"]), **common)
     else:
         assert predictions is not None and y_pred_col is not None

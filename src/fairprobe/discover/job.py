@@ -60,29 +60,26 @@ def discover_job(
         return Job("discover", res, Provenance.capture(seed=seed, extra={"input": str(source)}))
     if queries is None:
         raise InvalidParameterError("A model discovery needs the pool to ask: give --queries.")
-    from pathlib import Path
-
-    from fairprobe._io import read_table
-    from fairprobe.access.blackbox import BlackBox
+    from fairprobe.access.draw import ask_pool, read_pool
     from fairprobe.access.identity import describe_backend
     from fairprobe.provenance import pool_digest
 
-    pool = queries if isinstance(queries, pd.DataFrame) else read_table(queries, "--queries file")
+    pool = read_pool(queries)
     controls = list(options.get("control_cols") or ())
     missing = [f for f in feats + ([y_true] if y_true else []) + controls
                if f not in pool.columns]
     if missing:
         raise InvalidParameterError(f"--features/--y-true-col/--control-col name {missing[0]!r}, "
                                     "which the --queries pool does not have.")
-    n = len(pool) if budget is None else min(int(budget), len(pool))
-    sample = pool.sample(n=n, random_state=seed) if n < len(pool) else pool
-    sent = [c for c in sample.columns if c != y_true]
-    with BlackBox(backend, cache=None if cache is None else Path(cache), budget=n,
-                  seed=seed) as bb:
-        answers = bb.query(sample[sent])
-        prov = Provenance.capture(seed=seed, query_pool=pool_digest(pool, str(queries)),
-                                  backend=describe_backend(backend),
-                                  extra={"paid": bb.spent, "cached": bb.from_cache})
+    sent = [c for c in pool.columns if c != y_true]
+    # discover's default is the whole pool (its --budget help says so)
+    got = ask_pool(backend, pool, sent=sent,
+                   budget="all" if budget is None else min(int(budget), len(pool)), seed=seed,
+                   cache=cache)
+    sample, answers = got.sample, got.answers
+    prov = Provenance.capture(seed=seed, query_pool=pool_digest(pool, str(queries)),
+                              backend=describe_backend(backend),
+                              extra={"paid": got.paid, "cached": got.cached})
     frame = sample.assign(fp_decision=answers.decisions).dropna(subset=["fp_decision"])
     frame["fp_decision"] = frame["fp_decision"].astype(int)
     res = discover_subgroups(frame, y_pred="fp_decision", features=feats, y_true=y_true,

@@ -10,7 +10,7 @@ import pandas as pd
 from fairprobe.documents import Job
 from fairprobe.errors import DataError, InvalidParameterError
 
-__all__ = ["PROFILES", "profile_job"]
+__all__ = ["PROFILES", "profile_job", "profile_model_job"]
 
 #: ``--profile`` choices.
 PROFILES = ("nyc-ll144", "ugesp", "cfpb-air")
@@ -81,3 +81,50 @@ def profile_job(
         backend={"kind": "predictions", "identity": f"predictions:{sha[:16]}", "file": label,
                  "file_sha256": sha})
     return Job("profile", result, prov)
+
+
+def profile_model_job(
+    backend: Any, queries: Any, *, profile: str, group_cols: Sequence[str],
+    budget: int | str | None = None, seed: int = 0, cache: Any = None,
+    feature_cols: Sequence[str] | None = None, send_group: bool = False,
+    label_col: str | None = None, model_scores: bool = False, **options: Any,
+) -> Job:
+    """One profile of a black-box model's answers: ``budget`` records (seeded) drawn from the
+    ``queries`` pool are asked of ``backend`` through a :class:`~fairprobe.access.BlackBox`
+    (answers cached) and the rule's tables are computed on its decisions, or with
+    ``model_scores`` on its scores (the LL144 scoring rate, the CFPB profile's SMD), exactly as
+    :func:`profile_job` computes them on a file. The group columns (and ``label_col``) are not
+    sent unless ``send_group``; ``options`` are :func:`profile_job`'s.
+    """
+    from fairprobe.access.draw import ask_pool, read_pool
+    from fairprobe.access.identity import describe_backend
+    from fairprobe.provenance import Provenance, pool_digest
+
+    pool = read_pool(queries)
+    for c in group_cols:
+        if c not in pool.columns:
+            raise DataError(f"--group-col {c!r} is not a column of the --queries pool (columns: "
+                            f"{', '.join(map(str, pool.columns[:12]))}).")
+    hidden = set() if send_group else set(group_cols)
+    if label_col:
+        hidden.add(label_col)
+    sent = list(feature_cols) if feature_cols else [c for c in pool.columns if c not in hidden]
+    got = ask_pool(backend, pool, sent=sent, budget=budget, seed=seed, cache=cache)
+    n, sample, answers = len(got.sample), got.sample, got.answers
+    frame = sample.assign(fp_decision=answers.decisions, fp_score=answers.scores)
+    frame = frame.dropna(subset=["fp_score" if model_scores else "fp_decision"])
+    if frame.empty:
+        raise DataError("the model gave no usable " + ("score" if model_scores else "decision")
+                        + " on the records asked: " + ("its backend returns no scores; drop "
+                        "--score-col model." if model_scores else "check --url/--backend-config."))
+    frame["fp_decision"] = frame["fp_decision"].astype(int)
+    job = profile_job(frame, profile=profile, group_cols=group_cols, y_pred_col="fp_decision",
+                      score_col="fp_score" if model_scores else None, name=str(queries),
+                      **options)
+    prov = Provenance.capture(seed=seed, query_pool=pool_digest(pool, str(queries)),
+                              backend=describe_backend(backend),
+                              extra={"paid": got.paid, "cached": got.cached,
+                                     "sent_columns": sent, "unusable": int(n - len(frame))})
+    import dataclasses
+
+    return dataclasses.replace(job, provenance=prov)
