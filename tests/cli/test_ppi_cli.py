@@ -1,0 +1,76 @@
+"""``audit --predictions --label-proxy-col``: the PPI++ block in the JSON and the terminal,
+and one error line naming the flag for each bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    r = np.random.default_rng(1)
+    n = 4000
+    g = r.choice(["a", "b"], n)
+    y = r.binomial(1, 0.4, n)
+    p = np.where(y == 1, r.binomial(1, np.where(g == "a", 0.8, 0.7)), r.binomial(1, 0.2, n))
+    proxy = np.where(r.random(n) < 0.9, y, 1 - y)
+    lab = r.random(n) < 0.15
+    path = tmp_path_factory.mktemp("ppi") / "p.csv"
+    pd.DataFrame({"g": g, "p": p, "proxy": proxy, "bad": proxy * 2,
+                  "y": np.where(lab, y, np.nan)}).to_csv(path, index=False)
+    return path
+
+
+def _audit(table: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fairprobe", "audit", "--predictions", str(table),
+         "--y-pred-col", "p", "--y-true-col", "y", "--group-col", "g", *extra],
+        capture_output=True, text=True, timeout=120)
+
+
+def test_json_and_terminal_say_ppi_was_used(table: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    r = _audit(table, "--label-proxy-col", "proxy", "--metric", "eo,fpr", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    ppi = doc["ppi"]
+    assert ppi["proxy_col"] == "proxy" and ppi["coverage"] == "asymptotic"
+    assert ppi["n_labelled"] + ppi["n_unlabelled"] == 4000
+    assert ppi["n_labelled"] == doc["queried"]  # the audit: labelled rows only
+    assert [m["metric"] for m in ppi["metrics"]] == ["equal_opportunity_difference",
+                                                   "false_positive_rate_difference"]
+    for m in ppi["metrics"]:
+        assert m["finding"]["interval"]["construction"] == "ppi++"
+        assert all(0.0 <= gr["lambda"] <= 1.0 for gr in m["groups"].values())
+    assert "PPI++ with label proxy proxy" in r.stdout and "lambda a" in r.stdout
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (("--label-proxy-col", "nope", "--metric", "eo"), "--label-proxy-col 'nope' is not a column"),
+    (("--label-proxy-col", "bad", "--metric", "eo"), "(--label-proxy-col) must hold 0/1"),
+    (("--label-proxy-col", "proxy", "--metric", "dp"), "--label-proxy-col estimates label"),
+    (("--label-proxy-col", "proxy", "--metric", "eo", "--budget", "100"),
+     "--label-proxy-col goes with --y-true-col"),
+])
+def test_bad_input_is_one_error_line(table: Path, extra: tuple[str, ...], needle: str) -> None:
+    r = _audit(table, *extra)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode != 0 and len(lines) == 1, r.stderr
+    assert lines[0].startswith("error: ") and needle in lines[0], lines[0]
+
+
+def test_group_without_labels_is_one_error_line(table: Path, tmp_path: Path) -> None:
+    df = pd.read_csv(table)
+    df.loc[df["g"] == "b", "y"] = np.nan
+    df.to_csv(tmp_path / "q.csv", index=False)
+    r = _audit(tmp_path / "q.csv", "--label-proxy-col", "proxy", "--metric", "eo")
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode != 0 and len(lines) == 1, r.stderr
+    assert "--y-true-col has no labelled row in group 'b'" in lines[0]
