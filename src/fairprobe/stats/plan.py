@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from fairprobe.errors import InvalidParameterError
-from fairprobe.stats.allocation import apportion, neyman_weights
+from fairprobe.stats.allocation import ADAPTIVE_BATCHES, apportion, neyman_weights
 from fairprobe.stats.finding import decide_array
 from fairprobe.stats.simultaneous import family_intervals
 
@@ -165,7 +165,10 @@ def simulated_power(
     the planner's search, rescaled and then checked exactly). ``fixed_sizes``: every audit
     has these group sizes (a whole pool)."""
     kind, rate = _METRICS[metric]
-    if allocation == "adaptive" and fixed_sizes is None:  # the audit's batches, simulated
+    if allocation == "adaptive" and stand_in and shares.size == 2:
+        # two groups: the search's stand-in is the last look alone, at the look level
+        confidence_level = 1.0 - (1.0 - confidence_level) / ADAPTIVE_BATCHES
+    elif allocation == "adaptive" and fixed_sizes is None:  # the audit's batches, simulated
         return float(adaptive_outcome(metric, tolerance, shares.size, budget, gap=gap,
                                       target=target, base_rate=base_rate,
                                       label_rate=label_rate, confidence_level=confidence_level,
@@ -322,7 +325,7 @@ def plan_audit_budget(
         places = [int(i) for i in np.unique(sh, return_index=True)[1]]
     else:
         places = [0]
-    two = g == 2 and not stand_in and allocation != "adaptive"
+    two = g == 2 and not stand_in
 
     def pw_at(n: int, on: int, fast: bool, r: int = reps, sd: int = seed) -> float:
         return simulated_power(metric, tolerance, sh, n, gap=gap, target=target,
@@ -587,7 +590,7 @@ def adaptive_outcome(metric: str, tolerance: float, groups: int, cap: int, *, ga
     ``eo`` each group's positives are its expected ``label_rate`` share of its queries, and the
     queries spent are the positives asked divided by ``label_rate``.
     """
-    from fairprobe.stats.allocation import ADAPTIVE_BATCHES, simulate_adaptive
+    from fairprobe.stats.allocation import simulate_adaptive
 
     kind, rate = _METRICS[metric]
     totals = apportion(int(cap), np.full(groups, 1.0 / groups))
