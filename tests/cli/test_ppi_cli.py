@@ -74,3 +74,20 @@ def test_group_without_labels_is_one_error_line(table: Path, tmp_path: Path) -> 
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode != 0 and len(lines) == 1, r.stderr
     assert "--y-true-col has no labelled row in group 'b'" in lines[0]
+
+
+def test_report_shows_ppi_and_its_headline_counts_only_the_audit(table: Path,
+                                                                  tmp_path: Path) -> None:
+    from fairprobe.report.build import build_report
+
+    out = tmp_path / "r.json"
+    r = _audit(table, "--label-proxy-col", "proxy", "--metric", "eo", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    rep = build_report([("r.json", doc)])
+    sec = rep.sections[0]
+    assert any("by PPI++ from the label proxy proxy" in t.caption for t in sec.tables)
+    assert any(n.startswith("PPI++ equal opportunity difference") for n in sec.notes)
+    # the asymptotic PPI++ finding is shown, never one of the headline's questions
+    assert all("ppi++" not in json.dumps(q) for q in rep.questions)
+    assert len(rep.questions) == 1
