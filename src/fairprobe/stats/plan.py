@@ -377,7 +377,8 @@ def plan_audit_budget(
                   f"default); check: {creps:,} simulated audits at that budget (another seed)")
     checked, hardest_check = min(checks)
     if allocation == "adaptive":
-        method += "; adaptive: every audit simulated is the batched design (simulate_adaptive)"
+        method += ("; adaptive: the check (and with three groups or more the search) "
+                   "simulates the batched design (simulate_adaptive)")
     # the check falls short of the goal: raise the budget by 3% until it holds (at most
     # twice with two groups, where each exact check costs seconds)
     for _ in range(2 if two else 20):
