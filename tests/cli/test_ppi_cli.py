@@ -28,6 +28,25 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def _in_process(table: Path, *extra: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """The command in this process (the bad-input cases: fast, the same error handler)."""
+    from fairprobe.cli.main import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["audit", "--predictions", str(table), "--y-pred-col", "p", "--y-true-col", "y",
+              "--group-col", "g", *extra])
+    return int(exc.value.code or 0), capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def ppi_run(table: Path, tmp_path_factory: pytest.TempPathFactory
+            ) -> tuple[subprocess.CompletedProcess[str], dict]:
+    out = tmp_path_factory.mktemp("ppi-out") / "r.json"
+    r = _audit(table, "--label-proxy-col", "proxy", "--metric", "eo,fpr", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    return r, json.loads(out.read_text())
+
+
 def _audit(table: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "fairprobe", "audit", "--predictions", str(table),
@@ -35,11 +54,9 @@ def _audit(table: Path, *extra: str) -> subprocess.CompletedProcess[str]:
         capture_output=True, text=True, timeout=120)
 
 
-def test_json_and_terminal_say_ppi_was_used(table: Path, tmp_path: Path) -> None:
-    out = tmp_path / "r.json"
-    r = _audit(table, "--label-proxy-col", "proxy", "--metric", "eo,fpr", "--json", str(out))
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(out.read_text())
+def test_json_and_terminal_say_ppi_was_used(ppi_run: tuple[subprocess.CompletedProcess[str],
+                                                           dict]) -> None:
+    r, doc = ppi_run
     ppi = doc["ppi"]
     assert ppi["proxy_col"] == "proxy" and ppi["coverage"] == "asymptotic"
     assert ppi["n_labelled"] + ppi["n_unlabelled"] == 4000
@@ -59,35 +76,35 @@ def test_json_and_terminal_say_ppi_was_used(table: Path, tmp_path: Path) -> None
     (("--label-proxy-col", "proxy", "--metric", "eo", "--budget", "100"),
      "--label-proxy-col goes with --y-true-col"),
 ])
-def test_bad_input_is_one_error_line(table: Path, extra: tuple[str, ...], needle: str) -> None:
-    r = _audit(table, *extra)
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert r.returncode != 0 and len(lines) == 1, r.stderr
+def test_bad_input_is_one_error_line(table: Path, extra: tuple[str, ...], needle: str,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = _in_process(table, *extra, capsys=capsys)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code != 0 and len(lines) == 1, err
     assert lines[0].startswith("error: ") and needle in lines[0], lines[0]
 
 
-def test_group_without_labels_is_one_error_line(table: Path, tmp_path: Path) -> None:
+def test_group_without_labels_is_one_error_line(table: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
     df = pd.read_csv(table)
     df.loc[df["g"] == "b", "y"] = np.nan
     df.to_csv(tmp_path / "q.csv", index=False)
-    r = _audit(tmp_path / "q.csv", "--label-proxy-col", "proxy", "--metric", "eo")
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert r.returncode != 0 and len(lines) == 1, r.stderr
+    code, err = _in_process(tmp_path / "q.csv", "--label-proxy-col", "proxy", "--metric", "eo",
+                            capsys=capsys)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code != 0 and len(lines) == 1, err
     assert "--y-true-col has no labelled row in group 'b'" in lines[0]
 
 
-def test_report_shows_ppi_and_its_headline_counts_only_the_audit(table: Path,
-                                                                  tmp_path: Path) -> None:
+def test_report_shows_ppi_and_its_headline_counts_only_the_audit(
+        ppi_run: tuple[subprocess.CompletedProcess[str], dict]) -> None:
     from fairprobe.report.build import build_report
 
-    out = tmp_path / "r.json"
-    r = _audit(table, "--label-proxy-col", "proxy", "--metric", "eo", "--json", str(out))
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(out.read_text())
+    doc = ppi_run[1]
     rep = build_report([("r.json", doc)])
     sec = rep.sections[0]
     assert any("by PPI++ from the label proxy proxy" in t.caption for t in sec.tables)
     assert any(n.startswith("PPI++ equal opportunity difference") for n in sec.notes)
     # the asymptotic PPI++ finding is shown, never one of the headline's questions
     assert all("ppi++" not in json.dumps(q) for q in rep.questions)
-    assert len(rep.questions) == 1
+    assert len(rep.questions) == 2  # eo and fpr of the labelled-rows audit
