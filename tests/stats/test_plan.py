@@ -117,7 +117,7 @@ def test_balanced_plan_is_the_lower_bound_and_the_default() -> None:
     uni = plan_audit_budget("dp", 0.1, shares, reps=500, allocation="uniform")
     assert bal.allocation == "balanced" and bal.budget * 3 < uni.budget
     with pytest.raises(InvalidParameterError, match="--allocation"):
-        plan_audit_budget("dp", 0.1, shares, allocation="adaptive")
+        plan_audit_budget("dp", 0.1, shares, allocation="adaptve")  # adaptive is planned: test_plan_adaptive.py
 
 
 def test_a_pool_too_small_for_a_group_is_flagged(tmp_path: Path) -> None:

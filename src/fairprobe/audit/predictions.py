@@ -326,6 +326,7 @@ def predictions_job(
     sha256: str | None = None,
     control_cols: Sequence[str] | None = None,
     control_bins: int = 4,
+    label_proxy_col: str | None = None,
     **options: Any,
 ) -> PredictionsJob:
     """Audit a predictions file as one call: what ``fairprobe audit --predictions`` does.
@@ -340,7 +341,10 @@ def predictions_job(
     column (``group_b`` ``rest`` or ``None``: every other row). With ``time_col`` and
     ``window`` the document also holds the findings of every window (``windows``); with
     ``per_instance``, one entry per row (``per_instance``; ``fairprobe radius`` reads it).
-    With ``control_cols``, the gap within strata of those columns (numeric ones cut into
+    With ``label_proxy_col`` (a 0/1 guess of the true label on every row, ``y_true_col``
+    filled on a random subset only), the label metrics' gaps by PPI++ from every row
+    (``ppi``: :func:`fairprobe.stats.ppi.ppi_gap_findings`), while the audit itself uses the
+    labelled rows only. With ``control_cols``, the gap within strata of those columns (numeric ones cut into
     ``control_bins`` quantile bins) beside the unconditional one, for every metric of
     :data:`fairprobe.stats.stratified.CONTROL_RATES` asked for (``control``:
     :func:`fairprobe.stats.stratified.stratified_gaps`).
@@ -386,6 +390,14 @@ def predictions_job(
         from fairprobe.errors import InvalidParameterError
 
         raise InvalidParameterError("--group-b needs --group-a (the two groups compared).")
+    ppi_block = None
+    if label_proxy_col is not None:  # PPI++ on every row; the audit itself on the labelled
+        if not isinstance(source, pd.DataFrame):
+            from fairprobe.scale.engine import _to_pandas, resolve_source
+
+            source = _to_pandas(resolve_source(predictions))
+        ppi_block, source = proxy_analysis(source, y_pred_col=y_pred_col, group_cols=cols,
+                                           proxy_col=label_proxy_col, options=options)
     result = audit_predictions(
         source if source is not None else predictions, y_pred_col=y_pred_col, group_col=cols,
         backend=predictions_identity(Path(label).name, sha), **options)
@@ -407,6 +419,8 @@ def predictions_job(
                "engine": engine_name(engine) if budget is None else "pandas (sample)"},
     )
     extra: dict[str, Any] = {}
+    if ppi_block is not None:
+        extra["ppi"] = ppi_block
     if per_instance and result.counts is not None:  # counted: the rows are read back in order
         extra["per_instance"] = per_instance_records(
             source if in_memory else predictions,
@@ -431,6 +445,53 @@ def predictions_job(
         "audit", result, prov, extra, rows=len(source) if in_memory else result.queried,
         files=len(files), sha256=sha,
         per_instance_rows=per_instance and result.counts is None)
+
+
+def proxy_analysis(source: pd.DataFrame, *, y_pred_col: str, group_cols: Sequence[str],
+                   proxy_col: str, options: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """The PPI++ block of ``--label-proxy-col`` from every row, and the labelled rows (those
+    with a ``--y-true-col`` value) the audit itself is then run on."""
+    from fairprobe.errors import InvalidParameterError
+    from fairprobe.stats.frame import _binary_labels, fairness_metric_name
+    from fairprobe.stats.groups import group_labels
+    from fairprobe.stats.ppi import ppi_gap_findings
+
+    y_true_col = options.get("y_true_col")
+    pos_label = options.get("pos_label")
+    for col, flag in ((y_pred_col, "--y-pred-col"), (y_true_col, "--y-true-col"),
+                      (proxy_col, "--label-proxy-col"), *((c, "--group-col") for c in group_cols)):
+        _column(source, col, flag)
+    names = [fairness_metric_name(m) for m in options.get("metrics", ("dp",))]
+    from fairprobe.metrics import METRICS, RATES
+
+    usable = [m for m in names if METRICS[m].kind == "difference" and len(METRICS[m].rates) == 1
+              and "y_true" in RATES[METRICS[m].rates[0]].needs]
+    if not usable:
+        raise InvalidParameterError("--label-proxy-col estimates label metrics' gaps (eo, fpr, "
+                                    "ppv, ...): add one to --metric.")
+    raw = source[y_true_col]
+    labelled = raw.notna() & (raw.astype(str).str.strip() != "")
+    if not labelled.any():
+        raise DataError(f"--y-true-col {y_true_col!r} is empty on every row: PPI++ "
+                        "(--label-proxy-col) needs the true label on a random subset.")
+    if source[proxy_col].isna().any():
+        raise DataError(f"--label-proxy-col {proxy_col!r} is empty on some rows: it must hold "
+                        "a 0/1 guess of the true label on every row.")
+    proxy = _binary_labels(source[proxy_col], f"The label proxy column {proxy_col!r} "
+                           "(--label-proxy-col)", pos_label).astype(np.float64)
+    y_pred = _binary_labels(source[y_pred_col], f"The prediction column {y_pred_col!r} "
+                            "(--y-pred-col)", pos_label).astype(np.float64)
+    y_true = np.full(len(source), np.nan)
+    y_true[labelled.to_numpy()] = _binary_labels(
+        raw[labelled], f"The label column {y_true_col!r} (--y-true-col)", pos_label)
+    gl = group_labels(source[list(group_cols)])
+    groups = np.asarray(gl.labels, dtype=object)[gl.codes]
+    tol = options.get("tolerance")
+    block = ppi_gap_findings(y_pred, y_true, proxy, groups, usable,
+                             tolerance=0.05 if tol is None else tol,
+                             confidence_level=options.get("confidence_level", 0.95),
+                             proxy_col=proxy_col)
+    return block, source[labelled.to_numpy()].reset_index(drop=True)
 
 
 def control_analyses(source: Any, result: Any, *, y_pred_col: str, group_cols: Sequence[str],

@@ -198,6 +198,7 @@ def audit(
     distribution_date: Annotated[str | None, typer.Option(help="With --profile nyc-ll144: the tool's distribution date (summary field).")] = None,
     control_col: Annotated[str | None, typer.Option(help="With --predictions: legitimate factors, comma-separated (a credit score, a qualification): the gap within their strata (Mantel-Haenszel, Sato's variance) beside the unconditional one, and the share of the gap they explain. Numeric columns are cut into --control-bins quantile bins. docs/regulatory.md.")] = None,
     control_bins: Annotated[int, typer.Option(help="With --control-col: quantile bins of a numeric control with more distinct values.")] = 4,
+    label_proxy_col: Annotated[str | None, typer.Option(help="With --predictions: a 0/1 guess of the true label on every row (a second model's, an LLM's), with --y-true-col filled on a random subset only: the label metrics' gaps by PPI++ (asymptotic intervals) beside the labelled-only audit. docs/audit.md.")] = None,
 ) -> None:
     """Audit a black-box model with a fixed budget: metrics, confidence intervals, verdict.
 
@@ -265,11 +266,12 @@ def audit(
                 "send_group": send_group, "label_col": label_col, "seed": seed,
                 "cache": None if no_cache else cache})
         return
-    if (control_col is not None or control_bins != 4) and predictions is None:
+    if (control_col is not None or control_bins != 4 or label_proxy_col is not None) \
+            and predictions is None:
         from fairprobe.errors import InvalidParameterError
 
-        raise InvalidParameterError("--control-col and --control-bins go with --predictions FILE "
-                                    "(the legitimate factors are columns of the file).")
+        raise InvalidParameterError("--control-col, --control-bins and --label-proxy-col go "
+                                    "with --predictions FILE (they name columns of the file).")
     if predictions is not None:
         from fairprobe.cli.predictions import predictions_audit
 
@@ -289,7 +291,7 @@ def audit(
                    "--strict": strict, "--interval katz": interval is Interval.katz},
             engine=engine, scheduler=scheduler, time_col=time_col, window=window,
             window_origin=window_origin, figure=figure, per_instance=per_instance, max_groups=max_groups,
-            control_col=control_col, control_bins=control_bins)
+            control_col=control_col, control_bins=control_bins, label_proxy_col=label_proxy_col)
         return
     for flag, given in (("--y-pred-col", y_pred_col),
                         ("--score-col", score_col), ("--sample-weight-col", sample_weight_col),

@@ -56,7 +56,7 @@ def plan(
     base_rate: Annotated[float, typer.Option("--base-rate", help="The groups' common rate (0.5: the most variable).")] = 0.5,
     label_rate: Annotated[float, typer.Option("--label-rate", help="eo: the share of positive labels.")] = 0.5,
     confidence_level: Annotated[float, typer.Option("--confidence-level", help="Family-wise level of the audit's intervals.")] = 0.95,
-    allocation: Annotated[str, typer.Option("--allocation", help="How the audit spreads its queries: balanced (the same number per group, drawn within each group), uniform (rows at random from the pool) or neyman (per group, by the rate's standard deviation).")] = "balanced",
+    allocation: Annotated[str, typer.Option("--allocation", help="How the audit spreads its queries: balanced (the same number per group, drawn within each group), uniform (rows at random from the pool), neyman (per group, by the rate's standard deviation) or adaptive (at most 5 batches under a budget cap: the plan gives the cap and, simulated, the queries spent and the share decided).")] = "balanced",
     reps: Annotated[int, typer.Option("--reps", help="Simulated audits per budget of the search (two groups: judged by Newcombe's interval, then checked exactly at the chosen budget).")] = 2000,
     check_reps: Annotated[int | None, typer.Option("--check-reps", help="Simulated audits of the check at the chosen budget (default: 100 exact audits with two groups, --reps otherwise).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the simulation.")] = 0,

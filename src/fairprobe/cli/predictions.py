@@ -36,7 +36,7 @@ def predictions_audit(
     time_col: str | None = None, window: str | None = None, figure: Path | None = None,
     window_origin: str | None = None,
     per_instance: bool = False, max_groups: int = 500,
-    control_col: str | None = None, control_bins: int = 4,
+    control_col: str | None = None, control_bins: int = 4, label_proxy_col: str | None = None,
 ) -> None:
     """Flags first, then the file, then the audit; one ``error:`` line for any bad input."""
     from fairprobe.errors import InvalidParameterError
@@ -67,6 +67,11 @@ def predictions_audit(
                                     or group_a is not None):
         raise InvalidParameterError("--control-col compares every row's groups within strata: "
                                     "drop --budget, --sample-weight-col and --group-a/--group-b.")
+    if label_proxy_col is not None and (y_true_col is None or budget is not None
+                                        or sample_weight_col is not None or time_col is not None):
+        raise InvalidParameterError("--label-proxy-col goes with --y-true-col (filled on the "
+                                    "labelled rows only) and every row: drop --budget, "
+                                    "--sample-weight-col and --time-col.")
     check_flag_real(confidence_level, "--confidence-level", lo=0.0, hi=1.0)
     check_output_path(json_path, "--json")
     check_output_path(csv_path, "--csv")
@@ -107,7 +112,7 @@ def predictions_audit(
         group_a=group_a, group_b=group_b, engine=engine, scheduler=scheduler,
         time_col=time_col, window=window, window_origin=window_origin, per_instance=per_instance,
         name=name, sha256=sha256, control_cols=split_list(control_col) if control_col else None,
-        control_bins=control_bins)
+        control_bins=control_bins, label_proxy_col=label_proxy_col)
     result = job.result
     _check_group_count(result, group_col, max_groups)
     print_group_audit(result, console)
@@ -121,6 +126,11 @@ def predictions_audit(
                   f"({job.files} file(s), sha256 {job.sha256[:12]}...), nothing paid")
     for c in job.extra.get("control", []):
         print_control(c, console)
+    if "ppi" in job.extra:
+        from fairprobe.report.kinds.audit import ppi_lines
+
+        for line in ppi_lines(job.extra["ppi"]):
+            console.print(line, soft_wrap=True, markup=False)
     if time_col is not None:
         print_windows(job.extra["windows"], console)
         if figure is not None:

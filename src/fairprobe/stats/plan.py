@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from fairprobe.errors import InvalidParameterError
-from fairprobe.stats.allocation import apportion, neyman_weights
+from fairprobe.stats.allocation import ADAPTIVE_BATCHES, apportion, neyman_weights
 from fairprobe.stats.finding import decide_array
 from fairprobe.stats.simultaneous import family_intervals
 
@@ -76,6 +76,7 @@ class AuditPlan:
     group_sizes: dict[str, int] = field(default_factory=dict)
     pool: dict[str, dict[str, int | bool]] | None = None
     reachable: dict[str, Any] | None = None
+    adaptive: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -89,7 +90,7 @@ class AuditPlan:
             "power_se": self.power_se, "hardest_group": self.hardest_group,
             "gap_placement": "every group in turn; the power is the smallest",
             "group_sizes": dict(self.group_sizes), "pool": self.pool,
-            "reachable": self.reachable,
+            "reachable": self.reachable, "adaptive": self.adaptive,
             "curve": [{"budget": n, "power": p} for n, p in self.curve],
         }
 
@@ -111,6 +112,14 @@ class AuditPlan:
                         f"{self.reachable['queries']:,} rows says {self.target} with "
                         f"probability {self.reachable['power']:.3f} (over "
                         f"{self.reachable['reps']:,} simulated audits).")
+        if self.adaptive is not None:
+            a = self.adaptive
+            out += (f"\nadaptive: a cap of {self.budget:,} queries in at most {a['batches']} "
+                    f"batches; simulated over {a['reps']:,} audits: "
+                    f"{a['expected_queries']:,.0f} +/- {a['expected_queries_se']:,.0f} queries "
+                    f"spent on average, decided (fair or unfair) in {a['decided']:.3f} +/- "
+                    f"{a['decided_se']:.3f}, {self.target} in {a['target_share']:.3f} +/- "
+                    f"{a['target_share_se']:.3f}.")
         return out
 
 
@@ -121,7 +130,7 @@ def _rates(kind: str, g: int, base: float, gap: float, on: int = 0) -> np.ndarra
 
 
 #: The allocations the planner models; the names are those of the audit's ``--allocation``.
-ALLOCATIONS = ("uniform", "balanced", "neyman")
+ALLOCATIONS = ("uniform", "balanced", "neyman", "adaptive")
 
 
 def _weights(allocation: str, shares: np.ndarray, rates: np.ndarray) -> np.ndarray:
@@ -130,7 +139,7 @@ def _weights(allocation: str, shares: np.ndarray, rates: np.ndarray) -> np.ndarr
     the split the audit's ``--allocation neyman`` uses)."""
     if allocation == "uniform":
         return shares / shares.sum()
-    if allocation == "balanced":
+    if allocation in ("balanced", "adaptive"):  # adaptive: its cap is split as balanced
         return np.full(shares.size, 1.0 / shares.size)
     return neyman_weights(rates)
 
@@ -156,6 +165,14 @@ def simulated_power(
     the planner's search, rescaled and then checked exactly). ``fixed_sizes``: every audit
     has these group sizes (a whole pool)."""
     kind, rate = _METRICS[metric]
+    if allocation == "adaptive" and stand_in and shares.size == 2:
+        # two groups: the search's stand-in is the last look alone, at the look level
+        confidence_level = 1.0 - (1.0 - confidence_level) / ADAPTIVE_BATCHES
+    elif allocation == "adaptive" and fixed_sizes is None:  # the audit's batches, simulated
+        return float(adaptive_outcome(metric, tolerance, shares.size, budget, gap=gap,
+                                      target=target, base_rate=base_rate,
+                                      label_rate=label_rate, confidence_level=confidence_level,
+                                      reps=reps, seed=seed, on=on)["target_share"])
     rng = np.random.default_rng(seed)
     g = shares.size
     rates = _rates(kind, g, base_rate, gap, on=on)
@@ -359,6 +376,9 @@ def plan_audit_budget(
         method = ("search: simulated audits with the exact simultaneous intervals (the "
                   f"default); check: {creps:,} simulated audits at that budget (another seed)")
     checked, hardest_check = min(checks)
+    if allocation == "adaptive":
+        method += ("; adaptive: the check (and with three groups or more the search) "
+                   "simulates the batched design (simulate_adaptive)")
     # the check falls short of the goal: raise the budget by 3% until it holds (at most
     # twice with two groups, where each exact check costs seconds)
     for _ in range(2 if two else 20):
@@ -395,7 +415,12 @@ def plan_audit_budget(
                      curve=curve, allocation=allocation, searched_power=searched,
                      check_reps=creps, power_se=se, hardest_group=names[hardest_check],
                      method=method, group_sizes=dict(zip(names, sizes.tolist(), strict=True)),
-                     pool=pool, reachable=reachable)
+                     pool=pool, reachable=reachable,
+                     adaptive=None if allocation != "adaptive" else adaptive_outcome(
+                         metric, tolerance, g, budget, gap=gap, target=target,
+                         base_rate=base_rate, label_rate=label_rate,
+                         confidence_level=confidence_level, reps=creps, seed=seed + 1,
+                         on=hardest_check))
 
 
 #: Exact two-group audits simulated at the chosen budget (each costs tens of milliseconds).
@@ -553,3 +578,44 @@ def _width_ratio_at(kind: str, metric: str, sh: np.ndarray, budget: int, base_ra
     if not (math.isfinite(w_ex) and math.isfinite(w_si) and w_si > 0):
         return 1.0
     return max(1.0, w_ex / w_si)
+
+
+def adaptive_outcome(metric: str, tolerance: float, groups: int, cap: int, *, gap: float,
+                     target: str, base_rate: float = 0.5, label_rate: float = 0.5,
+                     confidence_level: float = 0.95, reps: int = 2000, seed: int = 0,
+                     on: int = 0) -> dict[str, Any]:
+    """What ``audit --allocation adaptive`` with a budget cap of ``cap`` does, simulated.
+
+    ``reps`` audits of :func:`fairprobe.stats.allocation.simulate_adaptive`: the cap split as
+    balanced, at most :data:`~fairprobe.stats.allocation.ADAPTIVE_BATCHES` batches, each look
+    judged by the exact family at the design's look level. Returns the mean queries spent and
+    the share of audits decided (and decided ``target``), each with its standard error. For
+    ``eo`` each group's positives are its expected ``label_rate`` share of its queries, and the
+    queries spent are the positives asked divided by ``label_rate``.
+    """
+    from fairprobe.stats.allocation import simulate_adaptive
+
+    kind, rate = _METRICS[metric]
+    totals = apportion(int(cap), np.full(groups, 1.0 / groups))
+    scale = label_rate if rate == "true_positive_rate" else 1.0
+    if scale != 1.0:
+        totals = np.maximum(1, np.round(totals * scale)).astype(np.int64)
+    sim = simulate_adaptive(_rates(kind, groups, base_rate, gap, on=on), totals, reps=reps,
+                            rng=np.random.default_rng(seed), kind=kind,  # type: ignore[arg-type]
+                            tolerance=tolerance, confidence_level=confidence_level)
+    spent = sim["spent"] / scale
+    decided = sim["verdict"] != "undetermined"
+    hit = sim["verdict"] == target
+
+    def share(x: np.ndarray) -> tuple[float, float]:
+        m = float(x.mean())
+        return m, math.sqrt(max(m * (1.0 - m), 1e-12) / reps)
+
+    (d, d_se), (t, t_se) = share(decided), share(hit)
+    return {"simulated": True, "cap": int(cap), "batches": ADAPTIVE_BATCHES, "reps": int(reps),
+            "seed": int(seed), "expected_queries": float(spent.mean()),
+            "expected_queries_se": float(spent.std(ddof=1) / math.sqrt(reps)),
+            "decided": d, "decided_se": d_se, "target_share": t, "target_share_se": t_se,
+            "method": "simulated adaptive audits (fairprobe.stats.allocation.simulate_adaptive): "
+                      "the cap split as balanced, each look judged by the exact family at the "
+                      "design's look level"}

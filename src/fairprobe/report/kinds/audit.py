@@ -307,6 +307,15 @@ def adapt_audit(doc: Doc, source: str, label: str) -> Section:
                     "headline: a different question, asked with legitimate factors held fixed)",
             header=header, rows=rows))
         notes.extend(control_lines(c))
+    ppi = doc.get("ppi")
+    if isinstance(ppi, Mapping):  # PPI++ from a label proxy on every row
+        for m in ppi.get("metrics") or []:
+            header, rows = ppi_rows(m)
+            tables.append(Table(
+                caption=f"{_rate_label(m.get('rate')).capitalize()} by PPI++ from the label "
+                        f"proxy {ppi.get('proxy_col')} (asymptotic intervals: shown, not counted "
+                        "in the headline)", header=header, rows=rows))
+        notes.extend(ppi_lines(ppi))
     title = _title(doc, views) + (f": {label}" if label else "")
     sec = Section("audit", title, source, verdict, sentence, short, facts, figures, tables,
                   A.AUDIT + extra_assumptions(doc), notes)
@@ -492,6 +501,41 @@ def _llm_extras(doc: Doc, views: list[dict[str, Any]], figures: list[FigureSpec]
                    fmt(v.get("unparsed", 0))] for v in variants],
         ))
     return extra
+
+
+def ppi_rows(m: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The per-group table of one PPI++ metric: labelled and unlabelled rows, lambda, the
+    PPI++ rate and interval, the labelled-only one beside it."""
+    header = ["group", "labelled", "unlabelled", "lambda", "rate (PPI++)", "interval",
+              "labelled only", "interval (labelled only)"]
+    rows = []
+    for g, r in mapping(m.get("groups")).items():
+        r = mapping(r)
+        rows.append([str(g), fmt(r.get("n_labelled")), fmt(r.get("n_unlabelled")),
+                     fmt(r.get("lambda"), 3), fmt(r.get("estimate"), 4),
+                     f"[{fmt(r.get('low'), 3)}, {fmt(r.get('high'), 3)}]",
+                     fmt(r.get("classical"), 4),
+                     f"[{fmt(r.get('classical_low'), 3)}, {fmt(r.get('classical_high'), 3)}]"])
+    return header, rows
+
+
+def ppi_lines(ppi: Mapping[str, Any]) -> list[str]:
+    """What PPI++ used and each metric's finding (:func:`fairprobe.report.verdict.finding_text`),
+    for the terminal and the report's notes."""
+    from fairprobe.report.verdict import finding_text
+    from fairprobe.stats.finding import Finding
+
+    lines = [f"PPI++ with label proxy {ppi.get('proxy_col')}: {fmt(ppi.get('n_labelled'))} "
+             f"labelled, {fmt(ppi.get('n_unlabelled'))} unlabelled rows; the audit above uses "
+             f"the labelled rows only. {ppi.get('method')}; asymptotic coverage, assuming "
+             f"{ppi.get('assumes')}."]
+    for m in ppi.get("metrics") or []:
+        f = Finding.from_dict(m["finding"])
+        lams = ", ".join(f"{g} {fmt(mapping(r).get('lambda'), 3)}"
+                         for g, r in mapping(m.get("groups")).items())
+        lines.append(f"PPI++ {metric_label(m.get('metric'))} ({' vs '.join(f.question.groups)}"
+                     f", lambda {lams}): {finding_text(f)}")
+    return lines
 
 
 def control_rows(c: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
