@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
+from fairprobe.audit.job import two_groups
 from fairprobe.documents import Job
 from fairprobe.errors import DataError
 
@@ -271,29 +272,6 @@ def files_sha256(files: Sequence[Any]) -> str:
     for f in files:
         h.update(f"{Path(f).name}\x1f{file_sha256(f)}\n".encode())
     return h.hexdigest()
-
-
-def two_groups(df: Any, cols: Sequence[str], group_a: str, group_b: str | None) -> Any:
-    """The rows of ``group_a`` and ``group_b`` (``rest`` or none: every other row, relabelled
-    ``rest``), so that the every-group audit compares exactly these two groups."""
-    from fairprobe.audit.job import REST_WORDS, _group_value
-    from fairprobe.errors import InvalidParameterError
-
-    if len(cols) != 1:
-        raise InvalidParameterError("--group-a/--group-b compare two values of one --group-col; "
-                                    "drop them to audit every intersection.")
-    col = cols[0]
-    if col not in df.columns:
-        return df  # the audit names the missing column
-    a = _group_value(df, col, group_a, "--group-a")
-    if group_b is None or group_b.strip().lower() in REST_WORDS:
-        out = df.copy()
-        out[col] = out[col].where(out[col] == a, "rest")
-        return out
-    b = _group_value(df, col, group_b, "--group-b")
-    if a == b:
-        raise InvalidParameterError("--group-a and --group-b name the same group; give two.")
-    return df[df[col].isin([a, b])].reset_index(drop=True)
 
 
 @dataclass(frozen=True)
