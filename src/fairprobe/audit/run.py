@@ -63,7 +63,7 @@ def _metric_name(metric: str) -> str:
     key = str(metric).strip().lower()
     if key in METRICS:
         return key
-    name = _metrics.resolve(metric).name
+    name = _metrics.resolve(metric, flag="the 'metric' parameter of run_audit (--metric)").name
     if name not in TWO_GROUP_METRICS:
         from fairprobe.errors import InvalidParameterError
 
