@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy is loaded where counts are: the CLI's --metric help must not load it
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "CELLS",
@@ -240,6 +241,8 @@ def resolve(name: str, *, path: str | None = None, flag: str = "--metric") -> Me
 def label_rate_counts(cells: Mapping[str, npt.NDArray[np.int64]]
                       ) -> dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
     """``(numerator, denominator)`` per group of every rate built from the four cells."""
+    import numpy as np
+
     out = {}
     for r in RATES.values():
         if r.num and len(r.den) and set(r.den) <= set(CELLS) and "y_true" in r.needs:
