@@ -548,7 +548,7 @@ def audit_model(
             len(cols) != 1 or cols[0] not in DEFAULT_GROUPS or len(names) != 1
             or names[0].strip().lower() not in METRIC_CHOICES)
     # two groups on a metric run_audit does not compute: the group audit of those two groups
-    restrict = not every_group and len(names) == 1 and not _two_group_metric(names[0])
+    restrict = not every_group and not (len(names) == 1 and _two_group_metric(names[0]))
     if restrict and not pair:
         pair = True
         group_a, group_b = DEFAULT_GROUPS.get(cols[0] if len(cols) == 1 else "", (None, None))
