@@ -320,3 +320,22 @@ for _p in (
     MetricPath("plan", _LABELS, ("selection_rate", "true_positive_rate")),
 ):
     PATHS[_p.name] = _p
+
+# Each metric by a Python name, so that a module names a metric without spelling its string:
+# ``_metrics.DP.name`` is the JSON key, ``_metrics.DP.short`` the ``--metric`` short name.
+DP = METRICS["demographic_parity_difference"]
+DI = METRICS["disparate_impact_ratio"]
+EO = METRICS["equal_opportunity_difference"]
+EO_RATIO = METRICS["equal_opportunity_ratio"]
+FPR = METRICS["false_positive_rate_difference"]
+FPR_RATIO = METRICS["false_positive_rate_ratio"]
+EODDS = METRICS["equalized_odds_difference"]
+EODDS_RATIO = METRICS["equalized_odds_ratio"]
+PPV = METRICS["predictive_parity_difference"]
+ACCURACY = METRICS["accuracy_difference"]
+ERROR_RATE = METRICS["error_rate_difference"]
+FNR = METRICS["false_negative_rate_difference"]
+TNR = METRICS["true_negative_rate_difference"]
+NPV = METRICS["negative_predictive_value_difference"]
+FOR = METRICS["false_omission_rate_difference"]
+SCORE_GAP = METRICS["mean_score_difference"]

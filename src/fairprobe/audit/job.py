@@ -473,7 +473,7 @@ def audit_model(
     group_col: str | Sequence[str] | None = None,
     group_a: str | None = None,
     group_b: str | None = None,
-    metric: str | Sequence[str] = "di",
+    metric: str | Sequence[str] = _metrics.DI.short,
     every_group: bool | None = None,
     label_col: str | None = None,
     feature_cols: str | Sequence[str] | None = None,

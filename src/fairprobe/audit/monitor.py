@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fairprobe import metrics as _metrics
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
 from fairprobe.documents import Job
 
@@ -57,7 +58,7 @@ def monitor_job(
     window_origin: str | None = None,
     y_true_col: str | None = None,
     score_col: str | None = None,
-    metrics: Sequence[str] = ("dp",),
+    metrics: Sequence[str] = (_metrics.DP.short,),
     alpha: float = 0.05,
     tolerance: float = 0.05,
     threshold: float = 0.8,

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fairprobe import metrics as _metrics
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
 from fairprobe.audit.job import two_groups
 from fairprobe.documents import Job
@@ -44,7 +45,7 @@ def audit_predictions(
     *,
     y_pred_col: str,
     group_col: str | Sequence[str],
-    metrics: Sequence[str] = ("dp",),
+    metrics: Sequence[str] = (_metrics.DP.short,),
     y_true_col: str | None = None,
     score_col: str | None = None,
     sample_weight_col: str | None = None,
@@ -162,7 +163,7 @@ def audit_predictions(
         if np.isnan(scores).any() or (scores < 0).any() or (scores > 1).any():
             raise DataError(f"The score column {score_col!r} (--score-col) must hold numbers in "
                             "[0, 1] on every row.")
-    elif "mean_score_difference" in names:
+    elif _metrics.SCORE_GAP.name in names:
         raise DataError("score-gap needs scores: give --score-col.")
     weights = None
     if sample_weight_col is not None:
@@ -225,7 +226,7 @@ def _audit_counts(source: Any, *, y_pred_col: str, group_col: str | Sequence[str
         metrics=metrics, label_col=y_true_col, feature_cols=[y_pred_col], budget=2, seed=seed,
         min_group_size=min_group_size, confidence_level=confidence_level, method=method,
         tolerance=tolerance, threshold=threshold)
-    if score_col is None and "mean_score_difference" in names:
+    if score_col is None and _metrics.SCORE_GAP.name in names:
         raise DataError("score-gap needs scores: give --score-col.")
     counts = count(source, spec, engine=engine, scheduler=scheduler)
     n = counts.n_rows
@@ -449,7 +450,7 @@ def control_analyses(source: Any, result: Any, *, y_pred_col: str, group_cols: S
         s = summaries.get(m)
         out.append(stratified_gaps(
             source, y_pred=y_pred, y_true=y_true, groups=groups, controls=control_cols,
-            metric=m, bins=bins, tolerance=result.threshold if m == "disparate_impact_ratio"
+            metric=m, bins=bins, tolerance=result.threshold if m == _metrics.DI.name
             else result.tolerance,
             confidence_level=result.confidence_level, min_group_size=min_group_size,
             unconditional=None if s is None else s.finding).to_dict())

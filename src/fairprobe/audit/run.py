@@ -458,7 +458,7 @@ def run_audit(
     pool: pd.DataFrame,
     *,
     group_col: str,
-    metric: str = "di",
+    metric: str = _metrics.DI.short,
     group_a: Any = None,
     group_b: Any = None,
     label_col: str | None = None,
@@ -521,7 +521,7 @@ def run_audit(
     """
     name = _metric_name(metric)
     budget = check_int(budget, "budget", "run_audit", lo=1)
-    needs_label = name in ("equal_opportunity_difference", "performance_gap")
+    needs_label = name in (_metrics.EO.name, "performance_gap")
     if needs_label and label_col is None:
         raise DataError(f"The metric {name!r} needs true labels: give --y-true-col (label_col in Python).")
     _check_columns(pool, [group_col], "group")
@@ -573,11 +573,11 @@ def run_audit(
         name,
         sensitive_features=group_values,
         y_pred=decisions,
-        y_true=y_true if name == "equal_opportunity_difference" else None,
+        y_true=y_true if name == _metrics.EO.name else None,
         values=values if name == "performance_gap" else None,
         group_a=group_a,
         group_b=group_b,
-        threshold=threshold if name == "disparate_impact_ratio" else tolerance,
+        threshold=threshold if name == _metrics.DI.name else tolerance,
         confidence_level=confidence_level,
         method=None if name == "performance_gap" else interval,
         min_group_size=min_group_size,
@@ -585,7 +585,7 @@ def run_audit(
     sel = select_groups(group_values, group_a, group_b)
     used = sel.in_a | sel.in_b
     all_groups = sample[group_col].to_numpy()
-    if name == "equal_opportunity_difference":
+    if name == _metrics.EO.name:
         assert y_true is not None
         used &= y_true.astype(float) == 1.0
     return AuditResult(
@@ -887,7 +887,7 @@ def run_group_audit(
     pool: pd.DataFrame,
     *,
     group_col: str | Sequence[str],
-    metrics: Sequence[str] = ("dp",),
+    metrics: Sequence[str] = (_metrics.DP.short,),
     label_col: str | None = None,
     pos_label: Any = None,
     feature_cols: Sequence[str] | None = None,
@@ -994,7 +994,7 @@ def run_group_audit(
         unparsed_by_group = {str(k): int(v) for k, v in lost.items()}
     counts_by_group = answer_counts_by_group(all_labels, answers.outcomes, answers.cached)
     scores = answers.scores[keep]
-    needs_scores = "mean_score_difference" in names
+    needs_scores = _metrics.SCORE_GAP.name in names
     if needs_scores and np.isnan(scores).any():
         raise DataError("score-gap needs scores, and the backend returned none for some "
                         "answers: use a backend that exposes scores.")

@@ -84,7 +84,7 @@ def check_audit_flags(
     name = check_flag_choice(metric, "--metric", METRIC_CHOICES)
     if isinstance(budget, int):
         check_flag_int(budget, "--budget", lo=2, hint=" (at least one query per group)")
-    if name == "disparate_impact_ratio":
+    if name == _metrics.DI.name:
         if tolerance is not None:
             raise InvalidParameterError(
                 "--tolerance applies to difference metrics (dp, eo, accuracy-gap); the ratio "
@@ -146,7 +146,7 @@ def audit(
     label_col: Annotated[str | None, typer.Option("--y-true-col", "--label-col", help="True-label column (never sent; needed by eo, fpr, eodds, ppv, accuracy-gap, error-rate); --label-col is the same flag.")] = None,
     feature_cols: Annotated[str | None, typer.Option(help="Comma-separated columns sent to the model (default: all but the label and the sensitive column).")] = None,
     send_group: Annotated[bool, typer.Option(help="Also send the sensitive column to the model.")] = False,
-    metric: Annotated[str, typer.Option(help=f"Comma-separated, case-insensitive, any of: {_metrics.help_text()}. Two-group audits take one; score-gap needs --predictions with --score-col.")] = "di",
+    metric: Annotated[str, typer.Option(help=f"Comma-separated, case-insensitive, any of: {_metrics.help_text()}. Two-group audits take one; score-gap needs --predictions with --score-col.")] = _metrics.DI.short,
     budget: Annotated[str | None, typer.Option(help="Queries drawn from the pool: a number, or 'all' for every row. \\[default: 2000, or the whole pool if smaller; with --predictions: all]", show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Seed of the query draw.")] = 0,
     allocation: Annotated[Allocation, typer.Option(case_sensitive=False, help="Every-group audit: how the budget is split across the groups: balanced (equal queries per group, a smaller group taken whole and the rest spread over the others; each rate is estimated within its group) uniform (drawn over rows, so a group gets its share of the pool), neyman (a fifth split equally, then the rest by Neyman's split of the first metric's rate, each group at least half its equal share) or adaptive (up to 5 batches, each to the groups whose intervals still straddle the band edge, stopping once decided; the intervals hold under the stopping by a union bound over the batches).")] = Allocation.balanced,
@@ -563,7 +563,7 @@ def _two_group_interval(interval: str, metric: str) -> str:
     """``--interval`` for one two-group metric (one error line when it does not apply)."""
     from fairprobe.errors import InvalidParameterError
 
-    ratio = metric == "disparate_impact_ratio"
+    ratio = metric == _metrics.DI.name
     if interval == "katz" and not ratio:
         raise InvalidParameterError("--interval katz is a ratio interval: use it with --metric di, "
                                     "or choose exact, score or newcombe.")

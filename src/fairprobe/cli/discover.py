@@ -8,13 +8,14 @@ from typing import Annotated
 
 import typer
 
+from fairprobe import metrics as _metrics
 from fairprobe.cli.gate import FailOnOption
 
 
 class Metric(StrEnum):
-    dp = "dp"
-    eo = "eo"
-    fpr = "fpr"
+    dp = _metrics.DP.short
+    eo = _metrics.EO.short
+    fpr = _metrics.FPR.short
 
 
 class Method(StrEnum):

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
+from fairprobe import metrics as _metrics
 from fairprobe.cli._common import build_backend, console, read_table, split_list
 from fairprobe.cli.gate import FailOnOption, emit_job
 from fairprobe.errors import ConfigError
@@ -38,7 +39,7 @@ class TestChoice(StrEnum):
 
 class MetricChoice(StrEnum):
     sp = "sp"
-    eo = "eo"
+    eo = _metrics.EO.short
 
 
 class AccessChoice(StrEnum):

@@ -22,6 +22,7 @@ from typing import Any, TypedDict
 import numpy as np
 import pandas as pd
 
+from fairprobe import metrics as _metrics
 from fairprobe.discover.fdr import (
     FDR_METHODS,
     PVALUES,
@@ -37,11 +38,11 @@ __all__ = ["METRICS", "Condition", "DiscoveryResult", "SearchOptions", "Subgroup
 
 #: The rates a discovery compares: (successes, denominator) from the counted sums.
 METRICS = {
-    "dp": "selection rate (demographic parity)",
-    "eo": "true positive rate (equal opportunity)",
-    "fpr": "false positive rate",
+    _metrics.DP.short: "selection rate (demographic parity)",
+    _metrics.EO.short: "true positive rate (equal opportunity)",
+    _metrics.FPR.short: "false positive rate",
 }
-_NEEDS_LABELS = {"eo", "fpr"}
+_NEEDS_LABELS = {_metrics.EO.short, _metrics.FPR.short}
 
 
 @dataclass(frozen=True)
@@ -406,7 +407,7 @@ def discover_subgroups(
     features: Sequence[str],
     y_true: str | None = None,
     depth: int = 2,
-    metric: str = "dp",
+    metric: str = _metrics.DP.short,
     fdr: float = 0.1,
     tolerance: float = 0.05,
     method: str = "holm",
@@ -593,9 +594,9 @@ def search_pvalues(counts: SubgroupCounts, *, tolerance: float, fdr: float, meth
 
 
 def _rate_counts(t: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
-    if metric == "dp":
+    if metric == _metrics.DP.short:
         return t["sp"].to_numpy(), t["n"].to_numpy()
-    if metric == "eo":
+    if metric == _metrics.EO.short:
         return t["stp"].to_numpy(), t["st"].to_numpy()
     return (t["sp"] - t["stp"]).to_numpy(), (t["n"] - t["st"]).to_numpy()
 

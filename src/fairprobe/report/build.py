@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fairprobe import __version__
+from fairprobe import metrics as _metrics
 from fairprobe.errors import DataError, InvalidParameterError
 from fairprobe.report._read import get
 from fairprobe.report.adapters import adapt, provenance_of, split_document
@@ -173,9 +174,9 @@ def _finding(d: Mapping[str, Any]) -> Finding | None:
 _NOT_VERDICTS = frozenset({"radius"})
 
 
-_RATES = {"di": "selection_rate", "dp": "selection_rate", "sp": "selection_rate",
-          "disparate_impact_ratio": "selection_rate",
-          "demographic_parity_difference": "selection_rate",
+_RATES = {_metrics.DI.short: "selection_rate", _metrics.DP.short: "selection_rate", "sp": "selection_rate",
+          _metrics.DI.name: "selection_rate",
+          _metrics.DP.name: "selection_rate",
           "statistical_parity": "selection_rate", "disparate_impact": "selection_rate",
           "demographic_parity": "selection_rate"}
 

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from fairprobe import metrics as _metrics
 from fairprobe.errors import InvalidParameterError
 from fairprobe.stats.allocation import apportion, neyman_weights
 from fairprobe.stats.finding import decide_array
@@ -43,10 +44,10 @@ from fairprobe.stats.simultaneous import family_intervals
 
 __all__ = ["AuditPlan", "plan_audit_budget", "queries_to_decide", "simulated_power"]
 
-_METRICS = {"dp": ("difference", "selection_rate"), "di": ("ratio", "selection_rate"),
-            "eo": ("difference", "true_positive_rate")}
-_ALIASES = {"demographic_parity_difference": "dp", "disparate_impact_ratio": "di",
-            "equal_opportunity_difference": "eo", "sp": "dp"}
+_METRICS = {_metrics.DP.short: ("difference", "selection_rate"), _metrics.DI.short: ("ratio", "selection_rate"),
+            _metrics.EO.short: ("difference", "true_positive_rate")}
+_ALIASES = {_metrics.DP.name: _metrics.DP.short, _metrics.DI.name: _metrics.DI.short,
+            _metrics.EO.name: _metrics.EO.short, "sp": _metrics.DP.short}
 
 
 @dataclass(frozen=True)
@@ -406,8 +407,8 @@ _TWO_GROUP_CHECK_REPS = 100
 _PLAN_MAX_GROUPS = 100
 
 #: Metrics of :class:`~fairprobe.stats.frame.GroupSummary` the planner models.
-_PLANNED = {"demographic_parity_difference": "dp", "disparate_impact_ratio": "di",
-            "equal_opportunity_difference": "eo"}
+_PLANNED = {_metrics.DP.name: _metrics.DP.short, _metrics.DI.name: _metrics.DI.short,
+            _metrics.EO.name: _metrics.EO.short}
 
 
 def queries_to_decide(
