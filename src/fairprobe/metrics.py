@@ -283,7 +283,7 @@ for _m in (
     Metric("equal_opportunity_difference", ("true_positive_rate",), "difference",
            ("eo", "tpr", "true_positive_rate_difference"), "equal opportunity difference"),
     Metric("equal_opportunity_ratio", ("true_positive_rate",), "ratio",
-           ("eo-ratio", "true_positive_rate_ratio")),
+           ("eo-ratio", "true_positive_rate_ratio"), exclude=("plan",)),  # not modelled
     Metric("false_positive_rate_difference", ("false_positive_rate",), "difference", ("fpr",)),
     Metric("false_positive_rate_ratio", ("false_positive_rate",), "ratio", ("fpr-ratio",)),
     Metric("equalized_odds_difference", ("true_positive_rate", "false_positive_rate"),

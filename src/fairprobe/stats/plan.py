@@ -44,10 +44,9 @@ from fairprobe.stats.simultaneous import family_intervals
 
 __all__ = ["AuditPlan", "plan_audit_budget", "queries_to_decide", "simulated_power"]
 
-_METRICS = {_metrics.DP.short: ("difference", "selection_rate"), _metrics.DI.short: ("ratio", "selection_rate"),
-            _metrics.EO.short: ("difference", "true_positive_rate")}
-_ALIASES = {_metrics.DP.name: _metrics.DP.short, _metrics.DI.name: _metrics.DI.short,
-            _metrics.EO.name: _metrics.EO.short, "sp": _metrics.DP.short}
+#: The metrics the planner models (the registry's ``plan`` path), by short name: (kind, rate).
+_METRICS = {m.short: (m.kind, m.rates[0]) for m in _metrics.METRICS.values()
+            if _metrics.PATHS["plan"].accepts(m)}
 
 
 @dataclass(frozen=True)
@@ -264,9 +263,7 @@ def plan_audit_budget(
     interval's width to it; then ``check_reps`` audits of the exact default interval at the
     chosen budget, on another seed, give the printed power and its standard error.
     """
-    metric = _ALIASES.get(metric, metric)
-    if metric not in _METRICS:
-        raise InvalidParameterError(f"plan: --metric must be one of dp, di, eo; got {metric!r}.")
+    metric = _metrics.resolve(metric, path="plan").short
     kind = _METRICS[metric][0]
     # one canonical order (largest share first, then by name): the order the shares are
     # listed in never changes the plan
@@ -407,8 +404,7 @@ _TWO_GROUP_CHECK_REPS = 100
 _PLAN_MAX_GROUPS = 100
 
 #: Metrics of :class:`~fairprobe.stats.frame.GroupSummary` the planner models.
-_PLANNED = {_metrics.DP.name: _metrics.DP.short, _metrics.DI.name: _metrics.DI.short,
-            _metrics.EO.name: _metrics.EO.short}
+_PLANNED = {m.name: m.short for m in _metrics.METRICS.values() if m.short in _METRICS}
 
 
 def queries_to_decide(
