@@ -37,12 +37,10 @@ __all__ = ["METRICS", "Condition", "DiscoveryResult", "SearchOptions", "Subgroup
            "discover_subgroups"]
 
 #: The rates a discovery compares: (successes, denominator) from the counted sums.
-METRICS = {
-    _metrics.DP.short: "selection rate (demographic parity)",
-    _metrics.EO.short: "true positive rate (equal opportunity)",
-    _metrics.FPR.short: "false positive rate",
-}
-_NEEDS_LABELS = {_metrics.EO.short, _metrics.FPR.short}
+#: (the registry's ``discover`` path: one-rate differences of decisions and labels)
+METRICS = {m.short: f"{_metrics.RATES[m.rates[0]].label} ({m.label or m.name.replace('_', ' ')})"
+           for m in _metrics.METRICS.values() if _metrics.PATHS["discover"].accepts(m)}
+_NEEDS_LABELS = {m for m in METRICS if "y_true" in _metrics.resolve(m).needs}
 
 
 @dataclass(frozen=True)

@@ -174,9 +174,10 @@ def _finding(d: Mapping[str, Any]) -> Finding | None:
 _NOT_VERDICTS = frozenset({"radius"})
 
 
-_RATES = {_metrics.DI.short: "selection_rate", _metrics.DP.short: "selection_rate", "sp": "selection_rate",
-          _metrics.DI.name: "selection_rate",
-          _metrics.DP.name: "selection_rate",
+#: The selection-rate metrics (DP and DI ask the same question of the same answers) by any of
+#: their names (the registry's), and the older spellings result documents may hold.
+_RATES = {**{n: m.rates[0] for m in _metrics.METRICS.values() if m.rates == ("selection_rate",)
+             for n in (m.name, *m.aliases)},
           "statistical_parity": "selection_rate", "disparate_impact": "selection_rate",
           "demographic_parity": "selection_rate"}
 
