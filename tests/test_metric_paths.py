@@ -88,6 +88,9 @@ def test_every_metric_same_estimate_and_interval_on_every_path() -> None:
     for m in registry.METRICS.values():
         for path in ("library", "audit --predictions", "audit"):
             assert (m.name in out[path]) == (path in m.paths), (path, m.name)
+    from fairprobe.scale.monitor import MONITOR_METRICS
+
+    assert set(MONITOR_METRICS) == set(registry.metric_names("monitor"))
     assert _assert_same(out) >= 2 * len(names) + len(out["audit"])
 
 
@@ -173,7 +176,7 @@ def toy_metric():
 
 
 def test_toy_metric_is_accepted_by_every_path(toy_metric: registry.Metric) -> None:
-    assert toy_metric.paths == ("library", "audit --predictions", "audit", "monitor")
+    assert toy_metric.paths == ("library", "audit --predictions", "audit")
     df, model = _rows(seed=7)
     out = _paths(df, model, [toy_metric.name])
     assert _assert_same(out) == 3

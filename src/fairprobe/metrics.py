@@ -136,17 +136,21 @@ class MetricPath:
         The only rates it can compare (empty: every rate).
     kinds : tuple of str
         The comparisons it makes (``difference``, ``ratio``).
+    ratios : tuple of str, optional
+        The only rates whose ratio it computes (``None``: those of ``rates``).
     """
 
     name: str
     inputs: tuple[str, ...]
     rates: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ("difference", "ratio")
+    ratios: tuple[str, ...] | None = None
 
     def accepts(self, metric: Metric) -> bool:
         """Whether this path computes ``metric``."""
+        rates = self.ratios if metric.kind == "ratio" and self.ratios is not None else self.rates
         return (set(metric.needs) <= set(self.inputs) and metric.kind in self.kinds
-                and (not self.rates or set(metric.rates) <= set(self.rates))
+                and (not rates or set(metric.rates) <= set(rates))
                 and self.name not in metric.exclude)
 
 
@@ -311,7 +315,7 @@ for _p in (
     MetricPath("library", _SCORES),
     MetricPath("audit --predictions", _SCORES),
     MetricPath("audit", _LABELS),
-    MetricPath("monitor", _SCORES),
+    MetricPath("monitor", _SCORES, ratios=("selection_rate",)),
     MetricPath("sequential", _LABELS, ("selection_rate", "true_positive_rate"), ("difference",)),
     MetricPath("sequential (decision access)", ("y_pred",), ("selection_rate",),
                ("difference",)),

@@ -102,6 +102,7 @@ def monitor_job(
         raise InvalidParameterError("--metric names no metric; give e.g. --metric dp,eo.")
     for m in names:
         if m not in MONITOR_METRICS:
+            _metrics.resolve(m, path="monitor")  # the error names the paths that can
             raise InvalidParameterError(f"--metric {m} has no monitor.")
     cols = (split_names(group_col) or []) if isinstance(group_col, str) else list(group_col)
     spec = prediction_spec(y_pred_col=y_pred_col, group_col=cols, y_true_col=y_true_col,
