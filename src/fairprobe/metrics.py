@@ -235,10 +235,12 @@ def resolve(name: str, *, path: str | None = None, flag: str = "--metric") -> Me
     metric = METRICS[canonical]
     if path is not None and not PATHS[path].accepts(metric):
         can = ", ".join(metric.paths) or "none"
-        needs = "+".join(metric.needs)
+        missing = [n for n in metric.needs if n not in PATHS[path].inputs]
+        why = (f"it needs {'+'.join(missing)}" if missing else
+               f"{path} does not compute the {metric.kind} of {'/'.join(metric.rates)}")
         raise InvalidParameterError(
-            f"{flag} {name}: {path} cannot compute {metric.name} (needs {needs}); the paths "
-            f"that can: {can}. {path} takes {', '.join(choices(path))}.")
+            f"{flag} {name}: {path} cannot compute {metric.name} ({why}); the paths that can: "
+            f"{can}. {path} takes {', '.join(choices(path))}.")
     return metric
 
 
