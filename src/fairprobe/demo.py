@@ -23,6 +23,7 @@ from typing import Any
 from rich.console import Console
 from rich.rule import Rule
 
+from fairprobe import metrics as _metrics
 from fairprobe._validation import check_int
 from fairprobe.documents import Job
 
@@ -59,7 +60,7 @@ def _audit_section(ctx: dict[str, Any], cfg: DemoConfig, console: Console) -> di
     with BlackBox(backend, cache=cfg.cache_dir / "demo-cache.sqlite", progress=True,
                   seed=cfg.seed) as bb:
         di = run_audit(bb, ctx["pool"], group_col="sex", group_a="Female", group_b="Male",
-                       metric="di", feature_cols=ctx["features"], budget=cfg.budget,
+                       metric=_metrics.DI.short, feature_cols=ctx["features"], budget=cfg.budget,
                        seed=cfg.seed)
     # the same answers give the demographic-parity difference: no second query
     counts = di.metric.counts

@@ -16,21 +16,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy is loaded where counts are: the CLI's --metric help must not load it
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "CELLS",
     "METRICS",
+    "PATHS",
     "RATES",
     "Metric",
+    "MetricPath",
     "Rate",
     "aliases",
+    "choices",
+    "help_text",
     "label_rate_counts",
+    "metric_names",
     "register_metric",
     "register_rate",
+    "resolve",
+    "short_name",
+    "unregister_metric",
 ]
 
 #: The four cells of the confusion matrix, ``y_pred`` first.
@@ -85,6 +94,8 @@ class Metric:
         Other accepted names (the CLI's short name first, then fairlearn's names).
     label : str
         Name in the report's prose (empty: the name with spaces).
+    exclude : tuple of str
+        Paths of :data:`PATHS` that cannot compute it although they have its inputs.
     """
 
     name: str
@@ -92,12 +103,63 @@ class Metric:
     kind: Literal["difference", "ratio"]
     aliases: tuple[str, ...] = field(default=())
     label: str = ""
+    exclude: tuple[str, ...] = field(default=())
+
+    @property
+    def short(self) -> str:
+        """The CLI's short name (the first alias; the name itself when it has none)."""
+        return self.aliases[0] if self.aliases else self.name
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """Inputs it needs, the union of its rates' (``y_pred``, ``y_true``, ``scores``)."""
+        return tuple(dict.fromkeys(n for r in self.rates for n in RATES[r].needs))
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The paths of :data:`PATHS` that compute it: those given its inputs, rates and kind,
+        less ``exclude``."""
+        return tuple(p.name for p in PATHS.values() if p.accepts(self))
+
+
+@dataclass(frozen=True)
+class MetricPath:
+    """One way fairprobe computes fairness metrics, and what it can compute.
+
+    Attributes
+    ----------
+    name : str
+        Its name in errors (``"audit --predictions"``, ``"sequential"``, ...).
+    inputs : tuple of str
+        The inputs it has: ``y_pred`` (decisions), ``y_true`` (labels), ``scores``.
+    rates : tuple of str
+        The only rates it can compare (empty: every rate).
+    kinds : tuple of str
+        The comparisons it makes (``difference``, ``ratio``).
+    ratios : tuple of str, optional
+        The only rates whose ratio it computes (``None``: those of ``rates``).
+    """
+
+    name: str
+    inputs: tuple[str, ...]
+    rates: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ("difference", "ratio")
+    ratios: tuple[str, ...] | None = None
+
+    def accepts(self, metric: Metric) -> bool:
+        """Whether this path computes ``metric``."""
+        rates = self.ratios if metric.kind == "ratio" and self.ratios is not None else self.rates
+        return (set(metric.needs) <= set(self.inputs) and metric.kind in self.kinds
+                and (not rates or set(metric.rates) <= set(rates))
+                and self.name not in metric.exclude)
 
 
 #: Every per-group rate, by canonical name.
 RATES: dict[str, Rate] = {}
 #: Every fairness metric, by canonical name.
 METRICS: dict[str, Metric] = {}
+#: Every path that computes fairness metrics, by name (:attr:`Metric.paths` reads it).
+PATHS: dict[str, MetricPath] = {}
 
 _ALL = CELLS
 _LABELS = ("y_pred", "y_true")
@@ -118,14 +180,75 @@ def register_metric(metric: Metric) -> Metric:
     return metric
 
 
+def unregister_metric(name: str) -> None:
+    """Remove a metric added by :func:`register_metric` (a test's toy metric)."""
+    del METRICS[name]
+
+
 def aliases() -> dict[str, str]:
     """Every accepted other name -> canonical metric name."""
     return {a: m.name for m in METRICS.values() for a in m.aliases}
 
 
+def choices(path: str | None = None) -> list[str]:
+    """Every accepted ``--metric`` value (short names first, then the other aliases and the
+    canonical names), of every metric or of those ``path`` computes."""
+    ms = [m for m in METRICS.values() if path is None or PATHS[path].accepts(m)]
+    out = [m.short for m in ms]
+    out += [a for m in ms for a in m.aliases[1:]]
+    out += [m.name for m in ms]
+    return list(dict.fromkeys(out))
+
+
+def metric_names(path: str | None = None) -> list[str]:
+    """Canonical names of every metric, or of those ``path`` computes."""
+    return [m.name for m in METRICS.values() if path is None or PATHS[path].accepts(m)]
+
+
+def help_text(path: str | None = None) -> str:
+    """The ``--metric`` help's list: each metric's short name and what it compares."""
+    return ", ".join(f"{m.short} ({m.label or m.name.replace('_', ' ')})" for m in METRICS.values()
+                     if path is None or PATHS[path].accepts(m))
+
+
+def short_name(name: str) -> str:
+    """The short name of a metric given by any accepted name."""
+    return resolve(name).short
+
+
+def resolve(name: str, *, path: str | None = None, flag: str = "--metric") -> Metric:
+    """The metric named ``name`` (canonical, alias or short name, case-insensitive).
+
+    Raises
+    ------
+    InvalidParameterError
+        An unknown name (the message lists every choice, in full), or a metric ``path`` cannot
+        compute (the message names the paths that can).
+    """
+    from fairprobe.errors import InvalidParameterError
+
+    key = str(name).strip().lower()
+    canonical = key if key in METRICS else aliases().get(key)
+    if canonical is None:
+        raise InvalidParameterError(
+            f"{flag} must be one of {', '.join(choices(path))}; got {name!r}.")
+    metric = METRICS[canonical]
+    if path is not None and not PATHS[path].accepts(metric):
+        can = ", ".join(metric.paths) or "none"
+        missing = [n for n in metric.needs if n not in PATHS[path].inputs]
+        why = (f"it needs {'+'.join(missing)}" if missing else
+               f"{path} does not compute the {metric.kind} of {'/'.join(metric.rates)}")
+        raise InvalidParameterError(
+            f"{flag} {name}: {path} cannot compute {metric.name} ({why}); the paths that can: "
+            f"{can}. {path} takes {', '.join(choices(path))}.")
+    return metric
+
+
 def label_rate_counts(cells: Mapping[str, npt.NDArray[np.int64]]
                       ) -> dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
     """``(numerator, denominator)`` per group of every rate built from the four cells."""
+    import numpy as np
+
     out = {}
     for r in RATES.values():
         if r.num and len(r.den) and set(r.den) <= set(CELLS) and "y_true" in r.needs:
@@ -166,11 +289,12 @@ for _m in (
     Metric("equal_opportunity_difference", ("true_positive_rate",), "difference",
            ("eo", "tpr", "true_positive_rate_difference"), "equal opportunity difference"),
     Metric("equal_opportunity_ratio", ("true_positive_rate",), "ratio",
-           ("eo-ratio", "true_positive_rate_ratio")),
+           ("eo-ratio", "true_positive_rate_ratio"), exclude=("plan",)),  # not modelled
     Metric("false_positive_rate_difference", ("false_positive_rate",), "difference", ("fpr",)),
     Metric("false_positive_rate_ratio", ("false_positive_rate",), "ratio", ("fpr-ratio",)),
     Metric("equalized_odds_difference", ("true_positive_rate", "false_positive_rate"),
-           "difference", ("eodds", "equalized-odds"), "equalized odds difference"),
+           "difference", ("eodds", "equalized-odds"), "equalized odds difference",
+           exclude=("discover",)),  # the subgroup search scans one rate
     Metric("equalized_odds_ratio", ("true_positive_rate", "false_positive_rate"), "ratio",
            ("eodds-ratio",)),
     Metric("predictive_parity_difference", ("positive_predictive_value",), "difference",
@@ -187,3 +311,37 @@ for _m in (
     Metric("mean_score_difference", ("mean_score",), "difference", ("score-gap",)),
 ):
     register_metric(_m)
+
+_SCORES = ("y_pred", "y_true", "scores")
+for _p in (
+    MetricPath("library", _SCORES),
+    MetricPath("audit --predictions", _SCORES),
+    MetricPath("audit", _LABELS),
+    MetricPath("monitor", _SCORES, ratios=("selection_rate",)),
+    MetricPath("sequential", _LABELS, ("selection_rate", "true_positive_rate"), ("difference",)),
+    MetricPath("sequential (decision access)", ("y_pred",), ("selection_rate",),
+               ("difference",)),
+    MetricPath("discover", _LABELS,
+               ("selection_rate", "true_positive_rate", "false_positive_rate"), ("difference",)),
+    MetricPath("plan", _LABELS, ("selection_rate", "true_positive_rate")),
+):
+    PATHS[_p.name] = _p
+
+# Each metric by a Python name, so that a module names a metric without spelling its string:
+# ``_metrics.DP.name`` is the JSON key, ``_metrics.DP.short`` the ``--metric`` short name.
+DP = METRICS["demographic_parity_difference"]
+DI = METRICS["disparate_impact_ratio"]
+EO = METRICS["equal_opportunity_difference"]
+EO_RATIO = METRICS["equal_opportunity_ratio"]
+FPR = METRICS["false_positive_rate_difference"]
+FPR_RATIO = METRICS["false_positive_rate_ratio"]
+EODDS = METRICS["equalized_odds_difference"]
+EODDS_RATIO = METRICS["equalized_odds_ratio"]
+PPV = METRICS["predictive_parity_difference"]
+ACCURACY = METRICS["accuracy_difference"]
+ERROR_RATE = METRICS["error_rate_difference"]
+FNR = METRICS["false_negative_rate_difference"]
+TNR = METRICS["true_negative_rate_difference"]
+NPV = METRICS["negative_predictive_value_difference"]
+FOR = METRICS["false_omission_rate_difference"]
+SCORE_GAP = METRICS["mean_score_difference"]

@@ -91,7 +91,7 @@ def test_bad_labels_fail_before_any_query_is_paid(labels, match) -> None:
     pool["y"] = [labels[i] for i in bad_rows]
     for run, kw in (
         (run_audit, {"group_col": "sex", "group_a": "F", "group_b": "M",
-                     "metric": "accuracy-gap"}),
+                     "metric": "performance_gap"}),
         (run_audit, {"group_col": "sex", "group_a": "F", "group_b": "M", "metric": "eo"}),
         (run_group_audit, {"group_col": "race", "metrics": ["accuracy-gap"]}),
     ):
@@ -110,7 +110,7 @@ def test_string_labels_with_pos_label() -> None:
                               label_col="y", pos_label=">50K", feature_cols=["x", "race"],
                               budget=400, min_group_size=5)
         gap = run_audit(bb, pool, group_col="sex", group_a="F", group_b="M",
-                        metric="accuracy-gap", label_col="y", pos_label=">50K",
+                        metric="performance_gap", label_col="y", pos_label=">50K",
                         feature_cols=["x", "race", "sex"], budget=400)
     y = (pool["y"] == ">50K").astype(int)
     acc = (pd.Series(_model(pool)) == y).groupby(pool["race"]).mean()

@@ -65,7 +65,7 @@ def test_equal_opportunity_and_accuracy_gap_need_labels() -> None:
             run_audit(bb, pool, group_col="g", metric="eo", group_a="a", budget=100)
         eo = run_audit(bb, pool, group_col="g", metric="eo", group_a="a", group_b="b",
                        label_col="y", feature_cols=["x", "g"], budget=400)
-        gap = run_audit(bb, pool, group_col="g", metric="accuracy-gap", group_a="a",
+        gap = run_audit(bb, pool, group_col="g", metric="performance_gap", group_a="a",
                         group_b="b", label_col="y", feature_cols=["x", "g"], budget=400)
     assert eo.metric.counts.A == int(((pool["g"] == "a") & (pool["y"] == 1)).sum())
     assert len(eo.values) == int((pool["y"] == 1).sum())

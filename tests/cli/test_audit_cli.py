@@ -50,7 +50,7 @@ def test_audit_over_http_prints_and_writes_json(platform, tmp_path) -> None:
     [
         (["--group-col", "nope"], "--group-col 'nope' is not a column of the pool"),
         (["--budget", "1"], "--budget must be an integer >= 2, got 1 (at least one query per group)"),
-        (["--metric", "xyz"], "--metric must be one of di, dp"),
+        (["--metric", "xyz"], "--metric must be one of dp, di"),
         (["--queries", "missing.csv"], "does not exist"),
     ],
 )

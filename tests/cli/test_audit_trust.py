@@ -122,7 +122,7 @@ def test_label_in_feature_cols_is_refused(spy, pool_csv, capsys) -> None:
     [
         (["--metric", "dp", "--tolerance", "5"], "--tolerance must be in (0, 1), got 5."),
         (["--confidence-level", "95"], "--confidence-level must be in (0, 1), got 95"),
-        (["--metric", "XYZ"], "--metric must be one of di, dp"),
+        (["--metric", "XYZ"], "--metric must be one of dp, di"),
         (["--threshold", "0"], "--threshold must be in (0, 1], got 0."),
         (["--metric", "di", "--tolerance", "0.1"], "--tolerance applies to difference metrics"),
         (["--budget", "1"], "--budget must be an integer >= 2, got 1"),

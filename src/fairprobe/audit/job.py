@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fairprobe import metrics as _metrics
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
 from fairprobe._validation import split_names
 from fairprobe.documents import Job
@@ -45,24 +46,19 @@ __all__ = [
 
 DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"
 
-#: ``--metric`` values of the two-group form (case-insensitive) -> metric names.
-METRIC_CHOICES = {
-    "di": "disparate_impact_ratio",
-    "dp": "demographic_parity_difference",
-    "sp": "demographic_parity_difference",
-    "eo": "equal_opportunity_difference",
-    "accuracy-gap": "performance_gap",
-    "gap": "performance_gap",
-    "disparate_impact_ratio": "disparate_impact_ratio",
-    "demographic_parity_difference": "demographic_parity_difference",
-    "equal_opportunity_difference": "equal_opportunity_difference",
-    "performance_gap": "performance_gap",
-}
-_NEEDS_LABEL = ("equal_opportunity_difference", "performance_gap")
+#: ``--metric`` values (case-insensitive) -> metric names: every registered metric, by any of
+#: its names (:mod:`fairprobe.metrics`), and ``performance_gap`` (Welch, two groups only).
+METRIC_CHOICES = {**{c: _metrics.resolve(c).name for c in _metrics.choices()},
+                  "gap": "performance_gap", "performance_gap": "performance_gap"}
 #: Group defaults that follow ``--group-col`` (only for a column of that name).
 DEFAULT_GROUPS = {"sex": ("Female", "Male")}
 #: ``--group-b`` values meaning "every other value".
 REST_WORDS = ("*", "rest")
+
+
+def _needs_label(name: str) -> bool:
+    """Whether the metric (a :data:`METRIC_CHOICES` value) needs true labels."""
+    return name == "performance_gap" or "y_true" in _metrics.resolve(name).needs
 
 
 def _resolve_budget(budget: int | str | None, n: int) -> int:
@@ -101,6 +97,28 @@ def _group_value(pool: pd.DataFrame, col: str, value: str, flag: str) -> Any:
     shown = ", ".join(map(str, sorted(values, key=str)[:12]))
     more = f" and {len(values) - 12} more" if len(values) > 12 else ""
     raise DataError(f"{flag} {value!r} is not a value of {col!r} in the pool (values: {shown}{more}).")
+
+
+def two_groups(df: Any, cols: Sequence[str], group_a: str, group_b: str | None) -> Any:
+    """The rows of ``group_a`` and ``group_b`` (``rest`` or none: every other row, relabelled
+    ``rest``), so that the every-group audit compares exactly these two groups."""
+    from fairprobe.errors import InvalidParameterError
+
+    if len(cols) != 1:
+        raise InvalidParameterError("--group-a/--group-b compare two values of one --group-col; "
+                                    "drop them to audit every intersection.")
+    col = cols[0]
+    if col not in df.columns:
+        return df  # the audit names the missing column
+    a = _group_value(df, col, group_a, "--group-a")
+    if group_b is None or group_b.strip().lower() in REST_WORDS:
+        out = df.copy()
+        out[col] = out[col].where(out[col] == a, "rest")
+        return out
+    b = _group_value(df, col, group_b, "--group-b")
+    if a == b:
+        raise InvalidParameterError("--group-a and --group-b name the same group; give two.")
+    return df[df[col].isin([a, b])].reset_index(drop=True)
 
 
 def resolve_groups(
@@ -192,23 +210,23 @@ def plan_audit(
             cols = list(dict.fromkeys([*USER_FEATURES, group_col, "income"]))
             pool = load_adult("test", names_seed=seed)[cols]
             source = f"bundled Adult test split with first names (names seed {seed})"
-        label = label_col or ("income" if metric in _NEEDS_LABEL else None)
+        label = label_col or ("income" if _needs_label(metric) else None)
     else:
         pool, source = _read_pool(queries)
         label = label_col
     if group_col not in pool.columns:
         have = ", ".join(map(str, pool.columns[:12]))
         raise DataError(f"--group-col {group_col!r} is not a column of the pool (columns: {have}).")
-    if metric in _NEEDS_LABEL and label is None:
+    if _needs_label(metric) and label is None:
         raise DataError(f"--metric {metric} needs true labels: give --label-col.")
     required = _platform_fields(url, path, feature_cols)
     columns = plan_columns(
         pool, group_cols=[group_col], label_col=label, feature_cols=split_names(feature_cols),
         send_group=send_group, required=required, answer_cols=answer_cols,
     )
-    if metric not in _NEEDS_LABEL and label_col is None:
+    if not _needs_label(metric) and label_col is None:
         label = None  # a column withheld as label-like is not needed by DP/DI
-    if label is not None and metric in _NEEDS_LABEL:
+    if label is not None and _needs_label(metric):
         _check_binary_labels(pool[label], label, pos_label)
     if name_swap is not None and name_swap not in columns.sent:
         raise DataError(
@@ -303,10 +321,13 @@ def plan_group_audit(
     feature_cols: str | Sequence[str] | None, send_group: bool, budget: int | str | None,
     seed: int, min_group_size: int, confidence_level: float, method: str,
     tolerance: float | None, threshold: float | None, answer_cols: Sequence[str] = (),
-    allocation: str = "balanced",
+    allocation: str = "balanced", group_a: str | None = None, group_b: str | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The every-group audit's plan (pool, columns, label, budget, draw) and the keyword
-    arguments of :func:`fairprobe.audit.run_group_audit`, every check made before any query."""
+    arguments of :func:`fairprobe.audit.run_group_audit`, every check made before any query.
+
+    ``group_a``/``group_b``: the pool keeps the rows of these two groups (:func:`two_groups`),
+    so that the audit compares exactly them, as ``audit --predictions --group-a`` does."""
     from fairprobe.errors import DataError
     from fairprobe.stats.frame import FAIRNESS_METRICS, RATES
 
@@ -332,6 +353,14 @@ def plan_group_audit(
             raise DataError(f"--group-col {c!r} is not a column of the pool (columns: {have}).")
     if needs_label and label is None:
         raise DataError(f"--metric {names[0]} needs true labels: give --label-col.")
+    if group_a is not None or group_b is not None:
+        if group_a is None and len(cols) == 1 and cols[0] in DEFAULT_GROUPS:
+            group_a, group_b = DEFAULT_GROUPS[cols[0]]
+        if group_a is None:
+            from fairprobe.errors import InvalidParameterError
+
+            raise InvalidParameterError("--group-b needs --group-a (the two groups compared).")
+        pool = two_groups(pool, cols, group_a, group_b)
     columns = plan_columns(pool, group_cols=cols, label_col=label,
                            feature_cols=split_names(feature_cols), send_group=send_group,
                            required=_platform_fields(url, path, feature_cols),
@@ -422,20 +451,19 @@ def as_backend(model: Any) -> Any:
 
 def _metric_names(metric: str | Sequence[str]) -> list[str]:
     from fairprobe.errors import InvalidParameterError
-    from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS
 
-    choices = {"di": "disparate_impact_ratio", "dp": "demographic_parity_difference",
-               **FAIRNESS_ALIASES, **{m: m for m in FAIRNESS_METRICS}}
-    out = []
-    for m in split_names(metric) or []:
-        key = m.strip().lower()
-        if key not in choices:
-            raise InvalidParameterError(
-                f"--metric must be one of {', '.join(sorted(choices))}; got {m!r}.")
-        out.append(choices[key])
+    out = [_metrics.resolve(m, path="audit").name for m in split_names(metric) or []]
     if not out:
         raise InvalidParameterError("--metric names no metric; give e.g. --metric dp,eo.")
     return list(dict.fromkeys(out))
+
+
+def _two_group_metric(metric: str) -> bool:
+    """Whether ``metric`` is one :func:`fairprobe.audit.run_audit` computes (else the two
+    groups are audited by the group audit, the estimator of every other path)."""
+    from fairprobe.audit.run import TWO_GROUP_METRICS
+
+    return METRIC_CHOICES.get(metric.strip().lower()) in TWO_GROUP_METRICS
 
 
 def audit_model(
@@ -445,7 +473,7 @@ def audit_model(
     group_col: str | Sequence[str] | None = None,
     group_a: str | None = None,
     group_b: str | None = None,
-    metric: str | Sequence[str] = "di",
+    metric: str | Sequence[str] = _metrics.DI.short,
     every_group: bool | None = None,
     label_col: str | None = None,
     feature_cols: str | Sequence[str] | None = None,
@@ -514,13 +542,19 @@ def audit_model(
         group_col = "sex"  # the bundled Adult pool
     cols = split_names(group_col) or []
     names = split_names(metric) or []
+    pair = group_a is not None or group_b is not None
     if every_group is None:
-        every_group = not (group_a is not None or group_b is not None) and (
+        every_group = not pair and (
             len(cols) != 1 or cols[0] not in DEFAULT_GROUPS or len(names) != 1
             or names[0].strip().lower() not in METRIC_CHOICES)
+    # two groups on a metric run_audit does not compute: the group audit of those two groups
+    restrict = not every_group and not (len(names) == 1 and _two_group_metric(names[0]))
+    if restrict and not pair:
+        pair = True
+        group_a, group_b = DEFAULT_GROUPS.get(cols[0] if len(cols) == 1 else "", (None, None))
     no_cache = cache is None
     cache_path = None if cache is None else Path(cache)
-    if every_group:
+    if every_group or restrict:
         method = "exact" if interval == "exact" else "bonferroni"
         plan, kwargs = plan_group_audit(
             url=url, path=path, queries=queries, group_cols=cols, metrics=_metric_names(names),
@@ -528,7 +562,7 @@ def audit_model(
             budget=budget, seed=seed, min_group_size=min_group_size,
             confidence_level=confidence_level, method=method, tolerance=tolerance,
             threshold=threshold, answer_cols=getattr(backend, "answer_columns", ()),
-            allocation=allocation)
+            allocation=allocation, **({"group_a": group_a, "group_b": group_b} if pair else {}))
         with BlackBox(backend, cache=cache_path, refresh=refresh, budget=plan["budget"],
                       retries=retries, timeout=timeout, concurrency=concurrency,
                       progress=progress, seed=seed) as bb, _resumable(bb, cache_path):

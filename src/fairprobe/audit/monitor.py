@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fairprobe import metrics as _metrics
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
 from fairprobe.documents import Job
 
@@ -57,7 +58,7 @@ def monitor_job(
     window_origin: str | None = None,
     y_true_col: str | None = None,
     score_col: str | None = None,
-    metrics: Sequence[str] = ("dp",),
+    metrics: Sequence[str] = (_metrics.DP.short,),
     alpha: float = 0.05,
     tolerance: float = 0.05,
     threshold: float = 0.8,
@@ -101,6 +102,7 @@ def monitor_job(
         raise InvalidParameterError("--metric names no metric; give e.g. --metric dp,eo.")
     for m in names:
         if m not in MONITOR_METRICS:
+            _metrics.resolve(m, path="monitor")  # the error names the paths that can
             raise InvalidParameterError(f"--metric {m} has no monitor.")
     cols = (split_names(group_col) or []) if isinstance(group_col, str) else list(group_col)
     spec = prediction_spec(y_pred_col=y_pred_col, group_col=cols, y_true_col=y_true_col,

@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fairprobe import metrics as _metrics
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
+from fairprobe.audit.job import two_groups
 from fairprobe.documents import Job
 from fairprobe.errors import DataError
 
@@ -43,7 +45,7 @@ def audit_predictions(
     *,
     y_pred_col: str,
     group_col: str | Sequence[str],
-    metrics: Sequence[str] = ("dp",),
+    metrics: Sequence[str] = (_metrics.DP.short,),
     y_true_col: str | None = None,
     score_col: str | None = None,
     sample_weight_col: str | None = None,
@@ -161,7 +163,7 @@ def audit_predictions(
         if np.isnan(scores).any() or (scores < 0).any() or (scores > 1).any():
             raise DataError(f"The score column {score_col!r} (--score-col) must hold numbers in "
                             "[0, 1] on every row.")
-    elif "mean_score_difference" in names:
+    elif _metrics.SCORE_GAP.name in names:
         raise DataError("score-gap needs scores: give --score-col.")
     weights = None
     if sample_weight_col is not None:
@@ -224,7 +226,7 @@ def _audit_counts(source: Any, *, y_pred_col: str, group_col: str | Sequence[str
         metrics=metrics, label_col=y_true_col, feature_cols=[y_pred_col], budget=2, seed=seed,
         min_group_size=min_group_size, confidence_level=confidence_level, method=method,
         tolerance=tolerance, threshold=threshold)
-    if score_col is None and "mean_score_difference" in names:
+    if score_col is None and _metrics.SCORE_GAP.name in names:
         raise DataError("score-gap needs scores: give --score-col.")
     counts = count(source, spec, engine=engine, scheduler=scheduler)
     n = counts.n_rows
@@ -271,29 +273,6 @@ def files_sha256(files: Sequence[Any]) -> str:
     for f in files:
         h.update(f"{Path(f).name}\x1f{file_sha256(f)}\n".encode())
     return h.hexdigest()
-
-
-def two_groups(df: Any, cols: Sequence[str], group_a: str, group_b: str | None) -> Any:
-    """The rows of ``group_a`` and ``group_b`` (``rest`` or none: every other row, relabelled
-    ``rest``), so that the every-group audit compares exactly these two groups."""
-    from fairprobe.audit.job import REST_WORDS, _group_value
-    from fairprobe.errors import InvalidParameterError
-
-    if len(cols) != 1:
-        raise InvalidParameterError("--group-a/--group-b compare two values of one --group-col; "
-                                    "drop them to audit every intersection.")
-    col = cols[0]
-    if col not in df.columns:
-        return df  # the audit names the missing column
-    a = _group_value(df, col, group_a, "--group-a")
-    if group_b is None or group_b.strip().lower() in REST_WORDS:
-        out = df.copy()
-        out[col] = out[col].where(out[col] == a, "rest")
-        return out
-    b = _group_value(df, col, group_b, "--group-b")
-    if a == b:
-        raise InvalidParameterError("--group-a and --group-b name the same group; give two.")
-    return df[df[col].isin([a, b])].reset_index(drop=True)
 
 
 @dataclass(frozen=True)
@@ -532,7 +511,7 @@ def control_analyses(source: Any, result: Any, *, y_pred_col: str, group_cols: S
         s = summaries.get(m)
         out.append(stratified_gaps(
             source, y_pred=y_pred, y_true=y_true, groups=groups, controls=control_cols,
-            metric=m, bins=bins, tolerance=result.threshold if m == "disparate_impact_ratio"
+            metric=m, bins=bins, tolerance=result.threshold if m == _metrics.DI.name
             else result.tolerance,
             confidence_level=result.confidence_level, min_group_size=min_group_size,
             unconditional=None if s is None else s.finding).to_dict())

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from fairprobe import metrics as _metrics
 from fairprobe._validation import check_choice, check_int, check_real
 from fairprobe.access import AnswerBatch
 from fairprobe.access.base import OUTCOMES
@@ -42,24 +43,36 @@ __all__ = [
     "neyman_split",
     "draw_queries",
     "plan_columns",
+    "TWO_GROUP_METRICS",
     "run_audit",
     "run_group_audit",
 ]
 
-#: Short names accepted by :func:`run_audit` and the CLI.
-METRIC_ALIASES = {
-    "dp": "demographic_parity_difference",
-    "sp": "demographic_parity_difference",
-    "di": "disparate_impact_ratio",
-    "eo": "equal_opportunity_difference",
-    "gap": "performance_gap",
-    "accuracy-gap": "performance_gap",
-}
+#: The metrics :func:`run_audit` computes as one :class:`MetricResult` between two groups: the
+#: registered ones :func:`fairprobe.stats.compute_metric` has, and ``performance_gap`` (a mean of
+#: per-instance correctness with Welch's interval, under its own name). Every other registered
+#: metric between two groups is the group audit of those two groups
+#: (:func:`fairprobe.audit.audit_model`), the estimator of every other path.
+TWO_GROUP_METRICS = tuple(m for m in METRICS if m in _metrics.METRICS) + ("performance_gap",)
+#: Short names of :data:`TWO_GROUP_METRICS` (compatibility table; the registry holds them all).
+METRIC_ALIASES = {**{a: n for a, n in _metrics.aliases().items() if n in TWO_GROUP_METRICS},
+                  "gap": "performance_gap"}
 
 
 def _metric_name(metric: str) -> str:
-    name = METRIC_ALIASES.get(metric, metric)
-    check_choice(name, "metric", "run_audit", sorted(METRICS) + sorted(METRIC_ALIASES))
+    key = str(metric).strip().lower()
+    if key in METRICS:
+        return key
+    name = _metrics.resolve(metric, flag="the 'metric' parameter of run_audit (--metric)").name
+    if name not in TWO_GROUP_METRICS:
+        from fairprobe.errors import InvalidParameterError
+
+        shorts = ", ".join(_metrics.short_name(m) for m in TWO_GROUP_METRICS
+                           if m in _metrics.METRICS)
+        raise InvalidParameterError(
+            f"--metric {metric}: run_audit computes {shorts} or performance_gap between two "
+            f"groups; {name} is computed by run_group_audit (audit_model with group_a/group_b "
+            "audits those two groups with it).")
     return name
 
 
@@ -445,7 +458,7 @@ def run_audit(
     pool: pd.DataFrame,
     *,
     group_col: str,
-    metric: str = "di",
+    metric: str = _metrics.DI.short,
     group_a: Any = None,
     group_b: Any = None,
     label_col: str | None = None,
@@ -474,7 +487,8 @@ def run_audit(
     metric : str
         ``disparate_impact`` (``di``), ``demographic_parity`` (``dp``/``sp``),
         ``equal_opportunity`` (``eo``, needs ``label_col``) or ``performance_gap``
-        (``accuracy-gap``: correctness, needs ``label_col``).
+        (mean correctness with Welch's interval, needs ``label_col``). Other registered
+        metrics (``accuracy-gap``, ``fpr``, ...) are :func:`run_group_audit`'s.
     feature_cols : sequence of str, optional
         Columns sent to the model; default every column but the label (``label_col``, or a
         column named like one) and the group column (see :func:`plan_columns`).
@@ -507,7 +521,7 @@ def run_audit(
     """
     name = _metric_name(metric)
     budget = check_int(budget, "budget", "run_audit", lo=1)
-    needs_label = name in ("equal_opportunity_difference", "performance_gap")
+    needs_label = name in (_metrics.EO.name, "performance_gap")
     if needs_label and label_col is None:
         raise DataError(f"The metric {name!r} needs true labels: give --y-true-col (label_col in Python).")
     _check_columns(pool, [group_col], "group")
@@ -559,11 +573,11 @@ def run_audit(
         name,
         sensitive_features=group_values,
         y_pred=decisions,
-        y_true=y_true if name == "equal_opportunity_difference" else None,
+        y_true=y_true if name == _metrics.EO.name else None,
         values=values if name == "performance_gap" else None,
         group_a=group_a,
         group_b=group_b,
-        threshold=threshold if name == "disparate_impact_ratio" else tolerance,
+        threshold=threshold if name == _metrics.DI.name else tolerance,
         confidence_level=confidence_level,
         method=None if name == "performance_gap" else interval,
         min_group_size=min_group_size,
@@ -571,7 +585,7 @@ def run_audit(
     sel = select_groups(group_values, group_a, group_b)
     used = sel.in_a | sel.in_b
     all_groups = sample[group_col].to_numpy()
-    if name == "equal_opportunity_difference":
+    if name == _metrics.EO.name:
         assert y_true is not None
         used &= y_true.astype(float) == 1.0
     return AuditResult(
@@ -873,7 +887,7 @@ def run_group_audit(
     pool: pd.DataFrame,
     *,
     group_col: str | Sequence[str],
-    metrics: Sequence[str] = ("dp",),
+    metrics: Sequence[str] = (_metrics.DP.short,),
     label_col: str | None = None,
     pos_label: Any = None,
     feature_cols: Sequence[str] | None = None,
@@ -980,7 +994,7 @@ def run_group_audit(
         unparsed_by_group = {str(k): int(v) for k, v in lost.items()}
     counts_by_group = answer_counts_by_group(all_labels, answers.outcomes, answers.cached)
     scores = answers.scores[keep]
-    needs_scores = "mean_score_difference" in names
+    needs_scores = _metrics.SCORE_GAP.name in names
     if needs_scores and np.isnan(scores).any():
         raise DataError("score-gap needs scores, and the backend returned none for some "
                         "answers: use a backend that exposes scores.")
@@ -1023,8 +1037,6 @@ def _rate_counts(rate: str, y_pred: npt.NDArray[np.float64], y_true: Any,
                  codes: npt.NDArray[np.int64], groups: int
                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Per group, the rate's numerator and denominator over the parsed answers."""
-    from fairprobe import metrics as _metrics
-
     r = _metrics.RATES[rate]
     ok = ~np.isnan(y_pred)
     pred = np.where(ok, y_pred, 0.0).astype(np.int64)

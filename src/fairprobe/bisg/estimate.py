@@ -65,6 +65,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from fairprobe import metrics as _metrics
 from fairprobe.bisg.tables import RACES
 from fairprobe.errors import DataError, InvalidParameterError
 from fairprobe.stats.finding import Finding, Question
@@ -531,7 +532,7 @@ def proxy_audit(y: npt.ArrayLike, q: npt.ArrayLike, *, groups: Sequence[str] = (
                                   for t in tried]}
         cnt = {"rows": int(yy.size), "share_group": ra.share, "share_reference": rb.share}
         groups_pair = (g, reference)
-        fd = _finding("demographic_parity_difference", "difference", tolerance, groups_pair, mid,
+        fd = _finding(_metrics.DP.name, "difference", tolerance, groups_pair, mid,
                       lo, hi, 1.0 - alpha_each, "bisg-bounds", "conditional", BISG_CONDITION,
                       _bounds_reason(region, lo, hi, tolerance), cnt)
         rreg = (ra.region[0] / rb.region[1] if rb.region[1] > 0 else 0.0,
@@ -539,12 +540,12 @@ def proxy_audit(y: npt.ArrayLike, q: npt.ArrayLike, *, groups: Sequence[str] = (
         rlo = ra.low / rb.high if rb.high > 0 else 0.0
         rhi = ra.high / rb.low if rb.low > 0 else math.inf
         rmid = (0.5 * (rreg[0] + rreg[1]) if math.isfinite(rreg[1]) else rreg[0])
-        fr = _finding("disparate_impact_ratio", "ratio", threshold, groups_pair, rmid, rlo, rhi,
+        fr = _finding(_metrics.DI.name, "ratio", threshold, groups_pair, rmid, rlo, rhi,
                       1.0 - alpha_each, "bisg-bounds", "conditional", BISG_CONDITION, None,
                       {**cnt, "region": [rreg[0], rreg[1]]})
         d = float(mu_w[a] - mu_w[b])
         se = math.sqrt(max(float(cov_w[a, a] + cov_w[b, b] - 2 * cov_w[a, b]), 0.0))
-        fw = _finding("demographic_parity_difference", "difference", tolerance, groups_pair, d,
+        fw = _finding(_metrics.DP.name, "difference", tolerance, groups_pair, d,
                       d - z * se, d + z * se, 1.0 - alpha_each, "bisg-weighted", "asymptotic",
                       None, WEIGHTED_ASSUMPTION,
                       {"rate_group": float(mu_w[a]), "rate_reference": float(mu_w[b])})
@@ -552,7 +553,7 @@ def proxy_audit(y: npt.ArrayLike, q: npt.ArrayLike, *, groups: Sequence[str] = (
         if th_b is not None and cov_b is not None:
             db = float(th_b[a] - th_b[b])
             seb = math.sqrt(max(float(cov_b[a, a] + cov_b[b, b] - 2 * cov_b[a, b]), 0.0))
-            fb = _finding("demographic_parity_difference", "difference", tolerance, groups_pair,
+            fb = _finding(_metrics.DP.name, "difference", tolerance, groups_pair,
                           db, db - z * seb, db + z * seb, 1.0 - alpha_each, "birdie-pooled",
                           "asymptotic", None, BIRDIE_ASSUMPTION,
                           {"rate_group": float(th_b[a]), "rate_reference": float(th_b[b]),

@@ -14,12 +14,14 @@ from typing import Annotated, Any
 
 import typer
 
+from fairprobe import metrics as _metrics
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
 from fairprobe._text import term
 from fairprobe.audit.job import (
     DEFAULT_CACHE,
     DEFAULT_GROUPS,
     METRIC_CHOICES,
+    _two_group_metric,
     plan_audit,
     plan_group_audit,  # noqa: F401  (re-exported: the every-group plan)
 )
@@ -82,7 +84,7 @@ def check_audit_flags(
     name = check_flag_choice(metric, "--metric", METRIC_CHOICES)
     if isinstance(budget, int):
         check_flag_int(budget, "--budget", lo=2, hint=" (at least one query per group)")
-    if name == "disparate_impact_ratio":
+    if name == _metrics.DI.name:
         if tolerance is not None:
             raise InvalidParameterError(
                 "--tolerance applies to difference metrics (dp, eo, accuracy-gap); the ratio "
@@ -144,7 +146,7 @@ def audit(
     label_col: Annotated[str | None, typer.Option("--y-true-col", "--label-col", help="True-label column (never sent; needed by eo, fpr, eodds, ppv, accuracy-gap, error-rate); --label-col is the same flag.")] = None,
     feature_cols: Annotated[str | None, typer.Option(help="Comma-separated columns sent to the model (default: all but the label and the sensitive column).")] = None,
     send_group: Annotated[bool, typer.Option(help="Also send the sensitive column to the model.")] = False,
-    metric: Annotated[str, typer.Option(help="Comma-separated, case-insensitive, any of: di, dp, eo (TPR), fpr, eodds (equalized odds), ppv (predictive parity), accuracy-gap, error-rate, score-gap. Two-group audits: one of di, dp, eo, accuracy-gap.")] = "di",
+    metric: Annotated[str, typer.Option(help=f"Comma-separated, case-insensitive, any of: {_metrics.help_text()}. Two-group audits take one; score-gap needs --predictions with --score-col.")] = _metrics.DI.short,
     budget: Annotated[str | None, typer.Option(help="Queries drawn from the pool: a number, or 'all' for every row. \\[default: 2000, or the whole pool if smaller; with --predictions: all]", show_default=False)] = None,
     seed: Annotated[int, typer.Option(help="Seed of the query draw.")] = 0,
     allocation: Annotated[Allocation, typer.Option(case_sensitive=False, help="Every-group audit: how the budget is split across the groups: balanced (equal queries per group, a smaller group taken whole and the rest spread over the others; each rate is estimated within its group) uniform (drawn over rows, so a group gets its share of the pool), neyman (a fifth split equally, then the rest by Neyman's split of the first metric's rate, each group at least half its equal share) or adaptive (up to 5 batches, each to the groups whose intervals still straddle the band edge, stopping once decided; the intervals hold under the stopping by a union bound over the batches).")] = Allocation.balanced,
@@ -323,6 +325,7 @@ def audit(
             method="exact" if interval is Interval.exact else "bonferroni", strict=strict,
             max_unusable=max_unusable, prompt_variants=prompt_variants, name_swap=name_swap,
             fail_on=fail_on, csv_path=csv_path, allocation=allocation.value,
+            **({} if _two_group_metric(metric) else {"group_a": group_a, "group_b": group_b}),
         )
         return
     name = check_audit_flags(
@@ -462,15 +465,11 @@ def _wants_group_audit(group_col: str, group_a: str | None, group_b: str | None,
             raise InvalidParameterError(
                 "A two-group audit (--group-a/--group-b) takes one metric and one --group-col; "
                 "drop --group-a/--group-b to audit every group.")
-        return False
+        # a metric run_audit does not compute: the group audit of those two groups' rows
+        return not _two_group_metric(metric)
     if all_groups or several or group_col.strip() not in DEFAULT_GROUPS:
         return True
-    from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS
-
-    key = metric.strip().lower()
-    # a metric only the every-group audit knows (fpr, eodds, ...); unknown names go to the
-    # two-group path, whose message lists its choices
-    return key not in METRIC_CHOICES and (key in FAIRNESS_ALIASES or key in FAIRNESS_METRICS)
+    return not _two_group_metric(metric)
 
 
 def _label_value(pos_label: str | None) -> object:
@@ -494,9 +493,10 @@ def _group_audit(
     pos_label: str | None, method: str, strict: bool = False, max_unusable: float = 0.05,
     prompt_variants: Path | None = None, name_swap: str | None = None,
     csv_path: Path | None = None, fail_on: FailOn | None = None,
-    allocation: str = "balanced",
+    allocation: str = "balanced", group_a: str | None = None, group_b: str | None = None,
 ) -> None:
-    """The every-group audit: flags, then the pool and columns, then the paid queries."""
+    """The every-group audit: flags, then the pool and columns, then the paid queries (with
+    ``group_a``/``group_b``: of those two groups' rows only)."""
     from fairprobe.errors import InvalidParameterError
 
     for flag, given in (("--prompt-variants", prompt_variants), ("--name-swap", name_swap)):
@@ -529,7 +529,7 @@ def _group_audit(
         reference=reference, pos_label=_label_value(pos_label),
         cache=None if no_cache else cache, refresh=refresh, concurrency=concurrency,
         retries=retries, timeout=timeout, progress=progress, max_unusable_share=limit,
-        url=url, path=path, allocation=allocation)
+        url=url, path=path, allocation=allocation, group_a=group_a, group_b=group_b)
     result, prov, plan = job.result, job.provenance, job.plan
     print_group_audit(result, console)
     print_trust_summary(prov, plan, console)
@@ -545,12 +545,8 @@ def check_group_flags(*, metric: str, min_group_size: int, tolerance: float | No
     """The every-group audit's ``--metric`` list as full names, with ``--min-group-size``,
     ``--tolerance`` and ``--threshold`` checked: one rule for a model and a predictions file."""
     from fairprobe.errors import InvalidParameterError
-    from fairprobe.stats.frame import FAIRNESS_ALIASES, FAIRNESS_METRICS
 
-    choices = {"di": "disparate_impact_ratio", "dp": "demographic_parity_difference",
-               **FAIRNESS_ALIASES, **{m: m for m in FAIRNESS_METRICS}}
-    names = list(dict.fromkeys(check_flag_choice(m, "--metric", choices)
-                               for m in (split_list(metric) or [])))
+    names = list(dict.fromkeys(_metrics.resolve(m).name for m in (split_list(metric) or [])))
     if not names:
         raise InvalidParameterError("--metric names no metric; give e.g. --metric dp,eo.")
     check_flag_int(min_group_size, "--min-group-size", lo=1)
@@ -583,7 +579,7 @@ def _two_group_interval(interval: str, metric: str) -> str:
     """``--interval`` for one two-group metric (one error line when it does not apply)."""
     from fairprobe.errors import InvalidParameterError
 
-    ratio = metric == "disparate_impact_ratio"
+    ratio = metric == _metrics.DI.name
     if interval == "katz" and not ratio:
         raise InvalidParameterError("--interval katz is a ratio interval: use it with --metric di, "
                                     "or choose exact, score or newcombe.")

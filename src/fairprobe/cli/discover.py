@@ -8,13 +8,12 @@ from typing import Annotated
 
 import typer
 
+from fairprobe import metrics as _metrics
 from fairprobe.cli.gate import FailOnOption
 
-
-class Metric(StrEnum):
-    dp = "dp"
-    eo = "eo"
-    fpr = "fpr"
+#: ``--metric`` choices: the registry's metrics the subgroup search computes.
+Metric = StrEnum("Metric", {m.short: m.short for m in _metrics.METRICS.values()  # type: ignore[misc]
+                            if _metrics.PATHS["discover"].accepts(m)})
 
 
 class Method(StrEnum):
@@ -40,7 +39,7 @@ def discover(
     queries: Annotated[str | None, typer.Option("--queries", help="With a model: the pool of records to ask (CSV/Parquet).")] = None,
     budget: Annotated[int | None, typer.Option("--budget", help="With a model: records asked (default: the whole pool).")] = None,
     depth: Annotated[int, typer.Option("--depth", help="Most conditions per subgroup (1-3).")] = 2,
-    metric: Annotated[Metric, typer.Option("--metric", case_sensitive=False, help="Rate compared with the rest.")] = Metric.dp,
+    metric: Annotated[Metric, typer.Option("--metric", case_sensitive=False, help="Rate compared with the rest.")] = Metric(_metrics.DP.short),
     fdr: Annotated[float, typer.Option("--fdr", help="False-discovery rate of the reported list.")] = 0.1,
     tolerance: Annotated[float, typer.Option("--tolerance", help="A subgroup is unfair when its rate differs from the rest's by more (0: at all).")] = 0.05,
     method: Annotated[Method, typer.Option("--method", case_sensitive=False, help="holm (default), reshaped, by: valid under any dependence; bh: needs PRDS.")] = Method.holm,

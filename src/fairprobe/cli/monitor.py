@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from fairprobe import metrics as _metrics
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
 from fairprobe.cli.gate import FailOnOption
 
@@ -31,7 +32,7 @@ def monitor(
     window_origin: Annotated[str | None, typer.Option(help="Where windows start (an ISO time; windows are ORIGIN + k x width). Default: midnight UTC of the first day of the first rows counted; the state keeps it.")] = None,
     y_true_col: Annotated[str | None, typer.Option(help="The column of true labels (eo, fpr, eodds, ppv, accuracy-gap, error-rate).")] = None,
     score_col: Annotated[str | None, typer.Option(help="The column of scores in [0, 1] (score-gap).")] = None,
-    metric: Annotated[str, typer.Option(help="Comma-separated: dp, di, eo, fpr, eodds, ppv, accuracy-gap, error-rate, score-gap.")] = "dp",
+    metric: Annotated[str, typer.Option(help=f"Comma-separated: {_metrics.help_text('monitor')}.")] = _metrics.DP.short,
     alpha: Annotated[float, typer.Option(help="Probability of any false alarm, over every rerun, in (0, 1).")] = 0.05,
     tolerance: Annotated[float, typer.Option(help="Fair band of differences.")] = 0.05,
     threshold: Annotated[float, typer.Option(help="Floor of ratios (di).")] = 0.8,

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from fairprobe import metrics as _metrics
 from fairprobe.errors import ConfigError
 
 
@@ -46,7 +47,7 @@ def _shares(spec: str | None, queries: Path | None,
 
 
 def plan(
-    metric: Annotated[str, typer.Option("--metric", help="dp (demographic parity), di (disparate impact; --tolerance is the floor, e.g. 0.8) or eo (equal opportunity).")] = "dp",
+    metric: Annotated[str, typer.Option("--metric", help=f"One of {_metrics.help_text('plan')}; for a ratio, --tolerance is the floor (e.g. 0.8).")] = _metrics.DP.short,
     tolerance: Annotated[float, typer.Option("--tolerance", help="Fair band half-width (dp, eo) or floor (di).")] = 0.05,
     group_shares: Annotated[str | None, typer.Option("--group-shares", help="Each group's share of the queries, 'g1=0.5,g2=0.3,g3=0.2'.")] = None,
     queries: Annotated[Path | None, typer.Option("--queries", help="The query pool (CSV/Parquet): group shares read from --group-col.")] = None,

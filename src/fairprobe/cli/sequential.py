@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
+from fairprobe import metrics as _metrics
 from fairprobe.cli._common import build_backend, console, read_table, split_list
 from fairprobe.cli.gate import FailOnOption, emit_job
 from fairprobe.errors import ConfigError
@@ -36,9 +37,12 @@ class TestChoice(StrEnum):
     glr = "glr"  # former name of glr-wald
 
 
-class MetricChoice(StrEnum):
-    sp = "sp"
-    eo = "eo"
+def _sequential_metric(metric: str) -> str:
+    """``--metric`` by any registered name, as the sequential modules name it (``sp`` for
+    statistical parity, the registry's ``dp``); one error line naming the paths that can
+    compute any other metric."""
+    m = _metrics.resolve(metric, path="sequential")
+    return "sp" if m is _metrics.DP else m.short
 
 
 class AccessChoice(StrEnum):
@@ -128,7 +132,7 @@ def sequential(
     score_col: Annotated[str | None, typer.Option(help="Pool mode: score column, in [0, 1].")] = None,
     logit_col: Annotated[str | None, typer.Option(help="Pool mode: logit column.")] = None,
     label_col: Annotated[str | None, typer.Option(help="True-label column (needed for --metric eo).")] = None,
-    metric: Annotated[MetricChoice, typer.Option(case_sensitive=False, help="Statistical parity or equal opportunity.")] = MetricChoice.sp,
+    metric: Annotated[str, typer.Option(help=f"One of {_metrics.help_text('sequential')}; sp is statistical parity (dp).")] = "sp",
     tolerance: Annotated[float, typer.Option(help="delta in (0, 1): H0 |g| <= delta is compliance.")] = 0.1,
     access: Annotated[AccessChoice, typer.Option(case_sensitive=False, help="What the model reveals.")] = AccessChoice.decisions,
     test: Annotated[TestChoice | None, typer.Option(case_sensitive=False, help="Default mixture: anytime-valid (type-I <= alpha, type-II <= beta at any stop). glr-wald: the paper's GLR, fast but measured type-I 0.19 at gap = delta for alpha = 0.05 (docs/sequential.md).")] = None,
@@ -166,7 +170,7 @@ def sequential(
         queries=read_table(queries) if queries is not None else None,
         feature_cols=split_list(feature_cols), group_col=group_col, group_a=group_a, pair=pair,
         decision_col=decision_col, score_col=score_col, logit_col=logit_col,
-        label_col=label_col, metric=metric.value, access=access.value,
+        label_col=label_col, metric=_sequential_metric(metric), access=access.value,
         test=test.value if test is not None else None, tolerance=tolerance, alpha=alpha,
         beta=beta, min_per_group=min_per_group, budget=budget, repeats=repeats, seed=seed,
         batch_size=batch_size, cache=cache, retries=retries, timeout=timeout,

@@ -65,6 +65,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from fairprobe import metrics as _metrics
 from fairprobe.collab.certificate import _ratio_max, _ratio_min
 from fairprobe.stats.finding import Finding, Question, decide_array
 
@@ -672,7 +673,7 @@ def make_finding(
     conditional on at most ``max_liars`` liars; any other method: its point estimate, no
     coverage)."""
     q = Question(
-        metric="demographic_parity_difference", kind="difference", threshold=float(tau),
+        metric=_metrics.DP.name, kind="difference", threshold=float(tau),
         groups=("A", "B"), subject=subject, rates=("selection_rate",),
     )
     c = {"max_liars": int(max_liars), "method": method, **(counts or {})}

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from fairprobe import metrics as _metrics
 from fairprobe._validation import check_int, check_real
 from fairprobe.errors import DataError
 from fairprobe.stats.counts import CountsVector
@@ -66,7 +67,7 @@ class Theorem2:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "dp": self.dp,
+            _metrics.DP.short: self.dp,
             "assumption": self.assumption,
             "condition1": self.condition1,
             "condition2": self.condition2,

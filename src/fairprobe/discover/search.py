@@ -22,6 +22,7 @@ from typing import Any, TypedDict
 import numpy as np
 import pandas as pd
 
+from fairprobe import metrics as _metrics
 from fairprobe.discover.fdr import (
     FDR_METHODS,
     PVALUES,
@@ -36,12 +37,10 @@ __all__ = ["METRICS", "Condition", "DiscoveryResult", "SearchOptions", "Subgroup
            "discover_subgroups"]
 
 #: The rates a discovery compares: (successes, denominator) from the counted sums.
-METRICS = {
-    "dp": "selection rate (demographic parity)",
-    "eo": "true positive rate (equal opportunity)",
-    "fpr": "false positive rate",
-}
-_NEEDS_LABELS = {"eo", "fpr"}
+#: (the registry's ``discover`` path: one-rate differences of decisions and labels)
+METRICS = {m.short: f"{_metrics.RATES[m.rates[0]].label} ({m.label or m.name.replace('_', ' ')})"
+           for m in _metrics.METRICS.values() if _metrics.PATHS["discover"].accepts(m)}
+_NEEDS_LABELS = {m for m in METRICS if "y_true" in _metrics.resolve(m).needs}
 
 
 @dataclass(frozen=True)
@@ -423,7 +422,7 @@ def discover_subgroups(
     features: Sequence[str],
     y_true: str | None = None,
     depth: int = 2,
-    metric: str = "dp",
+    metric: str = _metrics.DP.short,
     fdr: float = 0.1,
     tolerance: float = 0.05,
     method: str = "holm",
@@ -667,9 +666,9 @@ def search_pvalues(counts: SubgroupCounts, *, tolerance: float, fdr: float, meth
 
 
 def _rate_counts(t: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
-    if metric == "dp":
+    if metric == _metrics.DP.short:
         return t["sp"].to_numpy(), t["n"].to_numpy()
-    if metric == "eo":
+    if metric == _metrics.EO.short:
         return t["stp"].to_numpy(), t["st"].to_numpy()
     return (t["sp"] - t["stp"]).to_numpy(), (t["n"] - t["st"]).to_numpy()
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fairprobe import metrics as _metrics
 from fairprobe.errors import DataError
 
 __all__ = ["read_audit_input", "read_audit_scope"]
@@ -32,7 +33,7 @@ def _scope_of(doc: Any) -> tuple[list[str], dict[str, str]] | None:
     sums = doc.get("summaries") if isinstance(doc, dict) else None
     if not isinstance(sums, dict):
         return None
-    for name in ("demographic_parity_difference", "disparate_impact_ratio"):
+    for name in (_metrics.DP.name, _metrics.DI.name):
         s = sums.get(name)
         if isinstance(s, dict) and isinstance(s.get("compared"), list):
             exc = s.get("excluded")

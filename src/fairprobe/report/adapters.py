@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from fairprobe import metrics as _metrics
 from fairprobe.report._read import Doc, extra_assumptions, fmt, get, mapping, non_numbers
 from fairprobe.report.document import Provenance, Section, Table, polarity
 from fairprobe.report.jsonio import RESULT_KINDS
@@ -61,7 +62,7 @@ def infer_kind(doc: Doc) -> str | None:
             return "collab-sweep"
     if "nodes" in doc and ("verdict" in doc or "rounds" in doc):
         return "collab-nodes"
-    if "accuracy" in doc and ("disparate_impact" in doc or "di" in doc):
+    if "accuracy" in doc and ("disparate_impact" in doc or _metrics.DI.short in doc):
         return "platform-info"
     return None
 

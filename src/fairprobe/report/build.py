@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fairprobe import __version__
+from fairprobe import metrics as _metrics
 from fairprobe.errors import DataError, InvalidParameterError
 from fairprobe.report._read import get
 from fairprobe.report.adapters import adapt, provenance_of, split_document
@@ -173,9 +174,10 @@ def _finding(d: Mapping[str, Any]) -> Finding | None:
 _NOT_VERDICTS = frozenset({"radius"})
 
 
-_RATES = {"di": "selection_rate", "dp": "selection_rate", "sp": "selection_rate",
-          "disparate_impact_ratio": "selection_rate",
-          "demographic_parity_difference": "selection_rate",
+#: The selection-rate metrics (DP and DI ask the same question of the same answers) by any of
+#: their names (the registry's), and the older spellings result documents may hold.
+_RATES = {**{n: m.rates[0] for m in _metrics.METRICS.values() if m.rates == ("selection_rate",)
+             for n in (m.name, *m.aliases)},
           "statistical_parity": "selection_rate", "disparate_impact": "selection_rate",
           "demographic_parity": "selection_rate"}
 

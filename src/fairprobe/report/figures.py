@@ -18,6 +18,7 @@ from collections.abc import Callable
 from html import escape
 from typing import Any
 
+from fairprobe import metrics as _metrics
 from fairprobe._extras import import_optional
 from fairprobe.report.document import FigureSpec
 
@@ -273,7 +274,7 @@ def plot_radius_pairs(d: dict[str, Any]) -> Any:
 
 def plot_twosource(d: dict[str, Any]) -> Any:
     fig, (ax1, ax2, ax3) = _figure(10.0, 3.4, 3)
-    di = [x for x in d.get("di") or [] if x.get("estimate") is not None]
+    di = [x for x in d.get(_metrics.DI.short) or [] if x.get("estimate") is not None]
     thr = d.get("threshold") or 0.8
     ys = list(range(len(di)))
     top = max([thr * 1.4] + [x["interval"][1] if x.get("interval") else x["estimate"]
@@ -520,7 +521,7 @@ MAX_GROUPS = 30
 MAX_LABEL = 40
 #: The text alternative (``<desc>``) is cut to this many characters.
 MAX_ALT = 4000
-_CAPPED = ("groups", "rows", "nodes", "methods", "di", "detectors")
+_CAPPED = ("groups", "rows", "nodes", "methods", _metrics.DI.short, "detectors")
 
 
 def short(text: str, limit: int = MAX_LABEL) -> str:

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from fairprobe import metrics as _metrics
 from fairprobe._validation import check_choice, check_int
 
 __all__ = ["AuditedMLP", "MODEL_NAMES", "build_adult_models", "load_models"]
@@ -131,7 +132,7 @@ def build_adult_models(
     hidden: tuple[int, ...] = (32, 16),
     max_iter: int = 200,
     grid_size: int = 11,
-    constraint: str = "dp",
+    constraint: str = _metrics.DP.short,
     train_rows: int | None = None,
 ) -> dict[str, AuditedMLP]:
     """Train ``mlp`` and ``mlp-fair`` on Adult (train split) reproducibly; optionally save them.
@@ -158,7 +159,7 @@ def build_adult_models(
     from fairprobe.platform.model import AUDIT_FEATURES
 
     seed = check_int(seed, "seed", "build_adult_models", lo=0)
-    check_choice(constraint, "constraint", "build_adult_models", ("dp", "tpr"))
+    check_choice(constraint, "constraint", "build_adult_models", (_metrics.DP.short, "tpr"))
     train = load_adult("train", names_seed=None)
     if train_rows is not None:
         k = check_int(train_rows, "train_rows", "build_adult_models", lo=100)
@@ -180,7 +181,7 @@ def build_adult_models(
         )
 
     plain = net().fit(Xt, y)
-    cons = DemographicParity() if constraint == "dp" else TruePositiveRateParity()
+    cons = DemographicParity() if constraint == _metrics.DP.short else TruePositiveRateParity()
     gs = GridSearch(net(), constraints=cons, grid_size=grid_size)
     gs.fit(Xt, y, sensitive_features=train["sex"].to_numpy())
     fair_net = gs.predictors_[gs.best_idx_]

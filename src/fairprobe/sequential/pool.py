@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from fairprobe import metrics as _metrics
 from fairprobe._validation import check_choice, check_int
 from fairprobe.errors import DataError, EmptyGroupError, InvalidParameterError
 from fairprobe.sequential.base import (
@@ -33,7 +34,7 @@ from fairprobe.sequential.results import RepeatedAudit
 
 __all__ = ["METRICS", "AuditPool", "PoolTruth", "make_orders", "pool_truth", "run_pool"]
 
-METRICS: tuple[str, ...] = ("sp", "eo")
+METRICS: tuple[str, ...] = ("sp", _metrics.EO.short)
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from fairprobe import metrics as _metrics
 from fairprobe._validation import check_choice, check_int
 from fairprobe.errors import DataError, EmptyGroupError
 from fairprobe.stats.counts import CountsVector
@@ -185,15 +186,15 @@ class _Criterion:
 
 #: The metrics :func:`compute_metric` knows, by name.
 METRICS: dict[str, _Criterion] = {
-    "demographic_parity_difference": _Criterion(
+    _metrics.DP.name: _Criterion(
         ("y_pred",), _dp_evidence, demographic_parity_from_counts, "tolerance",
         DEFAULT_TOLERANCE,
     ),
-    "equal_opportunity_difference": _Criterion(
+    _metrics.EO.name: _Criterion(
         ("y_true", "y_pred"), _eo_evidence, equal_opportunity_from_counts, "tolerance",
         DEFAULT_TOLERANCE,
     ),
-    "disparate_impact_ratio": _Criterion(
+    _metrics.DI.name: _Criterion(
         ("y_pred",), _dp_evidence, disparate_impact_from_counts, "threshold",
         DEFAULT_DI_THRESHOLD,
     ),
@@ -204,10 +205,10 @@ METRICS: dict[str, _Criterion] = {
 
 #: Short aliases accepted by :func:`compute_metric` (e.g. from the CLI).
 ALIASES = {
-    "dp": "demographic_parity_difference",
-    "sp": "demographic_parity_difference",
-    "eo": "equal_opportunity_difference",
-    "di": "disparate_impact_ratio",
+    _metrics.DP.short: _metrics.DP.name,
+    "sp": _metrics.DP.name,
+    _metrics.EO.short: _metrics.EO.name,
+    _metrics.DI.short: _metrics.DI.name,
     "gap": "performance_gap",
 }
 
@@ -306,7 +307,7 @@ def compute_metric(
              else (evidence.n_a, evidence.n_b))
     small = [(lab, int(n)) for lab, n in zip(sel.labels, sizes, strict=True) if n < mgs]
     if small:
-        what = "instances with y_true = 1" if name == "equal_opportunity_difference" else (
+        what = "instances with y_true = 1" if name == _metrics.EO.name else (
             "instances")
         why = "; ".join(f"group {lab!r} has {n} {what} (< min_group_size {mgs})"
                         for lab, n in small)
@@ -348,7 +349,7 @@ def demographic_parity_difference(
     :func:`fairprobe.stats.metrics.demographic_parity_from_counts`.
     """
     return compute_metric(
-        "demographic_parity_difference", sensitive_features=sensitive_features, y_pred=y_pred,
+        _metrics.DP.name, sensitive_features=sensitive_features, y_pred=y_pred,
         threshold=tolerance, **options,
     )
 
@@ -367,7 +368,7 @@ def equal_opportunity_difference(
     :func:`fairprobe.stats.metrics.equal_opportunity_from_counts`.
     """
     return compute_metric(
-        "equal_opportunity_difference", sensitive_features=sensitive_features, y_pred=y_pred,
+        _metrics.EO.name, sensitive_features=sensitive_features, y_pred=y_pred,
         y_true=y_true, threshold=tolerance, **options,
     )
 
@@ -388,7 +389,7 @@ def disparate_impact_ratio(
     :func:`fairprobe.stats.metrics.disparate_impact_from_counts`.
     """
     return compute_metric(
-        "disparate_impact_ratio", sensitive_features=sensitive_features, y_pred=y_pred,
+        _metrics.DI.name, sensitive_features=sensitive_features, y_pred=y_pred,
         threshold=threshold, **options,
     )
 

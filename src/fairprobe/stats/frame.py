@@ -54,12 +54,29 @@ __all__ = [
 RATES: dict[str, tuple[tuple[str, ...], str]] = {
     r.name: (r.needs, r.description) for r in _metrics.RATES.values()}
 
+class _LiveView(Mapping[str, Any]):
+    """A read-only view rebuilt from the registry at each read, so that a metric registered
+    after import (a plug-in, a test's toy metric) is known everywhere at once."""
+
+    def __init__(self, build: Any) -> None:
+        self._build = build
+
+    def __getitem__(self, key: str) -> Any:
+        return self._build()[key]
+
+    def __iter__(self) -> Any:
+        return iter(self._build())
+
+    def __len__(self) -> int:
+        return len(self._build())
+
+
 #: Fairness metrics: name -> (per-group rate(s), difference or ratio), from the registry.
-FAIRNESS_METRICS: dict[str, tuple[tuple[str, ...], Literal["difference", "ratio"]]] = {
-    m.name: (m.rates, m.kind) for m in _metrics.METRICS.values()}
+FAIRNESS_METRICS: Mapping[str, tuple[tuple[str, ...], Literal["difference", "ratio"]]] = (
+    _LiveView(lambda: {m.name: (m.rates, m.kind) for m in _metrics.METRICS.values()}))
 
 #: Other names (CLI ``--metric`` short names, fairlearn's names); matched case-insensitively.
-FAIRNESS_ALIASES: dict[str, str] = _metrics.aliases()
+FAIRNESS_ALIASES: Mapping[str, str] = _LiveView(_metrics.aliases)
 
 #: fairlearn's aggregation names of ``MetricFrame.group_max`` & co. (``errors=``).
 _ERRORS = ("raise", "coerce")

@@ -14,6 +14,7 @@ from typing import Any, TypedDict, Unpack
 import numpy as np
 import numpy.typing as npt
 
+from fairprobe import metrics as _metrics
 from fairprobe._validation import check_choice, check_real
 from fairprobe.errors import DataError, EmptyGroupError
 from fairprobe.stats.counts import CountsVector
@@ -140,7 +141,7 @@ def demographic_parity_from_counts(
         ``docs/stats.md``).
     """
     return _difference_from_counts(
-        "demographic_parity_difference", "demographic_parity_from_counts", counts, **options
+        _metrics.DP.name, "demographic_parity_from_counts", counts, **options
     )
 
 
@@ -157,7 +158,7 @@ def equal_opportunity_from_counts(
     verdict as :func:`demographic_parity_from_counts` (:class:`DifferenceOptions`).
     """
     return _difference_from_counts(
-        "equal_opportunity_difference", "equal_opportunity_from_counts", counts, **options
+        _metrics.EO.name, "equal_opportunity_from_counts", counts, **options
     )
 
 
@@ -212,7 +213,7 @@ def disparate_impact_from_counts(
     m = check_choice(method, "method", owner, RATIO_METHODS)
     m = {"exact": "exact-ratio", "box": "box-ratio"}.get(m, m)
     return MetricResult(
-        "disparate_impact_ratio", _ratio(c.a, c.A, c.b, c.B), c, th, level, m, _groups(groups)
+        _metrics.DI.name, _ratio(c.a, c.A, c.b, c.B), c, th, level, m, _groups(groups)
     )
 
 

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from fairprobe import metrics as _metrics
 from fairprobe.errors import InvalidParameterError
 from fairprobe.stats.allocation import ADAPTIVE_BATCHES, apportion, neyman_weights
 from fairprobe.stats.finding import decide_array
@@ -43,10 +44,9 @@ from fairprobe.stats.simultaneous import family_intervals
 
 __all__ = ["AuditPlan", "plan_audit_budget", "queries_to_decide", "simulated_power"]
 
-_METRICS = {"dp": ("difference", "selection_rate"), "di": ("ratio", "selection_rate"),
-            "eo": ("difference", "true_positive_rate")}
-_ALIASES = {"demographic_parity_difference": "dp", "disparate_impact_ratio": "di",
-            "equal_opportunity_difference": "eo", "sp": "dp"}
+#: The metrics the planner models (the registry's ``plan`` path), by short name: (kind, rate).
+_METRICS = {m.short: (m.kind, m.rates[0]) for m in _metrics.METRICS.values()
+            if _metrics.PATHS["plan"].accepts(m)}
 
 
 @dataclass(frozen=True)
@@ -280,9 +280,7 @@ def plan_audit_budget(
     interval's width to it; then ``check_reps`` audits of the exact default interval at the
     chosen budget, on another seed, give the printed power and its standard error.
     """
-    metric = _ALIASES.get(metric, metric)
-    if metric not in _METRICS:
-        raise InvalidParameterError(f"plan: --metric must be one of dp, di, eo; got {metric!r}.")
+    metric = _metrics.resolve(metric, path="plan").short
     kind = _METRICS[metric][0]
     # one canonical order (largest share first, then by name): the order the shares are
     # listed in never changes the plan
@@ -431,8 +429,7 @@ _TWO_GROUP_CHECK_REPS = 100
 _PLAN_MAX_GROUPS = 100
 
 #: Metrics of :class:`~fairprobe.stats.frame.GroupSummary` the planner models.
-_PLANNED = {"demographic_parity_difference": "dp", "disparate_impact_ratio": "di",
-            "equal_opportunity_difference": "eo"}
+_PLANNED = {m.name: m.short for m in _metrics.METRICS.values() if m.short in _METRICS}
 
 
 def queries_to_decide(

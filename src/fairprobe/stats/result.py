@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from fairprobe import metrics as _metrics
 from fairprobe._validation import check_real
 from fairprobe.errors import InvalidParameterError
 from fairprobe.stats.counts import CountsVector
@@ -161,10 +162,10 @@ INTERVAL_COVERAGE: dict[str, str] = {
 
 #: How each metric is judged: a difference against a band, or a ratio against a floor.
 METRIC_KINDS: dict[str, Literal["difference", "ratio"]] = {
-    "demographic_parity_difference": "difference",
-    "equal_opportunity_difference": "difference",
+    _metrics.DP.name: "difference",
+    _metrics.EO.name: "difference",
     "performance_gap": "difference",
-    "disparate_impact_ratio": "ratio",
+    _metrics.DI.name: "ratio",
 }
 
 
@@ -254,9 +255,9 @@ class MetricResult:
         counts = self.counts
         ev = (dict(zip(("a", "A", "b", "B"), counts.as_tuple(), strict=True))
               if isinstance(counts, CountsVector) else counts.to_dict())
-        rate = {"demographic_parity_difference": "selection_rate",
-                "disparate_impact_ratio": "selection_rate",
-                "equal_opportunity_difference": "true_positive_rate"}.get(self.metric,
+        rate = {_metrics.DP.name: "selection_rate",
+                _metrics.DI.name: "selection_rate",
+                _metrics.EO.name: "true_positive_rate"}.get(self.metric,
                                                                           "mean_value")
         lo, hi = self.interval
         return Finding(

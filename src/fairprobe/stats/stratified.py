@@ -49,6 +49,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from fairprobe import metrics as _metrics
 from fairprobe.errors import DataError, InvalidParameterError
 from fairprobe.stats.finding import Finding, Question
 
@@ -58,10 +59,10 @@ __all__ = ["CONTROL_RATES", "ControlAnalysis", "bin_controls", "mantel_haenszel_
 #: The metrics a stratified comparison supports: the rate's rows (``None``: every row, or the
 #: rows of that true label) and the rate's name.
 CONTROL_RATES: dict[str, tuple[int | None, str]] = {
-    "disparate_impact_ratio": (None, "selection_rate"),
-    "demographic_parity_difference": (None, "selection_rate"),
-    "equal_opportunity_difference": (1, "true_positive_rate"),
-    "false_positive_rate_difference": (0, "false_positive_rate"),
+    _metrics.DI.name: (None, "selection_rate"),
+    _metrics.DP.name: (None, "selection_rate"),
+    _metrics.EO.name: (1, "true_positive_rate"),
+    _metrics.FPR.name: (0, "false_positive_rate"),
 }
 
 
@@ -180,7 +181,7 @@ class ControlAnalysis:
 
 
 def stratified_gaps(df: pd.DataFrame, *, y_pred: Any, groups: pd.Series, y_true: Any = None,
-                    controls: Sequence[str], metric: str = "demographic_parity_difference",
+                    controls: Sequence[str], metric: str = _metrics.DP.name,
                     bins: int = 4, tolerance: float = 0.05, confidence_level: float = 0.95,
                     min_group_size: int = 1, unconditional: Finding | None = None
                     ) -> ControlAnalysis:
@@ -239,7 +240,7 @@ def stratified_gaps(df: pd.DataFrame, *, y_pred: Any, groups: pd.Series, y_true:
     m = len(pairs_idx)
     alpha = 1.0 - confidence_level
     z = float(norm.ppf(1.0 - alpha / (2.0 * m)))
-    ratio = metric == "disparate_impact_ratio"
+    ratio = metric == _metrics.DI.name
     pairs: list[dict[str, Any]] = []
     for g1, g2 in pairs_idx:
         if ratio:  # lower rate over higher, as the unconditional ratio is oriented

@@ -62,6 +62,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from fairprobe import metrics as _metrics
 from fairprobe._validation import check_real
 from fairprobe.errors import DataError
 from fairprobe.stats.finding import Finding, Question
@@ -377,7 +378,7 @@ class CorrectedDI:
     def finding(self, subject: str = "model") -> Finding:
         """The verdict on the 80% rule through B, as a :class:`~fairprobe.stats.finding.Finding`."""
         q = Question(
-            metric="disparate_impact_ratio", kind="ratio", threshold=self.threshold,
+            metric=_metrics.DI.name, kind="ratio", threshold=self.threshold,
             groups=self.groups, scale="ratio", subject=subject, rates=("selection_rate",),
         )  # fmt: skip
         reason = None
@@ -401,7 +402,7 @@ class CorrectedDI:
             return float(x) if math.isfinite(x) else None
 
         return {
-            "metric": "disparate_impact_ratio",
+            "metric": _metrics.DI.name,
             "estimand": "DI of B's decisions by true group",
             "estimate": f(self.estimate),
             "interval": [f(self.low), f(self.high)],

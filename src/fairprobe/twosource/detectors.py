@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
+from fairprobe import metrics as _metrics
 from fairprobe._registry import ClassRegistry
 from fairprobe.stats.counts import CountsVector
 from fairprobe.twosource.theory import consistency_p_value, n_max
@@ -256,7 +257,7 @@ def _log_ratio_and_se(c: CountsVector) -> tuple[float, float]:
 class DIGapDetector(Detector):
     """Beyond the paper: DI through A significantly above DI through B with the proxy."""
 
-    name = "di"
+    name = _metrics.DI.short
 
     def decide(self, evidence: PairedEvidence, alpha: float) -> DetectorOutcome:
         ca, cb = evidence.counts_a, evidence.counts_b

@@ -36,7 +36,7 @@ _METRIC_NAMES = {
     **{m.name: m.label for m in _metrics.METRICS.values() if m.label},
     # the sequential test's own names of its two criteria
     "sp": "statistical parity gap",
-    "eo": "equal opportunity gap",
+    _metrics.EO.short: "equal opportunity gap",
 }
 
 _RATE_NAMES = {r.name: r.label for r in _metrics.RATES.values()}

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from fairprobe import metrics as _metrics
 from fairprobe.report import assumptions as A
 from fairprobe.report._read import (
     Doc,
@@ -55,7 +56,7 @@ def _collab_nodes(doc: Doc) -> list[dict[str, Any]]:
             continue
         out.append({
             "id": str(n.get("id", n.get("node", i))),
-            "estimate": num(n.get("estimate", n.get("local_estimate", n.get("dp")))),
+            "estimate": num(n.get("estimate", n.get("local_estimate", n.get(_metrics.DP.short)))),
             "weight": num(n.get("weight", n.get("trust"))),
             "attacker": bool(n.get("attacker", n.get("is_attacker", n.get("role") == "attacker"))),
             "suspicion": floats(n.get("suspicion") or n.get("suspicion_scores")),

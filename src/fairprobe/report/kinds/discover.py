@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from fairprobe import metrics as _metrics
 from fairprobe.report._read import Doc, extra_assumptions, fmt, num
 from fairprobe.report.document import FigureSpec, Section, Table
 
@@ -25,7 +26,7 @@ def adapt_discover(doc: Doc, source: str, label: str) -> Section:
     subs = [s for s in doc.get("subgroups") or [] if isinstance(s, Mapping)]
     tol, fdr = num(doc.get("tolerance")), num(doc.get("fdr"))
     tested = doc.get("tested")
-    metric = str(doc.get("metric", "dp"))
+    metric = str(doc.get("metric", _metrics.DP.short))
     verdict = "unfair" if subs else "undetermined"
     if subs:
         sentence = (f"{len(subs)} of {tested} subgroups differ from the rest by more than "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from fairprobe import metrics as _metrics
 from fairprobe.report import assumptions as A
 from fairprobe.report._read import (
     Doc,
@@ -38,7 +39,7 @@ def adapt_twosource(doc: Doc, source: str, label: str) -> Section:
     figures = [FigureSpec(
         plot="twosource",
         data={
-            "di": [
+            _metrics.DI.short: [
                 {"label": "A: audit API", "estimate": ea, "interval": interval(get(di_a, "interval"))},
                 {"label": "B: UI + proxy", "estimate": eb,
                  "interval": interval(get(di_b, "interval"))},
