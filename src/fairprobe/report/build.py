@@ -27,7 +27,7 @@ from fairprobe.report.figures import bounded_spec
 from fairprobe.report.jsonio import RESULT_KINDS, SCHEMA, read_json
 from fairprobe.stats.finding import Finding
 from fairprobe.stats.headline import DEFAULT_ALPHA, Entry, Headline, family_headline
-from fairprobe.stats.refit import refit_family, refit_two_group
+from fairprobe.stats.refit import rate_box, refit_family, refit_two_group
 
 __all__ = ["build_report", "load_results", "overall_verdict"]
 
@@ -91,7 +91,7 @@ def _entries(kind: str, part: Mapping[str, Any], question: str, label: str,
                 continue
             key = f"{question.rsplit('|', 1)[0]}|{','.join(f.question.rates) or name}"
             out.append(Entry(key, f, f.verdict, refit_family(f, by_group, method),
-                             label=str(name)))
+                             label=str(name), region=rate_box(f, by_group, method)))
     if kind == "discover" and isinstance(part.get("finding"), Mapping):
         f = _finding(part["finding"])
         if f is not None:
