@@ -77,9 +77,21 @@ def groups_entry(rng: np.random.Generator, gap: float, n: int, q: int, tol: floa
     af = AuditFrame(y_pred=pred, sensitive_features=labels, tolerance=tol)
     s = af.summary("dp")
     f = s.finding
-    by_group = af.to_dict()["by_group"]
-    return Entry(f"q{q}", f, f.verdict, refit_family(Finding.from_dict(f.to_dict()), by_group,
-                                                     "exact"), label=f"q{q}")
+    return Entry(f"q{q}", f, f.verdict, refit_family(Finding.from_dict(f.to_dict()),
+                                                     _by_group(pred, labels), "exact"),
+                 label=f"q{q}")
+
+
+def _by_group(pred: np.ndarray, labels: np.ndarray) -> list[dict[str, Any]]:
+    """The selection-rate cells of the document's ``by_group`` table, as ``AuditFrame.to_dict``
+    writes them (``refit_family`` checks that they give back the finding's own interval)."""
+    out = []
+    for g in dict.fromkeys(labels.tolist()):
+        m = labels == g
+        n = int(m.sum())
+        out.append({"group": g, "rates": {"selection_rate": {"value": int(pred[m].sum()) / n,
+                                                             "n": n}}})
+    return out
 
 
 #: ``dp+di`` truths: four groups' selection rates. At the thresholds: DP = 0.1 and DI = 0.8
@@ -96,9 +108,7 @@ def dpdi_entries(rng: np.random.Generator, truth: str, n: int, q: int, tol: floa
     labels = np.repeat(names, n)
     pred = (rng.random(len(rates) * n) < np.repeat(rates, n)).astype(int)
     af = AuditFrame(y_pred=pred, sensitive_features=labels, tolerance=tol)
-    # the document's by_group table, as AuditFrame.to_dict writes it (its selection-rate cells)
-    by_group = [{"group": g, "rates": {"selection_rate": {"value": int(pred[labels == g].sum()) / n,
-                                                          "n": n}}} for g in names]
+    by_group = _by_group(pred, labels)
     out = []
     for metric in ("dp", "di"):
         f = Finding.from_dict(af.summary(metric).finding.to_dict())
