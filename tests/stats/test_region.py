@@ -167,3 +167,18 @@ def test_rate_box_refuses_bad_counts() -> None:
         RateBox(("r",), ("a",), (((1, 2),),))
     with pytest.raises(InvalidParameterError):
         RateBox(("r",), ("a", "b"), (((3, 2), (1, 2)),))
+
+
+def test_the_report_reads_dp_and_di_of_an_audit_document_off_one_region() -> None:
+    from fairprobe.report.build import _entries as report_entries
+
+    rng = np.random.default_rng(6)
+    labels = np.repeat(["a", "b", "c"], 300)
+    pred = (rng.random(900) < np.repeat([0.75, 0.4, 0.4], 300)).astype(int)
+    part = AuditFrame(y_pred=pred, sensitive_features=labels, tolerance=0.1).to_dict()
+    es = report_entries("audit", part, "res.json|audit|x", "audit", None)
+    assert len(es) == 2 and es[0].region is not None and es[0].region == es[1].region
+    assert es[0].question == es[1].question
+    h = family_headline(es, 0.05)
+    assert h.shares == 1 and [c.alpha for c in h.entries] == [0.05, 0.05]
+    assert h.verdict == "unfair"  # a gap of 0.35 at 300 rows a group: both metrics say so
