@@ -90,8 +90,10 @@ def _entries(kind: str, part: Mapping[str, Any], question: str, label: str,
             if f is None:
                 continue
             key = f"{question.rsplit('|', 1)[0]}|{','.join(f.question.rates) or name}"
-            out.append(Entry(key, f, f.verdict, refit_family(f, by_group, method),
-                             label=str(name), region=rate_box(f, by_group, method)))
+            refit = refit_family(f, by_group, method)
+            # a shared region only from counts checked to give back the finding's own interval
+            region = rate_box(f, by_group, method) if refit is not None else None
+            out.append(Entry(key, f, f.verdict, refit, label=str(name), region=region))
     if kind == "discover" and isinstance(part.get("finding"), Mapping):
         f = _finding(part["finding"])
         if f is not None:
