@@ -28,7 +28,7 @@ from fairprobe.report.figures import bounded_spec
 from fairprobe.report.jsonio import RESULT_KINDS, SCHEMA, read_json
 from fairprobe.stats.finding import Finding
 from fairprobe.stats.headline import DEFAULT_ALPHA, Entry, Headline, family_headline
-from fairprobe.stats.refit import refit_family, refit_two_group
+from fairprobe.stats.refit import rate_box, refit_family, refit_two_group
 
 __all__ = ["build_report", "load_results", "overall_verdict"]
 
@@ -91,8 +91,10 @@ def _entries(kind: str, part: Mapping[str, Any], question: str, label: str,
             if f is None:
                 continue
             key = f"{question.rsplit('|', 1)[0]}|{','.join(f.question.rates) or name}"
-            out.append(Entry(key, f, f.verdict, refit_family(f, by_group, method),
-                             label=str(name)))
+            refit = refit_family(f, by_group, method)
+            # a shared region only from counts checked to give back the finding's own interval
+            region = rate_box(f, by_group, method) if refit is not None else None
+            out.append(Entry(key, f, f.verdict, refit, label=str(name), region=region))
     if kind == "discover" and isinstance(part.get("finding"), Mapping):
         f = _finding(part["finding"])
         if f is not None:

@@ -17,9 +17,10 @@ import numpy as np
 
 from fairprobe.stats.finding import Finding
 from fairprobe.stats.headline import Refit
+from fairprobe.stats.region import RateBox
 from fairprobe.stats.simultaneous import family_intervals, worst_pair
 
-__all__ = ["family_summary_interval", "refit_family", "refit_two_group"]
+__all__ = ["family_summary_interval", "rate_box", "refit_family", "refit_two_group"]
 
 
 def refit_two_group(finding: Finding) -> Refit | None:
@@ -69,7 +70,34 @@ def refit_family(
     if method != "exact" or finding.coverage != "exact":
         return None
     groups = list(finding.question.groups)
+    table = _table(finding, by_group)
+    if table is None:
+        return None
+    per_rate: dict[str, tuple[Any, Any, Any, Any]] = {}
+    for r in finding.question.rates:
+        cells = table[r]
+        tk = sum(k for k, _ in cells.values())  # the rests: every reported group
+        tn = sum(n for _, n in cells.values())
+        ks = [cells[g][0] for g in groups]
+        ns = [cells[g][1] for g in groups]
+        per_rate[r] = (ks, ns, [tk - x for x in ks], [tn - x for x in ns])
+    kind = finding.question.kind
+
+    def refit(level: float) -> tuple[float, float]:
+        return family_summary_interval(kind, per_rate, level, method)
+
+    return _checked(refit, finding)
+
+
+def _table(finding: Finding, by_group: Sequence[Mapping[str, Any]]
+           ) -> dict[str, dict[str, tuple[int, int]]] | None:
+    """``table[rate][group] = (k, n)`` from the document's ``by_group`` table
+    (``k = round(value * n)``); ``None`` unless every compared group has integer (unweighted)
+    counts for every rate of the finding."""
+    groups = list(finding.question.groups)
     rates = list(finding.question.rates)
+    if len(groups) < 2 or not rates:
+        return None
     table: dict[str, dict[str, tuple[int, int]]] = {}
     for row in by_group:
         name = str(row.get("group"))
@@ -86,22 +114,28 @@ def refit_family(
             if abs(k - float(v) * n) > 1e-6:
                 return None  # weighted (non-integer) counts: no exact refit
             table.setdefault(r, {})[name] = (k, n)
-    per_rate: dict[str, tuple[Any, Any, Any, Any]] = {}
     for r in rates:
-        cells = table.get(r, {})
-        if not all(g in cells for g in groups) or len(groups) < 2:
+        if not all(g in table.get(r, {}) for g in groups):
             return None
-        tk = sum(k for k, _ in cells.values())
-        tn = sum(n for _, n in cells.values())
-        ks = [cells[g][0] for g in groups]
-        ns = [cells[g][1] for g in groups]
-        per_rate[r] = (ks, ns, [tk - x for x in ks], [tn - x for x in ns])
-    kind = finding.question.kind
+    return table
 
-    def refit(level: float) -> tuple[float, float]:
-        return family_summary_interval(kind, per_rate, level, method)
 
-    return _checked(refit, finding)
+def rate_box(finding: Finding, by_group: Sequence[Mapping[str, Any]],
+             method: str) -> RateBox | None:
+    """The shared region (:class:`fairprobe.stats.region.RateBox`) of an every-group summary
+    finding (largest gap or smallest ratio of its rates over its groups), from the document's
+    ``by_group`` counts; ``None`` where the finding is not an exact summary of integer counts.
+    Two summaries of the same rates over the same groups get equal boxes, which the headline
+    charges once. Two groups get none: their exact two-group intervals, each at half the share,
+    are narrower than the box at the whole share (``fairprobe.stats.region``)."""
+    if method != "exact" or finding.coverage != "exact" or len(finding.question.groups) < 3 \
+            or finding.question.kind not in ("difference", "ratio"):
+        return None
+    table = _table(finding, by_group)
+    if table is None:
+        return None
+    rates, groups = tuple(finding.question.rates), tuple(finding.question.groups)
+    return RateBox(rates, groups, tuple(tuple(table[r][g] for g in groups) for r in rates))
 
 
 def _checked(refit: Refit, finding: Finding) -> Refit | None:
