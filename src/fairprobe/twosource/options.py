@@ -94,8 +94,14 @@ class TwoSourceOptions:
 
         owner = self.owner
         set_ = object.__setattr__
-        set_(self, "alpha", check_real(self.alpha, "alpha", owner, lo=0.0, hi=1.0, closed="neither"))
-        set_(self, "threshold", check_real(self.threshold, "threshold", owner, lo=0.0, closed="neither"))
+        set_(
+            self, "alpha", check_real(self.alpha, "alpha", owner, lo=0.0, hi=1.0, closed="neither")
+        )
+        set_(
+            self,
+            "threshold",
+            check_real(self.threshold, "threshold", owner, lo=0.0, closed="neither"),
+        )
         set_(self, "batch_size", check_int(self.batch_size, "batch_size", owner, lo=1))
         set_(self, "seed", check_int(self.seed, "seed", owner, lo=0))
         dets = tuple(self.detectors)
