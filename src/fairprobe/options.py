@@ -163,4 +163,5 @@ def with_fields(obj: Any, cls: type, values: Mapping[str, Any] | None) -> Any:
         return cls(**values)
     if not isinstance(obj, cls):
         raise InvalidParameterError(f"Expected a {cls.__name__}, got {type(obj).__name__}.")
-    return dataclasses.replace(obj, **values) if values else obj
+    out: Any = obj
+    return dataclasses.replace(out, **values) if values else out

@@ -266,6 +266,8 @@ def _run_audit(api: Any, ui: Any, pool: pd.DataFrame, proxy: Any, access: Access
     from fairprobe.twosource import run_budgeted_audit, run_two_source_audit
 
     budget = 1000 if access.budget is None else access.budget
+    if isinstance(budget, str):  # "all": a two-source audit samples the pool, never reads it all
+        raise InvalidParameterError(f"--budget must be a number of queries; got {budget!r}.")
     if regime.epsilon is None:
         return run_two_source_audit(api, ui, pool, proxy, budget=budget, options=opts)
     return run_budgeted_audit(
