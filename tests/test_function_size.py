@@ -41,7 +41,6 @@ ALLOWED: dict[str, str] = {
     "sequential/multigroup.py:run_groups": "body one line over; sequential options object next",
     "sequential/runner.py:audit_live": "body not split into helpers yet",
     "twosource/budget.py:plan_budget": "planning-rates object not written yet",
-    "twosource/job.py:twosource_plan_job": "plan options object not written yet",
 }
 
 

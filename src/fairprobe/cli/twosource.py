@@ -230,11 +230,12 @@ def plan(
     B alone and spends the rest on checks.
     """
     from fairprobe.documents import write_json
-    from fairprobe.twosource.job import twosource_plan_job
+    from fairprobe.twosource.job import TwoSourcePlanOptions, twosource_plan_job
     from fairprobe.twosource.theory import MAX_BUDGET
 
-    # every flag but --json is twosource_plan_job's parameter of the same name
-    job = twosource_plan_job(**{k: v for k, v in ctx.params.items() if k != "json_path"})
+    # every flag but --json and --proxy-accuracy is a TwoSourcePlanOptions field of that name
+    flags = {k: v for k, v in ctx.params.items() if k not in ("json_path", "proxy_accuracy")}
+    job = twosource_plan_job(proxy_accuracy, options=TwoSourcePlanOptions(**flags))
     res = job.result
     test, bp = res.test, res.budget_plan
     if test is not None:

@@ -28,6 +28,7 @@ __all__ = [
     "ProxyChoice",
     "RegimeChoice",
     "TwoSourcePlan",
+    "TwoSourcePlanOptions",
     "twosource_job",
     "twosource_options",
     "twosource_plan_job",
@@ -322,89 +323,106 @@ class TwoSourcePlan:
         return dict(self.body)
 
 
+@dataclass(frozen=True)
+class TwoSourcePlanOptions:
+    """What ``fairprobe twosource plan`` plans, each field its flag of the same name, checked
+    once: ``checks`` (Lemma 2's test), ``budget`` and ``epsilon`` (the regime), ``alpha``,
+    ``gamma`` (or ``theorem3``), the planning ``sigma_a`` / ``sigma_b``, rates, unprivileged
+    share and per-group proxy accuracies, and the large regime's ``b_estimator``."""
+
+    checks: int | None = None
+    alpha: float = 0.05
+    gamma: float = 0.10
+    budget: int | None = None
+    epsilon: float | None = None
+    sigma_a: float | None = None
+    sigma_b: float | None = None
+    rate_unprivileged: float = PLATFORM_RATE_FEMALE
+    rate_privileged: float = PLATFORM_RATE_MALE
+    share_unprivileged: float = PLATFORM_SHARE_FEMALE
+    theorem3: bool = False
+    accuracy_unprivileged: float | None = None
+    accuracy_privileged: float | None = None
+    b_estimator: str = "double-sampling"
+
+    def __post_init__(self) -> None:
+        from fairprobe._validation import check_int, check_real
+        from fairprobe.twosource.theory import MAX_BUDGET
+
+        owner = "twosource plan"
+        check_real(self.alpha, "alpha", owner, lo=0.0, hi=1.0, closed="neither")
+        check_real(self.gamma, "gamma", owner, lo=0.0, hi=1.0)
+        if self.checks is None and self.budget is None:
+            raise InvalidParameterError("twosource plan needs --checks, --budget or both.")
+        if self.checks is not None:
+            check_int(self.checks, "checks", owner, lo=0, hi=MAX_BUDGET)
+        if self.budget is not None:
+            check_int(self.budget, "budget", owner, lo=2, hi=MAX_BUDGET)
+        if self.epsilon is not None:
+            check_real(self.epsilon, "epsilon", owner, lo=0.0, closed="neither")
+            if self.epsilon == float("inf"):
+                raise InvalidParameterError(
+                    "The 'epsilon' parameter of twosource plan must be finite.")
+            if self.budget is None:
+                raise InvalidParameterError("--epsilon classifies a budget: give --budget too.")
+
+
 def twosource_plan_job(
-    proxy_accuracy: float,
-    *,
-    checks: int | None = None,
-    alpha: float = 0.05,
-    gamma: float = 0.10,
-    budget: int | None = None,
-    epsilon: float | None = None,
-    sigma_a: float | None = None,
-    sigma_b: float | None = None,
-    rate_unprivileged: float = PLATFORM_RATE_FEMALE,
-    rate_privileged: float = PLATFORM_RATE_MALE,
-    share_unprivileged: float = PLATFORM_SHARE_FEMALE,
-    theorem3: bool = False,
-    accuracy_unprivileged: float | None = None,
-    accuracy_privileged: float | None = None,
-    b_estimator: str = "double-sampling",
+    proxy_accuracy: float, *, options: TwoSourcePlanOptions | None = None, **kwargs: Any
 ) -> Job:
     """Lemma 2's ``n_max`` and ``p_manip`` for ``checks``; with ``budget``, its regime
     (Appendix B, for the margin ``epsilon``) and the Pareto-optimal allocations (Figure 4).
 
-    Regimes: ``t < t_A`` is refused (A alone cannot reach the margin); ``t_A <= t <= t_B`` gives
-    the Pareto frontier of Section 5.3; ``t > t_B`` estimates DI from B alone and spends the rest
-    on checks. ``theorem3`` draws the frontier at Theorem 3's cheapest successful fairwashing
-    instead of ``gamma``.
+    ``options`` (:class:`TwoSourcePlanOptions`), or its fields as keywords (the compatibility
+    form, overriding those of ``options``), say what to plan. Regimes: ``t < t_A`` is refused
+    (A alone cannot reach the margin); ``t_A <= t <= t_B`` gives the Pareto frontier of Section
+    5.3; ``t > t_B`` estimates DI from B alone and spends the rest on checks. ``theorem3`` draws
+    the frontier at Theorem 3's cheapest successful fairwashing instead of ``gamma``.
 
     Returns
     -------
     Job
         ``kind="twosource-plan"``; ``.result`` is a :class:`TwoSourcePlan`.
     """
-    from fairprobe._validation import check_int, check_real
+    from fairprobe._validation import check_real
+    from fairprobe.options import with_fields
     from fairprobe.provenance import Provenance
     from fairprobe.twosource.budget import plan_budget
-    from fairprobe.twosource.theory import MAX_BUDGET, detection_test, di_sigma, pareto_frontier
+    from fairprobe.twosource.theory import detection_test, di_sigma, pareto_frontier
 
-    owner = "twosource plan"
     # every parameter is checked before any computation
-    check_real(proxy_accuracy, "proxy_accuracy", owner, lo=0.0, hi=1.0)
-    check_real(alpha, "alpha", owner, lo=0.0, hi=1.0, closed="neither")
-    check_real(gamma, "gamma", owner, lo=0.0, hi=1.0)
-    if checks is None and budget is None:
-        raise InvalidParameterError("twosource plan needs --checks, --budget or both.")
-    if checks is not None:
-        check_int(checks, "checks", owner, lo=0, hi=MAX_BUDGET)
-    if budget is not None:
-        check_int(budget, "budget", owner, lo=2, hi=MAX_BUDGET)
-    if epsilon is not None:
-        check_real(epsilon, "epsilon", owner, lo=0.0, closed="neither")
-        if epsilon == float("inf"):
-            raise InvalidParameterError("The 'epsilon' parameter of twosource plan must be finite.")
-        if budget is None:
-            raise InvalidParameterError("--epsilon classifies a budget: give --budget too.")
-    out: dict[str, Any] = {"proxy_accuracy": proxy_accuracy, "alpha": alpha}
+    check_real(proxy_accuracy, "proxy_accuracy", "twosource plan", lo=0.0, hi=1.0)
+    o: TwoSourcePlanOptions = with_fields(options, TwoSourcePlanOptions, kwargs)
+    out: dict[str, Any] = {"proxy_accuracy": proxy_accuracy, "alpha": o.alpha}
     test = bp = front = None
-    if checks is not None:
-        test = detection_test(checks, proxy_accuracy, alpha, gamma=gamma)
+    if o.checks is not None:
+        test = detection_test(o.checks, proxy_accuracy, o.alpha, gamma=o.gamma)
         out.update(test.to_dict())
-    if budget is not None:
-        g_front = None if theorem3 else gamma
-        if epsilon is not None:
+    if o.budget is not None:
+        g_front = None if o.theorem3 else o.gamma
+        if o.epsilon is not None:
             bp = plan_budget(
-                budget, epsilon, proxy_accuracy, rate_unprivileged, rate_privileged,
-                share_unprivileged, alpha=alpha, gamma=g_front, sigma_a=sigma_a,
-                sigma_b_value=sigma_b, accuracy_unprivileged=accuracy_unprivileged,
-                accuracy_privileged=accuracy_privileged, b_estimator=b_estimator,
+                o.budget, o.epsilon, proxy_accuracy, o.rate_unprivileged, o.rate_privileged,
+                o.share_unprivileged, alpha=o.alpha, gamma=g_front, sigma_a=o.sigma_a,
+                sigma_b_value=o.sigma_b, accuracy_unprivileged=o.accuracy_unprivileged,
+                accuracy_privileged=o.accuracy_privileged, b_estimator=o.b_estimator,
             )  # fmt: skip
             out.update(bp.to_dict())
             if bp.regime != "large":
                 front = bp.frontier
         else:
-            sig = (di_sigma(rate_unprivileged, rate_privileged, share_unprivileged)
-                   if sigma_a is None else sigma_a)  # fmt: skip
+            sig = (di_sigma(o.rate_unprivileged, o.rate_privileged, o.share_unprivileged)
+                   if o.sigma_a is None else o.sigma_a)  # fmt: skip
             front = pareto_frontier(
-                budget, proxy_accuracy, sig, alpha, g_front,
-                rate_unprivileged=rate_unprivileged, rate_privileged=rate_privileged,
-                share_unprivileged=share_unprivileged,
+                o.budget, proxy_accuracy, sig, o.alpha, g_front,
+                rate_unprivileged=o.rate_unprivileged, rate_privileged=o.rate_privileged,
+                share_unprivileged=o.share_unprivileged,
             )  # fmt: skip
-            out["budget"] = budget
+            out["budget"] = o.budget
             out["regime"] = None
         if front is not None:
             out["sigma_a"] = front.sigma_a
-            out["frontier_gamma"] = "theorem3" if theorem3 else gamma
+            out["frontier_gamma"] = "theorem3" if o.theorem3 else o.gamma
             out["pareto"] = front.pareto()
             out["frontier_points"] = int(front.t_fraud.size)
     return Job("twosource-plan", TwoSourcePlan(out, test, bp, front), Provenance.capture())
