@@ -38,7 +38,6 @@ ALLOWED: dict[str, str] = {
     "stats/stratified.py:stratified_gaps": "body not split into helpers yet",
     "sequential/job.py:sequential_job": "AccessOptions/DataSource not wired into it yet",
     "sequential/multigroup.py:_run_chunks": "sequential options object not written yet",
-    "sequential/multigroup.py:run_groups": "body one line over; sequential options object next",
     "sequential/runner.py:audit_live": "body not split into helpers yet",
     "twosource/budget.py:plan_budget": "planning-rates object not written yet",
 }
