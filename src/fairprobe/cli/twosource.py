@@ -131,17 +131,18 @@ def twosource(
         return
     from fairprobe.access.config import load_backend
     from fairprobe.cli._common import check_output_path
-    from fairprobe.twosource.job import platform_sources, twosource_job
+    from fairprobe.twosource.job import platform_sources, twosource_job, twosource_options
 
     check_output_path(csv_path, "--csv")
     a_backend, b_backend = platform_sources(
         url, None if api_config is None else load_backend(api_config),
         None if ui_config is None else load_backend(ui_config))
-    # the remaining flags are twosource_job's keywords, by the same names
+    # the remaining flags build twosource_job's options objects (by their Python names), each
+    # value checked before a query is paid
     flags = {k: v for k, v in ctx.params.items()
              if k not in ("url", "api_config", "ui_config", "json_path", "csv_path", "fail_on")}
     flags.update(queries=None if queries is None else read_table(queries), null=null.value)
-    job = twosource_job(a_backend, b_backend, **flags)
+    job = twosource_job(a_backend, b_backend, **twosource_options(**flags))
     result = job.result
     console.print(str(result), markup=False)
     if csv_path is not None:
@@ -229,11 +230,12 @@ def plan(
     B alone and spends the rest on checks.
     """
     from fairprobe.documents import write_json
-    from fairprobe.twosource.job import twosource_plan_job
+    from fairprobe.twosource.job import TwoSourcePlanOptions, twosource_plan_job
     from fairprobe.twosource.theory import MAX_BUDGET
 
-    # every flag but --json is twosource_plan_job's parameter of the same name
-    job = twosource_plan_job(**{k: v for k, v in ctx.params.items() if k != "json_path"})
+    # every flag but --json and --proxy-accuracy is a TwoSourcePlanOptions field of that name
+    flags = {k: v for k, v in ctx.params.items() if k not in ("json_path", "proxy_accuracy")}
+    job = twosource_plan_job(proxy_accuracy, options=TwoSourcePlanOptions(**flags))
     res = job.result
     test, bp = res.test, res.budget_plan
     if test is not None:

@@ -124,27 +124,7 @@ def run_groups(
     repeats = check_int(repeats, "repeats", owner, lo=1)
     seed = check_int(seed, "seed", owner, lo=0)
     check_choice(metric, "metric", owner, METRICS)
-    for col in (group_col, value_col, label_col):
-        if col is not None and col not in frame.columns:
-            raise DataError(f"Column {col!r} is not in the pool.")
-    df = frame
-    if metric == "eo":
-        if label_col is None:
-            raise InvalidParameterError("metric='eo' needs true labels: pass --label-col.")
-        df = frame[frame[label_col].astype(float) == 1.0]
-    if df[group_col].isna().any():
-        raise DataError(f"Group column {group_col!r} has missing values; drop those rows.")
-    names = np.array([str(v) for v in df[group_col].to_numpy()])
-    groups = sorted(set(names.tolist()))
-    if pair is not None:
-        for g in pair:
-            check_choice(g, "pair", owner, groups)
-        if pair[0] == pair[1]:
-            raise InvalidParameterError(f"{owner}: the pair needs two different groups.")
-        groups = list(pair)
-    if len(groups) < 2:
-        raise EmptyGroupError(f"{owner}: at least two groups are needed; got {groups}.")
-    x = np.asarray(df[value_col].astype(float).to_numpy(), dtype=float)
+    names, groups, x = _pool_values(frame, (group_col, value_col, label_col), metric, pair, owner)
     probe = choose_test("mixture", **settings)
     probe.check_values(x)
     tolerance, access, alpha, beta = probe.tolerance, probe.access, probe.alpha, probe.beta
@@ -221,6 +201,40 @@ def run_groups(
         "cs_level": 1.0 - alpha / m,
     }
     return result(done, example)
+
+
+def _pool_values(
+    frame: pd.DataFrame,
+    cols: tuple[str, str, str | None],
+    metric: str,
+    pair: tuple[str, str] | None,
+    owner: str,
+) -> tuple[npt.NDArray[np.str_], list[str], npt.NDArray[np.float64]]:
+    """The pool's group names, the groups audited (all, or ``pair``) and the answer values,
+    on the rows the metric reads (EO: the ``label = 1`` rows); every column check runs here."""
+    group_col, value_col, label_col = cols
+    for col in (group_col, value_col, label_col):
+        if col is not None and col not in frame.columns:
+            raise DataError(f"Column {col!r} is not in the pool.")
+    df = frame
+    if metric == "eo":
+        if label_col is None:
+            raise InvalidParameterError("metric='eo' needs true labels: pass --label-col.")
+        df = frame[frame[label_col].astype(float) == 1.0]
+    if df[group_col].isna().any():
+        raise DataError(f"Group column {group_col!r} has missing values; drop those rows.")
+    names = np.array([str(v) for v in df[group_col].to_numpy()])
+    groups = sorted(set(names.tolist()))
+    if pair is not None:
+        for g in pair:
+            check_choice(g, "pair", owner, groups)
+        if pair[0] == pair[1]:
+            raise InvalidParameterError(f"{owner}: the pair needs two different groups.")
+        groups = list(pair)
+    if len(groups) < 2:
+        raise EmptyGroupError(f"{owner}: at least two groups are needed; got {groups}.")
+    x = np.asarray(df[value_col].astype(float).to_numpy(), dtype=float)
+    return names, groups, x
 
 
 def _run_chunks(

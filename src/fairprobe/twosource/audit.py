@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from fairprobe._validation import check_choice, check_int, check_real
+from fairprobe._validation import check_int
 from fairprobe.errors import (
     AccessError,
     BudgetError,
@@ -45,13 +45,13 @@ from fairprobe.stats.counts import CountsVector
 from fairprobe.stats.metrics import disparate_impact_from_counts
 from fairprobe.stats.result import MetricResult
 from fairprobe.twosource.detectors import (
-    DETECTORS,
     ConditionalDetector,
     ConsistencyDetector,
     DetectorOutcome,
     PairedEvidence,
     make_detector,
 )
+from fairprobe.twosource.options import TwoSourceOptions, audit_options
 from fairprobe.twosource.proxies import (
     Proxy,
     ProxyAccuracy,
@@ -404,23 +404,8 @@ def run_two_source_audit(
     proxy: Proxy,
     *,
     budget: int,
-    beta: float = 0.5,
-    t_fraud: int | None = None,
-    group_column: str = "sex",
-    privileged: str = "Male",
-    api_columns: Sequence[str] | None = None,
-    ui_columns: Sequence[str] | None = None,
-    alpha: float = 0.05,
-    threshold: float = 0.8,
-    p_phi: float | None = None,
-    null: str = "agree",
-    proxy_accuracy: ProxyAccuracy | None = None,
-    detectors: Sequence[str] = ("conditional", "consistency", "di"),
-    batch_size: int = 25,
-    early_stop: bool = True,
-    seed: int = 0,
-    progress: bool = False,
-    inference: Proxy | None = None,
+    options: TwoSourceOptions | None = None,
+    **kwargs: Any,
 ) -> TwoSourceResult:
     r"""Run a two-source audit of a platform (Sections 3-5 of the two-source paper).
 
@@ -438,44 +423,21 @@ def run_two_source_audit(
         Links B to A (:mod:`fairprobe.twosource.proxies`); it reads its columns from the pool.
     budget : int
         Total queries ``t`` over both sources.
-    beta : float in [0, 1]
-        Share of ``t`` spent on A only (Section 5.3); the rest buys ``t (1 - beta) / 2`` checks.
-        Ignored when ``t_fraud`` is given.
-    t_fraud : int, optional
-        Number of checks directly (``t_fair = budget - t_fraud``).
-    group_column, privileged : str
-        The protected attribute and its privileged value (the DI's denominator group).
-    api_columns, ui_columns : sequence of str, optional
-        Fields sent to A and to B (default: the platform server's features).
-    alpha : float
-        Family-wise false-alarm level of the detectors (Bonferroni over ``detectors``).
-    threshold : float
-        The 80% rule's threshold on the DI through A.
-    p_phi : float, optional
-        The honest consistency rate of the test, overriding ``null``.
-    null : {"agree", "accuracy"}
-        Which measured proxy accuracy (on the whole pool, both sides known) sets the honest
-        inconsistency rate ``1 - p`` of Lemma 2: ``"agree"`` (default) uses
+    options : TwoSourceOptions, optional
+        What the audit asks and how it splits ``budget`` (group column and privileged value,
+        columns sent to each source, ``alpha``, ``threshold``, ``null``, ``detectors``,
+        ``beta`` or ``t_fraud``, ``batch_size``, ``early_stop``, ``seed``, ``inference``...;
+        see :class:`~fairprobe.twosource.options.TwoSourceOptions`). ``null="agree"``
+        (default) takes the honest inconsistency rate of Lemma 2 from
         :attr:`ProxyAccuracy.p_agree`, valid when the platform infers the group on B with the
         proxy's rule and its own coin; ``"accuracy"`` uses the paper's :math:`p_\phi`, which
-        under-states honest inconsistencies of a randomised proxy (the test's size then exceeds
-        ``alpha``; see ``docs/twosource.md``). Equal for deterministic proxies.
-    proxy_accuracy : ProxyAccuracy, optional
-        The proxy's accuracy measured beforehand (skips measuring it on the pool again; repeated
-        audits over one pool pass it).
-    detectors : sequence of {"consistency", "conditional", "di"}
-        Which fairwashing detectors decide (see :mod:`fairprobe.twosource.detectors`).
-    batch_size : int
-        Checks per batch between two looks of the early stop.
-    early_stop : bool
-        Stop once the consistency test is decided.
-    seed : int
-        Seeds the query sample and the proxy's draws: same seed, same audit.
-    inference : Proxy, optional
-        The rule B uses to infer the group (default: ``proxy`` itself, Section 5.1's
-        assumption; required with a :class:`~fairprobe.twosource.proxies.LearnedProxy`, whose
-        errors are not B's). The detectors' honest rates are the chances that this rule misses
-        the true group, so they hold whatever the proxy's errors, provided B infers with it.
+        under-states honest inconsistencies of a randomised proxy (see ``docs/twosource.md``).
+        The detectors' honest rates are the chances that ``inference`` (default: the proxy,
+        Section 5.1's assumption; required with a
+        :class:`~fairprobe.twosource.proxies.LearnedProxy`) misses the true group.
+    **kwargs
+        The fields of :class:`~fairprobe.twosource.options.TwoSourceOptions` as keywords (the
+        compatibility form, e.g. ``beta=0.5, seed=3``); they override those of ``options``.
 
     Returns
     -------
@@ -491,23 +453,30 @@ def run_two_source_audit(
     EndpointUnreachableError, AccessError
         A source failed (e.g. timed out) after its retries; what was paid is in the cache.
     """
-    owner = "run_two_source_audit"
-    t = check_int(budget, "budget", owner, lo=1)
-    a_lvl = check_real(alpha, "alpha", owner, lo=0.0, hi=1.0, closed="neither")
-    th = check_real(threshold, "threshold", owner, lo=0.0, closed="neither")
-    bs = check_int(batch_size, "batch_size", owner, lo=1)
-    seed = check_int(seed, "seed", owner, lo=0)
-    dets = tuple(detectors)
-    if not dets:
-        raise InvalidParameterError(
-            f"The 'detectors' parameter of {owner} names no detector: an audit without one "
-            f"cannot see fairwashing (it would report a fairwashed platform as fair). Give at "
-            f"least one of {', '.join(DETECTORS)}."
-        )
-    for d in dets:
-        check_choice(d, "detectors", owner, list(DETECTORS))
-    if len(set(dets)) != len(dets):
-        raise InvalidParameterError(f"The 'detectors' parameter of {owner} lists one twice.")
+    opts, _ = audit_options(options, kwargs, "run_two_source_audit")
+    t = check_int(budget, "budget", opts.owner, lo=1)
+    pool, cols, true_groups, groups = _prepare_pool(queries, proxy, opts)
+    plan = _plan_checks(pool, proxy, true_groups, _allocation(t, opts), cols, opts)
+    run = _cross_check(api, ui, plan, true_groups, cols, opts)
+    if run.stop_reason == "detected":  # the A-only share is skipped once manipulation is proved
+        a_rows_idx = plan.check_idx[: run.done]
+        dec_a_all = run.dec_a[: run.done]
+    else:
+        pos = {c: i for i, c in enumerate(pool.columns)}
+        only = pool.iloc[plan.only_idx, [pos[c] for c in cols[0]]]
+        da, pa, _ = _ask(api, only, "A (audit API)")
+        run.paid_a += pa
+        a_rows_idx = np.concatenate([plan.check_idx, plan.only_idx])
+        dec_a_all = np.concatenate([run.dec_a, da])
+    return _two_source_result(plan, run, true_groups, groups, a_rows_idx, dec_a_all, proxy, opts)
+
+
+def _prepare_pool(
+    queries: pd.DataFrame, proxy: Proxy, opts: TwoSourceOptions
+) -> tuple[pd.DataFrame, tuple[list[str], list[str]], npt.NDArray[Any], tuple[str, str]]:
+    """The pool (positionally indexed), the columns sent to A and B, the true groups and the
+    (unprivileged, privileged) pair; every check on the pool runs here."""
+    owner, group_column = opts.owner, opts.group_column
     if not isinstance(proxy, Proxy):
         raise InvalidParameterError(
             f"The 'proxy' parameter of {owner} must be a fairprobe.twosource Proxy. Got "
@@ -515,7 +484,7 @@ def run_two_source_audit(
         )
     if not isinstance(queries, pd.DataFrame):
         raise DataError(f"{owner} needs the query pool as a pandas DataFrame.")
-    a_cols, b_cols = source_columns(queries, api_columns, ui_columns, group_column, proxy)
+    a_cols, b_cols = source_columns(queries, opts.api_columns, opts.ui_columns, group_column, proxy)
     if group_column not in a_cols:
         raise DataError(f"The group column {group_column!r} must be sent to A (api_columns).")
     pool = queries
@@ -525,34 +494,56 @@ def run_two_source_audit(
         pool = queries.reset_index(drop=True)
     if pool[group_column].isna().any():
         raise DataError(f"The group column {group_column!r} has missing values.")
-    true_groups, unprivileged = two_groups(pool, group_column, privileged, proxy)
+    true_groups, unprivileged = two_groups(pool, group_column, opts.privileged, proxy)
+    return pool, (list(a_cols), list(b_cols)), true_groups, (unprivileged, opts.privileged)
 
-    # ---- plan ---------------------------------------------------------------------------------
-    if t_fraud is None:
-        alloc = allocate(t, check_real(beta, "beta", owner, lo=0.0, hi=1.0))
+
+def _allocation(t: int, opts: TwoSourceOptions) -> Allocation:
+    """The split of ``t`` between A alone and the checks: ``t_fraud`` checks, or ``beta``."""
+    if opts.t_fraud is None:
+        alloc = allocate(t, opts.beta)
     else:
-        k = check_int(t_fraud, "t_fraud", owner, lo=0, hi=t // 2)
+        k = check_int(opts.t_fraud, "t_fraud", opts.owner, lo=0, hi=t // 2)
         alloc = Allocation(t, t - k, k)
     need = 2  # one query per group at least
-    if alloc.t_fair < need or (dets and alloc.t_fraud < need):
+    if alloc.t_fair < need or alloc.t_fraud < need:
         raise BudgetError(
             f"A budget of {t} (t_fair={alloc.t_fair} on A, t_fraud={alloc.t_fraud} checks on B) "
             f"is too small for one query per group per source: need t_fair >= {need} and "
             f"t_fraud >= {need}; raise the budget or lower beta."
         )
-    check_choice(null, "null", owner, ("agree", "accuracy"))
-    rule = resolve_inference(proxy, inference, owner)
-    acc = proxy.accuracy(pool, true_groups) if proxy_accuracy is None else proxy_accuracy
-    if p_phi is not None:
-        pp = check_real(p_phi, "p_phi", owner, lo=0.0, hi=1.0)
-    elif null == "agree":
+    return alloc
+
+
+@dataclass
+class _CheckPlan:
+    """Which records are checked (asked of A and B) and which go to A only, with the proxy's
+    draws and the honest rates the detectors test against."""
+
+    alloc: Allocation
+    check_idx: npt.NDArray[np.int64]
+    only_idx: npt.NDArray[np.int64]
+    check_frame: pd.DataFrame
+    proxy_groups: npt.NDArray[Any]
+    p_true: npt.NDArray[np.float64]
+    p_test: float
+    accuracy: ProxyAccuracy
+    rule: Proxy
+
+
+def _plan_checks(pool: pd.DataFrame, proxy: Proxy, true_groups: npt.NDArray[Any],
+                 alloc: Allocation, cols: tuple[list[str], list[str]],
+                 opts: TwoSourceOptions) -> _CheckPlan:  # fmt: skip
+    """Draw the sample, the checks among it and the proxy's groups of the checked records."""
+    rule = resolve_inference(proxy, opts.inference, opts.owner)
+    acc = proxy.accuracy(pool, true_groups) if opts.proxy_accuracy is None else opts.proxy_accuracy
+    if opts.p_phi is not None:
+        pp = opts.p_phi
+    elif opts.null == "agree":
         pp = acc.p_agree if rule is proxy else honest_consistency(proxy, rule, pool, true_groups)
     else:
         pp = acc.p_phi
-    alpha_each = a_lvl / max(len(dets), 1)
-    threshold_n = n_max(alloc.t_fraud, pp, alpha_each)
-
-    ss = np.random.SeedSequence(seed)
+    ss = np.random.SeedSequence(opts.seed)
     rng_sample, rng_proxy = (np.random.default_rng(s) for s in ss.spawn(2))
     a_idx = stratified_sample(true_groups, alloc.t_fair, rng_sample)
     if alloc.t_fraud:
@@ -564,8 +555,8 @@ def run_two_source_audit(
         check_idx, only_idx = a_idx[:0], a_idx
     proxy_seed = int(rng_proxy.integers(2**63 - 1))
     pos = {c: i for i, c in enumerate(pool.columns)}
-    used = list(dict.fromkeys([*a_cols, *b_cols, group_column, *proxy.required_columns,
-                               *rule.required_columns]))
+    used = list(dict.fromkeys([*cols[0], *cols[1], opts.group_column, *proxy.required_columns,
+                               *rule.required_columns]))  # fmt: skip
     check_frame = pool.iloc[check_idx, [pos[c] for c in used]]  # only the columns needed
     probs = proxy.probabilities(check_frame)
     proxy_groups = proxy.draw(probs, seed=proxy_seed)
@@ -577,91 +568,120 @@ def run_two_source_audit(
             p_true = np.where(true_groups[check_idx] == g, probs[:, j], p_true)
     else:
         p_true = true_group_probabilities(rule, check_frame, true_groups[check_idx])
+    return _CheckPlan(alloc, check_idx, only_idx, check_frame, proxy_groups, p_true, pp, acc, rule)
 
-    # ---- checks, in batches, with the early stop of Lemma 2 -----------------------------------
-    dec_a_chk = np.full(check_idx.size, np.nan)
-    dec_b_chk = np.full(check_idx.size, np.nan)
-    paid_a = paid_b = 0
-    done = 0
-    n_inc = 0
-    status = "open"
+
+@dataclass
+class _CheckRun:
+    """The checks' answers so far and the state of the early stop."""
+
+    dec_a: npt.NDArray[np.float64]
+    dec_b: npt.NDArray[np.float64]
+    alpha_cond_final: float
+    alpha_cond_look: float
+    paid_a: int = 0
+    paid_b: int = 0
+    done: int = 0
+    status: str = "open"
     checks_to_detection: int | None = None
-    query_b = True
+    query_b: bool = True
+    stop_reason: str = "completed"
+
+
+def _cross_check(api: Any, ui: Any, plan: _CheckPlan, true_groups: npt.NDArray[Any],
+                 cols: tuple[list[str], list[str]], opts: TwoSourceOptions) -> _CheckRun:  # fmt: skip
+    """Ask A and B the checked records in batches, with the early stop of Lemma 2."""
+    n, bs = plan.check_idx.size, opts.batch_size
+    alpha_each = opts.alpha_each
     # Early stop on the conditional test: alpha spending over the looks (interim looks share
     # half of its level, the final look keeps the other half) keeps its size at alpha_each.
-    n_looks = -(-check_idx.size // bs) if check_idx.size else 0
-    cond = ConditionalDetector() if "conditional" in dets else None
-    cond_sequential = bool(early_stop and cond is not None and n_looks > 1)
-    alpha_cond_final = alpha_each / 2 if cond_sequential else alpha_each
-    alpha_cond_look = alpha_each / (2 * (n_looks - 1)) if cond_sequential else 0.0
-    prog = _Progress(progress, check_idx.size)
-    with prog:
-        while done < check_idx.size:
-            hi = min(done + bs, check_idx.size)
-            rows = check_frame.iloc[done:hi]
-            da, pa, _ = _ask(api, rows[a_cols], "A (audit API)")
-            dec_a_chk[done:hi] = da
-            paid_a += pa
-            if query_b:
-                db, pb, _ = _ask(ui, rows[b_cols], "B (user interface)")
-                dec_b_chk[done:hi] = db
-                paid_b += pb
-            done = hi
-            prog.advance(done)
-            if cond_sequential and done < check_idx.size and query_b:
+    n_looks = -(-n // bs) if n else 0
+    cond = ConditionalDetector() if "conditional" in opts.detectors else None
+    cond_sequential = bool(opts.early_stop and cond is not None and n_looks > 1)
+    run = _CheckRun(
+        np.full(n, np.nan), np.full(n, np.nan),
+        alpha_each / 2 if cond_sequential else alpha_each,
+        alpha_each / (2 * (n_looks - 1)) if cond_sequential else 0.0,
+    )  # fmt: skip
+    with _Progress(opts.progress, n) as prog:
+        while run.done < n:
+            hi = min(run.done + bs, n)
+            rows = plan.check_frame.iloc[run.done : hi]
+            da, pa, _ = _ask(api, rows[cols[0]], "A (audit API)")
+            run.dec_a[run.done : hi] = da
+            run.paid_a += pa
+            if run.query_b:
+                db, pb, _ = _ask(ui, rows[cols[1]], "B (user interface)")
+                run.dec_b[run.done : hi] = db
+                run.paid_b += pb
+            run.done = hi
+            prog.advance(hi)
+            if cond_sequential and hi < n and run.query_b:
                 assert cond is not None
-                okc = ~np.isnan(dec_a_chk[:done]) & ~np.isnan(dec_b_chk[:done])
-                _, _, _, p_look = cond.test(
-                    true_groups[check_idx[:done]][okc], dec_a_chk[:done][okc],
-                    proxy_groups[:done][okc], dec_b_chk[:done][okc], p_true[:done][okc],
-                )  # fmt: skip
-                if p_look < alpha_cond_look:
-                    status = "detected"
-                    checks_to_detection = done
+                if _conditional_look(cond, plan, run, true_groups) < run.alpha_cond_look:
+                    run.status = "detected"
+                    run.checks_to_detection = hi
                     break
-            if "consistency" not in dets or not query_b:
-                continue
-            ok = ~np.isnan(dec_a_chk[:done]) & ~np.isnan(dec_b_chk[:done])
-            inc = ok & (
-                (proxy_groups[:done] != true_groups[check_idx[:done]])
-                | (dec_b_chk[:done] != dec_a_chk[:done])
-            )
-            n_inc = int(inc.sum())
-            usable_left = int(ok.sum()) + (check_idx.size - done)
-            threshold_n = n_max(usable_left, pp, alpha_each)
-            status = ConsistencyDetector.status(n_inc, int(ok.sum()), usable_left, threshold_n)
-            if status == "detected" and checks_to_detection is None:
-                checks_to_detection = done
-            if early_stop and status == "detected":
+            if "consistency" in opts.detectors and run.query_b and _consistency_look(
+                plan, run, true_groups, opts
+            ):
                 break
-            if early_stop and status == "cleared" and dets == ("consistency",):
-                query_b = False  # B's answers can no longer change anything
-    stop_reason = "completed"
-    if early_stop and status == "detected" and done < check_idx.size:
-        stop_reason = "detected"
-    elif early_stop and not query_b:
-        stop_reason = "cleared"
+    if opts.early_stop and run.status == "detected" and run.done < n:
+        run.stop_reason = "detected"
+    elif opts.early_stop and not run.query_b:
+        run.stop_reason = "cleared"
+    return run
 
-    # ---- the A-only share (skipped once manipulation is proved) -------------------------------
-    b_done = done if query_b else int(np.flatnonzero(~np.isnan(dec_b_chk)).max(initial=-1) + 1)
-    if stop_reason == "detected":
-        a_rows_idx = check_idx[:done]
-        dec_a_all = dec_a_chk[:done]
-    else:
-        da, pa, _ = _ask(api, pool.iloc[only_idx, [pos[c] for c in a_cols]], "A (audit API)")
-        paid_a += pa
-        a_rows_idx = np.concatenate([check_idx, only_idx])
-        dec_a_all = np.concatenate([dec_a_chk, da])
 
-    # ---- evidence, detectors, verdict ---------------------------------------------------------
+def _conditional_look(cond: ConditionalDetector, plan: _CheckPlan, run: _CheckRun,
+                      true_groups: npt.NDArray[Any]) -> float:  # fmt: skip
+    """The conditional test's p-value on the pairs so far (an interim look)."""
+    d = run.done
+    okc = ~np.isnan(run.dec_a[:d]) & ~np.isnan(run.dec_b[:d])
+    _, _, _, p_look = cond.test(
+        true_groups[plan.check_idx[:d]][okc], run.dec_a[:d][okc],
+        plan.proxy_groups[:d][okc], run.dec_b[:d][okc], plan.p_true[:d][okc],
+    )  # fmt: skip
+    return float(p_look)
+
+
+def _consistency_look(plan: _CheckPlan, run: _CheckRun, true_groups: npt.NDArray[Any],
+                      opts: TwoSourceOptions) -> bool:  # fmt: skip
+    """Update the consistency test's status after a batch; true when the checks stop."""
+    d, n = run.done, plan.check_idx.size
+    ok = ~np.isnan(run.dec_a[:d]) & ~np.isnan(run.dec_b[:d])
+    inc = ok & (
+        (plan.proxy_groups[:d] != true_groups[plan.check_idx[:d]])
+        | (run.dec_b[:d] != run.dec_a[:d])
+    )
+    usable_left = int(ok.sum()) + (n - d)
+    threshold_n = n_max(usable_left, plan.p_test, opts.alpha_each)
+    run.status = ConsistencyDetector.status(int(inc.sum()), int(ok.sum()), usable_left, threshold_n)
+    if run.status == "detected" and run.checks_to_detection is None:
+        run.checks_to_detection = d
+    if opts.early_stop and run.status == "detected":
+        return True
+    if opts.early_stop and run.status == "cleared" and opts.detectors == ("consistency",):
+        run.query_b = False  # B's answers can no longer change anything
+    return False
+
+
+def _two_source_result(plan: _CheckPlan, run: _CheckRun, true_groups: npt.NDArray[Any],
+                       groups: tuple[str, str], a_rows_idx: npt.NDArray[np.int64],
+                       dec_a_all: npt.NDArray[np.float64], proxy: Proxy,
+                       opts: TwoSourceOptions) -> TwoSourceResult:  # fmt: skip
+    """The evidence of both sources, the detectors' outcomes and the verdict."""
+    privileged, th, a_lvl = opts.privileged, opts.threshold, opts.alpha
+    dec_a_chk, dec_b_chk, check_idx = run.dec_a, run.dec_b, plan.check_idx
+    b_done = (run.done if run.query_b
+              else int(np.flatnonzero(~np.isnan(dec_b_chk)).max(initial=-1) + 1))  # fmt: skip
     counts_a = _counts(true_groups[a_rows_idx], dec_a_all, privileged)
     if counts_a.A == 0 or counts_a.B == 0:
         raise DataError(
             "No parsed answer from A for one of the groups: the disparate impact is undefined."
         )
     di_a = disparate_impact_from_counts(
-        counts_a, threshold=min(th, 1.0), confidence_level=1 - a_lvl,
-        groups=(unprivileged, privileged),
+        counts_a, threshold=min(th, 1.0), confidence_level=1 - a_lvl, groups=groups,
     )  # fmt: skip
     ok_pairs = ~np.isnan(dec_a_chk[:b_done]) & ~np.isnan(dec_b_chk[:b_done])
     unpaired = int(b_done - ok_pairs.sum())
@@ -670,62 +690,41 @@ def run_two_source_audit(
             f"None of the {b_done} checks could be paired: every pair lacks a parsed answer from "
             "A or B. Check the sources' answer format."
         )
-    counts_b = _counts(proxy_groups[:b_done], dec_b_chk[:b_done], privileged)
+    counts_b = _counts(plan.proxy_groups[:b_done], dec_b_chk[:b_done], privileged)
     di_b = None
     if counts_b.A and counts_b.B:
         di_b = disparate_impact_from_counts(
-            counts_b, threshold=min(th, 1.0), confidence_level=1 - a_lvl,
-            groups=(unprivileged, privileged),
+            counts_b, threshold=min(th, 1.0), confidence_level=1 - a_lvl, groups=groups,
         )  # fmt: skip
     sel = np.flatnonzero(ok_pairs)
     ev = PairedEvidence(
-        check_group_a=true_groups[check_idx[sel]],
-        check_decision_a=dec_a_chk[sel],
-        check_group_proxy=proxy_groups[sel],
-        check_decision_proxy=dec_b_chk[sel],
-        counts_a=counts_a,
-        counts_b=counts_b,
-        p_phi=pp,
-        n_planned_checks=alloc.t_fraud - unpaired,
-        check_p_true=p_true[sel],
-    )
+        check_group_a=true_groups[check_idx[sel]], check_decision_a=dec_a_chk[sel],
+        check_group_proxy=plan.proxy_groups[sel], check_decision_proxy=dec_b_chk[sel],
+        counts_a=counts_a, counts_b=counts_b, p_phi=plan.p_test,
+        n_planned_checks=plan.alloc.t_fraud - unpaired, check_p_true=plan.p_true[sel],
+    )  # fmt: skip
     outcomes = tuple(
-        make_detector(d).decide(ev, alpha_cond_final if d == "conditional" else alpha_each)
-        for d in dets
+        make_detector(d).decide(ev, run.alpha_cond_final if d == "conditional" else opts.alpha_each)
+        for d in opts.detectors
     )
     checks_path = _checks_path(
-        dec_a_chk[:b_done], dec_b_chk[:b_done], proxy_groups[:b_done],
-        true_groups[check_idx[:b_done]], check_idx.size, bs, pp, alpha_each,
+        dec_a_chk[:b_done], dec_b_chk[:b_done], plan.proxy_groups[:b_done],
+        true_groups[check_idx[:b_done]], check_idx.size, opts.batch_size, plan.p_test,
+        opts.alpha_each,
     )  # fmt: skip
     finding = a_route_finding(di_a.finding, any(o.detected for o in outcomes))
     verdict = "manipulated" if any(o.detected for o in outcomes) else finding.verdict
     return TwoSourceResult(
-        verdict=verdict,
-        threshold=th,
-        alpha=a_lvl,
-        alpha_per_detector=alpha_each,
-        di_a=di_a,
-        di_b=di_b,
-        detectors=outcomes,
-        allocation=alloc,
-        n_checked=int(ok_pairs.sum()),
-        stop_reason=stop_reason,
-        queries_a=int(a_rows_idx.size),
-        queries_b=b_done,
-        paid_a=paid_a,
-        paid_b=paid_b,
-        unpaired=unpaired,
-        proxy=proxy.describe(),
-        proxy_accuracy=acc,
-        p_test=pp,
-        null=null if p_phi is None else "given",
-        groups=(unprivileged, privileged),
-        seed=seed,
-        checks_to_detection=checks_to_detection,
-        checks_path=checks_path,
+        verdict=verdict, threshold=th, alpha=a_lvl, alpha_per_detector=opts.alpha_each,
+        di_a=di_a, di_b=di_b, detectors=outcomes, allocation=plan.alloc,
+        n_checked=int(ok_pairs.sum()), stop_reason=run.stop_reason,
+        queries_a=int(a_rows_idx.size), queries_b=b_done, paid_a=run.paid_a, paid_b=run.paid_b,
+        unpaired=unpaired, proxy=proxy.describe(), proxy_accuracy=plan.accuracy,
+        p_test=plan.p_test, null=opts.null if opts.p_phi is None else "given", groups=groups,
+        seed=opts.seed, checks_to_detection=run.checks_to_detection, checks_path=checks_path,
         extra={"source_of_estimate": "A", "finding": finding.to_dict(),
-               "inference": inference_note(proxy, rule)},
-    )
+               "inference": inference_note(proxy, plan.rule)},
+    )  # fmt: skip
 
 
 def _checks_path(

@@ -7,10 +7,8 @@ and write what they return; a Python user gets the same documents.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -19,19 +17,22 @@ from fairprobe._defaults import PLATFORM_RATE_FEMALE, PLATFORM_RATE_MALE, PLATFO
 from fairprobe._validation import split_names
 from fairprobe.documents import Job
 from fairprobe.errors import ConfigError, InvalidParameterError
+from fairprobe.options import DEFAULT_CACHE, AccessOptions, DataSource
+from fairprobe.twosource.options import TwoSourceOptions
 
 __all__ = [
     "DEFAULT_CACHE",
     "PLATFORM_RATE_FEMALE",
     "PLATFORM_RATE_MALE",
     "PLATFORM_SHARE_FEMALE",
+    "ProxyChoice",
+    "RegimeChoice",
     "TwoSourcePlan",
+    "TwoSourcePlanOptions",
     "twosource_job",
+    "twosource_options",
     "twosource_plan_job",
 ]
-
-DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"
-
 
 def platform_sources(url: str | None, api_backend: Any = None, ui_backend: Any = None
                      ) -> tuple[Any, Any]:
@@ -47,50 +48,182 @@ def platform_sources(url: str | None, api_backend: Any = None, ui_backend: Any =
     return api_backend, ui_backend
 
 
+@dataclass(frozen=True)
+class ProxyChoice:
+    """Which proxy links B to A, and the rule B is assumed to infer the group with.
+
+    Attributes
+    ----------
+    spec : str
+        A proxy spec (``--proxy``): ``name``, ``identity``, ``random``, ``learned``,
+        ``mapping:PATH.json``.
+    features : sequence of str
+        The B-side columns a ``learned`` proxy reads (``--proxy-features``).
+    inference : str
+        The rule B infers the group with (``--inference``), on which the detectors' honest rates
+        rest: ``proxy`` (the proxy's own rule), a proxy spec, or ``auto`` (the proxy, but the
+        name rule for a ``learned`` proxy, whose classifier is not B's rule).
+    """
+
+    spec: str = "name"
+    features: str | Sequence[str] = ("first_name",)
+    inference: str = "auto"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "features", tuple(split_names(self.features) or ["first_name"]))
+        if not isinstance(self.spec, str) or not self.spec.strip():
+            raise InvalidParameterError(
+                f"--proxy must name a proxy (name, identity, random, learned, "
+                f"mapping:PATH.json); got {self.spec!r}.")
+
+    def build(self, pool: pd.DataFrame, group_col: str, seed: int) -> tuple[Any, Any]:
+        """The proxy (fitted on ``pool`` when learned) and the inference rule (None: the proxy)."""
+        from fairprobe.twosource import LearnedProxy, proxy_from_spec
+
+        if self.spec == "learned":
+            px: Any = LearnedProxy(features=list(self.features), seed=seed).fit(
+                pool, pool[group_col].astype(str))
+        elif self.spec == "identity":
+            px = proxy_from_spec(self.spec, column=group_col)
+        else:
+            px = proxy_from_spec(self.spec)
+        return px, inference_rule(self.inference, self.spec, px, pool, group_col)
+
+
+@dataclass(frozen=True)
+class RegimeChoice:
+    """The budget's regime (Appendix B): without ``epsilon`` the paper's split of the budget;
+    with it (the DI margin of error, ``--epsilon``) the regime the budget falls in, the large
+    regime's ``policy`` (``--policy``: fixed or thompson) and ``b_groups`` (``--b-groups``), and
+    the planning positive rates (``--rate-unprivileged``, ``--rate-privileged``)."""
+
+    epsilon: float | None = None
+    policy: str = "fixed"
+    b_groups: str = "checks"
+    rate_unprivileged: float = PLATFORM_RATE_FEMALE
+    rate_privileged: float = PLATFORM_RATE_MALE
+
+    def __post_init__(self) -> None:
+        from fairprobe._validation import check_choice, check_real
+
+        if self.epsilon is None:
+            if self.policy != "fixed" or self.b_groups != "checks":
+                raise InvalidParameterError(
+                    "--policy and --b-groups need --epsilon (the large regime).")
+            return
+        check_real(self.epsilon, "epsilon", "twosource", lo=0.0, closed="neither")
+        if self.epsilon == float("inf"):
+            raise InvalidParameterError("--epsilon must be finite.")
+        check_choice(self.policy, "policy", "twosource (--policy)", ["fixed", "thompson"])
+        check_choice(self.b_groups, "b_groups", "twosource (--b-groups)", ["checks", "known"])
+        for name in ("rate_unprivileged", "rate_privileged"):
+            check_real(getattr(self, name), name, "twosource", lo=0.0, hi=1.0, closed="right")
+
+
+#: The flat keywords of :func:`twosource_job` (``fairprobe twosource``'s flags): the options
+#: object and field each one sets.
+_JOB_FLAGS: dict[str, tuple[str, str]] = {
+    "queries": ("source", "table"),
+    "proxy": ("proxy_choice", "spec"),
+    "proxy_features": ("proxy_choice", "features"),
+    "inference": ("proxy_choice", "inference"),
+    "group_col": ("options", "group_column"),
+    "privileged": ("options", "privileged"),
+    "api_cols": ("options", "api_columns"),
+    "ui_cols": ("options", "ui_columns"),
+    "beta": ("options", "beta"),
+    "checks": ("options", "t_fraud"),
+    "alpha": ("options", "alpha"),
+    "threshold": ("options", "threshold"),
+    "p_phi": ("options", "p_phi"),
+    "null": ("options", "null"),
+    "detectors": ("options", "detectors"),
+    "batch_size": ("options", "batch_size"),
+    "budget": ("access", "budget"),
+    "seed": ("access", "seed"),
+    "cache": ("access", "cache"),
+    "retries": ("access", "retries"),
+    "timeout": ("access", "timeout"),
+    "progress": ("access", "progress"),
+    "epsilon": ("regime", "epsilon"),
+    "policy": ("regime", "policy"),
+    "b_groups": ("regime", "b_groups"),
+    "rate_unprivileged": ("regime", "rate_unprivileged"),
+    "rate_privileged": ("regime", "rate_privileged"),
+}
+
+
+def _detector_names(value: str | Sequence[str]) -> tuple[str, ...]:
+    """``--detectors`` as names; an empty or unknown name is an error, never "no detector" (a
+    lone ',' must not audit with none)."""
+    from fairprobe.twosource.detectors import DETECTORS
+
+    dets = tuple(d.lower() for d in (split_names(value) or []))
+    unknown = [d for d in dets if d not in DETECTORS]
+    if not dets or unknown:
+        what = f"unknown detector(s) {', '.join(map(repr, unknown))}" if unknown else "no detector"
+        raise InvalidParameterError(
+            f"--detectors names {what}; give a comma-separated list of {', '.join(DETECTORS)}.")
+    return dets
+
+
+def twosource_options(**flags: Any) -> dict[str, Any]:
+    """The options objects of :func:`twosource_job` from its flat keywords (``fairprobe
+    twosource``'s flags by their Python names), every value checked: keys ``source``,
+    ``access``, ``options``, ``proxy_choice`` and ``regime``."""
+    from fairprobe.options import AccessOptions, DataSource, split_flat
+    from fairprobe.twosource.options import TwoSourceOptions
+
+    parts = split_flat(flags, _JOB_FLAGS, "twosource_job")
+    o = parts.get("options", {})
+    if "detectors" in o:
+        o["detectors"] = _detector_names(o["detectors"])
+    for key in ("api_columns", "ui_columns"):
+        if key in o:
+            o[key] = split_names(o[key])
+    regime = RegimeChoice(**parts.get("regime", {}))
+    if regime.epsilon is not None and o.get("t_fraud") is not None:
+        raise InvalidParameterError(
+            "--checks and --epsilon exclude each other: with --epsilon the budget's regime "
+            "sets the checks (see `fairprobe twosource plan --epsilon`).")
+    access = parts.get("access", {})
+    access.setdefault("budget", 1000)
+    return {
+        "source": DataSource(**parts.get("source", {})),
+        "access": AccessOptions(**access),
+        "options": TwoSourceOptions(**o),
+        "proxy_choice": ProxyChoice(**parts.get("proxy_choice", {})),
+        "regime": regime,
+    }
+
+
 def twosource_job(
     api_backend: Any,
     ui_backend: Any,
     *,
-    queries: str | os.PathLike[str] | pd.DataFrame | None = None,
-    proxy: str = "name",
-    proxy_features: str | Sequence[str] = "first_name",
-    group_col: str = "sex",
-    privileged: str = "Male",
-    api_cols: str | Sequence[str] | None = None,
-    ui_cols: str | Sequence[str] | None = None,
-    budget: int = 1000,
-    beta: float = 0.5,
-    checks: int | None = None,
-    alpha: float = 0.05,
-    threshold: float = 0.8,
-    p_phi: float | None = None,
-    null: str = "agree",
-    detectors: str | Sequence[str] = "conditional,consistency,di",
-    batch_size: int = 25,
-    seed: int = 0,
-    cache: str | os.PathLike[str] | None = DEFAULT_CACHE,
-    retries: int = 5,
-    timeout: float | None = None,
-    progress: bool = False,
-    epsilon: float | None = None,
-    policy: str = "fixed",
-    b_groups: str = "checks",
-    rate_unprivileged: float = PLATFORM_RATE_FEMALE,
-    rate_privileged: float = PLATFORM_RATE_MALE,
-    inference: str = "auto",
+    source: DataSource | None = None,
+    access: AccessOptions | None = None,
+    options: TwoSourceOptions | None = None,
+    proxy_choice: ProxyChoice | None = None,
+    regime: RegimeChoice | None = None,
+    **flags: Any,
 ) -> Job:
     """Audit source A (the audit API) against source B (the user interface) through a proxy.
 
-    Parameters mirror ``fairprobe twosource``'s flags (``docs/twosource.md``). Without
-    ``epsilon`` it runs :func:`~fairprobe.twosource.run_two_source_audit` (the paper's split of
-    ``budget`` between A alone and ``checks``); with ``epsilon`` (the DI margin of error) it
-    follows the budget's regime (Appendix B, :func:`~fairprobe.twosource.run_budgeted_audit`).
-    ``queries`` defaults to the bundled Adult test split with first names; ``proxy`` is a
-    proxy spec (``name``, ``identity``, ``random``, ``learned``, ``mapping:PATH.json``).
-    ``inference`` is the rule B is assumed to infer the group with, on which the detectors'
-    honest rates rest: ``proxy`` (the proxy's own rule), a proxy spec, or ``auto`` (the proxy,
-    but the name rule for a ``learned`` proxy, whose classifier is not B's rule).
-    Everything is checked before a query is paid.
+    The options objects say what to audit: ``source`` the query pool (default: the bundled
+    Adult test split with first names), ``access`` the budget (default 1000), seed, answer
+    cache, retries and timeout, ``options`` the audit's question and split
+    (:class:`~fairprobe.twosource.options.TwoSourceOptions`; its seed and progress are
+    ``access``'s), ``proxy_choice`` the proxy and B's inference rule (:class:`ProxyChoice`),
+    ``regime`` the budget's regime (:class:`RegimeChoice`). ``flags`` are ``fairprobe
+    twosource``'s flags by their Python names (``docs/twosource.md``; the compatibility form,
+    sorted into the objects by :func:`twosource_options`); they build the objects not given.
+
+    Without ``epsilon`` it runs :func:`~fairprobe.twosource.run_two_source_audit` (the paper's
+    split of ``budget`` between A alone and ``checks``); with ``epsilon`` (the DI margin of
+    error) it follows the budget's regime (Appendix B,
+    :func:`~fairprobe.twosource.run_budgeted_audit`). Everything is checked before a query is
+    paid.
 
     Returns
     -------
@@ -98,93 +231,51 @@ def twosource_job(
         ``kind="twosource"``; ``.result`` is the :class:`~fairprobe.twosource.TwoSourceResult`
         (verdict fair / unfair / undetermined / manipulated with its evidence).
     """
-    from fairprobe.access.blackbox import BlackBox
     from fairprobe.access.identity import describe_backend
     from fairprobe.provenance import Provenance, pool_digest
-    from fairprobe.twosource import LearnedProxy, proxy_from_spec, run_two_source_audit
-    from fairprobe.twosource.detectors import DETECTORS
 
-    # the detector list is checked before the pool is read or a query is paid: an empty or
-    # unknown name is an error, never "no detector" (a lone ',' must not audit with none)
-    dets = tuple(d.lower() for d in (split_names(detectors) or []))
-    unknown = [d for d in dets if d not in DETECTORS]
-    if not dets or unknown:
-        what = f"unknown detector(s) {', '.join(map(repr, unknown))}" if unknown else "no detector"
-        raise InvalidParameterError(
-            f"--detectors names {what}; give a comma-separated list of {', '.join(DETECTORS)}.")
-    if epsilon is not None:
-        from fairprobe._validation import check_choice, check_real
+    built = twosource_options(**flags)
+    src: DataSource = source or built["source"]
+    acc: AccessOptions = access or built["access"]
+    chosen = proxy_choice or built["proxy_choice"]
+    reg: RegimeChoice = regime or built["regime"]
+    opts = replace(options or built["options"], seed=acc.seed, progress=acc.progress)
 
-        check_real(epsilon, "epsilon", "twosource", lo=0.0, closed="neither")
-        if epsilon == float("inf"):
-            raise InvalidParameterError("--epsilon must be finite.")
-        if checks is not None:
-            raise InvalidParameterError(
-                "--checks and --epsilon exclude each other: with --epsilon the budget's regime "
-                "sets the checks (see `fairprobe twosource plan --epsilon`).")
-        check_choice(policy, "policy", "twosource (--policy)", ["fixed", "thompson"])
-        check_choice(b_groups, "b_groups", "twosource (--b-groups)", ["checks", "known"])
-        check_real(rate_unprivileged, "rate_unprivileged", "twosource", lo=0.0, hi=1.0,
-                   closed="right")  # fmt: skip
-        check_real(rate_privileged, "rate_privileged", "twosource", lo=0.0, hi=1.0,
-                   closed="right")  # fmt: skip
-    elif policy != "fixed" or b_groups != "checks":
-        raise InvalidParameterError("--policy and --b-groups need --epsilon (the large regime).")
-
-    if queries is None:
+    def adult() -> pd.DataFrame:
         from fairprobe.datasets.adult import load_adult
 
-        pool = load_adult("test")
-    elif isinstance(queries, pd.DataFrame):
-        pool = queries
-    else:
-        from fairprobe._io import read_table
+        return load_adult("test")
 
-        pool = read_table(queries, "--queries file")
-    if proxy == "learned":
-        feats = split_names(proxy_features) or ["first_name"]
-        px: Any = LearnedProxy(features=feats, seed=seed).fit(pool, pool[group_col].astype(str))
-    elif proxy == "identity":
-        px = proxy_from_spec(proxy, column=group_col)
-    else:
-        px = proxy_from_spec(proxy)
-    rule = inference_rule(inference, proxy, px, pool, group_col)
-    cache_path = None if cache is None else Path(cache)
-    if cache_path is not None:
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
-    with (
-        BlackBox(api_backend, cache=cache_path, retries=retries, timeout=timeout, seed=seed) as api,
-        BlackBox(ui_backend, cache=cache_path, retries=retries, timeout=timeout, seed=seed) as ui,
-    ):
-        if epsilon is not None:
-            from fairprobe.twosource import run_budgeted_audit
-
-            result: Any = run_budgeted_audit(
-                api, ui, pool, px, budget=budget, epsilon=epsilon,
-                rates=(rate_unprivileged, rate_privileged), policy=policy, b_groups=b_groups,
-                group_column=group_col, privileged=privileged, alpha=alpha,
-                threshold=threshold, null=null, detectors=dets, seed=seed,
-                api_columns=split_names(api_cols), ui_columns=split_names(ui_cols),
-                inference=rule,
-            )  # fmt: skip
-        else:
-            result = run_two_source_audit(
-                api, ui, pool, px, budget=budget, beta=beta, t_fraud=checks,
-                group_column=group_col, privileged=privileged, api_columns=split_names(api_cols),
-                ui_columns=split_names(ui_cols), alpha=alpha, threshold=threshold, p_phi=p_phi,
-                null=null, detectors=dets, batch_size=batch_size, seed=seed, progress=progress,
-                inference=rule,
-            )  # fmt: skip
-    source = "adult:test" if queries is None else (
-        "DataFrame" if isinstance(queries, pd.DataFrame) else str(queries))
+    pool = src.load(adult)
+    px, rule = chosen.build(pool, opts.group_column, acc.seed)
+    opts = replace(opts, inference=rule)
+    with acc.open(api_backend) as api, acc.open(ui_backend) as ui:
+        result = _run_audit(api, ui, pool, px, acc, opts, reg)
     prov = Provenance.capture(
-        seed=seed,
-        query_pool=pool_digest(pool, source),
+        seed=acc.seed,
+        query_pool=pool_digest(pool, src.label("adult:test")),
         backend=describe_backend(api_backend),
         extra={"backend_b": describe_backend(ui_backend),
-               "cache": None if cache_path is None else str(cache_path)},
-    )
+               "cache": None if acc.cache is None else str(acc.cache)},
+    )  # fmt: skip
     return Job("twosource", result, prov)
+
+
+def _run_audit(api: Any, ui: Any, pool: pd.DataFrame, proxy: Any, access: AccessOptions,
+               opts: TwoSourceOptions, regime: RegimeChoice) -> Any:  # fmt: skip
+    """The audit of the regime: the paper's split, or the budget's regime for ``epsilon``."""
+    from fairprobe.twosource import run_budgeted_audit, run_two_source_audit
+
+    budget = 1000 if access.budget is None else access.budget
+    if isinstance(budget, str):  # "all": a two-source audit samples the pool, never reads it all
+        raise InvalidParameterError(f"--budget must be a number of queries; got {budget!r}.")
+    if regime.epsilon is None:
+        return run_two_source_audit(api, ui, pool, proxy, budget=budget, options=opts)
+    return run_budgeted_audit(
+        api, ui, pool, proxy, budget=budget, epsilon=regime.epsilon,
+        rates=(regime.rate_unprivileged, regime.rate_privileged), policy=regime.policy,
+        b_groups=regime.b_groups, options=replace(opts, progress=False),
+    )  # fmt: skip
 
 
 def inference_rule(spec: str, proxy_spec: str, proxy: Any, pool: pd.DataFrame,
@@ -232,89 +323,106 @@ class TwoSourcePlan:
         return dict(self.body)
 
 
+@dataclass(frozen=True)
+class TwoSourcePlanOptions:
+    """What ``fairprobe twosource plan`` plans, each field its flag of the same name, checked
+    once: ``checks`` (Lemma 2's test), ``budget`` and ``epsilon`` (the regime), ``alpha``,
+    ``gamma`` (or ``theorem3``), the planning ``sigma_a`` / ``sigma_b``, rates, unprivileged
+    share and per-group proxy accuracies, and the large regime's ``b_estimator``."""
+
+    checks: int | None = None
+    alpha: float = 0.05
+    gamma: float = 0.10
+    budget: int | None = None
+    epsilon: float | None = None
+    sigma_a: float | None = None
+    sigma_b: float | None = None
+    rate_unprivileged: float = PLATFORM_RATE_FEMALE
+    rate_privileged: float = PLATFORM_RATE_MALE
+    share_unprivileged: float = PLATFORM_SHARE_FEMALE
+    theorem3: bool = False
+    accuracy_unprivileged: float | None = None
+    accuracy_privileged: float | None = None
+    b_estimator: str = "double-sampling"
+
+    def __post_init__(self) -> None:
+        from fairprobe._validation import check_int, check_real
+        from fairprobe.twosource.theory import MAX_BUDGET
+
+        owner = "twosource plan"
+        check_real(self.alpha, "alpha", owner, lo=0.0, hi=1.0, closed="neither")
+        check_real(self.gamma, "gamma", owner, lo=0.0, hi=1.0)
+        if self.checks is None and self.budget is None:
+            raise InvalidParameterError("twosource plan needs --checks, --budget or both.")
+        if self.checks is not None:
+            check_int(self.checks, "checks", owner, lo=0, hi=MAX_BUDGET)
+        if self.budget is not None:
+            check_int(self.budget, "budget", owner, lo=2, hi=MAX_BUDGET)
+        if self.epsilon is not None:
+            check_real(self.epsilon, "epsilon", owner, lo=0.0, closed="neither")
+            if self.epsilon == float("inf"):
+                raise InvalidParameterError(
+                    "The 'epsilon' parameter of twosource plan must be finite.")
+            if self.budget is None:
+                raise InvalidParameterError("--epsilon classifies a budget: give --budget too.")
+
+
 def twosource_plan_job(
-    proxy_accuracy: float,
-    *,
-    checks: int | None = None,
-    alpha: float = 0.05,
-    gamma: float = 0.10,
-    budget: int | None = None,
-    epsilon: float | None = None,
-    sigma_a: float | None = None,
-    sigma_b: float | None = None,
-    rate_unprivileged: float = PLATFORM_RATE_FEMALE,
-    rate_privileged: float = PLATFORM_RATE_MALE,
-    share_unprivileged: float = PLATFORM_SHARE_FEMALE,
-    theorem3: bool = False,
-    accuracy_unprivileged: float | None = None,
-    accuracy_privileged: float | None = None,
-    b_estimator: str = "double-sampling",
+    proxy_accuracy: float, *, options: TwoSourcePlanOptions | None = None, **kwargs: Any
 ) -> Job:
     """Lemma 2's ``n_max`` and ``p_manip`` for ``checks``; with ``budget``, its regime
     (Appendix B, for the margin ``epsilon``) and the Pareto-optimal allocations (Figure 4).
 
-    Regimes: ``t < t_A`` is refused (A alone cannot reach the margin); ``t_A <= t <= t_B`` gives
-    the Pareto frontier of Section 5.3; ``t > t_B`` estimates DI from B alone and spends the rest
-    on checks. ``theorem3`` draws the frontier at Theorem 3's cheapest successful fairwashing
-    instead of ``gamma``.
+    ``options`` (:class:`TwoSourcePlanOptions`), or its fields as keywords (the compatibility
+    form, overriding those of ``options``), say what to plan. Regimes: ``t < t_A`` is refused
+    (A alone cannot reach the margin); ``t_A <= t <= t_B`` gives the Pareto frontier of Section
+    5.3; ``t > t_B`` estimates DI from B alone and spends the rest on checks. ``theorem3`` draws
+    the frontier at Theorem 3's cheapest successful fairwashing instead of ``gamma``.
 
     Returns
     -------
     Job
         ``kind="twosource-plan"``; ``.result`` is a :class:`TwoSourcePlan`.
     """
-    from fairprobe._validation import check_int, check_real
+    from fairprobe._validation import check_real
+    from fairprobe.options import with_fields
     from fairprobe.provenance import Provenance
     from fairprobe.twosource.budget import plan_budget
-    from fairprobe.twosource.theory import MAX_BUDGET, detection_test, di_sigma, pareto_frontier
+    from fairprobe.twosource.theory import detection_test, di_sigma, pareto_frontier
 
-    owner = "twosource plan"
     # every parameter is checked before any computation
-    check_real(proxy_accuracy, "proxy_accuracy", owner, lo=0.0, hi=1.0)
-    check_real(alpha, "alpha", owner, lo=0.0, hi=1.0, closed="neither")
-    check_real(gamma, "gamma", owner, lo=0.0, hi=1.0)
-    if checks is None and budget is None:
-        raise InvalidParameterError("twosource plan needs --checks, --budget or both.")
-    if checks is not None:
-        check_int(checks, "checks", owner, lo=0, hi=MAX_BUDGET)
-    if budget is not None:
-        check_int(budget, "budget", owner, lo=2, hi=MAX_BUDGET)
-    if epsilon is not None:
-        check_real(epsilon, "epsilon", owner, lo=0.0, closed="neither")
-        if epsilon == float("inf"):
-            raise InvalidParameterError("The 'epsilon' parameter of twosource plan must be finite.")
-        if budget is None:
-            raise InvalidParameterError("--epsilon classifies a budget: give --budget too.")
-    out: dict[str, Any] = {"proxy_accuracy": proxy_accuracy, "alpha": alpha}
+    check_real(proxy_accuracy, "proxy_accuracy", "twosource plan", lo=0.0, hi=1.0)
+    o: TwoSourcePlanOptions = with_fields(options, TwoSourcePlanOptions, kwargs)
+    out: dict[str, Any] = {"proxy_accuracy": proxy_accuracy, "alpha": o.alpha}
     test = bp = front = None
-    if checks is not None:
-        test = detection_test(checks, proxy_accuracy, alpha, gamma=gamma)
+    if o.checks is not None:
+        test = detection_test(o.checks, proxy_accuracy, o.alpha, gamma=o.gamma)
         out.update(test.to_dict())
-    if budget is not None:
-        g_front = None if theorem3 else gamma
-        if epsilon is not None:
+    if o.budget is not None:
+        g_front = None if o.theorem3 else o.gamma
+        if o.epsilon is not None:
             bp = plan_budget(
-                budget, epsilon, proxy_accuracy, rate_unprivileged, rate_privileged,
-                share_unprivileged, alpha=alpha, gamma=g_front, sigma_a=sigma_a,
-                sigma_b_value=sigma_b, accuracy_unprivileged=accuracy_unprivileged,
-                accuracy_privileged=accuracy_privileged, b_estimator=b_estimator,
+                o.budget, o.epsilon, proxy_accuracy, o.rate_unprivileged, o.rate_privileged,
+                o.share_unprivileged, alpha=o.alpha, gamma=g_front, sigma_a=o.sigma_a,
+                sigma_b_value=o.sigma_b, accuracy_unprivileged=o.accuracy_unprivileged,
+                accuracy_privileged=o.accuracy_privileged, b_estimator=o.b_estimator,
             )  # fmt: skip
             out.update(bp.to_dict())
             if bp.regime != "large":
                 front = bp.frontier
         else:
-            sig = (di_sigma(rate_unprivileged, rate_privileged, share_unprivileged)
-                   if sigma_a is None else sigma_a)  # fmt: skip
+            sig = (di_sigma(o.rate_unprivileged, o.rate_privileged, o.share_unprivileged)
+                   if o.sigma_a is None else o.sigma_a)  # fmt: skip
             front = pareto_frontier(
-                budget, proxy_accuracy, sig, alpha, g_front,
-                rate_unprivileged=rate_unprivileged, rate_privileged=rate_privileged,
-                share_unprivileged=share_unprivileged,
+                o.budget, proxy_accuracy, sig, o.alpha, g_front,
+                rate_unprivileged=o.rate_unprivileged, rate_privileged=o.rate_privileged,
+                share_unprivileged=o.share_unprivileged,
             )  # fmt: skip
-            out["budget"] = budget
+            out["budget"] = o.budget
             out["regime"] = None
         if front is not None:
             out["sigma_a"] = front.sigma_a
-            out["frontier_gamma"] = "theorem3" if theorem3 else gamma
+            out["frontier_gamma"] = "theorem3" if o.theorem3 else o.gamma
             out["pareto"] = front.pareto()
             out["frontier_points"] = int(front.t_fraud.size)
     return Job("twosource-plan", TwoSourcePlan(out, test, bp, front), Provenance.capture())

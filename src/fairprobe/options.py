@@ -1,0 +1,167 @@
+"""Options objects shared by the library's audit calls and the CLI commands behind them.
+
+An audit's *access* (how the model is reached: answer cache, retries, timeout, seed, budget) and
+its *data source* (the table of records, read from a path or given as a DataFrame) are frozen
+dataclasses checked once, in ``__post_init__``; a bad value raises a typed exception from
+:mod:`fairprobe.errors` whose one-line message names the CLI flag to fix. A command builds them
+from its flags, a Python user builds them directly or passes the flat keywords of the
+compatibility form (:func:`split_flat`), and both reach the same library call.
+
+Method-specific options live with their method (e.g.
+:class:`fairprobe.twosource.options.TwoSourceOptions`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fairprobe._validation import parse_budget
+from fairprobe.errors import InvalidParameterError
+
+__all__ = ["DEFAULT_CACHE", "AccessOptions", "DataSource", "split_flat", "with_fields"]
+
+#: The persistent answer cache of every command (``--cache``).
+DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"
+
+
+def _flag_error(flag: str, expected: str, value: Any) -> InvalidParameterError:
+    return InvalidParameterError(f"{flag} must be {expected}; got {value!r}.")
+
+
+@dataclass(frozen=True)
+class AccessOptions:
+    """How an audit reaches a black-box model.
+
+    Attributes
+    ----------
+    budget : int, "all" or None
+        Queries the audit may pay (``--budget``); ``None``: the method's default; ``"all"``:
+        every record of the pool. Its range is checked by the method (it depends on the pool).
+    seed : int
+        Seeds every random choice of the audit (``--seed``), >= 0.
+    cache : path or None
+        Persistent answer cache (``--cache``, SQLite); ``None`` keeps answers in memory only.
+    retries : int
+        Retries of a failed batch (``--retries``), >= 0.
+    timeout : float or None
+        Per-request timeout in seconds (``--timeout``), > 0.
+    progress : bool
+        Show a progress bar (``--progress``).
+    """
+
+    budget: int | str | None = None
+    seed: int = 0
+    cache: Path | None = DEFAULT_CACHE
+    retries: int = 5
+    timeout: float | None = None
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "budget", parse_budget(self.budget))
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise _flag_error("--seed", "an integer >= 0", self.seed)
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
+            raise _flag_error("--retries", "an integer >= 0", self.retries)
+        if self.timeout is not None and (
+            isinstance(self.timeout, bool)
+            or not isinstance(self.timeout, int | float)
+            or not 0 < float(self.timeout) < float("inf")
+        ):
+            raise _flag_error("--timeout", "a positive number of seconds", self.timeout)
+        if self.cache is not None and not isinstance(self.cache, Path):
+            object.__setattr__(self, "cache", Path(self.cache))
+
+    def open(self, backend: Any, *, seeded: bool = True) -> Any:
+        """A :class:`~fairprobe.access.BlackBox` over ``backend`` with this cache, these
+        retries and this timeout (seeded with :attr:`seed` unless ``seeded`` is false); the
+        cache's folder is created."""
+        from fairprobe.access.blackbox import BlackBox
+
+        if self.cache is not None:
+            self.cache.parent.mkdir(parents=True, exist_ok=True)
+        return BlackBox(
+            backend,
+            cache=self.cache,
+            retries=self.retries,
+            timeout=self.timeout,
+            seed=self.seed if seeded else None,
+        )
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """The table of records an audit reads: a path (CSV/Parquet), a DataFrame, or ``None`` for
+    the method's bundled default.
+
+    Attributes
+    ----------
+    table : path, DataFrame or None
+        Where the records are.
+    flag : str
+        The CLI flag that gives it (named in a read error, e.g. ``--queries``).
+    """
+
+    table: str | os.PathLike[str] | Any | None = field(default=None, compare=False)
+    flag: str = "--queries"
+
+    def __post_init__(self) -> None:
+        import pandas as pd
+
+        t = self.table
+        if t is not None and not isinstance(t, str | os.PathLike | pd.DataFrame):
+            raise _flag_error(self.flag, "a table path or a pandas DataFrame", type(t).__name__)
+
+    def load(self, default: Callable[[], Any]) -> Any:
+        """The records as a DataFrame (``default()`` when no table is given)."""
+        import pandas as pd
+
+        if self.table is None:
+            return default()
+        if isinstance(self.table, pd.DataFrame):
+            return self.table
+        from fairprobe._io import read_table
+
+        return read_table(self.table, f"{self.flag} file")
+
+    def label(self, default: str) -> str:
+        """The source's name in the provenance: ``default``, ``"DataFrame"`` or the path."""
+        import pandas as pd
+
+        if self.table is None:
+            return default
+        return "DataFrame" if isinstance(self.table, pd.DataFrame) else str(self.table)
+
+
+def split_flat(
+    flat: Mapping[str, Any],
+    targets: Mapping[str, tuple[str, str]],
+    owner: str,
+) -> dict[str, dict[str, Any]]:
+    """Sort the flat keywords of a compatibility form into one dict per options object.
+
+    ``targets`` maps each accepted keyword to ``(object name, field name)``; an unknown keyword
+    raises :class:`TypeError`, as a function's unknown keyword does.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in flat.items():
+        if key not in targets:
+            raise TypeError(f"{owner}() got an unexpected keyword argument {key!r}")
+        obj, name = targets[key]
+        out.setdefault(obj, {})[name] = value
+    return out
+
+
+def with_fields(obj: Any, cls: type, values: Mapping[str, Any] | None) -> Any:
+    """``obj`` (an instance of ``cls``, or ``None``: the defaults) with ``values`` replaced."""
+    values = dict(values or {})
+    if obj is None:
+        return cls(**values)
+    if not isinstance(obj, cls):
+        raise InvalidParameterError(f"Expected a {cls.__name__}, got {type(obj).__name__}.")
+    out: Any = obj
+    return dataclasses.replace(out, **values) if values else out
