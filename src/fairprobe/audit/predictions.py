@@ -359,24 +359,8 @@ def predictions_job(
 
             source = read_table(predictions, "File") if len(files) == 1 else None
     cols = list(_group_names(group_col))
-    if group_a is not None:  # two groups of one column: their rows, in memory
-        if not isinstance(source, pd.DataFrame):
-            from fairprobe.scale.engine import _to_pandas, resolve_source
-
-            source = _to_pandas(resolve_source(predictions))
-        source = two_groups(source, cols, group_a, group_b)
-    elif group_b is not None:
-        from fairprobe.errors import InvalidParameterError
-
-        raise InvalidParameterError("--group-b needs --group-a (the two groups compared).")
-    ppi_block = None
-    if label_proxy_col is not None:  # PPI++ on every row; the audit itself on the labelled
-        if not isinstance(source, pd.DataFrame):
-            from fairprobe.scale.engine import _to_pandas, resolve_source
-
-            source = _to_pandas(resolve_source(predictions))
-        ppi_block, source = proxy_analysis(source, y_pred_col=y_pred_col, group_cols=cols,
-                                           proxy_col=label_proxy_col, options=options)
+    source, ppi_block = _rows_in_memory(predictions, source, cols, (group_a, group_b),
+                                        label_proxy_col, y_pred_col, options)
     result = audit_predictions(
         source if source is not None else predictions, y_pred_col=y_pred_col, group_col=cols,
         backend=predictions_identity(Path(label).name, sha), **options)
@@ -424,6 +408,31 @@ def predictions_job(
         "audit", result, prov, extra, rows=len(source) if in_memory else result.queried,
         files=len(files), sha256=sha,
         per_instance_rows=per_instance and result.counts is None)
+
+
+def _rows_in_memory(predictions: Any, source: Any, cols: list[str],
+                    pair: tuple[str | None, str | None], label_proxy_col: str | None,
+                    y_pred_col: str, options: dict[str, Any]) -> tuple[Any, Any]:
+    """The rows the audit needs in memory, and the PPI++ block: two groups of one column keep
+    their rows (``pair``); with ``label_proxy_col`` PPI++ runs on every row and the audit on the
+    labelled ones. Otherwise ``source`` is returned as is (the engine counts the file)."""
+    group_a, group_b = pair
+    if group_a is None and group_b is not None:
+        from fairprobe.errors import InvalidParameterError
+
+        raise InvalidParameterError("--group-b needs --group-a (the two groups compared).")
+    if (group_a is not None or label_proxy_col is not None) and \
+            not isinstance(source, pd.DataFrame):
+        from fairprobe.scale.engine import _to_pandas, resolve_source
+
+        source = _to_pandas(resolve_source(predictions))
+    if group_a is not None:
+        source = two_groups(source, cols, group_a, group_b)
+    ppi_block = None
+    if label_proxy_col is not None:
+        ppi_block, source = proxy_analysis(source, y_pred_col=y_pred_col, group_cols=cols,
+                                           proxy_col=label_proxy_col, options=options)
+    return source, ppi_block
 
 
 def proxy_analysis(source: pd.DataFrame, *, y_pred_col: str, group_cols: Sequence[str],
