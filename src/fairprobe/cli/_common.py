@@ -151,3 +151,26 @@ def check_output_path(path: Path | None, flag: str) -> None:
     from fairprobe._io import check_output
 
     check_output(path, flag, InvalidParameterError)
+
+
+def check_file_or_model(command: str, predictions: str | None, model: dict[str, Any] | None,
+                        y_pred_col: str | None, pool_hint: str) -> None:
+    """The flags of a command that audits a file (``--predictions``) or a model (``--url`` /
+    ``--backend-config`` with ``--queries``): one or the other, a model with its pool and no
+    decision column; one error line naming the flag otherwise."""
+    from fairprobe.errors import InvalidParameterError
+
+    if model is None:
+        if predictions is None:
+            raise InvalidParameterError(f"{command} audits a file (--predictions FILE) or a "
+                                        "model (--url / --backend-config with --queries).")
+        return
+    if predictions is not None:
+        raise InvalidParameterError(f"{command} audits a file (--predictions) or a model "
+                                    "(--url / --backend-config with --queries), not both.")
+    if model.get("queries") is None:
+        raise InvalidParameterError(f"{command} with a model needs the records to ask: give "
+                                    f"--queries POOL ({pool_hint}).")
+    if y_pred_col is not None:
+        raise InvalidParameterError("--y-pred-col names a decision column of a file: drop it "
+                                    "(the model's answers are the decisions).")

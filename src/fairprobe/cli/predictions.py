@@ -230,23 +230,13 @@ def profile_audit(
         raise InvalidParameterError("--exclude-small, --data-source, --audit-dates and "
                                     "--distribution-date go with --profile: add it.")
     check_flag_choice(profile, "--profile", {p: p for p in PROFILES})
-    if model is not None:
-        if predictions is not None:
-            raise InvalidParameterError("--profile audits a file (--predictions) or a model "
-                                        "(--url / --backend-config with --queries), not both.")
-        if model["queries"] is None:
-            raise InvalidParameterError("--profile with a model needs the records to ask: give "
-                                        "--queries POOL (with the --group-col columns).")
-        if y_pred_col is not None:
-            raise InvalidParameterError("--y-pred-col names a decision column of a file: drop "
-                                        "it (the model's answers are the decisions).")
-        if score_col not in (None, "model"):
-            raise InvalidParameterError("with a model, --score-col model uses its scores (the "
-                                        f"scoring rate, the SMD); got --score-col {score_col}.")
-    elif predictions is None:
-        raise InvalidParameterError("--profile audits the decisions in a file (--predictions "
-                                    "FILE) or a model's (--url / --backend-config with "
-                                    "--queries).")
+    from fairprobe.cli._common import check_file_or_model
+
+    check_file_or_model("--profile", predictions, model, y_pred_col,
+                        "with the --group-col columns")
+    if model is not None and score_col not in (None, "model"):
+        raise InvalidParameterError("with a model, --score-col model uses its scores (the "
+                                    f"scoring rate, the SMD); got --score-col {score_col}.")
     if interval not in ("exact", "score"):
         raise InvalidParameterError("--profile takes --interval exact or score.")
     check_flag_real(confidence_level, "--confidence-level", lo=0.0, hi=1.0)

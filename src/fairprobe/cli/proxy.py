@@ -36,20 +36,11 @@ def proxy_audit_command(
             raise InvalidParameterError(
                 f"{flag} does not apply to --proxy (it audits one decision column by races "
                 f"estimated from --surname-col and --zip-col): drop {flag}.")
-    if model is not None:
-        if predictions is not None:
-            raise InvalidParameterError("--proxy audits a file (--predictions) or a model (--url "
-                                        "/ --backend-config with --queries), not both.")
-        if model["queries"] is None:
-            raise InvalidParameterError("--proxy with a model needs the pool to ask, whose "
-                                        "rows carry the names and places: give --queries.")
-        if y_pred_col is not None:
-            raise InvalidParameterError("--y-pred-col names a decision column of a file: drop "
-                                        "it (the model's answers are the decisions).")
-    elif predictions is None:
-        raise InvalidParameterError("--proxy audits a file (--predictions FILE) or a model "
-                                    "(--url / --backend-config with --queries).")
-    elif y_pred_col is None:
+    from fairprobe.cli._common import check_file_or_model
+
+    check_file_or_model("--proxy", predictions, model, y_pred_col,
+                        "whose rows carry the names and places")
+    if model is None and y_pred_col is None:
         raise InvalidParameterError("--proxy needs --y-pred-col, the column of decisions.")
     if surname_col is None:
         raise InvalidParameterError("--proxy needs --surname-col, the column of family names.")
