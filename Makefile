@@ -46,7 +46,16 @@ $(SERVERS)/mlflow/.installed: | $(VENV)/.installed-dev
 	  "scikit-learn==$(SKLEARN)"
 	touch $@
 
-servers: $(SERVERS)/mlserver/.installed $(SERVERS)/mlflow/.installed
+# solas-ai, the fair-lending peer tests/profiles/test_solas_ai.py compares the CFPB profile with
+# (its pins, pandas<3 and pydantic<2, conflict with ours)
+SOLAS    ?= 0.6.0
+
+$(SERVERS)/solas/.installed: | $(VENV)/.installed-dev
+	rm -rf $(SERVERS)/solas && $(PYTHON) -m venv $(SERVERS)/solas
+	$(SERVERS)/solas/bin/python -m pip install --quiet "solas-ai==$(SOLAS)"
+	touch $@
+
+servers: $(SERVERS)/mlserver/.installed $(SERVERS)/mlflow/.installed $(SERVERS)/solas/.installed
 
 # the demo's results and its HTML report land in results/ (not versioned)
 demo: install
