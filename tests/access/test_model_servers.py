@@ -26,23 +26,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conftest import free_port
+from conftest import free_port, server_bin
 from fairprobe.access import BlackBox, load_backend
 
 REPO = Path(__file__).resolve().parents[2]
-SERVERS = Path(os.environ.get("FAIRPROBE_SERVERS_VENV", REPO / ".venv-servers"))
 FEATURES = ["age", "education-num", "race", "capital-gain", "hours-per-week"]
 NUMERIC = ["age", "education-num", "capital-gain", "hours-per-week"]
-
-
-def _server_bin(name: str, exe: str) -> Path:
-    path = SERVERS / name / "bin" / exe
-    if not path.exists():
-        msg = f"{name} is not installed in {SERVERS / name}: run `make servers`"
-        if os.environ.get("CI"):
-            pytest.fail(msg + " (CI must run these tests; .ci/run installs it)")
-        pytest.skip(msg)
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +73,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def mlserver(model_dir: Path, wait_for_http: Any, stop_proc: Any) -> Iterator[str]:
     """MLServer 1.7.1 serving model.joblib as ``income`` version ``v1`` (and, with declared
     inputs, as ``income-declared``)."""
-    exe = _server_bin("mlserver", "mlserver")
+    exe = server_bin("mlserver", "mlserver")
     root = model_dir / "mlserver"
     port = free_port()
     for name, extra in (("income", {}), ("income-declared", {"inputs": [
@@ -130,7 +119,7 @@ def _swap_settings(root: Path, uri: Path) -> None:
 def mlflow_url(model_dir: Path, wait_for_http: Any) -> Iterator[str]:
     """``mlflow models serve --env-manager local`` of the same pipeline (the joblib file loaded
     and saved as an MLflow model whose pyfunc predicts probabilities)."""
-    exe = _server_bin("mlflow", "mlflow")
+    exe = server_bin("mlflow", "mlflow")
     py = exe.parent / "python"
     out = model_dir / "mlflow-model"
     subprocess.run(

@@ -9,18 +9,15 @@ it must run.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from conftest import server_bin
 from fairprobe.profiles.cfpb_air import cfpb_air_profile
 
 from .test_profiles import _lending
-
-REPO = Path(__file__).resolve().parents[2]
-SOLAS = Path(os.environ.get("FAIRPROBE_SERVERS_VENV", REPO / ".venv-servers")) / "solas"
 
 PEER = r'''
 import json, sys
@@ -48,18 +45,8 @@ print(json.dumps(out))
 '''
 
 
-def _solas() -> Path:
-    exe = SOLAS / "bin" / "python"
-    if not exe.exists():
-        msg = f"solas-ai is not installed in {SOLAS}: run `make servers`"
-        if os.environ.get("CI"):
-            pytest.fail(msg + " (CI must run this test; .ci/run installs it)")
-        pytest.skip(msg)
-    return exe
-
-
 def test_air_and_smd_equal_solas_ai(tmp_path: Path) -> None:
-    exe = _solas()
+    exe = server_bin("solas", "python")
     df = _lending()
     df.to_csv(tmp_path / "lending.csv", index=False)
     r = subprocess.run([str(exe), "-W", "ignore", "-c", PEER, str(tmp_path / "lending.csv")],
