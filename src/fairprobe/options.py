@@ -20,10 +20,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fairprobe._validation import parse_budget
+from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
+from fairprobe._validation import check_int, check_real, parse_budget
 from fairprobe.errors import InvalidParameterError
 
-__all__ = ["DEFAULT_CACHE", "AccessOptions", "DataSource", "split_flat", "with_fields"]
+__all__ = [
+    "DEFAULT_CACHE",
+    "AccessOptions",
+    "AuditQuestion",
+    "DataSource",
+    "split_flat",
+    "with_fields",
+]
 
 #: The persistent answer cache of every command (``--cache``).
 DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"
@@ -91,6 +99,59 @@ class AccessOptions:
             timeout=self.timeout,
             seed=self.seed if seeded else None,
         )
+
+
+@dataclass(frozen=True)
+class AuditQuestion:
+    """What an audit asks, whatever reaches the model or reads the table: which metrics, the
+    band a fair value lies in, the level of its intervals, the group compared against and the
+    smallest group that is measured.
+
+    Every path (a model audit, a predictions audit, the monitor, the planner) reads these from
+    one object, so one option is checked, and its error worded, in one place. Path-specific
+    choices (an interval construction, an allocation) stay with the path.
+
+    Attributes
+    ----------
+    metrics : tuple of str
+        The metrics asked for, as the user named them (``--metric``; names and aliases are
+        resolved by :mod:`fairprobe.metrics` where the path knows which it can compute).
+    tolerance : float >= 0 or None
+        Band of a difference metric (``--tolerance``): fair when ``|gap| <= tolerance``;
+        ``None``: the path's default.
+    threshold : float in (0, 1] or None
+        Floor of a ratio metric (``--threshold``, the four-fifths rule's 0.8); ``None``: the
+        path's default.
+    confidence_level : float in (0, 1)
+        Level of the intervals (``--confidence-level``).
+    reference : any
+        The group every other is compared with (``--reference``); ``None``: the path's rule.
+    min_group_size : int >= 1
+        Groups with fewer rows are listed as too small, not measured (``--min-group-size``).
+    owner : str
+        The function named in an error message.
+    """
+
+    metrics: tuple[str, ...] = ()
+    tolerance: float | None = None
+    threshold: float | None = None
+    confidence_level: float = 0.95
+    reference: Any = None
+    min_group_size: int = DEFAULT_MIN_GROUP_SIZE
+    owner: str = field(default="AuditQuestion", compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        owner, set_ = self.owner, object.__setattr__
+        metrics = (self.metrics,) if isinstance(self.metrics, str) else tuple(self.metrics)
+        set_(self, "metrics", metrics)
+        set_(self, "confidence_level", check_real(
+            self.confidence_level, "confidence_level", owner, lo=0.0, hi=1.0, closed="neither"))
+        set_(self, "min_group_size", check_int(self.min_group_size, "min_group_size", owner, lo=1))
+        if self.tolerance is not None:
+            set_(self, "tolerance", check_real(self.tolerance, "tolerance", owner, lo=0.0))
+        if self.threshold is not None:
+            set_(self, "threshold", check_real(
+                self.threshold, "threshold", owner, lo=0.0, hi=1.0, closed="right"))
 
 
 @dataclass(frozen=True)
