@@ -18,6 +18,13 @@ alpha 0.05. Three scenarios, each simulated from binomial window counts:
 ``monitor`` is :func:`fairprobe.scale.monitor.monitor_statistic` (signed e-process per unordered
 pair plus per-window test); ``ordered`` is :func:`pair_z` with :func:`log_wealth` and a union
 over ordered pairs. Both alarm at ``log(m / alpha)`` with their own ``m``.
+
+In the step scenarios a third column, ``sequential``, runs the sequential audit's default test
+(:class:`fairprobe.sequential.mixture.MixtureBettingTest`, its process ``V``, i.i.d. form) on the
+same stream row by row: the k-th row of each group in a window is paired, the process runs from
+the first window on, and it alarms at ``log(1 / alpha)`` (the whole alpha, no per-window share:
+the most favourable setting for it). It answers whether the sequential default's test would
+detect the step sooner than the monitor's window bets.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from fairprobe.scale.monitor import log_wealth, monitor_statistic, pair_z, signed_z  # noqa: E402
+from fairprobe.sequential.mixture import MixtureBettingTest  # noqa: E402
 
 EPS, ALPHA = 0.05, 0.05
 
@@ -52,6 +60,26 @@ def _alarms(k: np.ndarray, n: np.ndarray) -> dict[str, np.ndarray]:
     zu, zd, ok2, upairs = signed_z(k, n, kind="difference", bound=EPS)
     new = monitor_statistic(zu, zd, ok2).max(axis=-1) >= math.log(len(upairs) / ALPHA)
     return {"monitor": new, "ordered": old}
+
+
+def _sequential_first(rng: np.random.Generator, reps: int, n: int, rates: np.ndarray,
+                      chunk: int = 250) -> np.ndarray:
+    """Per run: the window (0-based) in which the sequential default's ``V`` first reaches
+    ``1 / alpha`` on the same stream drawn row by row (``rates[t]`` of window ``t``, ``n`` rows
+    per group and window, paired in order); ``T`` when it never does."""
+    t_len = rates.shape[0]
+    test = MixtureBettingTest(EPS, alpha=ALPHA)
+    out = []
+    for start in range(0, reps, chunk):  # chunks bound the memory (rows x runs floats)
+        r = min(chunk, reps - start)
+        pa = np.repeat(rates[:, 0], n)
+        pb = np.repeat(rates[:, 1], n)
+        xa = (rng.random((r, t_len * n)) < pa).astype(float)
+        xb = (rng.random((r, t_len * n)) < pb).astype(float)
+        cross = test.processes(xa, xb)["V"] >= math.log(1 / ALPHA)
+        first = np.where(cross.any(axis=-1), cross.argmax(axis=-1) // n, t_len)
+        out.append(first)
+    return np.concatenate(out)
 
 
 def _first(cross: np.ndarray) -> np.ndarray:
@@ -80,9 +108,10 @@ def run(reps: int, seed: int) -> dict[str, Any]:
         rates = np.tile([0.50, 0.50], (t_len, 1))
         rates[pre:, 1] = 0.35
         k, nn = _counts(rng, reps, 50, rates)
-        for m, a in _alarms(k, nn).items():
-            f = _first(a)
-            d = (f - pre + 1)[f < t_len].astype(float)
+        firsts = {m: _first(a) for m, a in _alarms(k, nn).items()}
+        firsts["sequential"] = _sequential_first(rng, reps, 50, rates)
+        for m, f in firsts.items():
+            d = (f - pre + 1)[(f < t_len) & (f >= pre)].astype(float)
             rows.append({"scenario": "step", "groups": 2, "rows": 50, "monitor": m,
                          "fair_before": pre, "gap": 0.15,
                          "median_looks": float(np.median(d)) if d.size else None,
