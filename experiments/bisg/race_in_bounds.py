@@ -8,7 +8,7 @@ decisions depend on race and on the place's income; BISG exactly calibrated), an
 recorded
 
 * *race-dependent*: for Black applicants at 20%, for every other applicant at 60%;
-* *race-dependent, extreme*: for Black applicants at 5%, for every other applicant at 95%;
+* *race-dependent-extreme*: for Black applicants at 5%, for every other applicant at 95%;
 * *race-independent*: for every applicant at the same rate, 55% (about the overall share of the
   first scheme).
 
@@ -43,7 +43,7 @@ OUT = Path(__file__).resolve().parents[1] / "results" / "bisg" / "race_in_bounds
 #: Share of rows whose race is recorded, by race (``None``: every race alike).
 SCHEMES: dict[str, dict[str, float]] = {
     "race-dependent": {"black": 0.20, "other": 0.60},
-    "race-dependent, extreme": {"black": 0.05, "other": 0.95},
+    "race-dependent-extreme": {"black": 0.05, "other": 0.95},
     "race-independent": {"black": 0.55, "other": 0.55},
 }
 GROUPS = ("black", "hispanic")
@@ -72,8 +72,8 @@ def one_seed(seed: int, n: int, tolerance: float) -> list[dict[str, Any]]:
     alone = audit(pp.q[used], None)  # the proxy alone does not read the recorded races
     for scheme, rates in SCHEMES.items():
         race = recorded(pop.race, rates, seed)[used]
-        for variant, res in (("proxy alone", alone),
-                             ("race in bounds", audit(*recorded_in_bounds(pp.q[used], race,
+        for variant, res in (("proxy_alone", alone),
+                             ("race_in_bounds", audit(*recorded_in_bounds(pp.q[used], race,
                                                                           None)))):
             for c in res.comparisons:
                 truth = pop.truth[c.group] - pop.truth["white"]
@@ -104,7 +104,7 @@ def main() -> None:
                               "confidence_level": 0.95, "design": "place",
                               "spec": DESIGNS["place"], "schemes": SCHEMES, "results": {}}
     for scheme in SCHEMES:
-        for variant in ("proxy alone", "race in bounds"):
+        for variant in ("proxy_alone", "race_in_bounds"):
             for g in GROUPS:
                 rs = [r for r in recs if r["scheme"] == scheme and r["variant"] == variant
                       and r["group"] == g]

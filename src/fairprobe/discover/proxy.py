@@ -31,12 +31,12 @@ Bonferroni's.
 **Adjusted p-values** (what a report's headline recomputes at its own share of the error). The
 bounds interval at level :math:`1 - \alpha` widens as :math:`\alpha` falls (the cross-fitting
 branches and the coarsenings do not depend on :math:`\alpha`; every empirical-Bernstein width
-grows with :math:`\log(1/\alpha)`), so :math:`p = \inf\{\alpha:` the interval at
-:math:`1 - \alpha` lies outside the band:math:`\}` satisfies :math:`P(p \le \alpha) \le \alpha`
+grows with :math:`\log(1/\alpha)`), so the smallest :math:`\alpha` at which the interval at
+:math:`1 - \alpha` lies outside the band, :math:`p`, satisfies :math:`P(p \le \alpha) \le \alpha`
 for a pair in the band. It is found by bisection over :math:`\log \alpha` (the upper end of the
 bracket is kept: the p-value errs upwards), and :math:`\min(1, mG\,p)` is its Bonferroni
-adjustment: the list at level :math:`q'` is exactly the pairs whose adjusted p-value is at most
-:math:`q'`.
+adjustment: the list at a level :math:`q' < q` is the pairs whose adjusted p-value is at most
+:math:`q'` (up to the bisection's step, on the safe side).
 
 The weighted estimate of every reported pair (:func:`~fairprobe.bisg.estimate.weighted_rates`)
 is shown with its assumption and never decides.
