@@ -14,18 +14,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from bisg.test_proxy_cli import run_cli  # the CLI in-process, its exit code and streams
 from fairprobe.bisg.simulate import draw_population
-from fairprobe.cli.main import main
 
 FEATURES = {"region": ["a", "b", "c"], "product": ["p", "q"]}
 GROUPS = ("black", "hispanic")
-
-
-def run_cli(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return int(exc.value.code or 0), out, err
 
 
 @pytest.fixture(scope="module")

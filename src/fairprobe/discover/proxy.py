@@ -177,6 +177,14 @@ def discover_by_proxy(
                                     tract_col=proxy.tract_col,
                                     first_name_col=proxy.first_name_col)
     used = pp.used
+    validation = None
+    if proxy.race_col is not None:  # the proxy checked where race is recorded, as audit does
+        race = recorded_races(frame[proxy.race_col])
+        rec = (race >= 0) & used
+        if rec.any():
+            validation = {"column": proxy.race_col, "recorded": int(rec.sum()),
+                          "calibration": calibration(pp.q[rec], race[rec],
+                                                     (*groups, reference))}
     y = _binary_labels(frame[y_pred].to_numpy(), f"--y-pred-col {y_pred}",
                        pos_label).astype(np.float64)[used]
     q = pp.q[used]
@@ -203,7 +211,7 @@ def discover_by_proxy(
             info = {"group": c.group, "reference": reference,
                     "bounds": {k: c.bounds[k] for k in ("low", "high", "level", "region")},
                     "weighted": {"estimate": w.estimate, "low": w.low, "high": w.high,
-                                 "level": w.confidence_level,
+                                 "level": w.confidence_level, "coverage": "asymptotic",
                                  "assumption": WEIGHTED_ASSUMPTION}}
             found.append(Subgroup(
                 conditions=conds, size=int(rows.size), denominator=int(rows.size),
@@ -211,14 +219,6 @@ def discover_by_proxy(
                 interval=(float(f.low), float(f.high)), p_value=p,
                 adjusted_p=min(1.0, p * m * n_groups), verdict="unfair", proxy=info))
     found.sort(key=lambda s: -abs(s.estimate))
-    validation = None
-    if proxy.race_col is not None:  # the proxy checked where race is recorded, as audit does
-        race = recorded_races(frame[proxy.race_col])
-        rec = (race >= 0) & used
-        if rec.any():
-            validation = {"column": proxy.race_col, "recorded": int(rec.sum()),
-                          "calibration": calibration(pp.q[rec], race[rec],
-                                                     (*groups, reference))}
     block = {
         "method": pp.method, "groups": list(groups), "reference": reference, "match": match,
         "comparisons": len(tested) * n_groups, "condition": PROXY_SLICE_CONDITION,
