@@ -78,6 +78,7 @@ __all__ = [
     "ProxyComparison",
     "RateBounds",
     "birdie_rates",
+    "check_races",
     "empirical_bernstein",
     "proxy_audit",
     "rate_bounds",
@@ -449,6 +450,17 @@ def _bounds_reason(region: tuple[float, float], lo: float, hi: float, tol: float
             "but its confidence interval still reaches the band: more rows would decide")
 
 
+def check_races(groups: Sequence[str], reference: str) -> None:
+    """The compared races and the reference: census categories, the reference not compared
+    with itself (``--group-a``, ``--group-b``)."""
+    for g in (*groups, reference):
+        if g not in RACES:
+            raise InvalidParameterError(
+                f"unknown race {g!r} for --group-a/--group-b: one of {', '.join(RACES)}.")
+    if reference in groups:
+        raise InvalidParameterError(f"the reference {reference!r} is also a compared group.")
+
+
 def proxy_audit(y: npt.ArrayLike, q: npt.ArrayLike, *, groups: Sequence[str] = ("black",
                                                                              "hispanic", "api"),
                 reference: str = "white", tolerance: float = DEFAULT_TOLERANCE,
@@ -489,12 +501,7 @@ def proxy_audit(y: npt.ArrayLike, q: npt.ArrayLike, *, groups: Sequence[str] = (
         raise DataError(f"{yy.size} usable rows: a proxy audit needs at least 2.")
     if not np.isin(yy, (0.0, 1.0)).all():
         raise DataError("decisions must be 0/1 (give --pos-label for other values).")
-    for g in (*groups, reference):
-        if g not in RACES:
-            raise InvalidParameterError(
-                f"unknown race {g!r} for --group-a/--group-b: one of {', '.join(RACES)}.")
-    if reference in groups:
-        raise InvalidParameterError(f"the reference {reference!r} is also a compared group.")
+    check_races(groups, reference)
     st = None if strata is None else np.asarray(strata, dtype=np.int64)
     if st is not None and (st.shape != yy.shape or (st < 0).any()):
         raise InvalidParameterError("strata must hold one code >= 0 per row.")

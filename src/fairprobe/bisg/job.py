@@ -23,8 +23,9 @@ from fairprobe.documents import Job
 from fairprobe.errors import DataError, InvalidParameterError
 from fairprobe.stats.metrics import DEFAULT_DI_THRESHOLD, DEFAULT_TOLERANCE
 
-__all__ = ["IN_BOUNDS_ASSUMPTION", "calibration", "proxy_job", "recorded_in_bounds",
-           "recorded_races", "strata_codes"]
+__all__ = ["IN_BOUNDS_ASSUMPTION", "calibration", "check_place", "private_columns",
+           "proxy_columns", "proxy_job", "proxy_probabilities", "recorded_in_bounds", "recorded_races",
+           "strata_codes"]
 
 
 def _need(df: pd.DataFrame, col: str | None, flag: str) -> None:
@@ -156,6 +157,41 @@ def strata_codes(df: pd.DataFrame, cols: Sequence[str], bins: int = 10) -> npt.N
     return np.unique(codes, return_inverse=True)[1].astype(np.int64)
 
 
+def check_place(zip_col: str | None, tract_col: str | None) -> None:
+    """One place column: ``--zip-col`` or ``--tract-col``."""
+    if (zip_col is None) == (tract_col is None):
+        raise InvalidParameterError("--proxy needs the place of every row: give --zip-col "
+                                    "(ZIP codes) or --tract-col (census tract GEOIDs), one of them.")
+
+
+def proxy_probabilities(df: pd.DataFrame, *, surname_col: str, zip_col: str | None = None,
+                        tract_col: str | None = None, first_name_col: str | None = None
+                        ) -> tuple[ProxyProbabilities, dict[str, Any]]:
+    """Every row's BISG (BIFSG with ``first_name_col``) probabilities and the match block of
+    the document (match counts and rates, the rule for unmatched rows, each row's source), for
+    every command that reads a proxy (``audit --proxy``, ``discover --proxy``).
+
+    Raises
+    ------
+    DataError
+        A named column is missing; no surname (or no place) is in the census tables.
+    """
+    check_place(zip_col, tract_col)
+    for col, flag in ((surname_col, "--surname-col"), (zip_col, "--zip-col"),
+                      (tract_col, "--tract-col"), (first_name_col, "--first-name-col")):
+        _need(df, col, flag)
+    place_col = zip_col if zip_col is not None else tract_col
+    assert place_col is not None
+    pp = bisg_probabilities(
+        df[surname_col], df[place_col],
+        first_names=None if first_name_col is None else df[first_name_col],
+        geography="zcta" if zip_col is not None else "tract")
+    match = pp.match_rates()
+    match["sources"] = {s: int((pp.source == s).sum()) for s in
+                        ("surname+geography", "surname", "geography", "excluded")}
+    return pp, match
+
+
 def proxy_job(predictions: Any, *, y_pred_col: str, surname_col: str, zip_col: str | None = None,
               tract_col: str | None = None, first_name_col: str | None = None,
               race_col: str | None = None, pos_label: Any = None,
@@ -185,9 +221,7 @@ def proxy_job(predictions: Any, *, y_pred_col: str, surname_col: str, zip_col: s
     from fairprobe.provenance import Provenance, pool_digest, redact_text
     from fairprobe.stats.frame import _binary_labels
 
-    if (zip_col is None) == (tract_col is None):
-        raise InvalidParameterError("--proxy needs the place of every row: give --zip-col "
-                                    "(ZIP codes) or --tract-col (census tract GEOIDs), one of them.")
+    check_place(zip_col, tract_col)
     if isinstance(predictions, pd.DataFrame):
         df, label = predictions, (name or "dataframe")
         sha = pool_digest(df)["sha256"]
@@ -206,16 +240,10 @@ def proxy_job(predictions: Any, *, y_pred_col: str, surname_col: str, zip_col: s
         raise DataError(f"{label} has no rows.")
     y_all = _binary_labels(df[y_pred_col].to_numpy(), f"--y-pred-col {y_pred_col}",
                            pos_label).astype(np.float64)
+    pp, match = proxy_probabilities(df, surname_col=surname_col, zip_col=zip_col,
+                                    tract_col=tract_col, first_name_col=first_name_col)
     place_col = zip_col if zip_col is not None else tract_col
-    assert place_col is not None
-    pp: ProxyProbabilities = bisg_probabilities(
-        df[surname_col], df[place_col],
-        first_names=None if first_name_col is None else df[first_name_col],
-        geography="zcta" if zip_col is not None else "tract")
     used = pp.used
-    match = pp.match_rates()
-    match["sources"] = {s: int((pp.source == s).sum()) for s in
-                        ("surname+geography", "surname", "geography", "excluded")}
     if race_in_bounds and race_col is None:
         raise InvalidParameterError("--race-in-bounds puts recorded races into the bounds: "
                                     "give --race-col.")
@@ -262,6 +290,26 @@ def proxy_job(predictions: Any, *, y_pred_col: str, surname_col: str, zip_col: s
     return Job("proxy", result, prov)
 
 
+def proxy_columns(surname_col: str | None, zip_col: str | None = None,
+                  tract_col: str | None = None, first_name_col: str | None = None,
+                  race_col: str | None = None) -> dict[str, str]:
+    """The columns a proxy reads (names, places, recorded races), each with its flag."""
+    return {c: f for c, f in ((surname_col, "--surname-col"), (zip_col, "--zip-col"),
+                              (tract_col, "--tract-col"), (first_name_col, "--first-name-col"),
+                              (race_col, "--race-col")) if c}
+
+
+def private_columns(pool: pd.DataFrame, *, surname_col: str, zip_col: str | None = None,
+                    tract_col: str | None = None, first_name_col: str | None = None,
+                    race_col: str | None = None) -> dict[str, str]:
+    """The pool's columns the proxy reads and a model is never sent (names, places, recorded
+    races), each with its flag; a named column missing from the pool is refused."""
+    private = proxy_columns(surname_col, zip_col, tract_col, first_name_col, race_col)
+    for c, flag in private.items():
+        _need(pool, c, flag)
+    return private
+
+
 def proxy_model_job(backend: Any, queries: Any, *, surname_col: str,
                     budget: int | str | None = None,
                     seed: int = 0, cache: Any = None, feature_cols: Sequence[str] | None = None,
@@ -281,11 +329,9 @@ def proxy_model_job(backend: Any, queries: Any, *, surname_col: str,
     from fairprobe.provenance import Provenance, pool_digest
 
     pool = read_pool(queries)
-    private = {c: f for c, f in ((surname_col, "--surname-col"), (zip_col, "--zip-col"),
-                                 (tract_col, "--tract-col"), (first_name_col, "--first-name-col"),
-                                 (race_col, "--race-col")) if c}
-    for c, flag in private.items():
-        _need(pool, c, flag)
+    private = private_columns(pool, surname_col=surname_col, zip_col=zip_col,
+                              tract_col=tract_col, first_name_col=first_name_col,
+                              race_col=race_col)
     if feature_cols:
         sent_private = [c for c in feature_cols if c in private]
         if sent_private:

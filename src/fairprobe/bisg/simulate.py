@@ -15,8 +15,8 @@ depend on place beyond race, the usual case for credit. The true rate of race :m
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -36,8 +36,16 @@ def income_index() -> pd.Series:
     _, r_given_g = geo_tables("zcta")
     minority = (r_given_g["black"] + r_given_g["hispanic"]).to_numpy()
     z = (minority - minority.mean()) / minority.std()
-    noise = np.random.default_rng(2010).normal(0.0, 0.5, size=z.size)
-    return pd.Series(-z + noise, index=r_given_g.index)
+    return pd.Series(-z + 0.5 * place_index().to_numpy(), index=r_given_g.index)
+
+
+def place_index() -> pd.Series:
+    """A standard normal index :math:`u_g` of every ZCTA drawn independently of its racial
+    composition (seed 2010; the noise part of :func:`income_index`): decisions that depend on
+    it depend on place, but make almost no gap between races."""
+    _, r_given_g = geo_tables("zcta")
+    return pd.Series(np.random.default_rng(2010).normal(0.0, 1.0, size=len(r_given_g)),
+                     index=r_given_g.index)
 
 
 @dataclass(frozen=True)
@@ -46,28 +54,44 @@ class Population:
 
     frame: pd.DataFrame
     race: npt.NDArray[np.str_]
+    #: Each race's true approval rate (inside the planted slice, when one is planted).
     truth: dict[str, float]
+    #: With a planted slice: each race's true rate outside it.
+    truth_outside: dict[str, float] = field(default_factory=dict)
 
 
-def true_rates(intercept: float, race_effect: Mapping[str, float], income_effect: float
-               ) -> dict[str, float]:
-    r"""Exact :math:`\mu_r = \sum_g P(g \mid r)\, \sigma(\beta_0 + \beta_r + \beta_x x_g)`."""
+def true_rates(intercept: float, race_effect: Mapping[str, float], income_effect: float,
+               place_effect: float = 0.0) -> dict[str, float]:
+    r"""Exact :math:`\mu_r = \sum_g P(g \mid r)\, \sigma(\beta_0 + \beta_r + \beta_x x_g
+    + \beta_u u_g)`."""
     g_given_r, _ = geo_tables("zcta")
     x = income_index().reindex(g_given_r.index).fillna(0.0).to_numpy()
+    u = place_index().reindex(g_given_r.index).fillna(0.0).to_numpy()
     out = {}
     for r in RACES:
         p = g_given_r[r].to_numpy()
-        lin = intercept + race_effect.get(r, 0.0) + income_effect * x
+        lin = intercept + race_effect.get(r, 0.0) + income_effect * x + place_effect * u
         out[r] = float(np.sum(p * _sigmoid(lin)) / p.sum())
     return out
 
 
 def draw_population(n: int, *, seed: int, intercept: float = 0.0,
                     race_effect: Mapping[str, float] | None = None,
-                    income_effect: float = 0.8) -> Population:
+                    income_effect: float = 0.8, place_effect: float = 0.0,
+                    features: Mapping[str, Sequence[str]] | None = None,
+                    planted: Mapping[str, str] | None = None) -> Population:
     """Draw ``n`` applicants (module docstring); ``frame`` has ``surname``, ``zip``, the place's
     income index ``zip_income`` (what an auditor could join from census income tables),
-    ``approved`` (0/1), and the hidden ``race`` is returned beside it."""
+    ``approved`` (0/1), and the hidden ``race`` is returned beside it.
+
+    ``place_effect`` adds :math:`\beta_u u_g` (:func:`place_index`) to every decision.
+    ``features`` adds one column per name, its level drawn uniformly from the values given,
+    independently of everything else (a second seeded stream: the other columns are those of
+    the same seed without features); with ``planted`` (``{feature: level}``), ``race_effect``
+    acts only inside that slice (rows with every planted level), and ``truth`` holds the rates
+    inside it, ``truth_outside`` those outside. The features are independent of race given
+    surname and place, so the proxy stays calibrated within every slice of them.
+    """
     rng = np.random.default_rng(seed)
     eff = dict(race_effect or {})
     sur = race_given_surname()
@@ -87,12 +111,22 @@ def draw_population(n: int, *, seed: int, intercept: float = 0.0,
                               len(g_given_r) - 1)
     zips[:] = g_given_r.index.to_numpy()[gi]
     x = income_index().reindex(g_given_r.index).fillna(0.0).to_numpy()[gi]
-    beta_r = np.array([eff.get(r, 0.0) for r in RACES])[race_i]
-    y = (rng.random(n) < _sigmoid(intercept + beta_r + income_effect * x)).astype(np.int64)
+    u = place_index().reindex(g_given_r.index).fillna(0.0).to_numpy()[gi]
+    frng = np.random.default_rng([seed, 1])
+    cols = {f: np.asarray(v, dtype=object)[frng.integers(0, len(v), size=n)]
+            for f, v in (features or {}).items()}
+    inside = np.ones(n, dtype=bool)
+    for f, level in (planted or {}).items():
+        inside &= cols[f] == level
+    beta_r = np.where(inside, np.array([eff.get(r, 0.0) for r in RACES])[race_i], 0.0)
+    y = (rng.random(n) < _sigmoid(intercept + beta_r + income_effect * x
+                                  + place_effect * u)).astype(np.int64)
     frame = pd.DataFrame({"surname": sur.index.to_numpy()[s_idx], "zip": zips,
-                          "zip_income": np.round(x, 3), "approved": y})
+                          "zip_income": np.round(x, 3), **cols, "approved": y})
     return Population(frame=frame, race=np.asarray(RACES)[race_i],
-                      truth=true_rates(intercept, eff, income_effect))
+                      truth=true_rates(intercept, eff, income_effect, place_effect),
+                      truth_outside=(true_rates(intercept, {}, income_effect, place_effect)
+                                     if planted else {}))
 
 
 #: The designs of ``experiments/bisg/coverage.py`` and the tests: decisions that depend on

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -50,7 +50,15 @@ def discover(
     engine: Annotated[str, typer.Option("--engine", help="Counting engine: auto, duckdb or pandas.")] = "auto",
     control_col: Annotated[str | None, typer.Option("--control-col", help="Comma-separated legitimate factors (e.g. income): subgroups are compared with the rest within their strata, so a gap they explain is not a finding.")] = None,
     control_bins: Annotated[int, typer.Option("--control-bins", help="Quantile bins of a numeric --control-col.")] = 4,
-    seed: Annotated[int, typer.Option("--seed", help="With a model: seed of the records drawn.")] = 0,
+    proxy: Annotated[str | None, typer.Option("--proxy", help="When race is not recorded: estimate it by bisg (surname + place) or bifsg (+ first name) and search every slice for race gaps in approval rate (each of --group-a vs --group-b), decided on bounds that assume only the proxy's calibration within the slices; Bonferroni over slices x races at --fdr (docs/discover.md).")] = None,
+    surname_col: Annotated[str | None, typer.Option("--surname-col", help="With --proxy: the column of family names (never searched, never sent to a model).")] = None,
+    zip_col: Annotated[str | None, typer.Option("--zip-col", help="With --proxy: the column of 5-digit ZIP codes (used as ZCTAs).")] = None,
+    tract_col: Annotated[str | None, typer.Option("--tract-col", help="With --proxy: the column of 11-digit census tract GEOIDs (instead of --zip-col).")] = None,
+    first_name_col: Annotated[str | None, typer.Option("--first-name-col", help="With --proxy bifsg: the column of first names.")] = None,
+    race_col: Annotated[str | None, typer.Option("--race-col", help="With --proxy: recorded race where known (empty elsewhere): the proxy's calibration is checked on those rows; never sent to a model.")] = None,
+    group_a: Annotated[str | None, typer.Option("--group-a", help="With --proxy: comma-separated races compared (default black,hispanic,api).")] = None,
+    group_b: Annotated[str | None, typer.Option("--group-b", help="With --proxy: the reference race (default white).")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="With a model: seed of the records drawn; with --proxy also of the bounds' cross-fitting split.")] = 0,
     cache: Annotated[Path, typer.Option("--cache", help="With a model: answer cache (SQLite).")] = Path(".fairprobe") / "cache.sqlite",
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the result as JSON.")] = None,
     fail_on: FailOnOption = None,
@@ -70,6 +78,8 @@ def discover(
         raise ConfigError("Give --predictions FILE --y-pred-col COL, or a model with --queries.")
     if predictions is not None and y_pred_col is None:
         raise ConfigError("--predictions needs --y-pred-col (the decision column).")
+    proxy_options = _proxy_options(proxy, surname_col, zip_col, tract_col, first_name_col,
+                                   race_col, group_a, group_b)
     job = discover_job(
         predictions, features=features, y_pred=y_pred_col, y_true=y_true_col,
         backend=build_backend(url, backend_config) if model else None, queries=queries,
@@ -77,9 +87,43 @@ def discover(
         metric=metric.value, fdr=fdr, tolerance=tolerance, method=method.value, bins=bins,
         min_size=min_size, pos_label=pos_label, engine=engine, pvalue=pvalue.value,
         control_cols=split_names(control_col) or (), control_bins=control_bins,
+        proxy=proxy_options,
     )  # fmt: skip
     console.print(str(job.result), markup=False, soft_wrap=True)
+    if proxy_options is not None:
+        from fairprobe.report.kinds.proxy import match_sentence
+
+        console.print(f"proxy {proxy_options.method.upper()}: "
+                      + match_sentence(job.result.proxy["match"]), markup=False, soft_wrap=True)
     emit_job(json_path, job, fail_on)
+
+
+def _proxy_options(proxy: str | None, surname_col: str | None, zip_col: str | None,
+                   tract_col: str | None, first_name_col: str | None, race_col: str | None,
+                   group_a: str | None, group_b: str | None) -> Any:
+    """The proxy's options from the flags (checked once, by flag); its flags without
+    ``--proxy`` are refused."""
+    from fairprobe._validation import split_names
+    from fairprobe.errors import ConfigError
+
+    if proxy is None:
+        given = [f for f, v in (("--surname-col", surname_col), ("--zip-col", zip_col),
+                                ("--tract-col", tract_col), ("--first-name-col", first_name_col),
+                                ("--race-col", race_col), ("--group-a", group_a),
+                                ("--group-b", group_b)) if v is not None]
+        if given:
+            raise ConfigError(f"{given[0]} goes with --proxy bisg|bifsg (race estimated from "
+                              "names and places): add --proxy or drop it.")
+        return None
+    from fairprobe.bisg.job import check_place
+    from fairprobe.discover.proxy import ProxyOptions
+
+    check_place(zip_col, tract_col)
+    groups = tuple(g.strip().lower() for g in (split_names(group_a) or
+                                               ["black", "hispanic", "api"]))
+    return ProxyOptions(proxy.strip().lower(), surname_col, zip_col=zip_col,
+                        tract_col=tract_col, first_name_col=first_name_col, race_col=race_col,
+                        groups=groups, reference=(group_b or "white").strip().lower())
 
 
 def register(app: typer.Typer) -> None:

@@ -87,11 +87,29 @@ class Subgroup:
     #: within-stratum gap, ``rate_rest`` the subgroup's rate minus it, ``denominator`` its
     #: rows in strata the rest shares; :mod:`fairprobe.discover.stratified`).
     unadjusted: float | None = None
+    #: With a race proxy (:mod:`fairprobe.discover.proxy`): the race gap within the slice,
+    #: ``group``, ``reference``, ``bounds`` (``low``, ``high``, ``level``, ``region``) and the
+    #: ``weighted`` estimate with its assumption; ``estimate`` and ``interval`` are then the
+    #: bounds' (rates are not shown: the races are not recorded).
+    proxy: dict[str, Any] | None = None
 
-    def __str__(self) -> str:
+    @property
+    def slice_label(self) -> str:
         return " and ".join(str(c) for c in self.conditions)
 
+    def __str__(self) -> str:
+        if self.proxy is not None:
+            return f"{self.slice_label}: {self.proxy['group']} - {self.proxy['reference']}"
+        return self.slice_label
+
     def to_dict(self) -> dict[str, Any]:
+        if self.proxy is not None:
+            return {"conditions": [c.to_dict() for c in self.conditions], "label": str(self),
+                    "slice": self.slice_label, "size": self.size, **self.proxy,
+                    "estimate": self.estimate,
+                    "interval": {"low": self.interval[0], "high": self.interval[1]},
+                    "p_value": self.p_value, "adjusted_p": self.adjusted_p,
+                    "verdict": self.verdict}
         out = {"conditions": [c.to_dict() for c in self.conditions], "label": str(self),
                "size": self.size, "denominator": self.denominator, "rate": self.rate,
                "rate_rest": self.rate_rest, "estimate": self.estimate,
@@ -127,9 +145,15 @@ class DiscoveryResult:
     #: With control columns: ``columns``, ``bins`` (their quantile edges), ``strata`` and the
     #: construction; empty without (:mod:`fairprobe.discover.stratified`).
     control: dict[str, Any] = field(default_factory=dict)
+    #: With a race proxy: ``method``, ``match`` (the match rates), ``groups``, ``reference``,
+    #: ``comparisons`` (slices x races tested), ``assumptions``, ``guarantee``, ``condition``;
+    #: empty without (:mod:`fairprobe.discover.proxy`).
+    proxy: dict[str, Any] = field(default_factory=dict)
 
     @property
     def guarantee(self) -> str:
+        if self.proxy:
+            return str(self.proxy["guarantee"])
         return FDR_METHODS[self.method]
 
     @property
@@ -148,15 +172,24 @@ class DiscoveryResult:
         from fairprobe.stats.finding import Finding, Question
 
         top = self.subgroups[0] if self.subgroups else None
+        pair = (str(top), "rest") if top is not None else ("any subgroup", "rest")
+        if self.proxy:  # a race gap within a slice
+            pair = ((f"{top.slice_label}: {top.proxy['group']}",
+                     f"{top.slice_label}: {self.proxy['reference']}") if top is not None and
+                    top.proxy is not None else ("any race in a slice", self.proxy["reference"]))
         q = Question(metric=f"discover:{self.metric}", kind="difference",
-                     threshold=self.tolerance,
-                     groups=(str(top), "rest") if top is not None else ("any subgroup", "rest"))
+                     threshold=self.tolerance, groups=pair)
         common = dict(confidence_level=1.0 - self.fdr,
                       construction=f"exact {self.pvalue} p-values, {self.method} at FDR "
                                    f"{self.fdr:g}",
                       coverage="conditional" if self.method == "bh" else "exact",
                       condition=None if self.method != "bh" else
                       "if the p-values are positively regression dependent (PRDS)")
+        if self.proxy:
+            common.update(construction=f"{self.proxy['method']} bounds in every slice, "
+                                       f"{self.method} over {self.proxy['comparisons']} slice x "
+                                       f"race comparisons at {self.fdr:g}",
+                          coverage="conditional", condition=self.proxy["condition"])
         if top is None:
             return Finding(q, float("nan"), -float("inf"), float("inf"), forced="undetermined",
                            reason=f"no subgroup of {self.tested} is proven beyond the tolerance "
@@ -169,6 +202,10 @@ class DiscoveryResult:
                        **common)  # type: ignore[arg-type]
 
     def __str__(self) -> str:
+        if self.proxy:
+            from fairprobe.discover.proxy import proxy_text
+
+            return proxy_text(self)
         head = (f"{len(self.subgroups)} of {self.tested} subgroups (depth <= {self.depth}, "
                 f"{len(self.features)} features) differ from the rest by more than "
                 f"{self.tolerance:g} in {METRICS[self.metric]}, at FDR {self.fdr:g} "
@@ -195,6 +232,7 @@ class DiscoveryResult:
             "bins": self.bins, "verdict": self.verdict, "finding": self.finding.to_dict(),
             "subgroups": [s.to_dict() for s in self.subgroups],
             **({"control": self.control} if self.control else {}),
+            **({"proxy": self.proxy} if self.proxy else {}),
         }
 
 
@@ -479,20 +517,14 @@ def discover_subgroups(
         The reported subgroups, ranked by the size of the gap, each with conditions, size,
         estimate, interval, adjusted p-value and verdict.
     """
-    from fairprobe._validation import check_choice, check_int, check_real
+    from fairprobe._validation import check_choice
 
     owner = "discover_subgroups"
     check_choice(metric, "metric", owner, list(METRICS))
     check_choice(method, "method", owner, list(FDR_METHODS))
     check_choice(pvalue, "pvalue", owner, list(PVALUES))
-    check_int(depth, "depth", owner, lo=1, hi=3)
-    check_int(bins, "bins", owner, lo=2, hi=100)
-    check_int(min_size, "min_size", owner, lo=1)
-    check_real(fdr, "fdr", owner, lo=0.0, hi=1.0, closed="neither")
-    check_real(tolerance, "tolerance", owner, lo=0.0, hi=1.0, closed="left")
-    feats = tuple(dict.fromkeys(str(f) for f in features))
-    if not feats:
-        raise InvalidParameterError("--features names no column; give e.g. --features age,region.")
+    feats = check_search(features, depth=depth, bins=bins, min_size=min_size, fdr=fdr,
+                         tolerance=tolerance)
     if metric in _NEEDS_LABELS and y_true is None:
         raise InvalidParameterError(f"--metric {metric} compares rates among true labels: give "
                                     "--y-true-col.")
@@ -516,6 +548,23 @@ def discover_subgroups(
     counts = subgroup_counts(tables, sets, metric, edges)
     return decide(counts, metric=metric, fdr=fdr, tolerance=tolerance, method=method,
                   min_size=min_size, depth=depth, features=feats, bins=edges, pvalue=pvalue)
+
+
+def check_search(features: Sequence[str], *, depth: int, bins: int, min_size: int, fdr: float,
+                 tolerance: float) -> tuple[str, ...]:
+    """The options every search shares, checked by name; the features, deduplicated."""
+    from fairprobe._validation import check_int, check_real
+
+    owner = "discover_subgroups"
+    check_int(depth, "depth", owner, lo=1, hi=3)
+    check_int(bins, "bins", owner, lo=2, hi=100)
+    check_int(min_size, "min_size", owner, lo=1)
+    check_real(fdr, "fdr", owner, lo=0.0, hi=1.0, closed="neither")
+    check_real(tolerance, "tolerance", owner, lo=0.0, hi=1.0, closed="left")
+    feats = tuple(dict.fromkeys(str(f) for f in features))
+    if not feats:
+        raise InvalidParameterError("--features names no column; give e.g. --features age,region.")
+    return feats
 
 
 def _discover_within_strata(data: Any, feats: tuple[str, ...], sets: list[tuple[str, ...]], *,
@@ -547,6 +596,28 @@ def _discover_within_strata(data: Any, feats: tuple[str, ...], sets: list[tuple[
     return decide_stratified(counts, metric=metric, fdr=fdr, tolerance=tolerance,
                              method=method, min_size=min_size, depth=depth, features=feats,
                              bins=edges, control=info)
+
+
+def slice_rows(frame: pd.DataFrame, features: Sequence[str], depth: int,
+               edges: dict[str, list[float]]) -> list[tuple[tuple[Condition, ...], np.ndarray]]:
+    """Every subgroup of up to ``depth`` conditions of a binned ``frame`` (:func:`_bin`) with
+    the positions of its rows, in the order of :func:`grouping_sets` and, within one, of the
+    levels: for searches that need each subgroup's rows rather than its counts (the race
+    proxy's bounds, :mod:`fairprobe.discover.proxy`). A missing value is refused, as the
+    count refuses it."""
+    feats = tuple(features)
+    na = frame[list(feats)].isna().any()
+    if na.any():
+        raise DataError(f"--features column {na[na].index[0]!r} has missing values: fill or "
+                        "drop those rows (a subgroup must be defined on every row).")
+    out: list[tuple[tuple[Condition, ...], np.ndarray]] = []
+    for s in grouping_sets(feats, depth):
+        groups = frame.groupby(list(s), sort=True).indices
+        for key, rows in groups.items():
+            values = key if isinstance(key, tuple) else (key,)
+            out.append((tuple(_condition(c, v, edges) for c, v in zip(s, values, strict=True)),
+                        np.asarray(rows, dtype=np.int64)))
+    return out
 
 
 def grouping_sets(features: Sequence[str], depth: int) -> list[tuple[str, ...]]:
@@ -683,8 +754,9 @@ def _condition(feature: str, value: Any, edges: dict[str, list[float]]) -> Condi
 
 
 def _read(data: Any, features: tuple[str, ...], y_pred: str, y_true: str | None,
-          extra: Sequence[str] = ()) -> pd.DataFrame:
-    """The needed columns as a frame, for the pandas engine (which counts in memory)."""
+          extra: Sequence[str] = (), flags: dict[str, str] | None = None) -> pd.DataFrame:
+    """The needed columns as a frame, for the pandas engine (which counts in memory); a
+    missing ``extra`` column is named by its flag in ``flags`` (``--control-col`` else)."""
     cols = [*features, y_pred] + ([y_true] if y_true is not None else []) + list(extra)
     if not isinstance(data, pd.DataFrame):
         from fairprobe.scale.engine import _to_pandas, resolve_source
@@ -692,7 +764,8 @@ def _read(data: Any, features: tuple[str, ...], y_pred: str, y_true: str | None,
         data = _to_pandas(resolve_source(data))
     missing = [c for c in cols if c not in data.columns]
     if missing:
-        flag = "--control-col" if missing[0] in extra else "--features/--y-pred-col/--y-true-col"
+        flag = ((flags or {}).get(missing[0], "--control-col") if missing[0] in extra
+                else "--features/--y-pred-col/--y-true-col")
         raise DataError(f"{flag}: column {missing[0]!r} is not in the data; it has "
                         f"{', '.join(map(str, data.columns[:20]))}.")
     return data[cols]

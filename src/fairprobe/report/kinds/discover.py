@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from fairprobe import metrics as _metrics
-from fairprobe.report._read import Doc, extra_assumptions, fmt, num
+from fairprobe.report._read import Doc, extra_assumptions, fmt, mapping, num
 from fairprobe.report.document import FigureSpec, Section, Table
 
 __all__ = ["adapt_discover"]
@@ -23,6 +24,8 @@ ASSUMPTIONS = [
 
 
 def adapt_discover(doc: Doc, source: str, label: str) -> Section:
+    if isinstance(doc.get("proxy"), Mapping):
+        return _adapt_proxy(doc, source, label)
     subs = [s for s in doc.get("subgroups") or [] if isinstance(s, Mapping)]
     tol, fdr = num(doc.get("tolerance")), num(doc.get("fdr"))
     tested = doc.get("tested")
@@ -79,3 +82,52 @@ def adapt_discover(doc: Doc, source: str, label: str) -> Section:
     title = "Subgroup discovery" + (f": {label}" if label else "")
     return Section("discover", title, source, verdict, sentence, short, facts, figures, tables,
                    ASSUMPTIONS + extra_assumptions(doc), [])
+
+
+def _adapt_proxy(doc: Doc, source: str, label: str) -> Section:
+    """A discovery by proxied race (``discover --proxy``): each reported slice and race pair
+    with its bounds (decide) and weighted estimate (shown, not counted), the match rates once,
+    and what the bounds assume."""
+    from fairprobe.report.kinds.proxy import match_sentence
+
+    px = mapping(doc.get("proxy"))
+    subs = [s for s in doc.get("subgroups") or [] if isinstance(s, Mapping)]
+    tol, fdr = num(doc.get("tolerance")), num(doc.get("fdr"))
+    method = str(px.get("method", "bisg")).upper()
+    verdict = "unfair" if subs else "undetermined"
+    what = (f"race gaps in approval rate ({', '.join(map(str, px.get('groups') or []))} vs "
+            f"{px.get('reference')}) within {fmt(doc.get('tested'))} slices, race estimated by "
+            f"{method}")
+    sentence = (f"{len(subs)} of {fmt(px.get('comparisons'))} {what}, lie beyond "
+                f"{fmt(tol, 3)} on the bounds; {px.get('guarantee')}." if subs else
+                f"No slice of {what}, is proven beyond {fmt(tol, 3)} on the bounds: "
+                "undetermined (finding none is not evidence that none exists).")
+    rows = []
+    for s in subs:
+        b, w = mapping(s.get("bounds")), mapping(s.get("weighted"))
+        got = b.get("region")
+        reg: list[Any] = list(got) if isinstance(got, list) and len(got) == 2 else [None, None]
+        rows.append([str(s.get("slice")), f"{s.get('group')} - {s.get('reference')}",
+                     fmt(s.get("size")), f"[{fmt(reg[0], 3)}, {fmt(reg[1], 3)}]",
+                     f"[{fmt(b.get('low'), 3)}, {fmt(b.get('high'), 3)}] at "
+                     f"{fmt(b.get('level'), 4)}", fmt(w.get("estimate"), 3),
+                     fmt(s.get("adjusted_p"), 3)])
+    tables = [Table(caption=("Slices reported: the identification region, its confidence "
+                             "interval (decides), the proxy-weighted estimate (shown, not "
+                             "counted)"),
+                    header=["slice", "gap", "rows", "region", "bounds interval", "weighted",
+                            "adjusted p"], rows=rows)] if rows else []
+    a = mapping(px.get("assumptions"))
+    assumptions = [f"Bounds (decide the verdict): {a.get('bounds', '')}.",
+                   f"Slices: {a.get('slices', '')}.",
+                   f"Weighted estimate: {a.get('weighted', '')}.", ASSUMPTIONS[0], ASSUMPTIONS[1]]
+    notes = [match_sentence(mapping(px.get("match")))]
+    facts = [("proxy", method), ("tolerance", fmt(tol, 3)), ("family-wise error", fmt(fdr, 3)),
+             ("slices tested", fmt(doc.get("tested"))),
+             ("too small to test", fmt(doc.get("too_small"))), ("rows", fmt(doc.get("rows"))),
+             ("depth", fmt(doc.get("depth"))),
+             ("features", ", ".join(map(str, doc.get("features") or [])))]
+    title = f"Subgroup discovery by proxied race ({method})" + (f": {label}" if label else "")
+    return Section("discover", title, source, verdict, sentence,
+                   f"{len(subs)} unfair slice x race gap(s) on the bounds", facts, [], tables,
+                   assumptions + extra_assumptions(doc), notes)
