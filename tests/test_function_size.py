@@ -35,7 +35,6 @@ ALLOWED: dict[str, str] = {
     "stats/frame.py:AuditFrame.__init__": "stats/frame.py is being edited by the metric-name work",
     "sequential/job.py:sequential_job": "AccessOptions/DataSource not wired into it yet",
     "sequential/runner.py:audit_live": "body not split into helpers yet",
-    "twosource/budget.py:plan_budget": "planning-rates object not written yet",
 }
 
 

@@ -58,3 +58,25 @@ def test_simulated_power_reads_the_model() -> None:
     assert balanced == simulated_power("dp", 0.05, sh, 800, gap=0.2, target="unfair", reps=300,
                                        seed=1, allocation="balanced")
     assert 0.0 < flat < 1.0
+
+
+def test_two_source_budget_rates_object_equals_the_positional_form() -> None:
+    # the two-source planner's population (fairprobe.twosource.budget.PlanningRates), beside
+    # the audit planner's objects: the same plan from the object, the positional rates and
+    # the flat keywords
+    from fairprobe.twosource.budget import PlanningRates, plan_budget
+
+    rates = (0.1205, 0.4686, 0.333)
+    flat = plan_budget(30_000, 0.1, 0.8, *rates, accuracy_unprivileged=0.648,
+                       accuracy_privileged=0.838)
+    obj = plan_budget(30_000, 0.1, 0.8, rates=PlanningRates(
+        *rates, accuracy_unprivileged=0.648, accuracy_privileged=0.838))
+    assert obj.to_dict() == flat.to_dict()
+    assert obj.recommended["accuracy_unprivileged"] == 0.648
+    matrix = plan_budget(30_000, 0.1, 0.8, rates=PlanningRates(*rates), sigma_b_value=3.0)
+    assert matrix.recommended["b_estimator"] == "matrix"
+    with pytest.raises(TypeError, match="missing 1 required positional argument: "
+                                        "'share_unprivileged'"):
+        plan_budget(1000, 0.1, 0.9, 0.1, 0.4)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sigma_b'"):
+        plan_budget(1000, 0.1, 0.9, *rates, sigma_b=3.0)

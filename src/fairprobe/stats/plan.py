@@ -40,7 +40,7 @@ from fairprobe import metrics as _metrics
 from fairprobe.errors import InvalidParameterError
 from fairprobe.stats.allocation import ADAPTIVE_BATCHES, apportion, neyman_weights
 from fairprobe.stats.finding import decide_array
-from fairprobe.stats.plan_options import PlannedAudit, PlanSearch, plan_objects
+from fairprobe.stats.plan_options import PlannedAudit, PlanSearch, missing_arguments, plan_objects
 from fairprobe.stats.simultaneous import family_intervals
 
 __all__ = ["AuditPlan", "plan_audit_budget", "queries_to_decide", "simulated_power"]
@@ -153,15 +153,6 @@ allocate = apportion
 _POWER_FLAGS = frozenset(PlannedAudit.__dataclass_fields__)
 
 
-def _missing(owner: str, names: list[str]) -> TypeError:
-    """The error Python raises for missing keyword-only arguments, worded the same."""
-    quoted = [repr(n) for n in names]
-    listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
-    s = "" if len(names) == 1 else "s"
-    return TypeError(f"{owner}() missing {len(names)} required keyword-only argument{s}: "
-                     f"{listed}")
-
-
 def simulated_power(
     metric: str, tolerance: float, shares: np.ndarray, budget: int, *,
     model: PlannedAudit | None = None, reps: int = 2000, seed: int = 0,
@@ -187,9 +178,9 @@ def simulated_power(
         flags = {"allocation": "uniform", **flags}
     m, _ = plan_objects("simulated_power", flags, model, accepted=_POWER_FLAGS)
     if model is None and (missing := [k for k in ("gap", "target") if k not in flags]):
-        raise _missing("simulated_power", missing)
+        raise missing_arguments("simulated_power", missing)
     if m.target is None:
-        raise _missing("simulated_power", ["target"])
+        raise missing_arguments("simulated_power", ["target"])
     kind, rate = _METRICS[metric]
     confidence_level = m.confidence_level
     if m.allocation == "adaptive" and stand_in and shares.size == 2:

@@ -17,7 +17,7 @@ from typing import Any
 
 from fairprobe.options import split_flat, with_fields
 
-__all__ = ["PlanSearch", "PlannedAudit", "plan_objects"]
+__all__ = ["PlanSearch", "PlannedAudit", "missing_arguments", "plan_objects"]
 
 
 @dataclass(frozen=True)
@@ -109,3 +109,18 @@ def plan_objects(
         with_fields(model, PlannedAudit, parts.get("model")),
         with_fields(search, PlanSearch, parts.get("search")),
     )
+
+
+def missing_arguments(owner: str, names: list[str], kind: str = "keyword-only") -> TypeError:
+    """The :class:`TypeError` Python raises when ``owner`` is called without the required
+    arguments ``names`` (``kind``: ``positional`` or ``keyword-only``), worded the same: a
+    compatibility form that takes them through ``**flags`` fails as the plain signature did."""
+    quoted = [repr(n) for n in names]
+    if len(quoted) == 1:
+        listed = quoted[0]
+    elif len(quoted) == 2:
+        listed = f"{quoted[0]} and {quoted[1]}"
+    else:
+        listed = f"{', '.join(quoted[:-1])}, and {quoted[-1]}"
+    s = "" if len(names) == 1 else "s"
+    return TypeError(f"{owner}() missing {len(names)} required {kind} argument{s}: {listed}")
