@@ -24,7 +24,7 @@ from fairprobe.cli._common import build_backend, console, read_table, split_list
 from fairprobe.cli.gate import FailOnOption, emit_job
 from fairprobe.errors import ConfigError
 
-DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"  # = fairprobe.sequential.job.DEFAULT_CACHE
+DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"  # = fairprobe.options.DEFAULT_CACHE
 
 
 class TestChoice(StrEnum):
@@ -155,6 +155,7 @@ def sequential(
     """Sequential audit of SP or EO: stop at violation, compliance, or the budget."""
     from fairprobe.cli._common import check_output_path
     from fairprobe.sequential.job import partial_job, sequential_job
+    from fairprobe.sequential.options import sequential_options
 
     check_output_path(csv_path, "--csv")
     if logit_bound is not None:
@@ -165,7 +166,8 @@ def sequential(
     if input_path is not None and live:
         raise ConfigError("Give --input (pool mode) or --url/--backend-config (live mode), not both.")
     backend = build_backend(url, backend_config, path) if live else None
-    kw: dict[str, Any] = dict(
+    # the flags build sequential_job's options objects (by their Python names), each checked
+    kw: dict[str, Any] = sequential_options(
         input=read_table(input_path) if input_path is not None else None, backend=backend,
         queries=read_table(queries) if queries is not None else None,
         feature_cols=split_list(feature_cols), group_col=group_col, group_a=group_a, pair=pair,
@@ -175,6 +177,7 @@ def sequential(
         beta=beta, min_per_group=min_per_group, budget=budget, repeats=repeats, seed=seed,
         batch_size=batch_size, cache=cache, retries=retries, timeout=timeout,
     )  # fmt: skip
+    kw["backend"] = backend
     show = progress and console.is_terminal
     if input_path is not None:
         partial: list[Any] = []

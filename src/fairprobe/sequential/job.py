@@ -7,79 +7,65 @@ draws nothing.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
 
 from fairprobe._validation import split_names
 from fairprobe.documents import Job
 from fairprobe.errors import ConfigError
+from fairprobe.options import DEFAULT_CACHE, AccessOptions, DataSource
+
+if TYPE_CHECKING:
+    from fairprobe.sequential.options import SequentialOptions
 
 __all__ = ["DEFAULT_CACHE", "partial_job", "sequential_job"]
-
-DEFAULT_CACHE = Path(".fairprobe") / "cache.sqlite"
 
 #: Live-mode step callback: the step and the test's (upper, lower) boundaries.
 StepCallback = Callable[[Any, tuple[float, float | None]], None]
 
 
-def _table(data: str | os.PathLike[str] | pd.DataFrame, what: str) -> pd.DataFrame:
-    from fairprobe._io import read_table
-
-    return data if isinstance(data, pd.DataFrame) else read_table(data, what)
-
-
 def sequential_job(
     *,
-    input: str | os.PathLike[str] | pd.DataFrame | None = None,
     backend: Any = None,
-    queries: str | os.PathLike[str] | pd.DataFrame | None = None,
-    feature_cols: str | list[str] | None = None,
-    group_col: str = "sex",
-    group_a: str | None = None,
-    pair: str | list[str] | None = None,
-    decision_col: str | None = None,
-    score_col: str | None = None,
-    logit_col: str | None = None,
-    label_col: str | None = None,
-    metric: str = "sp",
-    access: str = "decisions",
-    test: str | None = None,
-    tolerance: float = 0.1,
-    alpha: float = 0.05,
-    beta: float = 0.2,
-    min_per_group: int | None = None,
-    budget: int | str = 4000,
-    repeats: int = 200,
-    seed: int = 0,
-    batch_size: int = 1,
-    cache: str | os.PathLike[str] | None = DEFAULT_CACHE,
-    retries: int = 5,
-    timeout: float | None = None,
+    answers: DataSource | None = None,
+    source: DataSource | None = None,
+    options: SequentialOptions | None = None,
+    access_options: AccessOptions | None = None,
     progress: Callable[[int], None] | None = None,
     on_step: StepCallback | None = None,
     partial: list[Any] | None = None,
+    **flags: Any,
 ) -> Job:
     """Run a sequential audit of SP or EO that stops at violation, compliance or the budget.
 
     Two modes (``docs/sequential.md``):
 
-    - **pool** (``input``: a table or its path): the answers are already in the table
-      (``decision_col`` / ``score_col`` / ``logit_col``); the audit is replayed over ``repeats``
-      random query orders. With more than two groups (or ``pair``), every pair is audited with
-      the default test (Bonferroni over pairs), or only ``pair``.
+    - **pool** (``answers``: the table of answers, ``--input``): the answers are already in the
+      table (``decision_col`` / ``score_col`` / ``logit_col``); the audit is replayed over
+      ``repeats`` random query orders. With more than two groups (or ``pair``), every pair is
+      audited with the default test (Bonferroni over pairs), or only ``pair``.
     - **live** (``backend``: a :class:`~fairprobe.access.Backend`): one audit against the model,
-      on ``queries`` (default: the bundled Adult test split with its audit features), through a
-      :class:`~fairprobe.access.BlackBox` with the answer ``cache`` (``None``: memory only).
+      on ``source`` (the query pool, ``--queries``; default: the bundled Adult test split with
+      its audit features), through a :class:`~fairprobe.access.BlackBox` with the answer cache.
 
-    ``test`` is a registered test name (default ``mixture``, anytime-valid; ``glr-wald`` is the
-    paper's). ``budget`` is a number or ``"all"`` (every row of the pool). ``progress`` is called
-    with the number of orders done (pool mode), ``on_step`` with each step and the boundaries
-    (live mode). With ``partial`` (a list), the orders done so far are appended to it before an
-    interrupt propagates; :func:`partial_job` turns them into a document.
+    The options objects say what to audit: ``answers`` and ``source``
+    (:class:`~fairprobe.options.DataSource`), ``options`` the columns, the metric and the test
+    (:class:`~fairprobe.sequential.options.SequentialOptions`: ``test`` a registered name,
+    default ``mixture``, anytime-valid; ``glr-wald`` is the paper's), ``access_options`` the
+    budget (a number or ``"all"``, every row of the pool; default 4000) and the seed, and in
+    live mode the ``cache`` (``None``: memory only), ``retries`` and ``timeout``
+    (:class:`~fairprobe.options.AccessOptions`; its ``progress`` is not read). ``flags`` are
+    ``fairprobe sequential``'s flags by their Python names (``input``, ``queries`` and every
+    field; the compatibility form, sorted into the objects by
+    :func:`~fairprobe.sequential.options.sequential_options`); they build the objects not
+    given.
+
+    ``progress`` is called with the number of orders done (pool mode), ``on_step`` with each
+    step and the boundaries (live mode). With ``partial`` (a list), the orders done so far are
+    appended to it before an interrupt propagates; :func:`partial_job` turns them into a
+    document.
 
     Returns
     -------
@@ -89,33 +75,34 @@ def sequential_job(
         :class:`~fairprobe.sequential.SequentialResult` (live mode).
     """
     from fairprobe.provenance import Provenance
-    from fairprobe.sequential.base import ALIASES, DEFAULT_TEST
+    from fairprobe.sequential.options import DEFAULT_BUDGET, sequential_options
 
-    name = ALIASES.get(test, test) if test is not None else DEFAULT_TEST
+    built = sequential_options(backend=backend, answers=answers, **flags)
+    o: SequentialOptions = options or built["options"]
+    acc: AccessOptions = access_options or built["access_options"]
+    table: DataSource | None = answers or built["answers"]
     opts: dict[str, Any] = {}
-    if min_per_group is not None:
-        if name not in ("glr-wald", "fixed"):
-            raise ConfigError("--min-per-group applies to --test glr-wald or fixed only.")
-        opts["min_per_group"] = min_per_group
-    if input is not None and backend is not None:
-        raise ConfigError("Give --input (pool mode) or --url/--backend-config (live mode), not both.")
-    if input is None and backend is None:
-        raise ConfigError("Give --input FILE (pool mode) or --url / --backend-config (live mode).")
-    from fairprobe._validation import parse_budget  # the one budget rule of every command
-
+    if o.min_per_group is not None:
+        opts["min_per_group"] = o.min_per_group
     common: dict[str, Any] = dict(
-        metric=metric, access=access, test=name, tolerance=tolerance,
-        budget=parse_budget(budget), seed=seed, alpha=alpha, beta=beta, test_options=opts,
+        metric=o.metric, access=o.access, test=o.test_name, tolerance=o.tolerance,
+        budget=DEFAULT_BUDGET if acc.budget is None else acc.budget, seed=acc.seed,
+        alpha=o.alpha, beta=o.beta, test_options=opts,
     )  # fmt: skip
-    if input is not None:
-        cols = _PoolColumns(group_col, group_a, decision_col, score_col, logit_col, label_col)
-        result = _pool_mode(_PoolRun(_table(input, "--input file"), cols, repeats, common,
+    if table is not None:
+        cols = _PoolColumns(o.group_col, o.group_a, o.decision_col, o.score_col, o.logit_col,
+                            o.label_col)  # fmt: skip
+        result = _pool_mode(_PoolRun(table.load(_no_default), cols, o.repeats, common,
                                      progress, partial if partial is not None else [],
-                                     split_names(pair)))
+                                     split_names(o.pair)))  # fmt: skip
     else:
-        result = _live_mode(backend, queries, split_names(feature_cols), group_col, group_a,
-                            label_col, batch_size, cache, retries, timeout, common, on_step)
-    return Job("sequential", result, Provenance.capture(seed=seed))
+        result = _live_mode(backend, source or built["source"], o, acc, common, on_step)
+    return Job("sequential", result, Provenance.capture(seed=acc.seed))
+
+
+def _no_default() -> pd.DataFrame:
+    # the mode check guarantees a pool-mode table: the answers have no bundled default
+    raise ConfigError("Give --input FILE (pool mode) or --url / --backend-config (live mode).")
 
 
 def partial_job(done: Any, seed: int) -> Job:
@@ -198,38 +185,29 @@ def _groups_mode(run: _PoolRun) -> Any:
 
 def _live_mode(
     backend: Any,
-    queries: str | os.PathLike[str] | pd.DataFrame | None,
-    feature_cols: list[str] | None,
-    group_col: str,
-    group_a: str | None,
-    label_col: str | None,
-    batch_size: int,
-    cache: str | os.PathLike[str] | None,
-    retries: int,
-    timeout: float | None,
+    source: DataSource,
+    o: SequentialOptions,
+    access: AccessOptions,
     common: dict[str, Any],
     on_step: StepCallback | None,
 ) -> Any:
-    from fairprobe.access.blackbox import BlackBox
     from fairprobe.sequential.base import get_test
     from fairprobe.sequential.runner import audit_live
 
-    if queries is None:
+    feature_cols = split_names(o.feature_cols)
+    if source.table is None:
         from fairprobe.datasets import load_adult
         from fairprobe.datasets.adult import AUDIT_FEATURES
 
         pool = load_adult("test", names_seed=None)[[*AUDIT_FEATURES, "income"]]
         feats: list[str] | None = feature_cols or list(AUDIT_FEATURES)
-        label = label_col or "income"
+        label = o.label_col or "income"
     else:
-        pool = _table(queries, "--queries file")
+        pool = source.load(_no_default)
         feats = feature_cols
-        label = label_col  # type: ignore[assignment]
+        label = o.label_col  # type: ignore[assignment]
     if common["budget"] == "all":
         common["budget"] = len(pool)
-    cache_path = None if cache is None else Path(cache)
-    if cache_path is not None:
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
     t = get_test(
         common["test"], tolerance=common["tolerance"], access=common["access"],
         alpha=common["alpha"], beta=common["beta"], **common["test_options"],
@@ -237,8 +215,8 @@ def _live_mode(
     bounds = (t.boundaries.upper, t.boundaries.lower)
     kw = {k: v for k, v in common.items() if k not in ("test", "test_options")}
     step = None if on_step is None else (lambda s: on_step(s, bounds))
-    with BlackBox(backend, cache=cache_path, retries=retries, timeout=timeout) as bb:
+    with access.open(backend, seeded=False) as bb:
         return audit_live(
-            bb, pool, group_col=group_col, group_a=group_a, label_col=label,
-            feature_cols=feats, batch_size=batch_size, test=t, on_step=step, **kw,
+            bb, pool, group_col=o.group_col, group_a=o.group_a, label_col=label,
+            feature_cols=feats, batch_size=o.batch_size, test=t, on_step=step, **kw,
         )  # fmt: skip

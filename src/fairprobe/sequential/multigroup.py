@@ -145,11 +145,10 @@ def run_groups(
         in_a = np.r_[np.ones(len(members[i]), bool), np.zeros(len(members[j]), bool)]
         base = MixtureBettingTest(tolerance, access, a_pair, beta)
         tests[(i, j)] = base.for_pool(in_a, x[sub])
-    queries = np.full(repeats, rounds * k, dtype=np.int64)
-    codes = np.full(repeats, INCONCLUSIVE, dtype=np.int8)
-    deciding: list[str | None] = [None] * repeats
-    la, lb = math.log(1.0 / a_pair), math.log(1.0 / beta)
-    chunk = 250
+    plan = _Rounds(orders, x, groups, pairs, tests, math.log(1.0 / a_pair), math.log(1.0 / beta),
+                   rounds)  # fmt: skip
+    tally = _Tally.empty(repeats, rounds * k)
+    queries = tally.queries
     means = tuple(float(x[mm].mean()) for mm in members)
     params = probe.params()
     params.pop("population", None)
@@ -168,19 +167,17 @@ def run_groups(
             repeats=done,
             seed=seed,
             queries=queries[:done].copy(),
-            codes=codes[:done].copy(),
-            deciding_pair=deciding[:done],
+            codes=tally.codes[:done].copy(),
+            deciding_pair=tally.deciding[:done],
             example=example,
         )
 
-    done_box = [0]
     done = 0
     try:
-        done = _run_chunks(orders, x, k, pairs, tests, la, lb, rounds, queries, codes, deciding,
-                           groups, chunk, progress, done_box)  # fmt: skip
+        done = _run_chunks(plan, tally, progress)
     except KeyboardInterrupt:
-        if partial is not None and done_box[0] > 0:
-            partial.append(result(done_box[0], None))
+        if partial is not None and tally.done > 0:
+            partial.append(result(tally.done, None))
         raise
     # the first order's path for the pair with the largest pool gap (for figures)
     wi, wj = max(pairs, key=lambda ij: abs(means[ij[0]] - means[ij[1]]))
@@ -237,27 +234,51 @@ def _pool_values(
     return names, groups, x
 
 
+@dataclass(frozen=True)
+class _Rounds:
+    """What every chunk of a round-robin run reads: the query orders, the answer values, the
+    groups and their pairs with each pair's test, the log-boundaries (violation at
+    ``la = log(m / alpha)``, compliance at ``lb = log(1 / beta)``), the rounds per order and
+    the orders evaluated at once."""
+
+    orders: npt.NDArray[np.int64]
+    x: FloatArray
+    groups: list[str]
+    pairs: list[tuple[int, int]]
+    tests: dict[tuple[int, int], MixtureBettingTest]
+    la: float
+    lb: float
+    rounds: int
+    chunk: int = 250
+
+
+@dataclass
+class _Tally:
+    """Each order's queries, outcome code and deciding pair, filled in chunk by chunk;
+    ``done`` counts the orders finished (what an interrupted run keeps)."""
+
+    queries: npt.NDArray[np.int64]
+    codes: npt.NDArray[np.int8]
+    deciding: list[str | None]
+    done: int = 0
+
+    @classmethod
+    def empty(cls, repeats: int, queries: int) -> _Tally:
+        """``repeats`` orders, each inconclusive after ``queries`` queries until evaluated."""
+        return cls(np.full(repeats, queries, dtype=np.int64),
+                   np.full(repeats, INCONCLUSIVE, dtype=np.int8), [None] * repeats)  # fmt: skip
+
+
 def _run_chunks(
-    orders: npt.NDArray[np.int64],
-    x: FloatArray,
-    k: int,
-    pairs: list[tuple[int, int]],
-    tests: dict[tuple[int, int], MixtureBettingTest],
-    la: float,
-    lb: float,
-    rounds: int,
-    queries: npt.NDArray[np.int64],
-    codes: npt.NDArray[np.int8],
-    deciding: list[str | None],
-    groups: list[str],
-    chunk: int,
-    progress: Callable[[int], None] | None,
-    done_box: list[int],
+    plan: _Rounds, tally: _Tally, progress: Callable[[int], None] | None
 ) -> int:
-    """Evaluate the orders chunk by chunk; ``done_box[0]`` counts the orders finished."""
+    """Evaluate the orders chunk by chunk into ``tally``; ``tally.done`` counts the orders
+    finished. Returns the number of orders."""
+    orders, x, pairs, rounds, chunk = plan.orders, plan.x, plan.pairs, plan.rounds, plan.chunk
+    k = len(plan.groups)
     repeats = orders.shape[0]
     m = len(pairs)
-    done_box[0] = 0
+    tally.done = 0
     for lo in range(0, repeats, chunk):
         o = orders[lo : lo + chunk]
         xs = [x[o[:, g::k]] for g in range(k)]
@@ -265,10 +286,10 @@ def _run_chunks(
         first_v = np.full((m, r), rounds, dtype=np.int64)
         first_c = np.full((m, r), rounds, dtype=np.int64)
         for p, (i, j) in enumerate(pairs):
-            pr = tests[(i, j)].processes(xs[i], xs[j])
-            v = pr["V"] >= la
-            c = (np.maximum.accumulate(pr["C+"], 1) >= lb) & (
-                np.maximum.accumulate(pr["C-"], 1) >= lb
+            pr = plan.tests[(i, j)].processes(xs[i], xs[j])
+            v = pr["V"] >= plan.la
+            c = (np.maximum.accumulate(pr["C+"], 1) >= plan.lb) & (
+                np.maximum.accumulate(pr["C-"], 1) >= plan.lb
             )
             first_v[p] = np.where(v.any(1), np.argmax(v, 1), rounds)
             first_c[p] = np.where(c.any(1), np.argmax(c, 1), rounds)
@@ -277,13 +298,15 @@ def _run_chunks(
         viol = (tv < rounds) & (tv <= tc)
         comp = ~viol & (tc < rounds)
         stop = np.where(viol, tv, np.where(comp, tc, rounds - 1))
-        queries[lo : lo + r] = np.where(viol | comp, (stop + 1) * k, rounds * k)
-        codes[lo : lo + r] = np.where(viol, VIOLATION, np.where(comp, COMPLIANT, INCONCLUSIVE))
+        tally.queries[lo : lo + r] = np.where(viol | comp, (stop + 1) * k, rounds * k)
+        tally.codes[lo : lo + r] = np.where(
+            viol, VIOLATION, np.where(comp, COMPLIANT, INCONCLUSIVE)
+        )
         which = first_v.argmin(0)
         for q in np.flatnonzero(viol):
             i, j = pairs[int(which[q])]
-            deciding[lo + q] = f"{groups[i]}|{groups[j]}"
-        done_box[0] = min(lo + chunk, repeats)
+            tally.deciding[lo + q] = f"{plan.groups[i]}|{plan.groups[j]}"
+        tally.done = min(lo + chunk, repeats)
         if progress is not None:
-            progress(done_box[0])
+            progress(tally.done)
     return repeats

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,7 @@ from fairprobe import metrics as _metrics
 from fairprobe.errors import InvalidParameterError
 from fairprobe.stats.allocation import ADAPTIVE_BATCHES, apportion, neyman_weights
 from fairprobe.stats.finding import decide_array
+from fairprobe.stats.plan_options import PlannedAudit, PlanSearch, missing_arguments, plan_objects
 from fairprobe.stats.simultaneous import family_intervals
 
 __all__ = ["AuditPlan", "plan_audit_budget", "queries_to_decide", "simulated_power"]
@@ -148,14 +149,23 @@ def _weights(allocation: str, shares: np.ndarray, rates: np.ndarray) -> np.ndarr
 allocate = apportion
 
 
+#: The flat keywords of :func:`simulated_power` (the compatibility form): the audit's fields.
+_POWER_FLAGS = frozenset(PlannedAudit.__dataclass_fields__)
+
+
 def simulated_power(
-    metric: str, tolerance: float, shares: np.ndarray, budget: int, *, gap: float,
-    target: str, base_rate: float = 0.5, label_rate: float = 0.5,
-    confidence_level: float = 0.95, reps: int = 2000, seed: int = 0,
-    stand_in: bool = False, on: int = 0, allocation: str = "uniform",
-    fixed_sizes: np.ndarray | None = None,
+    metric: str, tolerance: float, shares: np.ndarray, budget: int, *,
+    model: PlannedAudit | None = None, reps: int = 2000, seed: int = 0,
+    stand_in: bool = False, on: int = 0, fixed_sizes: np.ndarray | None = None,
+    **flags: Any,
 ) -> float:
     """Share of ``reps`` simulated default audits at ``budget`` whose verdict is ``target``.
+
+    ``model`` (:class:`~fairprobe.stats.plan_options.PlannedAudit`) is the audit simulated:
+    its ``gap``, ``target``, ``base_rate``, ``label_rate``, ``confidence_level`` and
+    ``allocation``. ``flags`` are those fields as keywords (the compatibility form, overriding
+    ``model``'s); without ``model``, ``gap`` and ``target`` are required and ``allocation``
+    defaults to ``uniform``.
 
     ``on``: the group whose rate carries the gap. ``allocation``: ``uniform`` (the queries
     fall into the groups by a multinomial draw with ``shares``), ``balanced`` (``budget / g``
@@ -164,27 +174,36 @@ def simulated_power(
     (Koopman's) interval instead of the exact default (narrower, so it needs a smaller budget:
     the planner's search, rescaled and then checked exactly). ``fixed_sizes``: every audit
     has these group sizes (a whole pool)."""
+    if model is None:
+        flags = {"allocation": "uniform", **flags}
+    m, _ = plan_objects("simulated_power", flags, model, accepted=_POWER_FLAGS)
+    if model is None and (missing := [k for k in ("gap", "target") if k not in flags]):
+        raise missing_arguments("simulated_power", missing)
+    if m.target is None:
+        raise missing_arguments("simulated_power", ["target"])
     kind, rate = _METRICS[metric]
-    if allocation == "adaptive" and stand_in and shares.size == 2:
+    confidence_level = m.confidence_level
+    if m.allocation == "adaptive" and stand_in and shares.size == 2:
         # two groups: the search's stand-in is the last look alone, at the look level
         confidence_level = 1.0 - (1.0 - confidence_level) / ADAPTIVE_BATCHES
-    elif allocation == "adaptive" and fixed_sizes is None:  # the audit's batches, simulated
-        return float(adaptive_outcome(metric, tolerance, shares.size, budget, gap=gap,
-                                      target=target, base_rate=base_rate,
-                                      label_rate=label_rate, confidence_level=confidence_level,
-                                      reps=reps, seed=seed, on=on)["target_share"])
+    elif m.allocation == "adaptive" and fixed_sizes is None:  # the audit's batches, simulated
+        return float(adaptive_outcome(metric, tolerance, shares.size, budget, gap=m.gap,
+                                      target=m.target, base_rate=m.base_rate,
+                                      label_rate=m.label_rate,
+                                      confidence_level=confidence_level, reps=reps, seed=seed,
+                                      on=on)["target_share"])  # fmt: skip
     rng = np.random.default_rng(seed)
     g = shares.size
-    rates = _rates(kind, g, base_rate, gap, on=on)
+    rates = _rates(kind, g, m.base_rate, m.gap, on=on)
     if fixed_sizes is not None:
         sizes = np.broadcast_to(np.asarray(fixed_sizes, dtype=np.int64), (reps, g)).copy()
-    elif allocation == "uniform":
+    elif m.allocation == "uniform":
         sizes = rng.multinomial(budget, shares, size=reps)
     else:
-        sizes = np.broadcast_to(allocate(budget, _weights(allocation, shares, rates)),
+        sizes = np.broadcast_to(allocate(budget, _weights(m.allocation, shares, rates)),
                                 (reps, g)).copy()
     if rate == "true_positive_rate":  # the denominator: the positives of each group
-        sizes = rng.binomial(sizes, label_rate)
+        sizes = rng.binomial(sizes, m.label_rate)
     k = rng.binomial(sizes, rates[None, :])
     ok = (sizes >= 1).all(axis=1)
     if not ok.any():
@@ -195,7 +214,7 @@ def simulated_power(
 
         v2 = unconditional_verdicts(kind, k[:, 0], n[:, 0], k[:, 1], n[:, 1],  # type: ignore[arg-type]
                                     threshold=tolerance, confidence_level=confidence_level)
-        return float((v2 == target).sum() / reps)
+        return float((v2 == m.target).sum() / reps)
     fam = family_intervals(k, n, k.sum(1, keepdims=True) - k, n.sum(1, keepdims=True) - n,
                            kind=kind,  # type: ignore[arg-type]
                            confidence_level=confidence_level,
@@ -209,7 +228,13 @@ def simulated_power(
         hi = np.minimum(1.0, np.nanmin(np.nan_to_num(ohi, nan=np.inf), axis=1))
     verdicts = decide_array(lo, hi, kind=kind,  # type: ignore[arg-type]
                             threshold=tolerance)
-    return float((verdicts == target).sum() / reps)
+    return float((verdicts == m.target).sum() / reps)
+
+
+#: The flat keywords of :func:`plan_audit_budget`: every field of the two objects but the
+#: target, which the planner derives from the gap.
+_PLAN_FLAGS = frozenset(
+    {*PlannedAudit.__dataclass_fields__, *PlanSearch.__dataclass_fields__} - {"target"})
 
 
 def plan_audit_budget(
@@ -217,19 +242,10 @@ def plan_audit_budget(
     tolerance: float,
     group_shares: Mapping[str, float],
     *,
-    gap: float = 0.0,
-    power: float = 0.8,
-    base_rate: float = 0.5,
-    label_rate: float = 0.5,
-    confidence_level: float = 0.95,
-    reps: int = 2000,
-    seed: int = 0,
-    max_budget: int = 10_000_000,
-    resolution: float = 0.01,
-    stand_in: bool = False,
-    allocation: str = "balanced",
-    check_reps: int | None = None,
+    model: PlannedAudit | None = None,
+    search: PlanSearch | None = None,
     pool_rows: Mapping[str, int] | None = None,
+    **flags: Any,
 ) -> AuditPlan:
     """The smallest budget at which the default audit decides with probability >= ``power``.
 
@@ -242,33 +258,30 @@ def plan_audit_budget(
         Fair band half-width (differences) or floor (ratios).
     group_shares : mapping
         Each group's share of the queries (normalised to sum to 1); at least two groups.
-    gap : float
-        The true largest gap (ratios: one minus the smallest ratio). At most the tolerance
-        (ratios: ``1 - gap >= floor``): the target verdict is ``fair``; beyond it, ``unfair``.
-    power : float in (0, 1)
-    base_rate, label_rate : float
-        The groups' common rate (0.5, the hardest for differences) and, for ``eo``, the share
-        of positive labels.
-    reps, seed
-        Simulated audits per budget and their seed.
-    resolution : float
-        Relative resolution of the budget's bisection.
-    stand_in : bool
-        Two groups only: judge by Newcombe's (Koopman's) interval instead of the exact default
-        (seconds instead of tens of seconds; the budget it gives is too small, see
-        :func:`queries_to_decide` for how it is scaled up).
-    allocation : {"balanced", "uniform", "neyman"}
-        How the audit spreads its queries over the groups: ``balanced`` (the same number per
-        group, drawn within each group: the audit's per-group draw), ``uniform`` (rows drawn at
-        random from the pool, so each group gets its share) or ``neyman`` (per group, in
-        proportion to the binomial standard deviation of its planned rate, each at least half
-        its equal share: :func:`fairprobe.stats.allocation.neyman_weights`, as the audit).
-    check_reps : int, optional
-        Simulated audits of the check at the chosen budget (default: 100 exact audits with two
-        groups, ``reps`` otherwise).
+    model : PlannedAudit, optional
+        The audit simulated (:class:`~fairprobe.stats.plan_options.PlannedAudit`): ``gap``
+        (default 0; at most the tolerance, ratios ``1 - gap >= floor``: the target verdict is
+        ``fair``; beyond it, ``unfair``: its ``target`` is set so), ``base_rate`` (0.5),
+        ``label_rate`` (0.5, for ``eo``), ``confidence_level`` (0.95) and ``allocation``
+        (``balanced``: the same number per group, drawn within each group, the audit's
+        per-group draw; ``uniform``: rows at random from the pool, each group getting its
+        share; ``neyman``: per group, in proportion to the binomial standard deviation of its
+        planned rate, each at least half its equal share, as the audit; ``adaptive``: the
+        audit's batches under a cap).
+    search : PlanSearch, optional
+        How the budget is searched (:class:`~fairprobe.stats.plan_options.PlanSearch`):
+        ``power`` (0.8), ``reps`` and ``seed`` (simulated audits per budget), ``max_budget``,
+        ``resolution`` (relative, of the bisection), ``stand_in`` (two groups judged by
+        Newcombe's interval: seconds instead of tens of seconds, a budget too small, see
+        :func:`queries_to_decide` for how it is scaled up) and ``check_reps`` (audits of the
+        check at the chosen budget; default 100 exact audits with two groups, ``reps``
+        otherwise).
     pool_rows : mapping, optional
         Rows of each group in the query pool: the plan says per group how many it needs, flags
         the groups the pool cannot supply and, if any, the power of an audit of the whole pool.
+    **flags
+        The fields of ``model`` (but ``target``) and ``search`` as keywords (the compatibility
+        form, e.g. ``gap=0.2, reps=500``), overriding the objects'.
 
     Notes
     -----
@@ -280,10 +293,42 @@ def plan_audit_budget(
     interval's width to it; then ``check_reps`` audits of the exact default interval at the
     chosen budget, on another seed, give the printed power and its standard error.
     """
+    o, s = plan_objects("plan_audit_budget", flags, model, search, accepted=_PLAN_FLAGS)
     metric = _metrics.resolve(metric, path="plan").short
-    kind = _METRICS[metric][0]
-    # one canonical order (largest share first, then by name): the order the shares are
-    # listed in never changes the plan
+    names, sh = _ordered_shares(group_shares)
+    p = _Planner(metric, tolerance, sh, _checked_model(metric, tolerance, sh, o, s.power), s)
+    curve, budget, searched, hardest = _search_budget(p)
+    creps = int(s.check_reps if s.check_reps is not None else
+                (_TWO_GROUP_CHECK_REPS if p.two else s.reps))
+    budget, checked, hardest_check, method = _checked_budget(p, budget, hardest, creps)
+    se = math.sqrt(max(checked * (1.0 - checked), 1e-12) / creps)
+    m, g = p.model, sh.size
+    sizes = (allocate(budget, sh) if m.allocation == "uniform" else
+             allocate(budget, _weights(m.allocation, sh, _rates(p.kind, g, m.base_rate, m.gap,
+                                                                on=hardest))))
+    pool, reachable = (None, None) if pool_rows is None else _pool_report(
+        p, names, sizes, pool_rows, creps)
+    assert m.target is not None  # set by _checked_model
+    return AuditPlan(metric=metric, tolerance=float(tolerance), gap=float(m.gap),
+                     target=m.target, power_goal=float(s.power), budget=budget, power=checked,
+                     group_shares=dict(zip(names, sh.tolist(), strict=True)),
+                     base_rate=float(m.base_rate), label_rate=float(m.label_rate),
+                     confidence_level=float(m.confidence_level), reps=int(s.reps),
+                     seed=int(s.seed), curve=curve, allocation=m.allocation,
+                     searched_power=searched, check_reps=creps, power_se=se,
+                     hardest_group=names[hardest_check], method=method,
+                     group_sizes=dict(zip(names, sizes.tolist(), strict=True)),
+                     pool=pool, reachable=reachable,
+                     adaptive=None if m.allocation != "adaptive" else adaptive_outcome(
+                         metric, tolerance, g, budget, gap=m.gap, target=m.target,
+                         base_rate=m.base_rate, label_rate=m.label_rate,
+                         confidence_level=m.confidence_level, reps=creps, seed=s.seed + 1,
+                         on=hardest_check))  # fmt: skip
+
+
+def _ordered_shares(group_shares: Mapping[str, float]) -> tuple[list[str], np.ndarray]:
+    """The groups and their shares (normalised) in one canonical order, largest share first,
+    then by name: the order the shares are listed in never changes the plan."""
     items = sorted(((str(k), float(v)) for k, v in group_shares.items()),
                    key=lambda kv: (-kv[1] if math.isfinite(kv[1]) else 0.0, kv[0]))
     names = [k for k, _ in items]
@@ -296,6 +341,15 @@ def plan_audit_budget(
         raise InvalidParameterError(
             f"plan: {sh.size:,} groups is more than the planner simulates ({_PLAN_MAX_GROUPS:,}); "
             "plan for the groups the question compares (e.g. a coarser --group-col).")
+    return names, sh
+
+
+def _checked_model(metric: str, tolerance: float, sh: np.ndarray, model: PlannedAudit,
+                   power: float) -> PlannedAudit:
+    """``model`` checked (messages naming the ``fairprobe plan`` flags), with its target: fair
+    when the gap is within the tolerance, unfair beyond it."""
+    kind = _METRICS[metric][0]
+    gap, base_rate, label_rate = model.gap, model.base_rate, model.label_rate
     if not 0.0 < power < 1.0:
         raise InvalidParameterError(f"plan: --power must be in (0, 1); got {power!r}.")
     if not 0.0 < base_rate < 1.0 or not 0.0 < label_rate <= 1.0:
@@ -312,113 +366,137 @@ def plan_audit_budget(
                              else 1.0 - gap == tolerance):
         raise InvalidParameterError("plan: a gap exactly at the tolerance is never decided "
                                     "fair with high probability; plan for a smaller gap.")
-
-    g = sh.size
-    if allocation not in ALLOCATIONS:
+    if model.allocation not in ALLOCATIONS:
         raise InvalidParameterError(f"plan: --allocation must be one of {', '.join(ALLOCATIONS)}; "
-                                    f"got {allocation!r}.")
-    # the gap may fall on any group: the power printed is the smallest over the placements
-    # (groups of equal share, or equal sizes under a fixed allocation, are one placement)
-    if allocation == "uniform":
-        places = [int(i) for i in np.unique(sh, return_index=True)[1]]
-    else:
-        places = [0]
-    two = g == 2 and not stand_in
+                                    f"got {model.allocation!r}.")
+    return replace(model, target=target)
 
-    def pw_at(n: int, on: int, fast: bool, r: int = reps, sd: int = seed) -> float:
-        return simulated_power(metric, tolerance, sh, n, gap=gap, target=target,
-                               base_rate=base_rate, label_rate=label_rate,
-                               confidence_level=confidence_level, reps=r, seed=sd,
-                               stand_in=fast, on=on, allocation=allocation)
 
-    def pw(n: int) -> tuple[float, int]:
-        # two groups: the search runs on Newcombe's (Koopman's) interval, seconds not minutes
-        vals = [(pw_at(n, on, two or stand_in), on) for on in places]
-        return min(vals)
+@dataclass(frozen=True)
+class _Planner:
+    """One plan's question, checked: the power of the simulated audit at a budget, the gap
+    on the group ``on`` or on the hardest of the placements."""
 
+    metric: str
+    tolerance: float
+    sh: np.ndarray
+    model: PlannedAudit
+    search: PlanSearch
+
+    @property
+    def kind(self) -> str:
+        return _METRICS[self.metric][0]
+
+    @property
+    def two(self) -> bool:
+        """Two groups judged by the exact default: the search runs on the stand-in."""
+        return self.sh.size == 2 and not self.search.stand_in
+
+    @property
+    def places(self) -> list[int]:
+        """The groups the gap is put on: the power printed is the smallest over them (groups
+        of equal share, or equal sizes under a fixed allocation, are one placement)."""
+        if self.model.allocation == "uniform":
+            return [int(i) for i in np.unique(self.sh, return_index=True)[1]]
+        return [0]
+
+    def power_at(self, n: int, on: int, fast: bool, reps: int | None = None,
+                 seed: int | None = None, fixed_sizes: np.ndarray | None = None) -> float:
+        s = self.search
+        return simulated_power(self.metric, self.tolerance, self.sh, n, model=self.model,
+                               reps=s.reps if reps is None else reps,
+                               seed=s.seed if seed is None else seed, stand_in=fast, on=on,
+                               fixed_sizes=fixed_sizes)  # fmt: skip
+
+    def weakest(self, n: int, fast: bool, reps: int | None = None,
+                seed: int | None = None) -> tuple[float, int]:
+        """The smallest power over the placements, and the placement."""
+        return min((self.power_at(n, on, fast, reps, seed), on) for on in self.places)
+
+
+def _search_budget(p: _Planner) -> tuple[list[tuple[int, float]], int, float, int]:
+    """Doubling then bisection on the budget: the power curve, the budget found, its power and
+    the hardest placement. Two groups: the search runs on Newcombe's (Koopman's) interval,
+    seconds not minutes."""
+    s = p.search
+    fast = p.two or s.stand_in
     curve: list[tuple[int, float]] = []
-    lo, hi = 0, 64 * g
+    lo, hi = 0, 64 * p.sh.size
     while True:
-        p, _ = pw(hi)
-        curve.append((hi, p))
-        if p >= power:
+        pw, _ = p.weakest(hi, fast)
+        curve.append((hi, pw))
+        if pw >= s.power:
             break
         lo = hi
         hi *= 2
-        if hi > max_budget:
+        if hi > s.max_budget:
             raise InvalidParameterError(
-                f"plan: no budget up to {max_budget:,} reaches power {power:g} (the gap is too "
-                f"close to the tolerance); plan for a gap further from it.")
-    while hi - lo > max(1, math.ceil(hi * resolution)):
+                f"plan: no budget up to {s.max_budget:,} reaches power {s.power:g} (the gap is "
+                f"too close to the tolerance); plan for a gap further from it.")
+    while hi - lo > max(1, math.ceil(hi * s.resolution)):
         mid = (lo + hi) // 2
-        p, _ = pw(mid)
-        curve.append((mid, p))
-        lo, hi = (lo, mid) if p >= power else (mid, hi)
+        pw, _ = p.weakest(mid, fast)
+        curve.append((mid, pw))
+        lo, hi = (lo, mid) if pw >= s.power else (mid, hi)
     curve.sort()
-    searched, hardest = pw(hi)
-    budget = int(hi)
-    creps = int(check_reps if check_reps is not None else
-                (_TWO_GROUP_CHECK_REPS if two else reps))
-    if two:  # scale by the exact interval's squared width ratio, then check it exactly
-        w = _weights(allocation, sh, _rates(kind, g, base_rate, gap, on=hardest))
-        ratio = max(_width_ratio_at(kind, metric, w, budget, base_rate, gap, label_rate,
-                                    confidence_level, on=on) for on in places)
+    searched, hardest = p.weakest(hi, fast)
+    return curve, int(hi), searched, hardest
+
+
+def _checked_budget(p: _Planner, budget: int, hardest: int, creps: int
+                    ) -> tuple[int, float, int, str]:
+    """The searched budget checked by ``creps`` audits on another seed (two groups: first
+    scaled by the exact interval's squared width ratio), raised by 3% until the check holds;
+    the budget, its checked power, the hardest placement and how it was found."""
+    s, m, seed = p.search, p.model, p.search.seed + 1
+    if p.two:
+        w = _weights(m.allocation, p.sh, _rates(p.kind, 2, m.base_rate, m.gap, on=hardest))
+        ratio = max(_width_ratio_at(p.kind, p.metric, w, budget, m.base_rate, m.gap,
+                                    m.label_rate, m.confidence_level, on=on)
+                    for on in p.places)  # fmt: skip
         budget = int(math.ceil(budget * ratio**2))
-        checks = [(pw_at(budget, on, False, creps, seed + 1), on) for on in places]
         method = ("search: simulated audits judged by Newcombe's (Koopman's) interval, the "
                   "budget scaled by the squared ratio of the exact interval's width to it; "
                   f"check: {creps:,} simulated audits with the exact default interval at that "
                   "budget (another seed)")
     else:
-        checks = [(pw_at(budget, on, stand_in, creps, seed + 1), on) for on in places]
         method = ("search: simulated audits with the exact simultaneous intervals (the "
                   f"default); check: {creps:,} simulated audits at that budget (another seed)")
-    checked, hardest_check = min(checks)
-    if allocation == "adaptive":
+    checked, hardest_check = p.weakest(budget, s.stand_in, creps, seed)
+    if m.allocation == "adaptive":
         method += ("; adaptive: the check (and with three groups or more the search) "
                    "simulates the batched design (simulate_adaptive)")
     # the check falls short of the goal: raise the budget by 3% until it holds (at most
     # twice with two groups, where each exact check costs seconds)
-    for _ in range(2 if two else 20):
-        if checked >= power:
+    for _ in range(2 if p.two else 20):
+        if checked >= s.power:
             break
         budget = int(math.ceil(budget * 1.03))
-        checked, hardest_check = min((pw_at(budget, on, stand_in, creps, seed + 1), on)
-                                     for on in places)
-    se = math.sqrt(max(checked * (1.0 - checked), 1e-12) / creps)
-    sizes = (allocate(budget, sh) if allocation == "uniform" else
-             allocate(budget, _weights(allocation, sh, _rates(kind, g, base_rate, gap,
-                                                               on=hardest))))
-    pool: dict[str, dict[str, int | bool]] | None = None
-    reachable: dict[str, Any] | None = None
-    if pool_rows is not None:
-        rows = np.asarray([int(pool_rows.get(nm, 0)) for nm in names], dtype=np.int64)
-        pool = {nm: {"rows": int(r), "needed": int(k), "short": bool(k > r)}
-                for nm, r, k in zip(names, rows, sizes.tolist(), strict=True)}
-        if any(v["short"] for v in pool.values()):  # the audit of every row of the pool
-            # two groups: half the check's exact audits per placement, to stay in seconds
-            wreps = max(creps // 2, 20) if g == 2 else creps
-            whole = [simulated_power(metric, tolerance, sh, int(rows.sum()), gap=gap,
-                                     target=target, base_rate=base_rate, label_rate=label_rate,
-                                     confidence_level=confidence_level, reps=wreps,
-                                     seed=seed + 2, on=on, fixed_sizes=rows)
-                     for on in (range(g) if g <= _SIMULATED_MAX_GROUPS else places)]
-            reachable = {"queries": int(rows.sum()), "target": target, "power": min(whole),
-                         "reps": wreps}
-    return AuditPlan(metric=metric, tolerance=float(tolerance), gap=float(gap), target=target,
-                     power_goal=float(power), budget=budget, power=checked,
-                     group_shares=dict(zip(names, sh.tolist(), strict=True)),
-                     base_rate=float(base_rate), label_rate=float(label_rate),
-                     confidence_level=float(confidence_level), reps=int(reps), seed=int(seed),
-                     curve=curve, allocation=allocation, searched_power=searched,
-                     check_reps=creps, power_se=se, hardest_group=names[hardest_check],
-                     method=method, group_sizes=dict(zip(names, sizes.tolist(), strict=True)),
-                     pool=pool, reachable=reachable,
-                     adaptive=None if allocation != "adaptive" else adaptive_outcome(
-                         metric, tolerance, g, budget, gap=gap, target=target,
-                         base_rate=base_rate, label_rate=label_rate,
-                         confidence_level=confidence_level, reps=creps, seed=seed + 1,
-                         on=hardest_check))
+        checked, hardest_check = p.weakest(budget, s.stand_in, creps, seed)
+    return budget, checked, hardest_check, method
+
+
+def _pool_report(p: _Planner, names: list[str], sizes: np.ndarray,
+                 pool_rows: Mapping[str, int], creps: int
+                 ) -> tuple[dict[str, dict[str, int | bool]], dict[str, Any] | None]:
+    """Per group the pool's rows, the plan's need and whether the pool falls short; if some
+    group does, the power of an audit of every row of the pool."""
+    rows = np.asarray([int(pool_rows.get(nm, 0)) for nm in names], dtype=np.int64)
+    pool: dict[str, dict[str, int | bool]] = {
+        nm: {"rows": int(r), "needed": int(k), "short": bool(k > r)}
+        for nm, r, k in zip(names, rows, sizes.tolist(), strict=True)}
+    if not any(v["short"] for v in pool.values()):
+        return pool, None
+    g = p.sh.size
+    # two groups: half the check's exact audits per placement, to stay in seconds
+    wreps = max(creps // 2, 20) if g == 2 else creps
+    # every row of the pool: the sizes are the rows, whatever the planned allocation
+    whole_model = replace(p.model, allocation="uniform")
+    whole = [simulated_power(p.metric, p.tolerance, p.sh, int(rows.sum()), model=whole_model,
+                             reps=wreps, seed=p.search.seed + 2, on=on, fixed_sizes=rows)
+             for on in (range(g) if g <= _SIMULATED_MAX_GROUPS else p.places)]  # fmt: skip
+    return pool, {"queries": int(rows.sum()), "target": p.model.target, "power": min(whole),
+                  "reps": wreps}
 
 
 #: Exact two-group audits simulated at the chosen budget (each costs tens of milliseconds).

@@ -209,10 +209,6 @@ def stratified_gaps(df: pd.DataFrame, *, y_pred: Any, groups: pd.Series, y_true:
     unconditional : Finding, optional
         The unconditional audit's finding on the same metric, shown beside this one.
     """
-    from scipy.stats import norm
-
-    from fairprobe.stats.intervals import newcombe_interval
-
     if metric not in CONTROL_RATES:
         raise InvalidParameterError(
             f"--control-col compares rates within strata: the metric {metric} is not one of "
@@ -221,11 +217,52 @@ def stratified_gaps(df: pd.DataFrame, *, y_pred: Any, groups: pd.Series, y_true:
     if label is not None and y_true is None:
         raise InvalidParameterError(f"--control-col with {metric} needs --y-true-col.")
     strata, edges = bin_controls(df, controls, bins)
+    t = _stratum_counts(strata, y_pred, groups, y_true, label, min_group_size)
+    ratio = metric == _metrics.DI.name
+    m = len(t.gs) * (len(t.gs) - 1) // 2
+    share = (1.0 - confidence_level) / m  # each pair's share of alpha (Bonferroni)
+    pairs = _compare_pairs(t, ratio, share)
+    decided = [p for p in pairs if not math.isnan(p["estimate"])]
+    if not decided:
+        raise DataError("--control-col: no stratum holds two of the groups; the gap within "
+                        "strata is not defined (coarser --control-bins, or fewer controls).")
+    worst = (min(decided, key=lambda p: p["estimate"]) if ratio
+             else max(decided, key=lambda p: p["estimate"]))
+    finding = _family_finding(pairs, worst, metric, rate, ratio, tolerance, confidence_level,
+                              {"strata": int(t.n.shape[0]), "pairs": m,
+                               "controls": list(controls)})
+    uncond = {} if unconditional is None else _beside_unconditional(t, unconditional, ratio)
+    how = ("Mantel-Haenszel common risk ratio, Greenland-Robins variance of its log (1985)"
+           if ratio else "Mantel-Haenszel common risk difference (Greenland-Robins 1985), "
+           "Sato's variance (1989)")
+    return ControlAnalysis(method=f"{how}, Wald interval, Bonferroni over the pairs",
+                           metric=metric, rate=rate, controls=tuple(controls), bins=edges,
+                           strata=_strata_rows(t, worst["pair"], 1.0 - share), pairs=pairs,
+                           finding=finding, unconditional=uncond,
+                           confidence_level=confidence_level, family_size=m,
+                           excluded=t.excluded)
+
+
+@dataclass(frozen=True)
+class _StratumCounts:
+    """Positives ``k`` and rows ``n`` per stratum (index) and group (columns), the groups
+    compared ``gs`` (large enough) and those left out, with the reason."""
+
+    k: pd.DataFrame
+    n: pd.DataFrame
+    gs: list[str]
+    excluded: dict[str, str]
+
+
+def _stratum_counts(strata: pd.Series, y_pred: Any, groups: pd.Series, y_true: Any,
+                    label: int | None, min_group_size: int) -> _StratumCounts:
+    """The per-stratum counts of the rate's rows (every row, or those of true label
+    ``label``); fewer than two groups of ``min_group_size`` rows is a :class:`DataError`."""
     yp = np.asarray(y_pred, dtype=np.int64)
-    keep = np.ones(len(df), dtype=bool) if label is None else (
+    keep = np.ones(len(yp), dtype=bool) if label is None else (
         np.asarray(y_true, dtype=np.int64) == label)
-    frame = pd.DataFrame({"s": strata[keep].reset_index(drop=True), "g": np.asarray(groups)[keep].astype(str),
-                          "y": yp[keep]})
+    frame = pd.DataFrame({"s": strata[keep].reset_index(drop=True),
+                          "g": np.asarray(groups)[keep].astype(str), "y": yp[keep]})
     tab = frame.groupby(["s", "g"], sort=True, observed=True)["y"].agg(["sum", "count"])
     k = tab["sum"].unstack(fill_value=0)
     n = tab["count"].unstack(fill_value=0)
@@ -236,14 +273,21 @@ def stratified_gaps(df: pd.DataFrame, *, y_pred: Any, groups: pd.Series, y_true:
     gs = [str(g) for g in n.columns if str(g) not in excluded]
     if len(gs) < 2:
         raise DataError("--control-col: fewer than two groups large enough to compare.")
-    pairs_idx = list(itertools.combinations(gs, 2))
-    m = len(pairs_idx)
-    alpha = 1.0 - confidence_level
-    z = float(norm.ppf(1.0 - alpha / (2.0 * m)))
-    ratio = metric == _metrics.DI.name
+    return _StratumCounts(k, n, gs, excluded)
+
+
+def _compare_pairs(t: _StratumCounts, ratio: bool, share: float) -> list[dict[str, Any]]:
+    """Every pair's MH estimate and Wald interval at ``1 - share`` (``share``: the pair's
+    Bonferroni share of alpha):
+    the ratio lower rate over higher, the difference higher rate first, as the unconditional
+    summary orients its pair."""
+    from scipy.stats import norm
+
+    z = float(norm.ppf(1.0 - share / 2.0))
+    k, n = t.k, t.n
     pairs: list[dict[str, Any]] = []
-    for g1, g2 in pairs_idx:
-        if ratio:  # lower rate over higher, as the unconditional ratio is oriented
+    for g1, g2 in itertools.combinations(t.gs, 2):
+        if ratio:
             rr, lv = mantel_haenszel_ratio(k[g1], n[g1], k[g2], n[g2])
             if rr > 1:
                 g1, g2, rr = g2, g1, 1.0 / rr
@@ -254,21 +298,21 @@ def stratified_gaps(df: pd.DataFrame, *, y_pred: Any, groups: pd.Series, y_true:
                           "high": hi})
             continue
         est, var, sw = mantel_haenszel_difference(k[g1], n[g1], k[g2], n[g2])
-        if est < 0:  # higher rate first, as the unconditional summary orders its pair
+        if est < 0:
             g1, g2, est = g2, g1, -est
         se = math.sqrt(var)
         lo, hi = (est - z * se, est + z * se) if sw > 0 else (-math.inf, math.inf)
         pairs.append({"pair": [g1, g2], "estimate": est, "se": se, "weight": sw,
                       "low": max(lo, -1.0), "high": min(hi, 1.0)})
-    decided = [p for p in pairs if not math.isnan(p["estimate"])]
-    if not decided:
-        raise DataError("--control-col: no stratum holds two of the groups; the gap within "
-                        "strata is not defined (coarser --control-bins, or fewer controls).")
-    worst = (min(decided, key=lambda p: p["estimate"]) if ratio
-             else max(decided, key=lambda p: p["estimate"]))
-    # the family's verdict: unfair if some pair is proven outside the band, fair only if every
-    # pair is inside; the interval shown is the worst pair's, and where its own word differs
-    # the family's is forced with the reason
+    return pairs
+
+
+def _family_finding(pairs: list[dict[str, Any]], worst: dict[str, Any], metric: str, rate: str,
+                    ratio: bool, tolerance: float, confidence_level: float,
+                    counts: dict[str, Any]) -> Finding:
+    """The family's verdict on the worst pair's interval: unfair if some pair is proven
+    outside the band, fair only if every pair is inside; where the worst pair's own word
+    differs, the family's is forced with the reason."""
     from fairprobe.stats.finding import decide
 
     kind: Any = "ratio" if ratio else "difference"
@@ -280,24 +324,31 @@ def stratified_gaps(df: pd.DataFrame, *, y_pred: Any, groups: pd.Series, y_true:
     forced = None if own == family else family
     q = Question(metric=metric, kind=kind, threshold=float(tolerance),
                  groups=tuple(worst["pair"]), rates=(rate,))
-    finding = Finding(
+    return Finding(
         q, worst["estimate"], worst["low"], worst["high"], confidence_level, "mantel-haenszel",
         coverage="asymptotic", forced=forced,
         reason=None if forced is None else (
             "another pair's within-strata interval decides the family" if forced == "unfair"
             else "some pair's within-strata interval still reaches the band"),
-        counts={"strata": int(n.shape[0]), "pairs": m, "controls": list(controls)})
-    g1, g2 = worst["pair"]
+        counts=counts)
+
+
+def _strata_rows(t: _StratumCounts, pair: list[str], level: float) -> list[dict[str, Any]]:
+    """The per-stratum table: rows, each present group's counts, the only group of a
+    one-group stratum, and the reported pair's gap with Newcombe's interval at ``level``."""
+    from fairprobe.stats.intervals import newcombe_interval
+
+    g1, g2 = pair
+    k, n = t.k, t.n
     a_iv = newcombe_interval(k[g1].to_numpy(), np.maximum(n[g1].to_numpy(), 1),
-                             k[g2].to_numpy(), np.maximum(n[g2].to_numpy(), 1),
-                             1.0 - alpha / m)
+                             k[g2].to_numpy(), np.maximum(n[g2].to_numpy(), 1), level)
     # plain integer arrays for the per-stratum table (pandas' scalar types are too loose here)
     kk, nn = k.to_numpy(dtype=np.int64), n.to_numpy(dtype=np.int64)
     col = {str(g): j for j, g in enumerate(n.columns)}
     j1, j2 = col[g1], col[g2]
     rows: list[dict[str, Any]] = []
     for i, s in enumerate(n.index):
-        present = [g for g in gs if nn[i, col[g]] > 0]
+        present = [g for g in t.gs if nn[i, col[g]] > 0]
         row: dict[str, Any] = {
             "stratum": str(s), "rows": int(nn[i].sum()),
             "groups": {g: {"k": int(kk[i, col[g]]), "n": int(nn[i, col[g]]),
@@ -310,28 +361,28 @@ def stratified_gaps(df: pd.DataFrame, *, y_pred: Any, groups: pd.Series, y_true:
                           "low": float(a_iv[0][i]), "high": float(a_iv[1][i]),
                           "method": "newcombe"}
         rows.append(row)
-    uncond: dict[str, Any] = {}
-    if unconditional is not None:
-        pair = unconditional.counts.get("pair") or unconditional.question.groups[:2]
-        u1, u2 = (str(x) for x in pair)
-        if u1 in gs and u2 in gs:
-            r1, r2 = float(k[u1].sum() / n[u1].sum()), float(k[u2].sum() / n[u2].sum())
-            if ratio:  # on the log scale, where a ratio of 1 is no gap
-                crude = r1 / r2 if r2 > 0 else math.nan
-                within = mantel_haenszel_ratio(k[u1], n[u1], k[u2], n[u2])[0]
-                c, w = math.log(crude) if crude > 0 else math.nan, (
-                    math.log(within) if within > 0 else math.nan)
-            else:
-                crude = r1 - r2
-                within = mantel_haenszel_difference(k[u1], n[u1], k[u2], n[u2])[0]
-                c, w = crude, within
-            share = (1.0 - w / c) if c != 0 and math.isfinite(c) and math.isfinite(w) else None
-            uncond = {"finding": unconditional.to_dict(), "pair": [u1, u2], "gap": crude,
-                      "within_strata": within, "share_explained": share}
-    how = ("Mantel-Haenszel common risk ratio, Greenland-Robins variance of its log (1985)"
-           if ratio else "Mantel-Haenszel common risk difference (Greenland-Robins 1985), "
-           "Sato's variance (1989)")
-    return ControlAnalysis(method=f"{how}, Wald interval, Bonferroni over the pairs",
-                           metric=metric, rate=rate, controls=tuple(controls), bins=edges,
-                           strata=rows, pairs=pairs, finding=finding, unconditional=uncond,
-                           confidence_level=confidence_level, family_size=m, excluded=excluded)
+    return rows
+
+
+def _beside_unconditional(t: _StratumCounts, unconditional: Finding, ratio: bool
+                          ) -> dict[str, Any]:
+    """The unconditional pair's crude gap, its within-strata gap and the share the strata
+    explain (empty when a group of the pair is not compared here)."""
+    pair = unconditional.counts.get("pair") or unconditional.question.groups[:2]
+    u1, u2 = (str(x) for x in pair)
+    if u1 not in t.gs or u2 not in t.gs:
+        return {}
+    k, n = t.k, t.n
+    r1, r2 = float(k[u1].sum() / n[u1].sum()), float(k[u2].sum() / n[u2].sum())
+    if ratio:  # on the log scale, where a ratio of 1 is no gap
+        crude = r1 / r2 if r2 > 0 else math.nan
+        within = mantel_haenszel_ratio(k[u1], n[u1], k[u2], n[u2])[0]
+        c, w = math.log(crude) if crude > 0 else math.nan, (
+            math.log(within) if within > 0 else math.nan)
+    else:
+        crude = r1 - r2
+        within = mantel_haenszel_difference(k[u1], n[u1], k[u2], n[u2])[0]
+        c, w = crude, within
+    share = (1.0 - w / c) if c != 0 and math.isfinite(c) and math.isfinite(w) else None
+    return {"finding": unconditional.to_dict(), "pair": [u1, u2], "gap": crude,
+            "within_strata": within, "share_explained": share}

@@ -51,6 +51,7 @@ __all__ = [
     "B_ESTIMATORS",
     "REGIMES",
     "BudgetPlan",
+    "PlanningRates",
     "large_regime_margin",
     "plan_budget",
     "required_budget",
@@ -241,30 +242,94 @@ class BudgetPlan:
         }
 
 
+@dataclass(frozen=True)
+class PlanningRates:
+    """The population a two-source budget is planned for, and the planning values that
+    replace the model's.
+
+    Attributes
+    ----------
+    rate_unprivileged, rate_privileged : float in (0, 1]
+        Each group's positive rate (the DI's numerator and denominator).
+    share_unprivileged : float in (0, 1)
+        The unprivileged group's share of the pool.
+    accuracy_unprivileged, accuracy_privileged : float in [0, 1] or None
+        The proxy's accuracy in each group (``None``: ``p_phi``).
+    sigma_a : float >= 0 or None
+        Per-query standard deviation of the DI through A (``None``:
+        :func:`~fairprobe.twosource.theory.di_sigma` of the rates).
+    sigma_b : float >= 0 or None
+        Per-query standard deviation of the DI through B alone (``None``: the model's; a value
+        plans B as the matrix estimator, as ``b_estimator="matrix"``).
+
+    The values are checked by :func:`plan_budget`, whose messages name them.
+    """
+
+    rate_unprivileged: float
+    rate_privileged: float
+    share_unprivileged: float
+    accuracy_unprivileged: float | None = None
+    accuracy_privileged: float | None = None
+    sigma_a: float | None = None
+    sigma_b: float | None = None
+
+
+#: :func:`plan_budget`'s flat keywords (the compatibility form): the field of
+#: :class:`PlanningRates` each sets.
+_RATE_FLAGS: dict[str, tuple[str, str]] = {
+    "sigma_a": ("rates", "sigma_a"),
+    "sigma_b_value": ("rates", "sigma_b"),
+    "accuracy_unprivileged": ("rates", "accuracy_unprivileged"),
+    "accuracy_privileged": ("rates", "accuracy_privileged"),
+}
+
+_POSITIONAL_RATES = ("rate_unprivileged", "rate_privileged", "share_unprivileged")
+
+
+def _planning_rates(positional: tuple[float | None, ...], rates: PlanningRates | None,
+                    flags: dict[str, Any]) -> PlanningRates:
+    """``rates`` (or a new object) with the positional rates and the flat keywords replacing
+    its fields; without ``rates`` the three positional rates are required, as they were."""
+    from fairprobe.options import split_flat, with_fields
+    from fairprobe.stats.plan_options import missing_arguments
+
+    values = split_flat(flags, _RATE_FLAGS, "plan_budget").get("rates", {})
+    given = {k: v for k, v in zip(_POSITIONAL_RATES, positional, strict=True) if v is not None}
+    if rates is None and len(given) < len(_POSITIONAL_RATES):
+        missing = [k for k in _POSITIONAL_RATES if k not in given]
+        raise missing_arguments("plan_budget", missing, "positional")
+    return with_fields(rates, PlanningRates, {**given, **values}) if rates is not None else \
+        PlanningRates(**given, **values)  # fmt: skip
+
+
 def plan_budget(
     t: int,
     epsilon: float,
     p_phi: float,
-    rate_unprivileged: float,
-    rate_privileged: float,
-    share_unprivileged: float,
+    rate_unprivileged: float | None = None,
+    rate_privileged: float | None = None,
+    share_unprivileged: float | None = None,
     *,
+    rates: PlanningRates | None = None,
     alpha: float = 0.05,
     gamma: float | None = 0.1,
-    sigma_a: float | None = None,
-    sigma_b_value: float | None = None,
     threshold: float = 0.8,
-    accuracy_unprivileged: float | None = None,
-    accuracy_privileged: float | None = None,
     b_estimator: str = "double-sampling",
+    **flags: Any,
 ) -> BudgetPlan:
     """Classify ``t`` into the regimes of Appendix B and plan it (module docstring).
+
+    The population is ``rates`` (:class:`PlanningRates`: the groups' rates, the unprivileged
+    share, the proxy's per-group accuracies and the planning ``sigma_a`` / ``sigma_b``), or
+    the three positional rates; ``flags`` are ``sigma_a``, ``sigma_b_value``,
+    ``accuracy_unprivileged`` and ``accuracy_privileged`` as keywords (the compatibility form),
+    replacing the object's fields, as the positional rates do.
 
     ``b_estimator`` sets ``t_B``: ``"double-sampling"`` (default; the audit's estimator, the
     checks validate the B answers they pair): the smallest budget with a split whose planned
     margin (:func:`large_regime_margin`, per-group accuracies) is within ``epsilon``, and the
     large-regime split is the one with the most checks within ``epsilon``; ``"matrix"`` (or a
-    given ``sigma_b_value``): B alone with known confusion rates, ``t_B`` from :func:`sigma_b`,
+    given ``sigma_b``): B alone with known confusion rates, ``t_B`` from :func:`sigma_b`,
     and ``t_fraud = min(t - t_B, t // 2)``.
 
     Raises
@@ -275,6 +340,7 @@ def plan_budget(
         Out-of-range parameters (before any computation).
     """
     owner = "plan_budget"
+    r = _planning_rates((rate_unprivileged, rate_privileged, share_unprivileged), rates, flags)
     tt = check_int(t, "t", owner, lo=2, hi=MAX_BUDGET)
     eps = check_real(epsilon, "epsilon", owner, lo=0.0, closed="neither")
     p = check_real(p_phi, "p_phi", owner, lo=0.0, hi=1.0)
@@ -283,75 +349,105 @@ def plan_budget(
         check_real(gamma, "gamma", owner, lo=0.0, hi=1.0)
     if not math.isfinite(eps):
         raise InvalidParameterError(f"The 'epsilon' parameter of {owner} must be finite.")
-    sa = (
-        di_sigma(rate_unprivileged, rate_privileged, share_unprivileged)
-        if sigma_a is None
-        else check_real(sigma_a, "sigma_a", owner, lo=0.0)
-    )
-    from fairprobe._validation import check_choice
-    from fairprobe.twosource.correction import expected_cells
-
-    check_choice(b_estimator, "b_estimator", owner, list(B_ESTIMATORS))
-    au, ap = _accuracies(p, accuracy_unprivileged, accuracy_privileged, owner)
-    sb_matrix = (
-        sigma_b(rate_unprivileged, rate_privileged, share_unprivileged, p,
-                accuracy_unprivileged=au, accuracy_privileged=ap)
-        if sigma_b_value is None
-        else check_real(sigma_b_value, "sigma_b", owner, lo=0.0)
-    )  # fmt: skip
-    t_a = required_budget(sa, eps, a)
-    double = b_estimator == "double-sampling" and sigma_b_value is None
-    cells = expected_cells(rate_unprivileged, rate_privileged, share_unprivileged, au, ap)
-    if double:
-        t_b = max(_large_threshold(t_a, eps, cells, a), t_a)
-    else:
-        t_b = max(required_budget(sb_matrix, eps, a), t_a)
-    sb = sb_matrix
-    if double and t_b <= MAX_BUDGET:  # per-B-query sd at the threshold's best split
-        k = _large_split(t_b, eps, cells, a) or 1
-        sb = float(large_regime_margin(t_b - k, k, cells, a)) * math.sqrt(t_b - k) / z_quantile(a)
-    base = dict(t=tt, epsilon=eps, alpha=a, p_phi=p, gamma=gamma, t_a=t_a, t_b=t_b,
-                sigma_a=sa, sigma_b=sb)  # fmt: skip
-    if tt < t_a:
+    th = _Thresholds.of(r, eps, p, a, b_estimator)
+    base = dict(t=tt, epsilon=eps, alpha=a, p_phi=p, gamma=gamma, t_a=th.t_a, t_b=th.t_b,
+                sigma_a=th.sigma_a, sigma_b=th.sigma_b)  # fmt: skip
+    if tt < th.t_a:
         raise BudgetError(
-            f"budget t={tt} is in the small regime (t < t_A = {t_a}): even an unmanipulated audit "
-            f"API A needs {t_a} queries for a margin of error {eps:g} on the disparate impact at "
-            f"alpha {a:g} (sigma_A {sa:.3g}), so no split can both estimate mu and check A "
-            "(Appendix B: this case must not happen). Raise the budget to at least "
-            f"{t_a} or accept a larger --epsilon."
+            f"budget t={tt} is in the small regime (t < t_A = {th.t_a}): even an unmanipulated "
+            f"audit API A needs {th.t_a} queries for a margin of error {eps:g} on the disparate "
+            f"impact at alpha {a:g} (sigma_A {th.sigma_a:.3g}), so no split can both estimate "
+            "mu and check A (Appendix B: this case must not happen). Raise the budget to at "
+            f"least {th.t_a} or accept a larger --epsilon."
         )
-    if tt <= t_b:
+    if tt <= th.t_b:
         front = pareto_frontier(
-            tt, p, sa, a, gamma, rate_unprivileged=rate_unprivileged,
-            rate_privileged=rate_privileged, share_unprivileged=share_unprivileged,
+            tt, p, th.sigma_a, a, gamma, rate_unprivileged=r.rate_unprivileged,
+            rate_privileged=r.rate_privileged, share_unprivileged=r.share_unprivileged,
             threshold=threshold,
         )  # fmt: skip
         rec = front.best_for_epsilon(eps)
         rec["source_of_estimate"] = "A"
         return BudgetPlan("pareto", recommended=rec, frontier=front, **base)  # type: ignore[arg-type]
-    if double:
-        t_fraud = _large_split(tt, eps, cells, a) or min(tt - t_b, tt // 2)
-        n_b = tt - t_fraud
-        eps_b = float(large_regime_margin(n_b, t_fraud, cells, a))
-    else:
-        t_fraud = min(tt - t_b, tt // 2)
-        n_b = tt - t_fraud
-        eps_b = float(z_quantile(a) * sb / math.sqrt(n_b))
-    g_eval = 0.1 if gamma is None else gamma
-    test = detection_test(t_fraud, p, a, gamma=g_eval)
-    rec = {
-        "source_of_estimate": "B",
-        "n_b": n_b,
-        "n_a": t_fraud,
-        "t_fraud": t_fraud,
-        "epsilon_b": eps_b,
-        "b_estimator": "double-sampling" if double else "matrix",
-        "accuracy_unprivileged": au,
-        "accuracy_privileged": ap,
-        "sigma_b_proxy_only": sb_matrix if math.isfinite(sb_matrix) else None,
-        "n_max": test.n_max,
-        "size": test.size,
-        "gamma": g_eval,
-        "p_manip": test.p_manip,
-    }
-    return BudgetPlan("large", recommended=rec, **base)  # type: ignore[arg-type]
+    return BudgetPlan("large", recommended=th.large_split(tt, eps, p, a, gamma), **base)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _Thresholds:
+    """The two budget thresholds of a plan and what they rest on: ``t_A`` and ``sigma_A``,
+    ``t_B`` and the per-B-query ``sigma_B`` (double sampling: at the threshold's best split),
+    B's matrix-method sigma, the proxy's per-group accuracies and the expected cells."""
+
+    t_a: int
+    t_b: int
+    sigma_a: float
+    sigma_b: float
+    sigma_b_matrix: float
+    double: bool
+    accuracies: tuple[float, float]
+    cells: npt.NDArray[np.float64]
+
+    @classmethod
+    def of(cls, r: PlanningRates, eps: float, p: float, a: float, b_estimator: str
+           ) -> _Thresholds:
+        """The thresholds for the margin ``eps`` at level ``a`` (each value checked first)."""
+        from fairprobe._validation import check_choice
+        from fairprobe.twosource.correction import expected_cells
+
+        owner = "plan_budget"
+        ru, rp, pu = r.rate_unprivileged, r.rate_privileged, r.share_unprivileged
+        sa = di_sigma(ru, rp, pu) if r.sigma_a is None else check_real(
+            r.sigma_a, "sigma_a", owner, lo=0.0)  # fmt: skip
+        check_choice(b_estimator, "b_estimator", owner, list(B_ESTIMATORS))
+        au, ap = _accuracies(p, r.accuracy_unprivileged, r.accuracy_privileged, owner)
+        sb_matrix = (
+            sigma_b(ru, rp, pu, p, accuracy_unprivileged=au, accuracy_privileged=ap)
+            if r.sigma_b is None
+            else check_real(r.sigma_b, "sigma_b", owner, lo=0.0)
+        )  # fmt: skip
+        t_a = required_budget(sa, eps, a)
+        double = b_estimator == "double-sampling" and r.sigma_b is None
+        cells = expected_cells(ru, rp, pu, au, ap)
+        if double:
+            t_b = max(_large_threshold(t_a, eps, cells, a), t_a)
+        else:
+            t_b = max(required_budget(sb_matrix, eps, a), t_a)
+        sb = sb_matrix
+        if double and t_b <= MAX_BUDGET:  # per-B-query sd at the threshold's best split
+            k = _large_split(t_b, eps, cells, a) or 1
+            sb = (float(large_regime_margin(t_b - k, k, cells, a)) * math.sqrt(t_b - k)
+                  / z_quantile(a))  # fmt: skip
+        return cls(t_a, t_b, sa, sb, sb_matrix, double, (au, ap), cells)
+
+    def large_split(self, tt: int, eps: float, p: float, a: float, gamma: float | None
+                    ) -> dict[str, Any]:
+        """The large regime's allocation of ``tt`` (``tt > t_B``): B estimates mu, A checks;
+        double sampling: the split with the most checks within ``eps``; matrix:
+        ``t_fraud = min(tt - t_B, tt // 2)``."""
+        if self.double:
+            t_fraud = _large_split(tt, eps, self.cells, a) or min(tt - self.t_b, tt // 2)
+            n_b = tt - t_fraud
+            eps_b = float(large_regime_margin(n_b, t_fraud, self.cells, a))
+        else:
+            t_fraud = min(tt - self.t_b, tt // 2)
+            n_b = tt - t_fraud
+            eps_b = float(z_quantile(a) * self.sigma_b / math.sqrt(n_b))
+        g_eval = 0.1 if gamma is None else gamma
+        test = detection_test(t_fraud, p, a, gamma=g_eval)
+        au, ap = self.accuracies
+        sbm = self.sigma_b_matrix
+        return {
+            "source_of_estimate": "B",
+            "n_b": n_b,
+            "n_a": t_fraud,
+            "t_fraud": t_fraud,
+            "epsilon_b": eps_b,
+            "b_estimator": "double-sampling" if self.double else "matrix",
+            "accuracy_unprivileged": au,
+            "accuracy_privileged": ap,
+            "sigma_b_proxy_only": sbm if math.isfinite(sbm) else None,
+            "n_max": test.n_max,
+            "size": test.size,
+            "gamma": g_eval,
+            "p_manip": test.p_manip,
+        }
