@@ -33,9 +33,19 @@ def _bb() -> BlackBox:
 def test_group_audit_objects_equal_flat_keywords(allocation: str) -> None:
     pool = _pool()
     with _bb() as bb:
-        flat = run_group_audit(bb, pool, group_col="g", metrics=["dp"], label_col="y",
-                               feature_cols=["x", "g"], budget=300, seed=4, reference="a",
-                               tolerance=0.1, allocation=allocation)
+        flat = run_group_audit(
+            bb,
+            pool,
+            group_col="g",
+            metrics=["dp"],
+            label_col="y",
+            feature_cols=["x", "g"],
+            budget=300,
+            seed=4,
+            reference="a",
+            tolerance=0.1,
+            allocation=allocation,
+        )
     with _bb() as bb:
         obj = run_group_audit(
             bb, pool,
@@ -49,12 +59,29 @@ def test_group_audit_objects_equal_flat_keywords(allocation: str) -> None:
 def test_flat_keywords_set_the_fields_of_the_objects_given() -> None:
     pool = _pool()
     with _bb() as bb:
-        a = run_audit(bb, pool, group_a="a", metric="dp", group_col="g", feature_cols=["x", "g"],
-                      budget=200, seed=1)
+        a = run_audit(
+            bb,
+            pool,
+            group_a="a",
+            metric="dp",
+            group_col="g",
+            feature_cols=["x", "g"],
+            budget=200,
+            seed=1,
+        )
     with _bb() as bb:
-        b = run_audit(bb, pool, group_a="a", metric="dp", columns=ModelColumns(group="zz"),
-                      run=QueryRun(budget=50), group_col="g", feature_cols=["x", "g"], budget=200,
-                      seed=1)
+        b = run_audit(
+            bb,
+            pool,
+            group_a="a",
+            metric="dp",
+            columns=ModelColumns(group="zz"),
+            run=QueryRun(budget=50),
+            group_col="g",
+            feature_cols=["x", "g"],
+            budget=200,
+            seed=1,
+        )
     assert a.to_dict() == b.to_dict()
     assert a.metric.counts.A + a.metric.counts.B == 200
 
@@ -62,22 +89,35 @@ def test_flat_keywords_set_the_fields_of_the_objects_given() -> None:
 def test_an_unknown_keyword_or_no_group_column_is_a_type_error() -> None:
     pool = _pool()
     with _bb() as bb:
-        with pytest.raises(TypeError, match="run_group_audit.. got an unexpected keyword "
-                                            "argument 'interval'"):
+        with pytest.raises(
+            TypeError, match="run_group_audit.. got an unexpected keyword argument 'interval'"
+        ):
             run_group_audit(bb, pool, group_col="g", interval="exact")
-        with pytest.raises(TypeError, match="run_audit.. got an unexpected keyword argument "
-                                            "'allocation'"):
+        with pytest.raises(
+            TypeError, match="run_audit.. got an unexpected keyword argument 'allocation'"
+        ):
             run_audit(bb, pool, group_col="g", allocation="balanced")
-        with pytest.raises(TypeError, match="missing 1 required keyword-only argument: "
-                                            "'group_col'"):
+        with pytest.raises(
+            TypeError, match="missing 1 required keyword-only argument: 'group_col'"
+        ):
             run_audit(bb, pool)
         assert bb.spent == 0
     with pytest.raises(TypeError, match="check_group_audit.. got an unexpected keyword"):
         check_group_audit(pool, group_col="g", reference="a")
     with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'budget'"):
-        GroupAudit(metrics=["dp"], queried=2, paid=0, cached=0, unparsed=0, seed=0,
-                   backend="m", group_cols=["g"], unparsed_by_group={}, y_pred=[0, 1],
-                   sensitive_features=["a", "b"])
+        GroupAudit(
+            metrics=["dp"],
+            queried=2,
+            paid=0,
+            cached=0,
+            unparsed=0,
+            seed=0,
+            backend="m",
+            group_cols=["g"],
+            unparsed_by_group={},
+            y_pred=[0, 1],
+            sensitive_features=["a", "b"],
+        )
 
 
 @pytest.mark.parametrize(
@@ -105,5 +145,6 @@ def test_check_group_audit_keeps_its_uniform_default_and_returns_the_columns() -
     cols, names, feats = check_group_audit(pool, group_col="g", metrics="dp", budget=10)
     assert (cols, names, feats) == (["g"], ["demographic_parity_difference"], ["x"])
     with pytest.raises(InvalidParameterError, match="adaptive stops on the first metric"):
-        check_group_audit(pool, group_col="g", metrics=["eodds"], label_col="y", budget=10,
-                          allocation="adaptive")
+        check_group_audit(
+            pool, group_col="g", metrics=["eodds"], label_col="y", budget=10, allocation="adaptive"
+        )

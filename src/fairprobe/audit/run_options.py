@@ -93,8 +93,12 @@ class QueryRun:
                 closed="left"))  # fmt: skip
 
 
-_COLUMNS = {"group_col": "group", "label_col": "label", "feature_cols": "features",
-            "pos_label": "pos_label"}
+_COLUMNS = {
+    "group_col": "group",
+    "label_col": "label",
+    "feature_cols": "features",
+    "pos_label": "pos_label",
+}
 _QUESTION = ("tolerance", "threshold", "confidence_level", "min_group_size", "reference")
 _RUN = ("budget", "seed", "allocation", "interval", "method", "max_unusable_share")
 
@@ -135,6 +139,8 @@ def model_audit_options(
     for name, obj in (("question", question), ("run", run)):
         if obj is None:
             parts.setdefault(name, {})["owner"] = owner
-    return (with_fields(question, AuditQuestion, parts.get("question")),
-            with_fields(columns, ModelColumns, parts.get("columns")),
-            with_fields(run, QueryRun, parts.get("run")))
+    return (
+        with_fields(question, AuditQuestion, parts.get("question")),
+        with_fields(columns, ModelColumns, parts.get("columns")),
+        with_fields(run, QueryRun, parts.get("run")),
+    )
