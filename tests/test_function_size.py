@@ -27,12 +27,6 @@ ALLOWED: dict[str, str] = {
     "audit/monitor.py:monitor_job": AUDIT,
     "audit/predictions.py:_audit_counts": AUDIT,
     "audit/predictions.py:audit_predictions": AUDIT,
-    "audit/run.py:GroupAudit.__init__": AUDIT,
-    "audit/run.py:_staged_queries": AUDIT,
-    "audit/run.py:check_group_audit": AUDIT,
-    "audit/run.py:run_audit": AUDIT,
-    "audit/run.py:run_group_audit": AUDIT,
-    "stats/frame.py:AuditFrame.__init__": "stats/frame.py is being edited by the metric-name work",
 }
 
 

@@ -17,22 +17,28 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from fairprobe import metrics as _metrics
-from fairprobe._validation import check_choice, check_int, check_real
+from fairprobe._validation import check_choice, check_int
 from fairprobe.access import AnswerBatch
 from fairprobe.access.base import OUTCOMES
 from fairprobe.access.blackbox import BlackBox
+from fairprobe.audit.run_options import (
+    DEFAULT_ALLOCATION,
+    ModelColumns,
+    QueryRun,
+    model_audit_options,
+)
 from fairprobe.errors import AnswerParseError, BudgetError, DataError
+from fairprobe.options import AuditQuestion
 from fairprobe.stats import METRICS, MetricResult, compute_metric, select_groups
 from fairprobe.stats.frame import AuditFrame, GroupSummary, fairness_metric_name
 from fairprobe.stats.groups import DEFAULT_MIN_GROUP_SIZE
-from fairprobe.stats.metrics import DEFAULT_INTERVAL
 
 __all__ = [
     "AuditResult",
@@ -151,10 +157,6 @@ class AuditResult:
 
 #: How a fixed budget is split across the groups of the pool (``--allocation``).
 ALLOCATIONS = ("uniform", "balanced", "neyman", "adaptive")
-#: The default when the pool carries the group column: equal queries per group, the split that
-#: minimises the widest group interval (and so the largest-gap or smallest-ratio interval) when
-#: nothing is known of the rates before paying.
-DEFAULT_ALLOCATION = "balanced"
 
 
 def allocate(sizes: Sequence[int], budget: int, allocation: str = DEFAULT_ALLOCATION,
@@ -453,27 +455,36 @@ def plan_columns(
     )
 
 
+#: run_audit's flat keywords (the compatibility form) of its columns and its draw.
+_RUN_AUDIT_FLAGS = ("group_col", "label_col", "feature_cols", "pos_label", "budget", "seed",
+                    "max_unusable_share", "interval")
+
+
 def run_audit(
     blackbox: BlackBox,
     pool: pd.DataFrame,
     *,
-    group_col: str,
-    metric: str = _metrics.DI.short,
     group_a: Any = None,
     group_b: Any = None,
-    label_col: str | None = None,
-    feature_cols: Sequence[str] | None = None,
-    budget: int = 1000,
-    seed: int = 0,
+    metric: str = _metrics.DI.short,
     tolerance: float | None = None,
     threshold: float | None = None,
     confidence_level: float = 0.95,
-    pos_label: Any = None,
-    max_unusable_share: float | None = None,
-    interval: str = DEFAULT_INTERVAL,
     min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
+    columns: ModelColumns | None = None,
+    run: QueryRun | None = None,
+    **flags: Any,
 ) -> AuditResult:
     """Run a fixed-budget black-box audit of one fairness metric.
+
+    The question (the metric, its band, level and smallest group) is given as keywords and
+    passed to the metric's estimator unchanged, which checks them as every two-group metric
+    does. The options objects say what is read and drawn: ``columns`` the pool's ``group``,
+    ``label``, ``features`` and ``pos_label``
+    (:class:`~fairprobe.audit.run_options.ModelColumns`), ``run`` the ``budget``, ``seed``,
+    ``interval`` and ``max_unusable_share`` (:class:`~fairprobe.audit.run_options.QueryRun`).
+    ``flags`` are the same values as flat keywords, the names below (the compatibility form);
+    they set those fields of the objects.
 
     Parameters
     ----------
@@ -482,23 +493,30 @@ def run_audit(
     pool : DataFrame
         The query pool: feature columns, the group column, and the label column if the metric
         needs true labels.
-    group_col : str
-        The sensitive attribute; ``group_a`` vs ``group_b`` (``None``: every other value).
+    group_a, group_b : value, optional
+        The two groups compared (``None``: every other value).
     metric : str
         ``disparate_impact`` (``di``), ``demographic_parity`` (``dp``/``sp``),
         ``equal_opportunity`` (``eo``, needs ``label_col``) or ``performance_gap``
         (mean correctness with Welch's interval, needs ``label_col``). Other registered
         metrics (``accuracy-gap``, ``fpr``, ...) are :func:`run_group_audit`'s.
-    feature_cols : sequence of str, optional
-        Columns sent to the model; default every column but the label (``label_col``, or a
-        column named like one) and the group column (see :func:`plan_columns`).
-    budget, seed : int
-        Queries drawn from the pool, uniformly without replacement, with this seed.
     tolerance, threshold, confidence_level : float
         The fair band half-width of differences, the threshold of the ratio (80% rule), and the
         confidence level of the interval.
-    pos_label : scalar, optional
-        Positive value of ``label_col`` when its labels are not 0/1 (e.g. ``">50K"``).
+    min_group_size : int
+        The one group-filtering rule: a group with fewer answers than this on which the metric
+        is defined leaves the verdict ``undetermined``, with the reason.
+    group_col : str
+        The sensitive attribute (required without ``columns``).
+    feature_cols : sequence of str, optional
+        Columns sent to the model; default every column but the label (``label_col``, or a
+        column named like one) and the group column (see :func:`plan_columns`).
+    label_col, pos_label : optional
+        The true-label column, and its positive value when its labels are not 0/1 (e.g.
+        ``">50K"``).
+    budget, seed : int
+        Queries drawn from the pool (default 1000), uniformly without replacement, with this
+        seed (default 0).
     max_unusable_share : float, optional
         Strict mode: stop with :class:`~fairprobe.errors.AnswerParseError` as soon as a group's
         share of unusable answers (unparsed, refused or truncated) exceeds this, checked after
@@ -507,9 +525,6 @@ def run_audit(
     interval : {"exact", "score", "newcombe", "katz"}
         Construction of the interval (:func:`fairprobe.stats.api.compute_metric`'s ``method``):
         ``exact`` (default) keeps the level at every rate and size.
-    min_group_size : int
-        The one group-filtering rule: a group with fewer answers than this on which the metric
-        is defined leaves the verdict ``undetermined``, with the reason.
 
     Raises
     ------
@@ -518,53 +533,101 @@ def run_audit(
         ``pos_label``), a group absent from the pool. Raised before any query is paid.
     BudgetError
         A budget below one query per group.
+    TypeError
+        An unknown keyword, or no group column.
     """
+    _, c, r = model_audit_options("run_audit", flags, _RUN_AUDIT_FLAGS, (None, columns, run))
+    q = _TwoGroupQuestion(tolerance, threshold, confidence_level, min_group_size)
     name = _metric_name(metric)
-    budget = check_int(budget, "budget", "run_audit", lo=1)
-    needs_label = name in (_metrics.EO.name, "performance_gap")
-    if needs_label and label_col is None:
+    budget = check_int(r.budget, "budget", "run_audit", lo=1)
+    feats = _check_two_group_pool(pool, name, c, budget)
+    sample = draw_queries(pool, budget, r.seed)
+    if c.label is not None and name in _LABELLED:
+        _check_labels(sample[c.label], c.label, c.pos_label)
+    group_col: Any = c.group  # one column: a label of the pool
+    if group_a is not None and not (sample[group_col] == group_a).any():
+        raise BudgetError(
+            f"The {budget} queries drawn hold no member of group {group_a!r}: raise the budget "
+            f"or check that {group_a!r} is a value of {group_col!r}."
+        )
+    before_paid, before_cached = blackbox.spent, blackbox.from_cache
+    answers = _query(blackbox, sample[feats], sample[group_col], r.max_unusable_share)
+    if not answers.parsed.any():
+        raise _no_usable_answer(answers)
+    result, values, used, in_a = _two_group_metric(name, sample, answers, (group_a, group_b),
+                                                   q, c, r)
+    return AuditResult(
+        metric=result,
+        budget=budget,
+        queried=len(sample),
+        paid=blackbox.spent - before_paid,
+        cached=blackbox.from_cache - before_cached,
+        unparsed=int((~answers.parsed).sum()),
+        seed=r.seed,
+        backend=blackbox.identity,
+        group_col=group_col,
+        values=np.asarray(values, dtype=float)[used],
+        in_group_a=in_a[used],
+        outcomes_by_group=outcomes_by_group(answers, sample[group_col].to_numpy()),
+    )
+
+
+#: The two-group metrics that need true labels.
+_LABELLED = (_metrics.EO.name, "performance_gap")
+
+
+class _TwoGroupQuestion(NamedTuple):
+    """run_audit's band, level and smallest group, as given (its estimator checks them)."""
+
+    tolerance: float | None
+    threshold: float | None
+    confidence_level: float
+    min_group_size: int
+
+
+def _check_two_group_pool(pool: pd.DataFrame, name: str, c: ModelColumns,
+                          budget: int) -> list[str]:
+    """run_audit's checks of the pool before the draw; the feature columns."""
+    if name in _LABELLED and c.label is None:
         raise DataError(f"The metric {name!r} needs true labels: give --y-true-col (label_col in Python).")
+    group_col: Any = c.group
     _check_columns(pool, [group_col], "group")
-    if label_col is not None:
-        _check_columns(pool, [label_col], "label")
-    feats = list(feature_cols) if feature_cols is not None else plan_columns(
-        pool, group_cols=[group_col], label_col=label_col
+    if c.label is not None:
+        _check_columns(pool, [c.label], "label")
+    feats = list(c.features) if c.features is not None else plan_columns(
+        pool, group_cols=[group_col], label_col=c.label
     ).sent
     _check_columns(pool, feats, "feature")
     if pool[group_col].isna().any():
         raise DataError(f"The group column {group_col!r} has missing values; drop those rows.")
     if budget < 2:
         raise BudgetError(f"A budget of {budget} is below one query per group (at least 2).")
-    sample = draw_queries(pool, budget, seed)
-    if label_col is not None and needs_label:
-        _check_labels(sample[label_col], label_col, pos_label)
-    groups = sample[group_col]
-    if group_a is not None and not (groups == group_a).any():
-        raise BudgetError(
-            f"The {budget} queries drawn hold no member of group {group_a!r}: raise the budget "
-            f"or check that {group_a!r} is a value of {group_col!r}."
-        )
-    if max_unusable_share is not None:
-        check_real(max_unusable_share, "max_unusable_share", "run_audit", lo=0.0, hi=1.0,
-                   closed="left")
-    before_paid, before_cached = blackbox.spent, blackbox.from_cache
-    answers = _query(blackbox, sample[feats], sample[group_col], max_unusable_share)
-    paid = blackbox.spent - before_paid
-    cached = blackbox.from_cache - before_cached
+    return feats
+
+
+def _no_usable_answer(answers: AnswerBatch) -> DataError:
+    """The error of an audit none of whose answers parsed, with the likely fix."""
+    counts = answers.outcome_counts()
+    what = ", ".join(f"{v} {k}" for k, v in counts.items() if v and k != "ok")
+    hint = {
+        "truncated": "raise the token limit (max_completion_tokens for reasoning models)",
+        "refused": "the model refuses the task: rephrase the prompt",
+    }.get(max(counts, key=lambda k: counts[k]), "check the prompt and the backend's parser")
+    return DataError(f"No answer of the model could be used ({what}): {hint}.")
+
+
+def _two_group_metric(
+    name: str, sample: pd.DataFrame, answers: AnswerBatch, pair: tuple[Any, Any],
+    q: _TwoGroupQuestion, c: ModelColumns, r: QueryRun,
+) -> tuple[MetricResult, npt.NDArray[Any], npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """The metric on the parsed answers, the per-instance values behind it, which of them the
+    metric used (both groups; ``y_true == 1`` for equal opportunity) and which are group A."""
     keep = answers.parsed
-    if not keep.any():
-        counts = answers.outcome_counts()
-        what = ", ".join(f"{v} {k}" for k, v in counts.items() if v and k != "ok")
-        hint = {
-            "truncated": "raise the token limit (max_completion_tokens for reasoning models)",
-            "refused": "the model refuses the task: rephrase the prompt",
-        }.get(max(counts, key=lambda k: counts[k]), "check the prompt and the backend's parser")
-        raise DataError(f"No answer of the model could be used ({what}): {hint}.")
     decisions = answers.decisions[keep]
     kept = sample.loc[keep].reset_index(drop=True)
-    group_values = kept[group_col].to_numpy()
-    y_true = None if label_col is None or not needs_label else _check_labels(
-        kept[label_col], label_col, pos_label).astype(float)
+    group_values = kept[c.group].to_numpy()
+    y_true = None if c.label is None or name not in _LABELLED else _check_labels(
+        kept[c.label], c.label, c.pos_label).astype(float)
     values = decisions
     if name == "performance_gap":
         assert y_true is not None
@@ -575,33 +638,19 @@ def run_audit(
         y_pred=decisions,
         y_true=y_true if name == _metrics.EO.name else None,
         values=values if name == "performance_gap" else None,
-        group_a=group_a,
-        group_b=group_b,
-        threshold=threshold if name == _metrics.DI.name else tolerance,
-        confidence_level=confidence_level,
-        method=None if name == "performance_gap" else interval,
-        min_group_size=min_group_size,
+        group_a=pair[0],
+        group_b=pair[1],
+        threshold=q.threshold if name == _metrics.DI.name else q.tolerance,
+        confidence_level=q.confidence_level,
+        method=None if name == "performance_gap" else r.interval,
+        min_group_size=q.min_group_size,
     )
-    sel = select_groups(group_values, group_a, group_b)
+    sel = select_groups(group_values, pair[0], pair[1])
     used = sel.in_a | sel.in_b
-    all_groups = sample[group_col].to_numpy()
     if name == _metrics.EO.name:
         assert y_true is not None
         used &= y_true.astype(float) == 1.0
-    return AuditResult(
-        metric=result,
-        budget=budget,
-        queried=len(sample),
-        paid=paid,
-        cached=cached,
-        unparsed=int((~keep).sum()),
-        seed=seed,
-        backend=blackbox.identity,
-        group_col=group_col,
-        values=np.asarray(values, dtype=float)[used],
-        in_group_a=sel.in_a[used],
-        outcomes_by_group=outcomes_by_group(answers, all_groups),
-    )
+    return result, values, used, sel.in_a
 
 
 def outcomes_by_group(answers: AnswerBatch, groups: npt.ArrayLike) -> dict[str, dict[str, int]]:
@@ -701,21 +750,19 @@ class GroupAudit(AuditFrame):
         ``{value, group, y_true}`` per kept answer (the decision), for ``fairprobe radius``.
     """
 
-    def __init__(self, *, metrics: Sequence[str], budget: int, queried: int, paid: int,
-                 cached: int, unparsed: int, seed: int, backend: str,
-                 group_cols: Sequence[str], unparsed_by_group: dict[str, int],
-                 answer_counts: dict[str, Any] | None = None,
-                 allocation: dict[str, Any] | None = None,
-                 queried_groups: Any = None, **frame: Any) -> None:
-        super().__init__(**frame)
+    def __init__(self, *, queried_groups: Any = None, **fields: Any) -> None:
+        """``fields``: the query accounting (:meth:`_set_accounting`'s keywords: ``metrics``,
+        ``budget``, ``queried``, ``paid``, ``cached``, ``unparsed``, ``seed``, ``backend``,
+        ``group_cols``, ``unparsed_by_group``, and optionally ``answer_counts`` and
+        ``allocation``) and the frame's keywords (:class:`AuditFrame`), told apart by name;
+        ``queried_groups``: the group label of every query asked, in the order asked."""
+        accounting = _accounting(fields)
+        super().__init__(**fields)
         #: group label of every query asked, in the order asked (for the provenance)
         self.queried_groups = queried_groups
-        self._set_accounting(metrics=metrics, budget=budget, queried=queried, paid=paid,
-                             cached=cached, unparsed=unparsed, seed=seed, backend=backend,
-                             group_cols=group_cols, unparsed_by_group=unparsed_by_group,
-                             answer_counts=answer_counts, allocation=allocation)
-        self._y_pred: Any = np.asarray(frame["y_pred"], dtype=float)
-        self._y_true = frame.get("y_true")
+        self._set_accounting(**accounting)
+        self._y_pred: Any = np.asarray(fields["y_pred"], dtype=float)
+        self._y_true = fields.get("y_true")
 
     def _set_accounting(self, *, metrics: Sequence[str], budget: int, queried: int, paid: int,
                         cached: int, unparsed: int, seed: int, backend: str,
@@ -811,6 +858,27 @@ class GroupAudit(AuditFrame):
         return out
 
 
+#: The accounting keywords of :class:`GroupAudit` (the others are the frame's), and which of
+#: them a call must give.
+_ACCOUNTING = ("metrics", "budget", "queried", "paid", "cached", "unparsed", "seed", "backend",
+               "group_cols", "unparsed_by_group", "answer_counts", "allocation")
+_ACCOUNTING_REQUIRED = _ACCOUNTING[:-2]
+
+
+def _accounting(fields: dict[str, Any]) -> dict[str, Any]:
+    """The accounting keywords of a :class:`GroupAudit` call, taken out of ``fields``; a
+    missing one is a :class:`TypeError`, as for a normal function."""
+    missing = [k for k in _ACCOUNTING_REQUIRED if k not in fields]
+    if missing:
+        s = "s" if len(missing) > 1 else ""
+        shown = [repr(m) for m in missing]
+        names = (" and ".join(shown) if len(shown) < 3
+                 else ", ".join(shown[:-1]) + f", and {shown[-1]}")
+        raise TypeError(f"GroupAudit.__init__() missing {len(missing)} required keyword-only "
+                        f"argument{s}: {names}")
+    return {k: fields.pop(k) for k in _ACCOUNTING if k in fields}
+
+
 def _group_columns(group_col: str | Sequence[str]) -> list[str]:
     cols = [c.strip() for c in group_col.split(",")] if isinstance(group_col, str) \
         else [str(c) for c in group_col]
@@ -820,87 +888,90 @@ def _group_columns(group_col: str | Sequence[str]) -> list[str]:
     return cols
 
 
+#: check_group_audit's flat keywords (the compatibility form), and run_group_audit's.
+_CHECK_FLAGS = ("group_col", "metrics", "label_col", "feature_cols", "budget", "seed",
+                "min_group_size", "confidence_level", "method", "tolerance", "threshold",
+                "allocation")
+_GROUP_FLAGS = (*_CHECK_FLAGS, "pos_label", "reference", "max_unusable_share")
+
+
 def check_group_audit(
     pool: pd.DataFrame,
     *,
-    group_col: str | Sequence[str],
-    metrics: Sequence[str],
-    label_col: str | None,
-    feature_cols: Sequence[str] | None,
-    budget: int,
-    seed: int,
-    min_group_size: int,
-    confidence_level: float,
-    method: str,
-    tolerance: float | None,
-    threshold: float | None,
-    allocation: str = "uniform",
+    question: AuditQuestion | None = None,
+    columns: ModelColumns | None = None,
+    run: QueryRun | None = None,
+    **flags: Any,
 ) -> tuple[list[str], list[str], list[str]]:
     """Validate every parameter of :func:`run_group_audit` before anything is paid.
 
+    Takes the options objects of :func:`run_group_audit` (``question``: metrics, tolerance,
+    threshold, confidence_level, min_group_size; ``columns``: group, label, features;
+    ``run``: budget, seed, method, allocation) or their fields as its flat keywords
+    (``group_col``, ``metrics``, ``label_col``, ``feature_cols``, ``budget``, ``seed``,
+    ``min_group_size``, ``confidence_level``, ``method``, ``tolerance``, ``threshold``,
+    ``allocation``, default ``"uniform"``); the messages name ``run_group_audit``.
+
     Returns the group columns, the full metric names and the feature columns.
     """
-    from fairprobe._validation import check_real
+    q, c, r = model_audit_options("run_group_audit", flags, _CHECK_FLAGS,
+                                  (question, columns, run), {"allocation": "uniform"},
+                                  caller="check_group_audit")
+    return _check_group(pool, q, c, r)
+
+
+def _check_group(pool: pd.DataFrame, q: AuditQuestion, c: ModelColumns,
+                 r: QueryRun) -> tuple[list[str], list[str], list[str]]:
+    """The checks of :func:`check_group_audit` the options objects do not make themselves."""
     from fairprobe.stats.frame import FAIRNESS_METRICS, RATES
     from fairprobe.stats.simultaneous import SIMULTANEOUS_METHODS
 
     owner = "run_group_audit"
-    cols = _group_columns(group_col)
-    if isinstance(metrics, str):
-        metrics = [metrics]
-    names = [fairness_metric_name(m, owner) for m in metrics]
+    cols = _group_columns(c.group)
+    names = [fairness_metric_name(m, owner) for m in q.metrics]
     if not names:
         raise DataError("Name at least one metric (e.g. dp, di, eo, fpr, eodds).")
-    check_int(budget, "budget", owner, lo=1)
-    if budget < 2:
-        raise BudgetError(f"A budget of {budget} is below one query per group (at least 2).")
-    check_int(seed, "seed", owner, lo=0)
-    check_int(min_group_size, "min_group_size", owner, lo=1)
-    check_real(confidence_level, "confidence_level", owner, lo=0.0, hi=1.0, closed="neither")
-    check_choice(method, "method", owner, SIMULTANEOUS_METHODS)
-    check_choice(allocation, "allocation", owner, ALLOCATIONS)
-    if allocation == "adaptive":
+    check_int(r.budget, "budget", owner, lo=1)
+    if r.budget < 2:
+        raise BudgetError(f"A budget of {r.budget} is below one query per group (at least 2).")
+    check_int(r.seed, "seed", owner, lo=0)
+    check_choice(r.method, "method", owner, SIMULTANEOUS_METHODS)
+    check_choice(r.allocation, "allocation", owner, ALLOCATIONS)
+    if r.allocation == "adaptive":
         question_rate(names[0])
-    if tolerance is not None:
-        check_real(tolerance, "tolerance", owner, lo=0.0)
-    if threshold is not None:
-        check_real(threshold, "threshold", owner, lo=0.0, hi=1.0, closed="right")
-    needs_label = [n for n in names if any("y_true" in RATES[r][0]
-                                           for r in FAIRNESS_METRICS[n][0])]
-    if needs_label and label_col is None:
+    needs_label = [n for n in names if any("y_true" in RATES[rate][0]
+                                           for rate in FAIRNESS_METRICS[n][0])]
+    if needs_label and c.label is None:
         raise DataError(f"The metric {needs_label[0]!r} needs true labels: give --y-true-col (label_col in Python).")
     _check_columns(pool, cols, "group")
-    if label_col is not None:
-        _check_columns(pool, [label_col], "label")
-    feats = list(feature_cols) if feature_cols is not None else plan_columns(
-        pool, group_cols=cols, label_col=label_col
+    if c.label is not None:
+        _check_columns(pool, [c.label], "label")
+    feats = list(c.features) if c.features is not None else plan_columns(
+        pool, group_cols=cols, label_col=c.label
     ).sent
     _check_columns(pool, feats, "feature")
-    for c in cols:
-        if pool[c].isna().any():
-            raise DataError(f"The group column {c!r} has missing values; drop those rows.")
+    for col in cols:
+        if pool[col].isna().any():
+            raise DataError(f"The group column {col!r} has missing values; drop those rows.")
     return cols, names, feats
+
+
+def _frame_options(q: AuditQuestion, r: QueryRun) -> dict[str, Any]:
+    """The frame keywords of a group audit's answers (the band's defaults filled in); its
+    confidence level is the audit's (the adaptive draw's look level), given apart."""
+    return dict(min_group_size=q.min_group_size, method=r.method, reference=q.reference,
+                tolerance=0.05 if q.tolerance is None else q.tolerance,
+                threshold=0.8 if q.threshold is None else q.threshold)
 
 
 def run_group_audit(
     blackbox: BlackBox,
     pool: pd.DataFrame,
     *,
-    group_col: str | Sequence[str],
-    metrics: Sequence[str] = (_metrics.DP.short,),
-    label_col: str | None = None,
-    pos_label: Any = None,
-    feature_cols: Sequence[str] | None = None,
-    budget: int = 1000,
-    seed: int = 0,
-    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
-    reference: Any = None,
-    tolerance: float | None = None,
-    threshold: float | None = None,
-    confidence_level: float = 0.95,
-    method: str = "exact",
-    max_unusable_share: float | None = None,
-    allocation: str = DEFAULT_ALLOCATION,
+    question: AuditQuestion | None = None,
+    columns: ModelColumns | None = None,
+    run: QueryRun | None = None,
+    **flags: Any,
 ) -> GroupAudit:
     """Black-box audit of every group of one column, or of the intersections of several.
 
@@ -921,6 +992,18 @@ def run_group_audit(
     ``"exact"`` keeps the level at every rate and size, ``"bonferroni"`` is narrower; see
     :mod:`fairprobe.stats.simultaneous`).
 
+    The options objects say what to audit: ``question`` the ``metrics``, ``tolerance``,
+    ``threshold``, ``confidence_level``, ``reference`` and ``min_group_size``
+    (:class:`~fairprobe.options.AuditQuestion`), ``columns`` the pool's ``group``, ``label``,
+    ``features`` and ``pos_label`` (:class:`~fairprobe.audit.run_options.ModelColumns`),
+    ``run`` the ``budget``, ``seed``, ``allocation``, ``method`` and ``max_unusable_share``
+    (:class:`~fairprobe.audit.run_options.QueryRun`). ``flags`` are the same values as flat
+    keywords (the compatibility form): ``group_col`` (required without ``columns``),
+    ``metrics`` (default ``("dp",)``), ``label_col``, ``pos_label``, ``feature_cols``,
+    ``budget`` (1000), ``seed`` (0), ``min_group_size``, ``reference``, ``tolerance``,
+    ``threshold``, ``confidence_level`` (0.95), ``method`` (``"exact"``),
+    ``max_unusable_share``, ``allocation`` (``"balanced"``); they set those fields.
+
     Parameters
     ----------
     group_col : str or sequence of str
@@ -938,81 +1021,85 @@ def run_group_audit(
 
     Notes
     -----
-    Every parameter is validated before the first query is paid.
+    Every parameter is validated before the first query is paid; an unknown keyword is a
+    :class:`TypeError`.
     """
-    cols, names, feats = check_group_audit(
-        pool, group_col=group_col, metrics=metrics, label_col=label_col,
-        feature_cols=feature_cols, budget=budget, seed=seed, min_group_size=min_group_size,
-        confidence_level=confidence_level, method=method, tolerance=tolerance,
-        threshold=threshold, allocation=allocation,
-    )
-    if max_unusable_share is not None:
-        check_real(max_unusable_share, "max_unusable_share", "run_group_audit", lo=0.0, hi=1.0,
-                   closed="left")
-    staged = allocation in ("neyman", "adaptive")
+    q, c, r = model_audit_options("run_group_audit", flags, _GROUP_FLAGS, (question, columns, run),
+                                  {"metrics": (_metrics.DP.short,)})
+    cols, names, feats = _check_group(pool, q, c, r)
+    staged = r.allocation in ("neyman", "adaptive")
     if staged:  # the rows depend on the answers: every check is made on the pool first
-        if label_col is not None:
-            _check_labels(pool[label_col], label_col, pos_label)
-        if reference is not None:
-            from fairprobe.stats.groups import group_labels
-
-            group_labels(pool[cols]).position(reference)
+        _check_pool_answers_free(pool, cols, q, c)
     before_paid, before_cached = blackbox.spent, blackbox.from_cache
+    level = q.confidence_level
     if staged:
-        frame_opts = dict(min_group_size=min_group_size, method=method, reference=reference,
-                          tolerance=0.05 if tolerance is None else tolerance,
-                          threshold=0.8 if threshold is None else threshold)
-        sample, answers, stages, confidence_level = _staged_queries(
-            blackbox, pool, cols=cols, feats=feats, budget=budget, seed=seed,
-            allocation=allocation, metric=names[0], label_col=label_col, pos_label=pos_label,
-            confidence_level=confidence_level, max_unusable_share=max_unusable_share,
-            frame_opts=frame_opts)
+        sample, answers, stages, level = _staged_queries(blackbox, pool, (cols, feats),
+                                                         names[0], q, c, r)
     else:
-        sample = draw_queries(pool, budget, seed, group_cols=cols, allocation=allocation)
+        sample = draw_queries(pool, r.budget, r.seed, group_cols=cols, allocation=r.allocation)
         stages = {}
     y_true_all = None
-    if label_col is not None:
-        y_true_all = _check_labels(sample[label_col], label_col, pos_label)
+    if c.label is not None:
+        y_true_all = _check_labels(sample[c.label], c.label, c.pos_label)
     sens_all = sample[cols]
-    if reference is not None and not staged:
+    if q.reference is not None and not staged:
         from fairprobe.stats.groups import group_labels
 
-        group_labels(sens_all).position(reference)  # an unknown reference fails before paying
+        group_labels(sens_all).position(q.reference)  # an unknown reference fails before paying
     all_labels = sens_all.astype(str).agg(", ".join, axis=1).to_numpy()
     if not staged:
-        answers = _query(blackbox, sample[feats], pd.Series(all_labels), max_unusable_share)
-    paid = blackbox.spent - before_paid
-    cached = blackbox.from_cache - before_cached
+        answers = _query(blackbox, sample[feats], pd.Series(all_labels), r.max_unusable_share)
     keep = answers.parsed
     if not keep.any():
         raise DataError("No answer of the model could be parsed: check the backend's parsing.")
     from fairprobe.provenance import answer_counts_by_group
 
-    unparsed_by_group: dict[str, int] = {}
-    if (~keep).any():
-        lost = pd.Series(all_labels[~keep]).value_counts()
-        unparsed_by_group = {str(k): int(v) for k, v in lost.items()}
-    counts_by_group = answer_counts_by_group(all_labels, answers.outcomes, answers.cached)
+    return GroupAudit(
+        metrics=names, budget=r.budget, queried=len(sample), paid=blackbox.spent - before_paid,
+        cached=blackbox.from_cache - before_cached, unparsed=int((~keep).sum()), seed=r.seed,
+        backend=blackbox.identity, group_cols=cols,
+        unparsed_by_group=_unparsed_by_group(all_labels, keep),
+        answer_counts=answer_counts_by_group(all_labels, answers.outcomes, answers.cached),
+        allocation={**allocation_record(pool, sample, cols, r.allocation), **stages},
+        queried_groups=all_labels, **_answer_columns(answers, sens_all, y_true_all, names),
+        confidence_level=level, **_frame_options(q, r),
+    )
+
+
+def _check_pool_answers_free(pool: pd.DataFrame, cols: list[str], q: AuditQuestion,
+                             c: ModelColumns) -> None:
+    """The checks a staged draw makes on the whole pool (its rows depend on the answers): the
+    labels and the reference group."""
+    if c.label is not None:
+        _check_labels(pool[c.label], c.label, c.pos_label)
+    if q.reference is not None:
+        from fairprobe.stats.groups import group_labels
+
+        group_labels(pool[cols]).position(q.reference)
+
+
+def _unparsed_by_group(labels: npt.NDArray[Any], keep: npt.NDArray[np.bool_]) -> dict[str, int]:
+    """Unparsed (dropped) answers per group label."""
+    if not (~keep).any():
+        return {}
+    lost = pd.Series(labels[~keep]).value_counts()
+    return {str(k): int(v) for k, v in lost.items()}
+
+
+def _answer_columns(answers: AnswerBatch, sens: pd.DataFrame, y_true: Any,
+                    names: Sequence[str]) -> dict[str, Any]:
+    """The frame's data keywords from the parsed answers: decisions, labels, groups, scores
+    (kept when a metric needs them or every answer has one)."""
+    keep = answers.parsed
     scores = answers.scores[keep]
     needs_scores = _metrics.SCORE_GAP.name in names
     if needs_scores and np.isnan(scores).any():
         raise DataError("score-gap needs scores, and the backend returned none for some "
                         "answers: use a backend that exposes scores.")
-    return GroupAudit(
-        metrics=names, budget=budget, queried=len(sample), paid=paid, cached=cached,
-        unparsed=int((~keep).sum()), seed=seed, backend=blackbox.identity, group_cols=cols,
-        unparsed_by_group=unparsed_by_group, answer_counts=counts_by_group,
-        allocation={**allocation_record(pool, sample, cols, allocation), **stages},
-        queried_groups=all_labels,
-        y_pred=answers.decisions[keep].astype(np.int64),
-        y_true=None if y_true_all is None else y_true_all[keep].astype(np.int64),
-        sensitive_features=sens_all.loc[keep].reset_index(drop=True),
-        scores=scores if needs_scores or not np.isnan(scores).any() else None,
-        min_group_size=min_group_size, confidence_level=confidence_level, method=method,
-        reference=reference,
-        tolerance=0.05 if tolerance is None else tolerance,
-        threshold=0.8 if threshold is None else threshold,
-    )
+    return dict(y_pred=answers.decisions[keep].astype(np.int64),
+                y_true=None if y_true is None else y_true[keep].astype(np.int64),
+                sensitive_features=sens.loc[keep].reset_index(drop=True),
+                scores=scores if needs_scores or not np.isnan(scores).any() else None)
 
 
 def question_rate(metric: str) -> tuple[str, str]:
@@ -1048,79 +1135,109 @@ def _rate_counts(rate: str, y_pred: npt.NDArray[np.float64], y_true: Any,
             np.bincount(codes[den], minlength=groups).astype(np.int64))
 
 
-def _staged_queries(
-    blackbox: BlackBox, pool: pd.DataFrame, *, cols: Sequence[str], feats: Sequence[str],
-    budget: int, seed: int, allocation: str, metric: str, label_col: str | None,
-    pos_label: Any, confidence_level: float, max_unusable_share: float | None,
-    frame_opts: dict[str, Any],
-) -> tuple[pd.DataFrame, AnswerBatch, dict[str, Any], float]:
-    """The draws of ``neyman`` (a pilot, then Neyman's split) and ``adaptive`` (batches until
-    the question is decided): the rows asked in order, their answers, the JSON record of the
-    stages and the confidence level the audit's intervals take.
+class _Stages:
+    """The rows a staged draw (``neyman``, ``adaptive``) has asked so far and their answers.
 
     Every stage asks the next rows of each group's seeded order (:func:`_group_order`) through
     ``blackbox``, so every answer is cached and a rerun asks the same rows again, from the
     cache.
     """
+
+    def __init__(self, blackbox: BlackBox, pool: pd.DataFrame, cols_feats: tuple[
+            Sequence[str], Sequence[str]], c: ModelColumns, r: QueryRun) -> None:
+        self.blackbox, self.pool, self.limit = blackbox, pool, r.max_unusable_share
+        self.cols, self.feats = (list(x) for x in cols_feats)
+        self.codes, self.sizes, self.labels, self.rank = _group_order(
+            pool, self.cols, np.random.default_rng(r.seed))
+        self.k = len(self.labels)
+        self.y_all = None if c.label is None else _check_labels(pool[c.label], c.label,
+                                                                c.pos_label)
+        self.asked = np.zeros(self.k, dtype=np.int64)
+        self.rows: list[npt.NDArray[np.int64]] = []
+        self.parts: list[AnswerBatch] = []
+
+    def ask(self, upto: npt.NDArray[np.int64]) -> None:
+        """Ask each group's rows up to ``upto`` in its order (those not asked yet)."""
+        rank, codes = self.rank, self.codes
+        take = np.flatnonzero((rank >= self.asked[codes]) & (rank < upto[codes]))
+        self.asked[:] = np.maximum(self.asked, upto)
+        if take.size == 0:
+            return
+        part = self.pool.iloc[take]
+        lab = part[self.cols].astype(str).agg(", ".join, axis=1).reset_index(drop=True)
+        self.parts.append(_query(self.blackbox, part[self.feats], lab, self.limit))
+        self.rows.append(take)
+
+    def index(self) -> npt.NDArray[np.int64]:
+        """The pool rows asked, in the order asked."""
+        return np.concatenate(self.rows) if self.rows else np.zeros(0, dtype=np.int64)
+
+    def counts(self, rate: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Per group, the rate's numerator and denominator over the answers so far."""
+        idx = self.index()
+        dec = _concat(self.parts).decisions if self.parts else np.zeros(0)
+        yt = None if self.y_all is None else self.y_all[idx]
+        return _rate_counts(rate, dec, yt, self.codes[idx], self.k)
+
+
+def _staged_queries(
+    blackbox: BlackBox, pool: pd.DataFrame, cols_feats: tuple[Sequence[str], Sequence[str]],
+    metric: str, q: AuditQuestion, c: ModelColumns, r: QueryRun,
+) -> tuple[pd.DataFrame, AnswerBatch, dict[str, Any], float]:
+    """The draws of ``neyman`` (a pilot, then Neyman's split) and ``adaptive`` (batches until
+    the question is decided): the rows asked in order, their answers, the JSON record of the
+    stages and the confidence level the audit's intervals take (``cols_feats``: the group and
+    feature columns; ``metric``: the first metric's full name)."""
+    st = _Stages(blackbox, pool, cols_feats, c, r)
+    if r.allocation == "neyman":
+        record, level = _neyman_stages(st, metric, r.budget), q.confidence_level
+    else:
+        record, level = _adaptive_stages(st, metric, q, r)
+    return pool.iloc[st.index()].reset_index(drop=True), _concat(st.parts), record, level
+
+
+def _neyman_stages(st: _Stages, metric: str, budget: int) -> dict[str, Any]:
+    """A pilot of the budget split equally, then the rest by Neyman's weights; the record."""
     from fairprobe.errors import InvalidParameterError
     from fairprobe.stats import allocation as design
 
-    codes, sizes, labels, rank = _group_order(pool, cols, np.random.default_rng(seed))
-    k = len(labels)
-    y_all = None if label_col is None else _check_labels(pool[label_col], label_col, pos_label)
-    asked = np.zeros(k, dtype=np.int64)
-    rows: list[npt.NDArray[np.int64]] = []
-    parts: list[AnswerBatch] = []
+    # the rate Neyman's split needs: the first metric's, or the selection rate
+    try:
+        rate, _ = question_rate(metric)
+    except InvalidParameterError:
+        rate = "selection_rate"
+    pilot_budget = max(st.k, int(math.ceil(budget * design.NEYMAN_PILOT)))
+    pilot = np.asarray(allocate(st.sizes.tolist(), pilot_budget, "balanced"), dtype=np.int64)
+    st.ask(pilot)
+    num, den = st.counts(rate)
+    est = (num + 0.5) / (den + 1.0)  # shrunk to 0.5 so that no weight is 0
+    w = design.neyman_weights(est)
+    st.ask(neyman_split(st.sizes, budget, st.asked.copy(), w))
+    return {"neyman": {
+        "pilot_queries": int(pilot.sum()), "pilot_share": design.NEYMAN_PILOT,
+        "rate": rate, "floor": design.NEYMAN_FLOOR,
+        "pilot_rates": dict(zip(st.labels, est.round(6).tolist(), strict=True)),
+        "weights": dict(zip(st.labels, w.round(6).tolist(), strict=True)),
+        "rule": ("a pilot of the budget split equally estimates each group's rate "
+                 "((k + 0.5) / (n + 1)); the rest goes by Neyman's weights "
+                 "sqrt(p (1 - p)), every group at least the floor times its equal share; "
+                 "the intervals are those of fixed-size samples (the split's dependence "
+                 "on the pilot is not adjusted for; coverage measured in "
+                 "experiments/results/stats/bench_queries.json)")}}
 
-    def ask(upto: npt.NDArray[np.int64]) -> None:
-        take = np.flatnonzero((rank >= asked[codes]) & (rank < upto[codes]))
-        asked[:] = np.maximum(asked, upto)
-        if take.size == 0:
-            return
-        part = pool.iloc[take]
-        lab = part[list(cols)].astype(str).agg(", ".join, axis=1).reset_index(drop=True)
-        parts.append(_query(blackbox, part[list(feats)], lab, max_unusable_share))
-        rows.append(take)
 
-    def counts(rate: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        idx = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
-        dec = _concat(parts).decisions if parts else np.zeros(0)
-        yt = None if y_all is None else y_all[idx]
-        return _rate_counts(rate, dec, yt, codes[idx], k)
-
-    record: dict[str, Any]
-    if allocation == "neyman":
-        # the rate Neyman's split needs: the first metric's, or the selection rate
-        try:
-            rate, _ = question_rate(metric)
-        except InvalidParameterError:
-            rate = "selection_rate"
-        pilot_budget = max(k, int(math.ceil(budget * design.NEYMAN_PILOT)))
-        pilot = np.asarray(allocate(sizes.tolist(), pilot_budget, "balanced"), dtype=np.int64)
-        ask(pilot)
-        num, den = counts(rate)
-        est = (num + 0.5) / (den + 1.0)  # shrunk to 0.5 so that no weight is 0
-        w = design.neyman_weights(est)
-        ask(neyman_split(sizes, budget, asked.copy(), w))
-        record = {"neyman": {
-            "pilot_queries": int(pilot.sum()), "pilot_share": design.NEYMAN_PILOT,
-            "rate": rate, "floor": design.NEYMAN_FLOOR,
-            "pilot_rates": dict(zip(labels, est.round(6).tolist(), strict=True)),
-            "weights": dict(zip(labels, w.round(6).tolist(), strict=True)),
-            "rule": ("a pilot of the budget split equally estimates each group's rate "
-                     "((k + 0.5) / (n + 1)); the rest goes by Neyman's weights "
-                     "sqrt(p (1 - p)), every group at least the floor times its equal share; "
-                     "the intervals are those of fixed-size samples (the split's dependence "
-                     "on the pilot is not adjusted for; coverage measured in "
-                     "experiments/results/stats/bench_queries.json)")}}
-        return (pool.iloc[np.concatenate(rows)].reset_index(drop=True), _concat(parts),
-                record, confidence_level)
+def _adaptive_stages(st: _Stages, metric: str, q: AuditQuestion,
+                     r: QueryRun) -> tuple[dict[str, Any], float]:
+    """Batches on the groups still open until the first metric is decided; the record and
+    the look level the audit's intervals take."""
+    from fairprobe.stats import allocation as design
 
     rate, kind = question_rate(metric)
-    batches = design.ADAPTIVE_BATCHES
-    fam_level, grp_level = design.adaptive_levels(confidence_level, k, batches)
-    totals = np.asarray(allocate(sizes.tolist(), budget, "balanced"), dtype=np.int64)
+    batches, k = design.ADAPTIVE_BATCHES, st.k
+    fam_level, grp_level = design.adaptive_levels(q.confidence_level, k, batches)
+    totals = np.asarray(allocate(st.sizes.tolist(), r.budget, "balanced"), dtype=np.int64)
     grid = design.adaptive_grid(totals, batches)
+    frame_opts = _frame_options(q, r)
     band = frame_opts["threshold"] if kind == "ratio" else frame_opts["tolerance"]
     steps = np.zeros(k, dtype=np.int64)
     looks: list[dict[str, Any]] = []
@@ -1131,36 +1248,35 @@ def _staged_queries(
         if not move.any():
             stop = "every open group has spent its share"
             break
-        upto = np.where(move, grid[np.minimum(steps, batches - 1), np.arange(k)], asked)
+        upto = np.where(move, grid[np.minimum(steps, batches - 1), np.arange(k)], st.asked)
         steps += move
-        ask(upto)
-        verdict = _look_verdict(pool.iloc[np.concatenate(rows)], _concat(parts), cols,
-                                None if y_all is None else y_all[np.concatenate(rows)],
+        st.ask(upto)
+        idx = st.index()
+        verdict = _look_verdict(st.pool.iloc[idx], _concat(st.parts), st.cols,
+                                None if st.y_all is None else st.y_all[idx],
                                 metric, fam_level, frame_opts)
-        num, den = counts(rate)
+        num, den = st.counts(rate)
         # a group below the minimum size is left out of the summary: it stays open, and a
         # "fair" verdict waits until every group is compared or has spent its share
-        small = (den < frame_opts["min_group_size"]) & (asked < totals)
+        small = (den < frame_opts["min_group_size"]) & (st.asked < totals)
         open_ = small | (np.ones(k, dtype=bool) if k == 2 else
                          design.open_groups(num, den, kind=kind,  # type: ignore[arg-type]
                                             tolerance=band, group_level=grp_level))
-        looks.append({"queries": int(asked.sum()),
-                      "asked": [labels[g] for g in np.flatnonzero(move)],
+        looks.append({"queries": int(st.asked.sum()),
+                      "asked": [st.labels[g] for g in np.flatnonzero(move)],
                       "verdict": verdict})
         if verdict == "unfair" or (verdict == "fair" and not small.any()):
             stop = "decided"
             break
-    spent = int(asked.sum())
-    record = {"adaptive": {
+    spent = int(st.asked.sum())
+    return {"adaptive": {
         "batches": len(looks), "max_batches": batches, "queries_spent": spent,
         "queries_saved": int(totals.sum()) - spent,
         "stopped": stop, "verdict": verdict, "metric": metric,
-        "nominal_confidence_level": confidence_level, "look_confidence_level": fam_level,
+        "nominal_confidence_level": q.confidence_level, "look_confidence_level": fam_level,
         "group_confidence_level": grp_level,
-        "validity": design.adaptive_description(k, batches, confidence_level),
-        "looks": looks}}
-    return (pool.iloc[np.concatenate(rows)].reset_index(drop=True), _concat(parts), record,
-            fam_level)
+        "validity": design.adaptive_description(k, batches, q.confidence_level),
+        "looks": looks}}, fam_level
 
 
 def _look_verdict(rows: pd.DataFrame, answers: AnswerBatch, cols: Sequence[str], y_true: Any,

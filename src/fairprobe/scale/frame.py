@@ -11,7 +11,6 @@ squared scores. ``tests/scale/test_engine.py`` checks the findings equal the in-
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import numpy as np
@@ -35,7 +34,8 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
     pinned against the constructor's by a test, so a new attribute there cannot be missed here.
     """
     from fairprobe.stats import dropin
-    from fairprobe.stats.frame import AuditFrame, check_group_limits
+    from fairprobe.stats.frame import check_group_limits
+    from fairprobe.stats.frame_options import FrameOptions
     from fairprobe.stats.groups import GroupLabels
     from fairprobe.stats.simultaneous import SIMULTANEOUS_METHODS
 
@@ -45,8 +45,7 @@ def frame_from_counts(cls: Any, counts: GroupCounts, **options: Any) -> Any:
     if unknown:
         raise DataError(f"from_counts does not take {unknown[0]!r}; options: "
                         f"{', '.join(FRAME_OPTIONS)}.")
-    sig = inspect.signature(AuditFrame.__init__).parameters
-    opt = {k: options.get(k, sig[k].default) for k in FRAME_OPTIONS}
+    opt = {k: options.get(k, getattr(FrameOptions, k)) for k in FRAME_OPTIONS}
     owner = "AuditFrame.from_counts"
     spec = counts.spec
     weighted = spec.weight is not None

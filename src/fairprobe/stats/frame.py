@@ -27,10 +27,11 @@ from fairprobe._validation import check_choice, check_int, check_real, env_int
 from fairprobe.errors import DataError
 from fairprobe.stats.exact import clopper_pearson_interval
 from fairprobe.stats.finding import Finding, Question, decide
-from fairprobe.stats.groups import DEFAULT_MIN_GROUP_SIZE, GroupLabels, as_1d, group_labels
+from fairprobe.stats.frame_options import MAX_LISTED_PAIRS as MAX_LISTED_PAIRS
+from fairprobe.stats.frame_options import FrameOptions, frame_options
+from fairprobe.stats.groups import GroupLabels, as_1d, group_labels
 from fairprobe.stats.intervals import wilson_interval
 from fairprobe.stats.simultaneous import (
-    SIMULTANEOUS_METHODS,
     FamilyIntervals,
     extreme_pairs,
     family_intervals,
@@ -80,8 +81,6 @@ FAIRNESS_ALIASES: Mapping[str, str] = _LiveView(_metrics.aliases)
 
 #: fairlearn's aggregation names of ``MetricFrame.group_max`` & co. (``errors=``).
 _ERRORS = ("raise", "coerce")
-
-GROUP_INTERVALS = ("wilson", "exact")
 
 #: What the denominator of a conditional rate counts (for the reasons a group is left out).
 _DENOMINATOR = {r.name: r.denominator for r in _metrics.RATES.values() if r.denominator}
@@ -142,11 +141,6 @@ def _same_label(u: Any, v: Any) -> bool:
     except (TypeError, ValueError):
         return False
 
-
-#: Pairs a summary lists (``GroupSummary.pairs``) at most: k groups have k(k-1)/2 pairs, so a
-#: full listing of 2,000 groups would be two million entries. 100 lists every pair of up to 14
-#: groups (a pair per rate of equalized odds up to 10).
-MAX_LISTED_PAIRS = 100
 
 #: Groups an audit compares at most (``max_groups``; on the command line the environment
 #: variable ``FAIRPROBE_MAX_GROUPS``). A pairwise family keeps per-group arrays, so memory is
@@ -437,6 +431,11 @@ class AuditFrame:
     max_listed_pairs : int
         Most pairs a summary lists (default 100, every pair of up to 14 groups); the verdict and
         intervals use every pair whatever this is. Keeps the output linear in the groups.
+    options : FrameOptions, optional
+        Every keyword above but the data (``y_pred``, ``y_true``, ``sensitive_features``,
+        ``scores``, ``sample_weight``, ``metrics``, ``control_features``, ``sample_params``)
+        as one object (:class:`~fairprobe.stats.frame_options.FrameOptions`); a keyword given
+        as well sets that field of it.
 
     Notes
     -----
@@ -461,65 +460,73 @@ class AuditFrame:
         sensitive_features: Any,
         y_true: Any = None,
         scores: Any = None,
-        pos_label: Any = None,
-        min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
-        confidence_level: float = 0.95,
-        group_interval: str = "wilson",
-        method: str | None = None,
-        reference: Any = None,
-        tolerance: float = 0.05,
-        threshold: float = 0.8,
         sample_weight: Any = None,
         metrics: Any = None,
         control_features: Any = None,
-        n_boot: int = 200,
-        seed: int = 0,
         sample_params: Any = None,
-        zero_division: Any = "warn",
-        random_state: int | None = None,
-        ci_quantiles: Any = None,
-        weighted_interval: str = "design",
-        max_groups: int | None = None,
-        max_listed_pairs: int = MAX_LISTED_PAIRS,
+        options: FrameOptions | None = None,
+        **flags: Any,
     ) -> None:
-        owner = "AuditFrame"
+        """The data are keywords; how the groups are judged is ``options``
+        (:class:`~fairprobe.stats.frame_options.FrameOptions`, every field read) or its
+        fields as flat keywords (``pos_label``, ``min_group_size``, ``confidence_level``,
+        ``group_interval``, ``method``, ``reference``, ``tolerance``, ``threshold``,
+        ``weighted_interval``, ``zero_division``, ``max_groups``, ``max_listed_pairs``,
+        ``n_boot``, ``seed`` or ``random_state``, ``ci_quantiles``; the compatibility form),
+        which set those fields. An unknown keyword is a :class:`TypeError`."""
         from fairprobe.stats import dropin
 
+        opts = frame_options(options, flags)
         if sample_params is not None:
             sample_weight = _weight_of_sample_params(sample_params, sample_weight)
-        if random_state is not None:
-            seed = random_state
-        if isinstance(zero_division, str):
-            check_choice(zero_division, "zero_division", owner, ("warn",))
-        elif not (isinstance(zero_division, int | float) and (
-                math.isnan(zero_division) or zero_division in (0, 1))):
-            raise DataError(f"zero_division must be 'warn', 0.0, 1.0 or nan (scikit-learn's "
-                            f"choices); got {zero_division!r}.")
-        self.zero_division = zero_division
-        self._init_args = {"confidence_level": confidence_level, "group_interval": group_interval,
-                           "method": method, "tolerance": tolerance, "threshold": threshold,
-                           "min_group_size": min_group_size, "pos_label": pos_label,
-                           "weighted_interval": weighted_interval}
+        self.zero_division = opts.zero_division
+        self._init_args = {k: getattr(opts, k) for k in (
+            "confidence_level", "group_interval", "method", "tolerance", "threshold",
+            "min_group_size", "pos_label", "weighted_interval")}  # fmt: skip
         self._inputs = {"y_pred": y_pred, "y_true": y_true, "scores": scores,
                         "sample_weight": sample_weight}
         self._boot_args = {"metrics": metrics, "sensitive_features": sensitive_features,
                            "control_features": control_features}
+        self._set_options(opts, weighted=sample_weight is not None)
+        self._set_groups(sensitive_features, control_features, opts)
+        pred, true, sc, w = self._columns_of_rows(y_pred, y_true, scores, sample_weight,
+                                                  opts.pos_label)
+        self.reference = None if opts.reference is None else self.groups.position(opts.reference)
+        self._n_rows = self.groups.codes.shape[0]
+        self._counts: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
+        self._means: tuple[npt.NDArray[np.float64], ...] | None = None
+        self._rest_means: tuple[npt.NDArray[np.float64], ...] | None = None
+        self._count_rows(pred, true, sc, w, dropin)
+        self._columns = None if metrics is None else dropin.metric_columns(metrics)
+        self._custom: dict[str, tuple[npt.NDArray[np.float64], ...]] = {}
+        self._custom_fn: dict[str, Any] = {}
+        self._raw = (None if y_true is None else np.asarray(as_1d(y_true, "y_true")),
+                     np.asarray(as_1d(y_pred, "y_pred")))
+        self._set_metric_columns(opts, w, dropin)
+        self._ci_quantiles: list[float] | None = None
+        self._replicates: list[AuditFrame] = []
+        if opts.ci_quantiles is not None:
+            self._bootstrap(opts.ci_quantiles, opts.n_boot, opts.seed)
 
+    def _set_options(self, opts: FrameOptions, *, weighted: bool) -> None:
+        """The checked options as attributes; the simultaneous method of weighted rates."""
+        method = opts.method
         if method is None:
-            method = "exact" if sample_weight is None else "bonferroni"
-        elif method == "exact" and sample_weight is not None:
+            method = "bonferroni" if weighted else "exact"
+        elif method == "exact" and weighted:
             raise DataError("method='exact' enumerates integer counts; weighted rates take "
                             "method='bonferroni' (the default with sample_weight).")
-        self.confidence_level = check_real(confidence_level, "confidence_level", owner,
-                                           lo=0.0, hi=1.0, closed="neither")
-        self.group_interval = check_choice(group_interval, "group_interval", owner,
-                                           GROUP_INTERVALS)
-        self.weighted_interval = check_choice(weighted_interval, "weighted_interval", owner,
-                                              dropin.WEIGHTED_INTERVALS)
-        self.method = check_choice(method, "method", owner, SIMULTANEOUS_METHODS)
-        self.tolerance = check_real(tolerance, "tolerance", owner, lo=0.0)
-        self.threshold = check_real(threshold, "threshold", owner, lo=0.0, hi=1.0,
-                                    closed="right")
+        self.confidence_level = opts.confidence_level
+        self.group_interval = opts.group_interval
+        self.weighted_interval = opts.weighted_interval
+        self.method = method
+        self.tolerance = opts.tolerance
+        self.threshold = opts.threshold
+
+    def _set_groups(self, sensitive_features: Any, control_features: Any,
+                    opts: FrameOptions) -> None:
+        """The groups: the sensitive features' (or the control x sensitive intersections),
+        within the size limits."""
         self.control_names: tuple[str, ...] = ()
         if control_features is not None:
             from fairprobe.stats.groups import _columns_of
@@ -532,9 +539,15 @@ class AuditFrame:
             self.control_names = tuple(cnames)
             self._sensitive_only = dict(zip(snames, scols, strict=True))
             sensitive_features = dict(zip([*cnames, *snames], [*ccols, *scols], strict=True))
-        self.groups: GroupLabels = group_labels(sensitive_features, min_group_size=min_group_size)
+        self.groups: GroupLabels = group_labels(sensitive_features,
+                                                min_group_size=opts.min_group_size)
         self.max_groups, self.max_listed_pairs = check_group_limits(
-            self.groups.n_groups, max_groups, max_listed_pairs, owner)
+            self.groups.n_groups, opts.max_groups, opts.max_listed_pairs, "AuditFrame")
+
+    def _columns_of_rows(self, y_pred: Any, y_true: Any, scores: Any, sample_weight: Any,
+                         pos_label: Any) -> tuple[Any, Any, Any, Any]:
+        """The decisions and labels as booleans, the scores and weights as floats, each
+        checked, one entry per row; sets :attr:`sample_weight`."""
         n = self.groups.codes.shape[0]
         pred = _binary_labels(y_pred, "y_pred", pos_label)
         true = None if y_true is None else _binary_labels(y_true, "y_true", pos_label)
@@ -555,11 +568,12 @@ class AuditFrame:
             if col is not None and col.shape[0] != n:
                 raise DataError(f"{name} has {col.shape[0]} entries but sensitive_features has "
                                 f"{n}: pass one entry per instance.")
-        self.reference = None if reference is None else self.groups.position(reference)
-        self._n_rows = n
-        self._counts: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
-        self._means: tuple[npt.NDArray[np.float64], ...] | None = None
-        self._rest_means: tuple[npt.NDArray[np.float64], ...] | None = None
+        return pred, true, sc, w
+
+    def _count_rows(self, pred: npt.NDArray[np.bool_], true: Any, sc: Any, w: Any,
+                    dropin: Any) -> None:
+        """Each group's counts of every rate the columns allow (weighted: effective counts),
+        and the moments of the scores."""
         g, codes = self.groups.n_groups, self.groups.codes
 
         def count(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
@@ -584,11 +598,11 @@ class AuditFrame:
             self._set_score_moments(np.bincount(codes, weights=sc, minlength=g),
                                     np.bincount(codes, weights=sc * sc, minlength=g),
                                     size, float(sc.sum()), float((sc * sc).sum()))
-        self._columns = None if metrics is None else dropin.metric_columns(metrics)
-        self._custom: dict[str, tuple[npt.NDArray[np.float64], ...]] = {}
-        self._custom_fn: dict[str, Any] = {}
-        self._raw = (None if y_true is None else np.asarray(as_1d(y_true, "y_true")),
-                     np.asarray(as_1d(y_pred, "y_pred")))
+
+    def _set_metric_columns(self, opts: FrameOptions, w: Any, dropin: Any) -> None:
+        """MetricFrame's ``metrics``: the rate names checked, each callable computed per group
+        with its bootstrap interval."""
+        g, codes = self.groups.n_groups, self.groups.codes
         for cname, what in self._columns or []:
             if isinstance(what, str):
                 if what != "count":
@@ -597,12 +611,8 @@ class AuditFrame:
             self._custom_fn[cname] = what
             self._custom[cname] = dropin.bootstrap_by_group(
                 what, self._raw[0], self._raw[1], codes, g, w,
-                n_boot=n_boot if ci_quantiles is None else 0,
-                confidence_level=self.confidence_level, seed=seed)
-        self._ci_quantiles: list[float] | None = None
-        self._replicates: list[AuditFrame] = []
-        if ci_quantiles is not None:
-            self._bootstrap(ci_quantiles, n_boot, seed)
+                n_boot=opts.n_boot if opts.ci_quantiles is None else 0,
+                confidence_level=self.confidence_level, seed=opts.seed)
 
     def _set_weighted(self, wr: dropin.WeightedRates) -> None:
         """Keep a frame's weighted rates (the in-memory frame and frames of counts alike)."""

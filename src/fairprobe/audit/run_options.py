@@ -1,0 +1,146 @@
+"""The options of a fixed-budget model audit: which columns of the pool it reads
+(:class:`ModelColumns`) and how it draws, asks and builds its intervals (:class:`QueryRun`).
+
+:func:`~fairprobe.audit.run_audit`, :func:`~fairprobe.audit.run_group_audit` and
+:func:`~fairprobe.audit.check_group_audit` take them with the shared
+:class:`~fairprobe.options.AuditQuestion` (metrics, band, level, reference, smallest group);
+they also take every field as a flat keyword (the compatibility form, their keywords of
+always), sorted into the objects by :func:`model_audit_options`. The question checks its values
+in ``__post_init__``; the columns and the draw are checked by the function that reads them,
+against the pool and naming that function, before any query is paid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fairprobe._validation import check_real
+from fairprobe.options import AuditQuestion, split_flat, with_fields
+from fairprobe.stats.metrics import DEFAULT_INTERVAL
+
+__all__ = ["DEFAULT_ALLOCATION", "ModelColumns", "QueryRun", "model_audit_options"]
+
+#: The default split of the budget when the pool carries the group column: equal queries per
+#: group, the split that minimises the widest group interval (and so the largest-gap or
+#: smallest-ratio interval) when nothing is known of the rates before paying.
+DEFAULT_ALLOCATION = "balanced"
+
+
+@dataclass(frozen=True)
+class ModelColumns:
+    """Which columns of the query pool a model audit reads.
+
+    Attributes
+    ----------
+    group : str or sequence of str
+        The sensitive column (``group_col``); :func:`~fairprobe.audit.run_group_audit` also
+        takes several (``["sex", "race"]`` or ``"sex,race"``: their intersections).
+    label : str or None
+        The true-label column (``label_col``), never sent to the model.
+    features : sequence of str or None
+        The columns sent to the model (``feature_cols``); default every column but the label
+        and the group (:func:`~fairprobe.audit.plan_columns`).
+    pos_label : any
+        The positive value of ``label`` when its labels are not 0/1 (``pos_label``).
+    """
+
+    group: str | Sequence[str]
+    label: str | None = None
+    features: Sequence[str] | None = None
+    pos_label: Any = None
+
+
+@dataclass(frozen=True)
+class QueryRun:
+    """How a model audit draws its queries, asks them and builds its intervals.
+
+    Attributes
+    ----------
+    budget : int >= 2
+        Queries drawn from the pool without replacement (``budget``).
+    seed : int >= 0
+        Seed of the draw (``seed``).
+    allocation : {"uniform", "balanced", "neyman", "adaptive"}
+        The split of the budget over the groups (``allocation``; read by
+        :func:`~fairprobe.audit.run_group_audit`, see :func:`~fairprobe.audit.run.allocate`;
+        :func:`~fairprobe.audit.run_audit` draws over rows).
+    interval : {"exact", "score", "newcombe", "katz"}
+        The two-group interval (``interval``, read by :func:`~fairprobe.audit.run_audit`).
+    method : {"exact", "bonferroni"}
+        The simultaneous intervals of every group (``method``, read by
+        :func:`~fairprobe.audit.run_group_audit`).
+    max_unusable_share : float in [0, 1) or None
+        Strict mode: stop once a group's share of unusable answers exceeds this
+        (``max_unusable_share``).
+    owner : str
+        The function named in an error message.
+    """
+
+    budget: int = 1000
+    seed: int = 0
+    allocation: str = DEFAULT_ALLOCATION
+    interval: str = DEFAULT_INTERVAL
+    method: str = "exact"
+    max_unusable_share: float | None = None
+    owner: str = field(default="QueryRun", compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.max_unusable_share is not None:
+            object.__setattr__(self, "max_unusable_share", check_real(
+                self.max_unusable_share, "max_unusable_share", self.owner, lo=0.0, hi=1.0,
+                closed="left"))  # fmt: skip
+
+
+_COLUMNS = {
+    "group_col": "group",
+    "label_col": "label",
+    "feature_cols": "features",
+    "pos_label": "pos_label",
+}
+_QUESTION = ("tolerance", "threshold", "confidence_level", "min_group_size", "reference")
+_RUN = ("budget", "seed", "allocation", "interval", "method", "max_unusable_share")
+
+#: The flat keywords of the model audits: the options object and field each one sets
+#: (``metric``, run_audit's one metric, and ``metrics`` both set the question's metrics).
+MODEL_AUDIT_FLAGS: dict[str, tuple[str, str]] = {
+    **{k: ("columns", v) for k, v in _COLUMNS.items()},
+    "metric": ("question", "metrics"),
+    "metrics": ("question", "metrics"),
+    **{k: ("question", k) for k in _QUESTION},
+    **{k: ("run", k) for k in _RUN},
+}
+
+
+def model_audit_options(
+    owner: str,
+    flat: Mapping[str, Any],
+    accepted: Sequence[str],
+    objects: tuple[AuditQuestion | None, ModelColumns | None, QueryRun | None],
+    defaults: Mapping[str, Any] | None = None,
+    *,
+    caller: str | None = None,
+) -> tuple[AuditQuestion, ModelColumns, QueryRun]:
+    """The options objects of a call of ``caller`` (default ``owner``, the function the
+    objects' error messages name): the objects given (or built from ``defaults``, the
+    function's own defaults of its flat keywords) with the flat keywords put in. A keyword not
+    in ``accepted`` is a :class:`TypeError` naming ``caller``, as for a normal function; so is
+    a call without the group column."""
+    caller = caller or owner
+    allowed = {k: MODEL_AUDIT_FLAGS[k] for k in accepted}
+    question, columns, run = objects
+    start = {k: v for k, v in (defaults or {}).items()
+             if (allowed[k][0] == "question" and question is None)
+             or (allowed[k][0] == "run" and run is None)}  # fmt: skip
+    parts = split_flat({**start, **flat}, allowed, caller)
+    if columns is None and "group" not in parts.get("columns", {}):
+        raise TypeError(f"{caller}() missing 1 required keyword-only argument: 'group_col'")
+    for name, obj in (("question", question), ("run", run)):
+        if obj is None:
+            parts.setdefault(name, {})["owner"] = owner
+    return (
+        with_fields(question, AuditQuestion, parts.get("question")),
+        with_fields(columns, ModelColumns, parts.get("columns")),
+        with_fields(run, QueryRun, parts.get("run")),
+    )
