@@ -25,8 +25,6 @@ ALLOWED: dict[str, str] = {
     "audit/job.py:plan_audit": AUDIT,
     "audit/job.py:plan_group_audit": AUDIT,
     "audit/monitor.py:monitor_job": AUDIT,
-    "audit/predictions.py:_audit_counts": AUDIT,
-    "audit/predictions.py:audit_predictions": AUDIT,
     "audit/run.py:GroupAudit.__init__": AUDIT,
     "audit/run.py:_staged_queries": AUDIT,
     "audit/run.py:check_group_audit": AUDIT,
