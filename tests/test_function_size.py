@@ -24,7 +24,6 @@ ALLOWED: dict[str, str] = {
     "audit/job.py:audit_model": AUDIT,
     "audit/job.py:plan_audit": AUDIT,
     "audit/job.py:plan_group_audit": AUDIT,
-    "audit/monitor.py:monitor_job": AUDIT,
     "audit/run.py:GroupAudit.__init__": AUDIT,
     "audit/run.py:_staged_queries": AUDIT,
     "audit/run.py:check_group_audit": AUDIT,
