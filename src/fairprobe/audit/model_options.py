@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from numbers import Integral
 from typing import Any
 
 from fairprobe import metrics as _metrics
@@ -215,6 +216,10 @@ def model_audit_options(flags: Mapping[str, Any], *, targets: Mapping[str, tuple
     :data:`GROUP_PLAN_FLAGS`) put in. A ``metric`` string is split at commas (``"dp,eo"``);
     without a question or a ``metric`` the question asks ``di``."""
     parts = split_flat(flags, targets, owner)
+    acc = parts.get("access", {})
+    for key in ("seed", "retries"):  # a numpy integer is an integer, as the checks it replaces
+        if isinstance(acc.get(key), Integral) and not isinstance(acc[key], bool):
+            acc[key] = int(acc[key])
     q = parts.setdefault("question", {})
     if "metrics" in q:
         m = q["metrics"]
