@@ -131,14 +131,14 @@ class PredictionColumns:
 
     def spec(self, windows: TimeWindows | None = None) -> Any:
         """The :class:`~fairprobe.scale.CountSpec` counting these columns (per window too)."""
-        from fairprobe.audit.predictions import prediction_spec
+        from fairprobe.audit.run import _group_columns
+        from fairprobe.scale import CountSpec
 
         w = windows or TimeWindows()
-        return prediction_spec(
-            y_pred_col=self.y_pred_col, group_col=self.group_col, y_true_col=self.y_true_col,
-            score_col=self.score_col, sample_weight_col=self.sample_weight_col,
-            pos_label=self.pos_label, time_col=w.time_col, window=w.window,
-            window_origin=w.window_origin)  # fmt: skip
+        return CountSpec(group_cols=tuple(_group_columns(self.group_col)), y_pred=self.y_pred_col,
+                         y_true=self.y_true_col, score=self.score_col,
+                         weight=self.sample_weight_col, pos_label=self.pos_label,
+                         time_col=w.time_col, window=w.window, window_origin=w.window_origin)
 
 
 @dataclass(frozen=True)

@@ -204,14 +204,12 @@ def prediction_spec(*, y_pred_col: str, group_col: str | Sequence[str],
                     sample_weight_col: str | None = None, pos_label: Any = None,
                     time_col: str | None = None, window: str | None = None,
                     window_origin: str | None = None) -> Any:
-    """The :class:`~fairprobe.scale.CountSpec` of a predictions audit's columns."""
-    from fairprobe.audit.run import _group_columns
-    from fairprobe.scale import CountSpec
-
-    return CountSpec(group_cols=tuple(_group_columns(group_col)), y_pred=y_pred_col,
-                     y_true=y_true_col, score=score_col, weight=sample_weight_col,
-                     pos_label=pos_label, time_col=time_col, window=window,
-                     window_origin=window_origin)
+    """The :class:`~fairprobe.scale.CountSpec` of a predictions audit's columns
+    (:meth:`~fairprobe.audit.model_options.PredictionColumns.spec`)."""
+    return PredictionColumns(
+        y_pred_col, group_col, y_true_col=y_true_col, score_col=score_col,
+        sample_weight_col=sample_weight_col, pos_label=pos_label,
+    ).spec(TimeWindows(time_col, window, window_origin))
 
 
 def _audit_counts(source: Any, c: PredictionColumns, q: AuditQuestion, w: TimeWindows, *,
