@@ -21,14 +21,22 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fairprobe import metrics as _metrics
-from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
 from fairprobe._validation import split_names
+from fairprobe.audit.model_options import (
+    GROUP_PLAN_FLAGS,
+    MODEL_FLAGS,
+    PLAN_FLAGS,
+    ModelAuditOptions,
+    ModelColumns,
+    model_audit_options,
+)
 from fairprobe.documents import Job
+from fairprobe.options import AccessOptions, AuditQuestion, DataSource
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -173,72 +181,96 @@ def _platform_fields(url: str | None, path: str,
 
 def plan_audit(
     *,
-    url: str | None,
-    path: str,
-    queries: str | os.PathLike[str] | pd.DataFrame | None,
-    group_col: str,
-    group_a: str | None,
-    group_b: str | None,
-    label_col: str | None,
-    feature_cols: str | Sequence[str] | None,
-    send_group: bool,
-    metric: str,
-    budget: int | str | None,
-    seed: int,
-    name_swap: str | None = None,
-    pos_label: Any = None,
+    source: DataSource | None = None,
+    columns: ModelColumns | None = None,
+    access: AccessOptions | None = None,
+    options: ModelAuditOptions | None = None,
+    metric: str = _metrics.DI.name,
     answer_cols: Sequence[str] = (),
+    **flags: Any,
 ) -> dict[str, Any]:
     """Read the pool and check everything that depends on it, before any backend call.
 
     Returns the pool, its source, the column plan, the groups, the label and the budget.
+    ``source`` is the pool (its ``table``; ``None``: the bundled Adult test split),
+    ``columns`` its columns (all the fields of :class:`~fairprobe.audit.model_options.
+    ModelColumns`, ``group_col`` one column), ``access`` the ``budget`` and ``seed`` of the
+    draw, ``options`` the endpoint (``url``, ``path``) and ``name_swap``; ``metric`` is a
+    two-group metric (a :data:`METRIC_CHOICES` value). ``flags`` are those fields as flat
+    keywords (``queries``, ``group_col``, ``budget``, ``url``, ...: the compatibility form).
     ``answer_cols``: recorded-answer columns (a replay table used as the pool), never sent.
     """
+    o = model_audit_options(flags, targets=PLAN_FLAGS, owner="plan_audit", source=source,
+                            columns=columns, access=access, options=options)  # fmt: skip
     from fairprobe.audit.run import draw_queries, plan_columns
     from fairprobe.errors import DataError
 
-    if queries is None:
-        from fairprobe.datasets import load_adult
-        from fairprobe.platform.model import AUDIT_FEATURES
-
-        if name_swap is None:
-            pool = load_adult("test", names_seed=None)[[*AUDIT_FEATURES, "income"]]
-            source = "bundled Adult test split"
-        else:  # records with first names, for the name swap (the sex column is not sent)
-            from fairprobe.platform.core import USER_FEATURES
-
-            cols = list(dict.fromkeys([*USER_FEATURES, group_col, "income"]))
-            pool = load_adult("test", names_seed=seed)[cols]
-            source = f"bundled Adult test split with first names (names seed {seed})"
-        label = label_col or ("income" if _needs_label(metric) else None)
-    else:
-        pool, source = _read_pool(queries)
-        label = label_col
+    c, opt, seed = o["columns"], o["options"], o["access"].seed
+    group_col, name_swap = c.group_col, opt.name_swap
+    pool, pool_source, label = _model_pool(o["source"].table, c, metric, name_swap, seed)
     if group_col not in pool.columns:
         have = ", ".join(map(str, pool.columns[:12]))
         raise DataError(f"--group-col {group_col!r} is not a column of the pool (columns: {have}).")
     if _needs_label(metric) and label is None:
         raise DataError(f"--metric {metric} needs true labels: give --label-col.")
-    required = _platform_fields(url, path, feature_cols)
-    columns = plan_columns(
-        pool, group_cols=[group_col], label_col=label, feature_cols=split_names(feature_cols),
-        send_group=send_group, required=required, answer_cols=answer_cols,
+    required = _platform_fields(opt.url, opt.path, c.feature_cols)
+    plan_cols = plan_columns(
+        pool, group_cols=[group_col], label_col=label, feature_cols=split_names(c.feature_cols),
+        send_group=c.send_group, required=required, answer_cols=answer_cols,
     )
-    if not _needs_label(metric) and label_col is None:
+    if not _needs_label(metric) and c.label_col is None:
         label = None  # a column withheld as label-like is not needed by DP/DI
     if label is not None and _needs_label(metric):
-        _check_binary_labels(pool[label], label, pos_label)
-    if name_swap is not None and name_swap not in columns.sent:
+        _check_binary_labels(pool[label], label, c.pos_label)
+    if name_swap is not None and name_swap not in plan_cols.sent:
         raise DataError(
             f"--name-swap {name_swap!r} is not a column sent to the model (sent: "
-            f"{', '.join(columns.sent)})."
+            f"{', '.join(plan_cols.sent)})."
         )
-    a, b = resolve_groups(pool, group_col, group_a, group_b)
+    a, b = resolve_groups(pool, group_col, c.group_a, c.group_b)
     n = len(pool)
-    budget = _resolve_budget(budget, n)
+    budget = _resolve_budget(o["access"].budget, n)
     if budget < 2:
         raise DataError(f"The query pool has {n} row(s); an audit needs at least 2.")
     sample = draw_queries(pool, budget, seed)
+    _check_drawn(pool, sample, group_col, (a, b), budget, seed)
+    return {
+        "pool": pool, "source": pool_source, "columns": plan_cols, "group_a": a, "group_b": b,
+        "label": label, "budget": budget, "sample_groups": sample[group_col].to_numpy(),
+        "group_col": group_col, "pos_label": c.pos_label,
+    }
+
+
+def _model_pool(queries: Any, c: ModelColumns, metric: str, name_swap: str | None,
+                seed: int) -> tuple[pd.DataFrame, str, str | None]:  # fmt: skip
+    """The two-group audit's pool, its source and its label column: the table given, or the
+    bundled Adult test split (with first names for a name swap; ``income`` the label of a
+    metric that needs one)."""
+    if queries is not None:
+        pool, pool_source = _read_pool(queries)
+        return pool, pool_source, c.label_col
+    from fairprobe.datasets import load_adult
+    from fairprobe.platform.model import AUDIT_FEATURES
+
+    if name_swap is None:
+        pool = load_adult("test", names_seed=None)[[*AUDIT_FEATURES, "income"]]
+        pool_source = "bundled Adult test split"
+    else:  # records with first names, for the name swap (the sex column is not sent)
+        from fairprobe.platform.core import USER_FEATURES
+
+        cols = list(dict.fromkeys([*USER_FEATURES, c.group_col, "income"]))
+        pool = load_adult("test", names_seed=seed)[cols]
+        pool_source = f"bundled Adult test split with first names (names seed {seed})"
+    return pool, pool_source, c.label_col or ("income" if _needs_label(metric) else None)
+
+
+def _check_drawn(pool: pd.DataFrame, sample: pd.DataFrame, group_col: str,
+                 groups: tuple[Any, Any], budget: int, seed: int) -> None:  # fmt: skip
+    """Each group (``None``: every other value) has a member among the queries drawn."""
+    from fairprobe.errors import DataError
+
+    a, b = groups
+    n = len(pool)
     for flag, g in (("--group-a", a), ("--group-b", b)):
         if g is None:
             in_g = int((sample[group_col] != a).sum())
@@ -252,11 +284,6 @@ def plan_audit(
                 f"{'rest' if g is None else g!r} ({total} of the {n} rows of the pool): raise "
                 "--budget or change --seed."
             )
-    return {
-        "pool": pool, "source": source, "columns": columns, "group_a": a, "group_b": b,
-        "label": label, "budget": budget, "sample_groups": sample[group_col].to_numpy(),
-        "group_col": group_col, "pos_label": pos_label,
-    }
 
 
 def _check_binary_labels(labels: pd.Series, col: str, pos_label: Any = None) -> None:
@@ -316,26 +343,65 @@ def audit_provenance(bb: Any, plan: dict[str, Any], *, seed: int, cache: Path | 
 
 
 def plan_group_audit(
-    *, url: str | None, path: str, queries: str | os.PathLike[str] | pd.DataFrame | None,
-    group_cols: Sequence[str], metrics: Sequence[str], label_col: str | None,
-    feature_cols: str | Sequence[str] | None, send_group: bool, budget: int | str | None,
-    seed: int, min_group_size: int, confidence_level: float, method: str,
-    tolerance: float | None, threshold: float | None, answer_cols: Sequence[str] = (),
-    allocation: str = "balanced", group_a: str | None = None, group_b: str | None = None,
+    *,
+    source: DataSource | None = None,
+    columns: ModelColumns | None = None,
+    access: AccessOptions | None = None,
+    question: AuditQuestion | None = None,
+    options: ModelAuditOptions | None = None,
+    method: str = "exact",
+    answer_cols: Sequence[str] = (),
+    **flags: Any,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The every-group audit's plan (pool, columns, label, budget, draw) and the keyword
     arguments of :func:`fairprobe.audit.run_group_audit`, every check made before any query.
 
+    ``source`` is the pool (``None``: the bundled Adult test split), ``columns`` its columns
+    (``group_col`` one or several, ``group_a``, ``group_b``, ``label_col``, ``feature_cols``,
+    ``send_group``), ``access`` the ``budget`` and ``seed`` of the draw, ``question`` the full
+    metric names, ``min_group_size``, ``confidence_level``, ``tolerance`` and ``threshold``,
+    ``options`` the endpoint (``url``, ``path``) and the ``allocation``; ``method`` is the
+    simultaneous intervals' construction. ``flags`` are those fields as flat keywords
+    (``queries``, ``group_cols``, ``metrics``, ``budget``, ...: the compatibility form).
     ``group_a``/``group_b``: the pool keeps the rows of these two groups (:func:`two_groups`),
     so that the audit compares exactly them, as ``audit --predictions --group-a`` does."""
-    from fairprobe.errors import DataError
+    o = model_audit_options(flags, targets=GROUP_PLAN_FLAGS, owner="plan_group_audit",
+                            source=source, columns=columns, access=access, question=question,
+                            options=options)  # fmt: skip
+    from fairprobe.audit.run import check_group_audit, draw_queries, plan_columns
     from fairprobe.stats.frame import FAIRNESS_METRICS, RATES
 
-    cols = list(group_cols)
-    names = list(metrics)
+    c, q, opt, acc = o["columns"], o["question"], o["options"], o["access"]
+    cols = (split_names(c.group_col) or []) if isinstance(c.group_col, str) else list(c.group_col or [])
+    names = list(q.metrics)
     needs_label = any("y_true" in RATES[r][0] for n in names for r in FAIRNESS_METRICS[n][0])
+    pool, source_name, label = _group_pool(o["source"].table, c, cols, names, needs_label)
+    plan_cols = plan_columns(pool, group_cols=cols, label_col=label,
+                             feature_cols=split_names(c.feature_cols), send_group=c.send_group,
+                             required=_platform_fields(opt.url, opt.path, c.feature_cols),
+                             answer_cols=answer_cols)  # fmt: skip
+    if not needs_label and c.label_col is None:
+        label = None
+    n = len(pool)
+    budget = _resolve_budget(acc.budget, n)
+    kwargs: dict[str, Any] = dict(
+        group_col=cols, metrics=names, label_col=label, feature_cols=plan_cols.sent,
+        budget=budget, seed=acc.seed, min_group_size=q.min_group_size,
+        confidence_level=q.confidence_level, method=method, tolerance=q.tolerance,
+        threshold=q.threshold, allocation=opt.allocation)
+    check_group_audit(pool, **kwargs)
+    sample = draw_queries(pool, budget, acc.seed, group_cols=cols, allocation=opt.allocation)
+    plan = {"pool": pool, "source": source_name, "columns": plan_cols, "label": label,
+            "budget": budget, "group_col": ", ".join(cols),
+            "sample_groups": sample[cols].astype(str).agg(", ".join, axis=1).to_numpy()}
+    return plan, kwargs
 
-    from fairprobe.audit.run import check_group_audit, draw_queries, plan_columns
+
+def _group_pool(queries: Any, c: ModelColumns, cols: list[str], names: list[str],
+                needs_label: bool) -> tuple[pd.DataFrame, str, str | None]:  # fmt: skip
+    """The every-group audit's pool (only the rows of ``group_a``/``group_b`` when given), its
+    source and its label column, the columns checked against it."""
+    from fairprobe.errors import DataError
 
     if queries is None:
         from fairprobe.datasets import load_adult
@@ -343,16 +409,17 @@ def plan_group_audit(
 
         pool = load_adult("test", names_seed=None)[[*AUDIT_FEATURES, "income"]]
         source = "bundled Adult test split"
-        label = label_col or ("income" if needs_label else None)
+        label = c.label_col or ("income" if needs_label else None)
     else:
         pool, source = _read_pool(queries)
-        label = label_col
-    for c in cols:
-        if c not in pool.columns:
+        label = c.label_col
+    for col in cols:
+        if col not in pool.columns:
             have = ", ".join(map(str, pool.columns[:12]))
-            raise DataError(f"--group-col {c!r} is not a column of the pool (columns: {have}).")
+            raise DataError(f"--group-col {col!r} is not a column of the pool (columns: {have}).")
     if needs_label and label is None:
         raise DataError(f"--metric {names[0]} needs true labels: give --label-col.")
+    group_a, group_b = c.group_a, c.group_b
     if group_a is not None or group_b is not None:
         if group_a is None and len(cols) == 1 and cols[0] in DEFAULT_GROUPS:
             group_a, group_b = DEFAULT_GROUPS[cols[0]]
@@ -361,25 +428,7 @@ def plan_group_audit(
 
             raise InvalidParameterError("--group-b needs --group-a (the two groups compared).")
         pool = two_groups(pool, cols, group_a, group_b)
-    columns = plan_columns(pool, group_cols=cols, label_col=label,
-                           feature_cols=split_names(feature_cols), send_group=send_group,
-                           required=_platform_fields(url, path, feature_cols),
-                           answer_cols=answer_cols)
-    if not needs_label and label_col is None:
-        label = None
-    n = len(pool)
-    budget = _resolve_budget(budget, n)
-    kwargs: dict[str, Any] = dict(
-        group_col=cols, metrics=names, label_col=label, feature_cols=columns.sent,
-        budget=budget, seed=seed, min_group_size=min_group_size,
-        confidence_level=confidence_level, method=method, tolerance=tolerance,
-        threshold=threshold, allocation=allocation)
-    check_group_audit(pool, **kwargs)
-    sample = draw_queries(pool, budget, seed, group_cols=cols, allocation=allocation)
-    plan = {"pool": pool, "source": source, "columns": columns, "label": label,
-            "budget": budget, "group_col": ", ".join(cols),
-            "sample_groups": sample[cols].astype(str).agg(", ".join, axis=1).to_numpy()}
-    return plan, kwargs
+    return pool, source, label
 
 
 @dataclass(frozen=True)
@@ -469,55 +518,50 @@ def _two_group_metric(metric: str) -> bool:
 def audit_model(
     backend: Any,
     *,
-    queries: str | os.PathLike[str] | pd.DataFrame | None = None,
-    group_col: str | Sequence[str] | None = None,
-    group_a: str | None = None,
-    group_b: str | None = None,
-    metric: str | Sequence[str] = _metrics.DI.short,
-    every_group: bool | None = None,
-    label_col: str | None = None,
-    feature_cols: str | Sequence[str] | None = None,
-    send_group: bool = False,
-    budget: int | str | None = None,
-    seed: int = 0,
-    tolerance: float | None = None,
-    threshold: float | None = None,
-    confidence_level: float = 0.95,
-    interval: str = "exact",
-    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
-    reference: str | None = None,
-    pos_label: Any = None,
-    cache: str | os.PathLike[str] | None = DEFAULT_CACHE,
-    refresh: bool = False,
-    concurrency: int = 4,
-    retries: int = 5,
-    timeout: float | None = None,
-    progress: bool = False,
-    max_unusable_share: float | None = None,
-    name_swap: str | None = None,
-    run_name_swap: bool = True,
-    url: str | None = None,
-    path: str = "/audit/predict",
-    allocation: str = "balanced",
+    source: DataSource | None = None,
+    access: AccessOptions | None = None,
+    question: AuditQuestion | None = None,
+    columns: ModelColumns | None = None,
+    options: ModelAuditOptions | None = None,
+    **flags: Any,
 ) -> AuditJob:
     """Audit ``backend`` on a query pool: what ``fairprobe audit`` does, as one call.
 
-    ``allocation`` (every-group form): how the budget is split across the groups,
-    ``balanced`` (equal per group, a smaller group taken whole), ``uniform`` (over rows),
-    ``neyman`` (a pilot, then Neyman's split) or ``adaptive`` (batches until decided).
-
     ``backend`` is a :class:`fairprobe.access.Backend` (``load_backend("model.toml")``), a
     fitted estimator, or a callable ``f(DataFrame) -> decisions`` such as ``model.predict``
-    (:func:`as_backend`). ``group_col`` is required with ``queries`` (default ``sex`` only on
-    the bundled Adult pool). Other parameters mirror the command's flags (``docs/audit.md``). ``every_group`` chooses the form:
-    ``None`` (default) audits two groups when ``group_a``/``group_b`` are given or for the
-    ``sex`` column with one two-group metric, every group otherwise. ``cache=None`` keeps
-    answers in memory only (``--no-cache``). ``interval``: ``exact`` (default), ``score``,
-    ``newcombe`` or ``katz`` (two-group DI only). ``url`` (with ``path``) lets the plan read the
-    endpoint's declared inputs, as ``--url`` does. ``name_swap`` (two-group form): the field
-    holding a first name; each record is also asked with the name swapped to the other sex and
-    the flip rate goes to ``extra["name_swap"]`` (``run_name_swap=False``: the records carry
-    the names, e.g. for a prompt variant, but are not asked again swapped).
+    (:func:`as_backend`).
+
+    The options objects say what to audit (every field is read):
+
+    - ``source`` (:class:`~fairprobe.options.DataSource`): the query pool, ``table`` a path or
+      a DataFrame (``None``: the bundled Adult test split);
+    - ``access`` (:class:`~fairprobe.options.AccessOptions`): ``budget``, ``seed``, ``cache``
+      (``None`` keeps answers in memory only, ``--no-cache``), ``retries``, ``timeout``,
+      ``progress``;
+    - ``question`` (:class:`~fairprobe.options.AuditQuestion`): ``metrics``, ``tolerance``,
+      ``threshold``, ``confidence_level``, ``reference``, ``min_group_size``;
+    - ``columns`` (:class:`~fairprobe.audit.model_options.ModelColumns`): ``group_col``
+      (required with a pool of your own; default ``sex`` only on the bundled Adult pool),
+      ``group_a``, ``group_b``, ``label_col``, ``feature_cols``, ``send_group``, ``pos_label``;
+    - ``options`` (:class:`~fairprobe.audit.model_options.ModelAuditOptions`): the form
+      ``every_group``, the ``interval``, the ``allocation``, ``max_unusable_share``,
+      ``refresh``, ``concurrency``, ``name_swap``, ``run_name_swap``, ``url`` and ``path``.
+
+    ``flags`` are their fields as flat keywords, the compatibility form (``queries`` the
+    pool's table, ``metric`` the metrics, default ``"di"``; the others by their field names;
+    :func:`~fairprobe.audit.model_options.model_audit_options`); they mirror the command's
+    flags (``docs/audit.md``) and override the fields of an object given too.
+
+    ``every_group=None`` (default) audits two groups when ``group_a``/``group_b`` are given or
+    for the ``sex`` column with one two-group metric, every group otherwise. ``allocation``
+    (every-group form): ``balanced`` (equal per group, a smaller group taken whole),
+    ``uniform`` (over rows), ``neyman`` (a pilot, then Neyman's split) or ``adaptive``
+    (batches until decided). ``interval``: ``exact`` (default), ``score``, ``newcombe`` or
+    ``katz`` (two-group DI only). ``url`` (with ``path``) lets the plan read the endpoint's
+    declared inputs, as ``--url`` does. ``name_swap`` (two-group form): the field holding a
+    first name; each record is also asked with the name swapped to the other sex and the flip
+    rate goes to ``extra["name_swap"]`` (``run_name_swap=False``: the records carry the names,
+    e.g. for a prompt variant, but are not asked again swapped).
 
     Returns
     -------
@@ -525,10 +569,31 @@ def audit_model(
         ``.result``, ``.provenance``, ``.verdict`` and ``.to_dict()``, the document the command
         writes with ``--json`` for the same inputs (its provenance times aside).
     """
-    from fairprobe.access.blackbox import BlackBox
-    from fairprobe.audit.run import run_audit, run_group_audit
-
+    o = model_audit_options(flags, targets=MODEL_FLAGS, source=source, access=access,
+                            question=question, columns=columns, options=options)  # fmt: skip
     backend = as_backend(backend)
+    c, opt = o["columns"], o["options"]
+    cols = _audit_group_columns(c.group_col, o["source"].table)
+    names = split_names(list(o["question"].metrics)) or []
+    pair = c.group_a is not None or c.group_b is not None
+    every_group = opt.every_group
+    if every_group is None:
+        every_group = not pair and (
+            len(cols) != 1 or cols[0] not in DEFAULT_GROUPS or len(names) != 1
+            or names[0].strip().lower() not in METRIC_CHOICES)
+    # two groups on a metric run_audit does not compute: the group audit of those two groups
+    restrict = not every_group and not (len(names) == 1 and _two_group_metric(names[0]))
+    if restrict and not pair:
+        group_a, group_b = DEFAULT_GROUPS.get(cols[0] if len(cols) == 1 else "", (None, None))
+        c = replace(c, group_a=group_a, group_b=group_b)
+    if every_group or restrict:
+        return _audit_every_group(backend, {**o, "columns": replace(c, group_col=cols)}, names)
+    return _audit_two_groups(backend, o, cols, names)
+
+
+def _audit_group_columns(group_col: str | Sequence[str] | None, queries: Any) -> list[str]:
+    """``group_col`` as a list of columns; ``sex`` on the bundled Adult pool, required (the
+    message lists the pool's columns) with a pool of your own."""
     if group_col is None:
         if queries is not None:
             from fairprobe.errors import InvalidParameterError
@@ -540,81 +605,80 @@ def audit_model(
                 f"group_col (--group-col) is required with a query pool: name its sensitive "
                 f"column(s){have}.")
         group_col = "sex"  # the bundled Adult pool
-    cols = split_names(group_col) or []
-    names = split_names(metric) or []
-    pair = group_a is not None or group_b is not None
-    if every_group is None:
-        every_group = not pair and (
-            len(cols) != 1 or cols[0] not in DEFAULT_GROUPS or len(names) != 1
-            or names[0].strip().lower() not in METRIC_CHOICES)
-    # two groups on a metric run_audit does not compute: the group audit of those two groups
-    restrict = not every_group and not (len(names) == 1 and _two_group_metric(names[0]))
-    if restrict and not pair:
-        pair = True
-        group_a, group_b = DEFAULT_GROUPS.get(cols[0] if len(cols) == 1 else "", (None, None))
-    no_cache = cache is None
-    cache_path = None if cache is None else Path(cache)
-    if every_group or restrict:
-        method = "exact" if interval == "exact" else "bonferroni"
-        plan, kwargs = plan_group_audit(
-            url=url, path=path, queries=queries, group_cols=cols, metrics=_metric_names(names),
-            label_col=label_col, feature_cols=feature_cols, send_group=send_group,
-            budget=budget, seed=seed, min_group_size=min_group_size,
-            confidence_level=confidence_level, method=method, tolerance=tolerance,
-            threshold=threshold, answer_cols=getattr(backend, "answer_columns", ()),
-            allocation=allocation, **({"group_a": group_a, "group_b": group_b} if pair else {}))
-        with BlackBox(backend, cache=cache_path, refresh=refresh, budget=plan["budget"],
-                      retries=retries, timeout=timeout, concurrency=concurrency,
-                      progress=progress, seed=seed) as bb, _resumable(bb, cache_path):
-            result = run_group_audit(bb, plan["pool"], reference=reference, pos_label=pos_label,
-                                     max_unusable_share=max_unusable_share, **kwargs)
-            if allocation in ("neyman", "adaptive"):  # the rows asked depended on the answers
-                plan["sample_groups"] = result.queried_groups
-            prov = audit_provenance(bb, plan, seed=seed, cache=cache_path, no_cache=no_cache,
-                                    refresh=refresh)
-            requests = {"paid": bb.spent, "cached": bb.from_cache}
-        return AuditJob("audit", result, prov, plan=plan, requests=requests)
-    if len(cols) != 1 or len(names) != 1:
-        from fairprobe.errors import InvalidParameterError
+    return split_names(group_col) or []
 
+
+def _blackbox(backend: Any, access: AccessOptions, opt: ModelAuditOptions, budget: int) -> Any:
+    """The audit's budgeted, cached, retried access to ``backend``."""
+    from fairprobe.access.blackbox import BlackBox
+
+    return BlackBox(backend, cache=access.cache, refresh=opt.refresh, budget=budget,
+                    retries=access.retries, timeout=access.timeout,
+                    concurrency=opt.concurrency, progress=access.progress, seed=access.seed)
+
+
+def _audit_every_group(backend: Any, o: dict[str, Any], names: list[str]) -> AuditJob:
+    """Every group (or intersection) on every metric, or two groups' rows on a metric
+    :func:`~fairprobe.audit.run_audit` does not compute."""
+    from fairprobe.audit.run import run_group_audit
+
+    acc, q, opt, c = o["access"], o["question"], o["options"], o["columns"]
+    method = "exact" if opt.interval == "exact" else "bonferroni"
+    plan, kwargs = plan_group_audit(
+        source=o["source"], columns=c, access=acc, options=opt, method=method,
+        question=replace(q, metrics=tuple(_metric_names(names))),
+        answer_cols=getattr(backend, "answer_columns", ()))
+    with _blackbox(backend, acc, opt, plan["budget"]) as bb, _resumable(bb, acc.cache):
+        result = run_group_audit(bb, plan["pool"], reference=q.reference, pos_label=c.pos_label,
+                                 max_unusable_share=opt.max_unusable_share, **kwargs)
+        if opt.allocation in ("neyman", "adaptive"):  # the rows asked depended on the answers
+            plan["sample_groups"] = result.queried_groups
+        prov = audit_provenance(bb, plan, seed=acc.seed, cache=acc.cache,
+                                no_cache=acc.cache is None, refresh=opt.refresh)
+        requests = {"paid": bb.spent, "cached": bb.from_cache}
+    return AuditJob("audit", result, prov, plan=plan, requests=requests)
+
+
+def _audit_two_groups(backend: Any, o: dict[str, Any], cols: list[str],
+                      names: list[str]) -> AuditJob:  # fmt: skip
+    """One two-group metric between ``group_a`` and ``group_b`` (:func:`run_audit`), with
+    the name swap when asked."""
+    from fairprobe.audit.run import run_audit
+    from fairprobe.errors import InvalidParameterError
+
+    acc, q, opt, c = o["access"], o["question"], o["options"], o["columns"]
+    if len(cols) != 1 or len(names) != 1:
         raise InvalidParameterError(
             "A two-group audit (--group-a/--group-b) takes one metric and one --group-col; "
             "drop --group-a/--group-b to audit every group.")
     key = names[0].strip().lower()
     if key not in METRIC_CHOICES:
-        from fairprobe.errors import InvalidParameterError
-
         raise InvalidParameterError(
             f"--metric must be one of {', '.join(sorted(METRIC_CHOICES))} in a two-group audit; "
             f"got {names[0]!r}.")
     name = METRIC_CHOICES[key]
-    plan = plan_audit(url=url, path=path, queries=queries, group_col=cols[0], group_a=group_a,
-                      group_b=group_b, label_col=label_col, feature_cols=feature_cols,
-                      send_group=send_group, metric=name, budget=budget, seed=seed,
-                      pos_label=pos_label, name_swap=name_swap,
-                      answer_cols=getattr(backend, "answer_columns", ()))
-    swap = name_swap if run_name_swap else None
-    n_budget = plan["budget"] * (2 if swap is not None else 1)
+    plan = plan_audit(source=o["source"], columns=replace(c, group_col=cols[0]), access=acc,
+                      options=opt, metric=name, answer_cols=getattr(backend, "answer_columns", ()))
+    swap = opt.name_swap if opt.run_name_swap else None
     extra: dict[str, Any] = {}
-    with BlackBox(backend, cache=cache_path, refresh=refresh, budget=n_budget,
-                  retries=retries, timeout=timeout, concurrency=concurrency, progress=progress,
-                  seed=seed) as bb, _resumable(bb, cache_path):
+    n_budget = plan["budget"] * (2 if swap is not None else 1)
+    with _blackbox(backend, acc, opt, n_budget) as bb, _resumable(bb, acc.cache):
         res = run_audit(bb, plan["pool"], group_col=cols[0], metric=name,
                         group_a=plan["group_a"], group_b=plan["group_b"],
                         label_col=plan["label"], feature_cols=plan["columns"].sent,
-                        budget=plan["budget"], seed=seed, tolerance=tolerance,
-                        threshold=threshold, confidence_level=confidence_level,
-                        max_unusable_share=max_unusable_share, interval=interval,
-                        min_group_size=min_group_size, pos_label=plan.get("pos_label"))
-        prov = audit_provenance(bb, plan, seed=seed, cache=cache_path, no_cache=no_cache,
-                                refresh=refresh)
+                        budget=plan["budget"], seed=acc.seed, tolerance=q.tolerance,
+                        threshold=q.threshold, confidence_level=q.confidence_level,
+                        max_unusable_share=opt.max_unusable_share, interval=opt.interval,
+                        min_group_size=q.min_group_size, pos_label=plan.get("pos_label"))
+        prov = audit_provenance(bb, plan, seed=acc.seed, cache=acc.cache,
+                                no_cache=acc.cache is None, refresh=opt.refresh)
         if swap is not None:
             from fairprobe.access.variation import name_swap_audit
             from fairprobe.audit.run import draw_queries
 
-            sample = draw_queries(plan["pool"], plan["budget"], seed)[plan["columns"].sent]
+            sample = draw_queries(plan["pool"], plan["budget"], acc.seed)[plan["columns"].sent]
             extra["name_swap"] = name_swap_audit(
-                bb, sample, swap, seed=seed, confidence_level=confidence_level).to_dict()
+                bb, sample, swap, seed=acc.seed, confidence_level=q.confidence_level).to_dict()
         requests = {"paid": bb.spent, "cached": bb.from_cache}
     return AuditJob("audit", res, prov, extra, plan=plan, requests=requests)
 
@@ -670,7 +734,8 @@ def audit_prompt_variants(
         by_template = dict(zip(prompt_templates.values(), variants, strict=True))
         extra["prompt_variation"] = prompt_sensitivity(
             prompt_templates, lambda _name, t: one(by_template[t]).result).to_dict()
-    if requests["runs"] > 1 or kwargs.get("name_swap") is not None:
+    swap = kwargs.get("name_swap", getattr(kwargs.get("options"), "name_swap", None))
+    if requests["runs"] > 1 or swap is not None:
         extra["requests"] = dict(requests)
     return AuditJob("audit", first.result, first.provenance, extra, plan=first.plan,
                     requests=dict(requests))

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fairprobe import metrics as _metrics
-from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
+from fairprobe._validation import split_names
+from fairprobe.audit.model_options import PredictionColumns, TimeWindows, monitor_options
 from fairprobe.documents import Job
+from fairprobe.errors import InvalidParameterError
+from fairprobe.options import AuditQuestion
 
 __all__ = ["MonitorJob", "monitor_job"]
 
@@ -50,25 +53,26 @@ class MonitorJob(Job):
 def monitor_job(
     predictions: str | os.PathLike[str],
     *,
-    y_pred_col: str,
-    group_col: str | Sequence[str],
-    time_col: str,
     state: str | os.PathLike[str],
-    window: str = "1D",
-    window_origin: str | None = None,
-    y_true_col: str | None = None,
-    score_col: str | None = None,
-    metrics: Sequence[str] = (_metrics.DP.short,),
+    columns: PredictionColumns | None = None,
+    windows: TimeWindows | None = None,
+    question: AuditQuestion | None = None,
     alpha: float = 0.05,
-    tolerance: float = 0.05,
-    threshold: float = 0.8,
-    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
-    pos_label: Any = None,
     engine: str = "auto",
     now: Any = None,
+    **flags: Any,
 ) -> MonitorJob:
     """Refresh the monitor of ``predictions`` (new files only), look at the closed windows,
     save ``state`` and return the audit of every row with the windows and the monitors.
+
+    The options objects say what to monitor: ``columns`` the logs' columns (``y_pred_col``,
+    ``group_col``, ``y_true_col``, ``score_col``, ``pos_label``), ``windows`` the timestamp
+    column, the width and the origin (all its fields), ``question`` the metrics, the band
+    ``tolerance`` and the floor ``threshold`` (``None``: 0.05 and 0.8) and ``min_group_size``.
+    ``flags`` are their fields as flat keywords (the compatibility form,
+    :func:`~fairprobe.audit.model_options.monitor_options`, with ``window="1D"``,
+    ``metrics=("dp",)``, ``tolerance=0.05``, ``threshold=0.8``): ``y_pred_col``,
+    ``group_col`` and ``time_col`` are required unless their object is given.
 
     ``metrics`` are full names or aliases (``dp``, ``eo``, ...) with a monitor
     (:data:`fairprobe.scale.monitor.MONITOR_METRICS`). ``now`` (a time; default the current
@@ -82,38 +86,18 @@ def monitor_job(
     MonitorJob
         ``kind="audit"``; ``.result`` is ``None`` when no row has been read yet.
     """
-    import pandas as pd
-
-    from fairprobe._validation import split_names
-    from fairprobe.audit.predictions import prediction_spec
-    from fairprobe.audit.run import GroupAudit
-    from fairprobe.errors import InvalidParameterError
     from fairprobe.provenance import Provenance
     from fairprobe.scale.engine import ENGINES
-    from fairprobe.scale.monitor import MONITOR_METRICS, monitor_counts
     from fairprobe.scale.state import MonitorState
-    from fairprobe.scale.timeseries import window_findings
-    from fairprobe.stats.frame import fairness_metric_name
 
+    o = monitor_options(flags, columns=columns, windows=windows, question=question)
+    c, q = o["columns"], o["question"]
     if engine not in ENGINES:
         raise InvalidParameterError(f"--engine must be one of {', '.join(ENGINES)}.")
-    names = list(dict.fromkeys(fairness_metric_name(m, "--metric") for m in metrics))
-    if not names:
-        raise InvalidParameterError("--metric names no metric; give e.g. --metric dp,eo.")
-    for m in names:
-        if m not in MONITOR_METRICS:
-            _metrics.resolve(m, path="monitor")  # the error names the paths that can
-            raise InvalidParameterError(f"--metric {m} has no monitor.")
-    cols = (split_names(group_col) or []) if isinstance(group_col, str) else list(group_col)
-    spec = prediction_spec(y_pred_col=y_pred_col, group_col=cols, y_true_col=y_true_col,
-                           score_col=score_col, pos_label=pos_label, time_col=time_col,
-                           window=window, window_origin=window_origin)
-    try:
-        t_now = pd.Timestamp.now("UTC").tz_localize(None) if now is None else pd.Timestamp(now)
-    except ValueError:
-        raise InvalidParameterError(f"--now {now!r} is not an ISO time.") from None
-    if t_now.tzinfo is not None:  # windows are in UTC (zoned log times are converted too)
-        t_now = t_now.tz_convert("UTC").tz_localize(None)
+    names = _monitor_metrics(q.metrics)
+    cols = (split_names(c.group_col) or []) if isinstance(c.group_col, str) else list(c.group_col)
+    spec = replace(c, group_col=cols, sample_weight_col=None).spec(o["windows"])
+    t_now = _utc_time(now)
     st = MonitorState.load_or_new(state, spec)
     ref = st.refresh(predictions, now=t_now, engine=engine)
     st.save(state)
@@ -122,17 +106,57 @@ def monitor_job(
                                      "files": 0 if st.counts is None else len(st.counts.sources)})
     if st.counts is None:
         return MonitorJob("audit", None, prov, refresh=ref, looked_at=len(st.order), alpha=alpha)
-    options = {"min_group_size": min_group_size, "tolerance": tolerance, "threshold": threshold}
+    return _monitored(st, names, q, alpha, prov, ref, f"predictions:{predictions}")
+
+
+def _monitor_metrics(metrics: Sequence[str]) -> list[str]:
+    """The metrics' full names, each one with a monitor (else one error line naming it)."""
+    from fairprobe.scale.monitor import MONITOR_METRICS
+    from fairprobe.stats.frame import fairness_metric_name
+
+    names = list(dict.fromkeys(fairness_metric_name(m, "--metric") for m in metrics))
+    if not names:
+        raise InvalidParameterError("--metric names no metric; give e.g. --metric dp,eo.")
+    for m in names:
+        if m not in MONITOR_METRICS:
+            _metrics.resolve(m, path="monitor")  # the error names the paths that can
+            raise InvalidParameterError(f"--metric {m} has no monitor.")
+    return names
+
+
+def _utc_time(now: Any) -> Any:
+    """``--now`` (default: the current time) as a naive UTC timestamp, the windows' clock."""
+    import pandas as pd
+
+    try:
+        t_now = pd.Timestamp.now("UTC").tz_localize(None) if now is None else pd.Timestamp(now)
+    except ValueError:
+        raise InvalidParameterError(f"--now {now!r} is not an ISO time.") from None
+    if t_now.tzinfo is not None:  # windows are in UTC (zoned log times are converted too)
+        t_now = t_now.tz_convert("UTC").tz_localize(None)
+    return t_now
+
+
+def _monitored(st: Any, names: list[str], q: AuditQuestion, alpha: float, prov: Any, ref: Any,
+               backend: str) -> MonitorJob:  # fmt: skip
+    """The audit of every row counted, the windows' findings and the metrics' monitors."""
+    from fairprobe.audit.run import GroupAudit
+    from fairprobe.scale.monitor import monitor_counts
+    from fairprobe.scale.timeseries import window_findings
+
+    tolerance = 0.05 if q.tolerance is None else q.tolerance
+    threshold = 0.8 if q.threshold is None else q.threshold
+    options = {"min_group_size": q.min_group_size, "tolerance": tolerance, "threshold": threshold}
     windows = window_findings(st.counts, names, **options)
     monitors = [mon for mon in (
         monitor_counts(st.sealed, m, alpha=alpha, tolerance=tolerance, threshold=threshold,
-                       min_group_size=min_group_size, order=st.order)
+                       min_group_size=q.min_group_size, order=st.order)
         if st.sealed is not None else None for m in names) if mon is not None]
     n = st.counts.total().n_rows
     audit = GroupAudit.from_counts(
         st.counts.total(),
         accounting={"metrics": names, "budget": n, "queried": n, "paid": 0, "cached": 0,
-                    "unparsed": 0, "seed": 0, "backend": f"predictions:{predictions}",
+                    "unparsed": 0, "seed": 0, "backend": backend,
                     "group_cols": list(st.spec.group_cols), "unparsed_by_group": {}},
         **options)
     verdict = audit.verdict

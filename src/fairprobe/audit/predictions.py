@@ -23,8 +23,10 @@ import pandas as pd
 from fairprobe import metrics as _metrics
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
 from fairprobe.audit.job import two_groups
+from fairprobe.audit.model_options import PredictionColumns, TimeWindows, prediction_options
 from fairprobe.documents import Job
 from fairprobe.errors import DataError
+from fairprobe.options import AuditQuestion
 
 __all__ = ["PredictionsJob", "audit_predictions", "predictions_identity", "predictions_job"]
 
@@ -43,27 +45,16 @@ def _column(df: pd.DataFrame, col: str | None, flag: str) -> None:
 def audit_predictions(
     df: Any,
     *,
-    y_pred_col: str,
-    group_col: str | Sequence[str],
-    metrics: Sequence[str] = (_metrics.DP.short,),
-    y_true_col: str | None = None,
-    score_col: str | None = None,
-    sample_weight_col: str | None = None,
-    pos_label: Any = None,
+    columns: PredictionColumns | None = None,
+    question: AuditQuestion | None = None,
+    windows: TimeWindows | None = None,
     budget: int | None = None,
     seed: int = 0,
-    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
-    reference: Any = None,
-    tolerance: float | None = None,
-    threshold: float | None = None,
-    confidence_level: float = 0.95,
     method: str = "exact",
     backend: str = "predictions",
     engine: str = "auto",
     scheduler: Any = None,
-    time_col: str | None = None,
-    window: str | None = None,
-    window_origin: str | None = None,
+    **flags: Any,
 ) -> Any:
     """Audit a table of predictions: every group (or intersection) on every metric.
 
@@ -71,6 +62,13 @@ def audit_predictions(
     is built from the per-group sums (``result.counts``), never from the rows in Python, and
     equals the in-memory audit of the same rows. A ``budget`` draws a sample of rows in memory
     (pandas) instead.
+
+    The options objects say what to audit: ``columns`` the table's columns (all its fields),
+    ``question`` the metrics, band, floor, level, reference and smallest group (all its
+    fields), ``windows`` the time windows counted too (all its fields). ``flags`` are their
+    fields as flat keywords (the compatibility form, :func:`~fairprobe.audit.model_options.
+    prediction_options`; ``metrics`` defaults to ``("dp",)``): ``y_pred_col`` and
+    ``group_col`` are required unless ``columns`` is given.
 
     Parameters
     ----------
@@ -114,79 +112,91 @@ def audit_predictions(
 
     Notes
     -----
-    The other parameters are as in :func:`fairprobe.audit.run_group_audit`.
+    The other parameters (``metrics``, ``min_group_size``, ``reference``, ``tolerance``,
+    ``threshold``, ``confidence_level``, ``method``) are as in
+    :func:`fairprobe.audit.run_group_audit`.
     """
-    from fairprobe.audit.run import GroupAudit, check_group_audit, draw_queries
-    from fairprobe.stats.frame import _binary_labels
-
+    o = prediction_options(flags, columns=columns, question=question, windows=windows)
+    c, q, w = o["columns"], o["question"], o["windows"]
     if budget is None:
-        return _audit_counts(
-            df, y_pred_col=y_pred_col, group_col=group_col, metrics=metrics,
-            y_true_col=y_true_col, score_col=score_col, sample_weight_col=sample_weight_col,
-            pos_label=pos_label, seed=seed, min_group_size=min_group_size, reference=reference,
-            tolerance=tolerance, threshold=threshold, confidence_level=confidence_level,
-            method=method, backend=backend, engine=engine, scheduler=scheduler,
-            time_col=time_col, window=window, window_origin=window_origin)
-    if time_col is not None or window is not None:
+        return _audit_counts(df, c, q, w, seed=seed, method=method, backend=backend,
+                             engine=engine, scheduler=scheduler)  # fmt: skip
+    if w.time_col is not None or w.window is not None:
         raise DataError("--time-col/--window count every row: drop --budget.")
+    return _audit_sample(df, c, q, budget=budget, seed=seed, method=method, backend=backend)
+
+
+def _audit_sample(df: Any, c: PredictionColumns, q: AuditQuestion, *, budget: int, seed: int,
+                  method: str, backend: str) -> Any:
+    """A sample of ``budget`` rows drawn in memory (seeded), audited from its rows."""
+    from fairprobe.audit.run import GroupAudit, check_group_audit, draw_queries
+
     if not isinstance(df, pd.DataFrame):
         from fairprobe.scale.engine import _to_pandas, resolve_source
 
         df = _to_pandas(resolve_source(df))
-
-    for col, flag in ((y_pred_col, "--y-pred-col"), (y_true_col, "--y-true-col"),
-                      (score_col, "--score-col"), (sample_weight_col, "--sample-weight-col")):
+    for col, flag in ((c.y_pred_col, "--y-pred-col"), (c.y_true_col, "--y-true-col"),
+                      (c.score_col, "--score-col"), (c.sample_weight_col, "--sample-weight-col")):
         _column(df, col, flag)
     n = len(df)
-    if budget is None:
-        budget = n
-    elif budget > n:
+    if budget > n:
         raise DataError(f"--budget {budget} is larger than the predictions table ({n} rows); "
                         "lower it or use --budget all.")
     if n < 2:
         raise DataError(f"The predictions table has {n} row(s); an audit needs at least 2.")
     cols, names, _ = check_group_audit(
-        df, group_col=group_col, metrics=metrics, label_col=y_true_col,
-        feature_cols=[y_pred_col], budget=budget, seed=seed, min_group_size=min_group_size,
-        confidence_level=confidence_level, method=method, tolerance=tolerance,
-        threshold=threshold)
+        df, group_col=c.group_col, metrics=q.metrics, label_col=c.y_true_col,
+        feature_cols=[c.y_pred_col], budget=budget, seed=seed, min_group_size=q.min_group_size,
+        confidence_level=q.confidence_level, method=method, tolerance=q.tolerance,
+        threshold=q.threshold)
     sample = df if budget >= n else draw_queries(df, budget, seed)
     sample = sample.reset_index(drop=True)
-    y_pred = _binary_labels(sample[y_pred_col], f"The prediction column {y_pred_col!r} "
-                            "(--y-pred-col)", pos_label).astype(np.int64)
-    y_true = None if y_true_col is None else _binary_labels(
-        sample[y_true_col], f"The label column {y_true_col!r} (--y-true-col)",
-        pos_label).astype(np.int64)
-    scores = None
-    if score_col is not None:
-        scores = pd.to_numeric(sample[score_col], errors="coerce").to_numpy(dtype=float)
-        if np.isnan(scores).any() or (scores < 0).any() or (scores > 1).any():
-            raise DataError(f"The score column {score_col!r} (--score-col) must hold numbers in "
-                            "[0, 1] on every row.")
-    elif _metrics.SCORE_GAP.name in names:
-        raise DataError("score-gap needs scores: give --score-col.")
-    weights = None
-    if sample_weight_col is not None:
-        weights = pd.to_numeric(sample[sample_weight_col], errors="coerce").to_numpy(dtype=float)
-        if not np.isfinite(weights).all() or (weights < 0).any():
-            raise DataError(f"The weight column {sample_weight_col!r} (--sample-weight-col) must "
-                            "hold finite numbers >= 0 on every row.")
+    y_pred, y_true, scores, weights = _sample_columns(sample, c, names)
+    if weights is not None:
         method = "bonferroni" if method == "exact" else method
-    if reference is not None:
+    if q.reference is not None:
         from fairprobe.stats.groups import group_labels
 
-        group_labels(sample[cols]).position(reference)
+        group_labels(sample[cols]).position(q.reference)
     result = GroupAudit(
         metrics=names, budget=budget, queried=len(sample), paid=0, cached=0, unparsed=0,
         seed=seed, backend=backend, group_cols=cols, unparsed_by_group={},
         y_pred=y_pred, y_true=y_true, sensitive_features=sample[cols], scores=scores,
         sample_weight=weights,
-        min_group_size=min_group_size, confidence_level=confidence_level, method=method,
-        reference=reference, tolerance=0.05 if tolerance is None else tolerance,
-        threshold=0.8 if threshold is None else threshold,
+        min_group_size=q.min_group_size, confidence_level=q.confidence_level, method=method,
+        reference=q.reference, tolerance=0.05 if q.tolerance is None else q.tolerance,
+        threshold=0.8 if q.threshold is None else q.threshold,
     )
     result.counts = None  # type: ignore[attr-defined]
     return result
+
+
+def _sample_columns(sample: pd.DataFrame, c: PredictionColumns, names: Sequence[str]
+                    ) -> tuple[Any, Any, Any, Any]:  # fmt: skip
+    """The sample's decisions, labels, scores and weights as arrays, each checked."""
+    from fairprobe.stats.frame import _binary_labels
+
+    y_pred = _binary_labels(sample[c.y_pred_col], f"The prediction column {c.y_pred_col!r} "
+                            "(--y-pred-col)", c.pos_label).astype(np.int64)
+    y_true = None if c.y_true_col is None else _binary_labels(
+        sample[c.y_true_col], f"The label column {c.y_true_col!r} (--y-true-col)",
+        c.pos_label).astype(np.int64)
+    scores = None
+    if c.score_col is not None:
+        scores = pd.to_numeric(sample[c.score_col], errors="coerce").to_numpy(dtype=float)
+        if np.isnan(scores).any() or (scores < 0).any() or (scores > 1).any():
+            raise DataError(f"The score column {c.score_col!r} (--score-col) must hold numbers "
+                            "in [0, 1] on every row.")
+    elif _metrics.SCORE_GAP.name in names:
+        raise DataError("score-gap needs scores: give --score-col.")
+    weights = None
+    if c.sample_weight_col is not None:
+        weights = pd.to_numeric(sample[c.sample_weight_col],
+                                errors="coerce").to_numpy(dtype=float)
+        if not np.isfinite(weights).all() or (weights < 0).any():
+            raise DataError(f"The weight column {c.sample_weight_col!r} (--sample-weight-col) "
+                            "must hold finite numbers >= 0 on every row.")
+    return y_pred, y_true, scores, weights
 
 
 def prediction_spec(*, y_pred_col: str, group_col: str | Sequence[str],
@@ -194,53 +204,44 @@ def prediction_spec(*, y_pred_col: str, group_col: str | Sequence[str],
                     sample_weight_col: str | None = None, pos_label: Any = None,
                     time_col: str | None = None, window: str | None = None,
                     window_origin: str | None = None) -> Any:
-    """The :class:`~fairprobe.scale.CountSpec` of a predictions audit's columns."""
-    from fairprobe.audit.run import _group_columns
-    from fairprobe.scale import CountSpec
-
-    return CountSpec(group_cols=tuple(_group_columns(group_col)), y_pred=y_pred_col,
-                     y_true=y_true_col, score=score_col, weight=sample_weight_col,
-                     pos_label=pos_label, time_col=time_col, window=window,
-                     window_origin=window_origin)
+    """The :class:`~fairprobe.scale.CountSpec` of a predictions audit's columns
+    (:meth:`~fairprobe.audit.model_options.PredictionColumns.spec`)."""
+    return PredictionColumns(
+        y_pred_col, group_col, y_true_col=y_true_col, score_col=score_col,
+        sample_weight_col=sample_weight_col, pos_label=pos_label,
+    ).spec(TimeWindows(time_col, window, window_origin))
 
 
-def _audit_counts(source: Any, *, y_pred_col: str, group_col: str | Sequence[str],
-                  metrics: Sequence[str], y_true_col: str | None, score_col: str | None,
-                  sample_weight_col: str | None, pos_label: Any, seed: int,
-                  min_group_size: int, reference: Any, tolerance: float | None,
-                  threshold: float | None, confidence_level: float, method: str, backend: str,
-                  engine: str, scheduler: Any, time_col: str | None, window: str | None,
-                  window_origin: str | None = None) -> Any:
+def _audit_counts(source: Any, c: PredictionColumns, q: AuditQuestion, w: TimeWindows, *,
+                  seed: int, method: str, backend: str, engine: str, scheduler: Any) -> Any:
     """Every row counted by the engine; the audit built from the counts."""
     from fairprobe.audit.run import GroupAudit, check_group_audit
     from fairprobe.scale import count
 
-    spec = prediction_spec(y_pred_col=y_pred_col, group_col=group_col, y_true_col=y_true_col,
-                           score_col=score_col, sample_weight_col=sample_weight_col,
-                           pos_label=pos_label, time_col=time_col, window=window,
-                           window_origin=window_origin)
+    spec = c.spec(w)
     # the parameters are checked before the (possibly long) pass over the rows
     cols, names, _ = check_group_audit(
-        pd.DataFrame(columns=[*spec.group_cols, y_pred_col, *([y_true_col] if y_true_col else [])]),
-        group_col=group_col,
-        metrics=metrics, label_col=y_true_col, feature_cols=[y_pred_col], budget=2, seed=seed,
-        min_group_size=min_group_size, confidence_level=confidence_level, method=method,
-        tolerance=tolerance, threshold=threshold)
-    if score_col is None and _metrics.SCORE_GAP.name in names:
+        pd.DataFrame(columns=[*spec.group_cols, c.y_pred_col,
+                              *([c.y_true_col] if c.y_true_col else [])]),
+        group_col=c.group_col,
+        metrics=q.metrics, label_col=c.y_true_col, feature_cols=[c.y_pred_col], budget=2,
+        seed=seed, min_group_size=q.min_group_size, confidence_level=q.confidence_level,
+        method=method, tolerance=q.tolerance, threshold=q.threshold)
+    if c.score_col is None and _metrics.SCORE_GAP.name in names:
         raise DataError("score-gap needs scores: give --score-col.")
     counts = count(source, spec, engine=engine, scheduler=scheduler)
     n = counts.n_rows
     if n < 2:
         raise DataError(f"The predictions table has {n} row(s); an audit needs at least 2.")
-    if sample_weight_col is not None:
+    if c.sample_weight_col is not None:
         method = "bonferroni" if method == "exact" else method
     result = GroupAudit.from_counts(
         counts, accounting={"metrics": names, "budget": n, "queried": n, "paid": 0,
                             "cached": 0, "unparsed": 0, "seed": seed, "backend": backend,
                             "group_cols": cols, "unparsed_by_group": {}},
-        min_group_size=min_group_size, confidence_level=confidence_level, method=method,
-        reference=reference, tolerance=0.05 if tolerance is None else tolerance,
-        threshold=0.8 if threshold is None else threshold)
+        min_group_size=q.min_group_size, confidence_level=q.confidence_level, method=method,
+        reference=q.reference, tolerance=0.05 if q.tolerance is None else q.tolerance,
+        threshold=0.8 if q.threshold is None else q.threshold)
     result.counts = counts  # type: ignore[attr-defined]
     return result
 
