@@ -101,10 +101,11 @@ def discover_job(
 
 def _proxy_search(proxy: ProxyOptions, seed: int, options: Any) -> Any:
     """The search by proxied race with the options it takes; the others refused by flag."""
+    from fairprobe import metrics as _metrics
     from fairprobe.discover.proxy import discover_by_proxy
     from fairprobe.errors import InvalidParameterError
 
-    refused = {"control_cols": ("--control-col", ()), "metric": ("--metric", "dp"),
+    refused = {"control_cols": ("--control-col", ()), "metric": ("--metric", _metrics.DP.short),
                "method": ("--method", "holm"), "pvalue": ("--pvalue", "joint")}
     for key, (flag, default) in refused.items():
         if key in options and options[key] not in (default, None):  # type: ignore[literal-required]
