@@ -13,14 +13,14 @@ Method-specific options live with their method (e.g.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fairprobe._defaults import DEFAULT_MIN_GROUP_SIZE
+from fairprobe._flat import split_flat, with_fields
 from fairprobe._validation import check_int, check_real, parse_budget
 from fairprobe.errors import InvalidParameterError
 
@@ -196,33 +196,3 @@ class DataSource:
         if self.table is None:
             return default
         return "DataFrame" if isinstance(self.table, pd.DataFrame) else str(self.table)
-
-
-def split_flat(
-    flat: Mapping[str, Any],
-    targets: Mapping[str, tuple[str, str]],
-    owner: str,
-) -> dict[str, dict[str, Any]]:
-    """Sort the flat keywords of a compatibility form into one dict per options object.
-
-    ``targets`` maps each accepted keyword to ``(object name, field name)``; an unknown keyword
-    raises :class:`TypeError`, as a function's unknown keyword does.
-    """
-    out: dict[str, dict[str, Any]] = {}
-    for key, value in flat.items():
-        if key not in targets:
-            raise TypeError(f"{owner}() got an unexpected keyword argument {key!r}")
-        obj, name = targets[key]
-        out.setdefault(obj, {})[name] = value
-    return out
-
-
-def with_fields(obj: Any, cls: type, values: Mapping[str, Any] | None) -> Any:
-    """``obj`` (an instance of ``cls``, or ``None``: the defaults) with ``values`` replaced."""
-    values = dict(values or {})
-    if obj is None:
-        return cls(**values)
-    if not isinstance(obj, cls):
-        raise InvalidParameterError(f"Expected a {cls.__name__}, got {type(obj).__name__}.")
-    out: Any = obj
-    return dataclasses.replace(out, **values) if values else out

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any
 
+from fairprobe._flat import with_fields
 from fairprobe._validation import check_choice, check_real
 from fairprobe.errors import DataError
 from fairprobe.stats.groups import DEFAULT_MIN_GROUP_SIZE
@@ -124,9 +125,4 @@ def frame_options(options: FrameOptions | None, flat: Mapping[str, Any]) -> Fram
     unknown = sorted(set(values) - _FIELDS)
     if unknown:
         raise TypeError(f"AuditFrame.__init__() got an unexpected keyword argument {unknown[0]!r}")
-    # fairprobe.options.with_fields does this, but it sits above the statistics floor
-    if options is None:
-        return FrameOptions(**values)
-    if not isinstance(options, FrameOptions):
-        raise DataError(f"options must be a FrameOptions, got {type(options).__name__}.")
-    return replace(options, **values) if values else options
+    return with_fields(options, FrameOptions, values)

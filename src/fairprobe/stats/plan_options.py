@@ -12,10 +12,10 @@ by a search) checks nothing twice.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from fairprobe.errors import InvalidParameterError
+from fairprobe._flat import split_flat, with_fields
 
 __all__ = ["PlanSearch", "PlannedAudit", "missing_arguments", "plan_objects"]
 
@@ -103,28 +103,14 @@ def plan_objects(
     """``model`` and ``search`` (or their defaults) with the flat keywords ``flags`` replacing
     their fields; a keyword outside ``accepted`` (default: every field) raises
     :class:`TypeError` naming ``owner``, as a function's unknown keyword does.
-
-    (The sorting of :func:`fairprobe.options.split_flat` and ``with_fields``, written here
-    because the statistics floor imports no module that reaches the access floor.)
     """
-    names = set(_FLAGS) if accepted is None else accepted
-    values: dict[str, dict[str, Any]] = {"model": {}, "search": {}}
-    for key, value in flags.items():
-        if key not in names:
-            raise TypeError(f"{owner}() got an unexpected keyword argument {key!r}")
-        obj, name = _FLAGS[key]
-        values[obj][name] = value
-    return _with(model, PlannedAudit, values["model"]), _with(search, PlanSearch, values["search"])
-
-
-def _with(obj: Any, cls: type, values: dict[str, Any]) -> Any:
-    """``obj`` (an instance of ``cls``, or ``None``: the defaults) with ``values`` replaced."""
-    if obj is None:
-        return cls(**values)
-    if not isinstance(obj, cls):
-        raise InvalidParameterError(f"Expected a {cls.__name__}, got {type(obj).__name__}.")
-    out: Any = obj
-    return replace(out, **values) if values else out
+    if accepted is not None:
+        unknown = [key for key in flags if key not in accepted]
+        if unknown:
+            raise TypeError(f"{owner}() got an unexpected keyword argument {unknown[0]!r}")
+    values = split_flat(flags, _FLAGS, owner)
+    return (with_fields(model, PlannedAudit, values.get("model")),
+            with_fields(search, PlanSearch, values.get("search")))
 
 
 def missing_arguments(owner: str, names: list[str], kind: str = "keyword-only") -> TypeError:
