@@ -74,6 +74,16 @@ def audit_predictions(
     ----------
     df : DataFrame, Arrow table, Polars frame, or path
         One row per decision: a frame, or a Parquet/CSV file, a directory of them or a glob.
+    budget : int, optional
+        Rows drawn uniformly without replacement (seeded, in memory); default every row,
+        counted by the engine.
+    engine : {"auto", "duckdb", "pandas", "dask"}
+        The counting engine (``auto``: DuckDB when installed, else pandas).
+    scheduler : str or distributed.Client, optional
+        With ``engine="dask"``: the scheduler (default a local cluster on 127.0.0.1).
+
+    Other Parameters
+    ----------------
     y_pred_col : str
         The decisions: 0/1, booleans, or labels with ``pos_label``.
     group_col : str or sequence of str
@@ -90,13 +100,6 @@ def audit_predictions(
     pos_label : scalar, optional
         The positive value of ``y_pred_col`` and ``y_true_col`` when they hold labels, as in
         fairlearn's metrics (``">50K"``).
-    budget : int, optional
-        Rows drawn uniformly without replacement (seeded, in memory); default every row,
-        counted by the engine.
-    engine : {"auto", "duckdb", "pandas", "dask"}
-        The counting engine (``auto``: DuckDB when installed, else pandas).
-    scheduler : str or distributed.Client, optional
-        With ``engine="dask"``: the scheduler (default a local cluster on 127.0.0.1).
     time_col, window : str, optional
         Count per time window too (``window`` such as ``"1D"``, ``"7D"``): the result's
         ``counts`` then hold one table per window (:func:`fairprobe.scale.timeseries.window_findings`).

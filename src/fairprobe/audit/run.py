@@ -506,6 +506,9 @@ def run_audit(
     min_group_size : int
         The one group-filtering rule: a group with fewer answers than this on which the metric
         is defined leaves the verdict ``undetermined``, with the reason.
+
+    Other Parameters
+    ----------------
     group_col : str
         The sensitive attribute (required without ``columns``).
     feature_cols : sequence of str, optional
@@ -1006,6 +1009,20 @@ def run_group_audit(
 
     Parameters
     ----------
+    blackbox : BlackBox
+        The audited model's access (cached, resumable).
+    pool : DataFrame
+        The query pool: the features sent to the model, the group column(s) and any labels.
+    question : AuditQuestion, optional
+        What is asked (:class:`~fairprobe.options.AuditQuestion`).
+    columns : ModelColumns, optional
+        The pool's columns (:class:`~fairprobe.audit.run_options.ModelColumns`).
+    run : QueryRun, optional
+        How the queries are drawn and the intervals built
+        (:class:`~fairprobe.audit.run_options.QueryRun`).
+
+    Other Parameters
+    ----------------
     group_col : str or sequence of str
         One sensitive column (``"race"``), or several (``["sex", "race"]`` or ``"sex,race"``).
     metrics : sequence of str
@@ -1015,7 +1032,7 @@ def run_group_audit(
     max_unusable_share : float, optional
         Strict mode, as in :func:`run_audit`: stop as soon as a group's share of unusable answers
         (unparsed, refused, truncated) exceeds this.
-    label_col, pos_label
+    label_col, pos_label : str and scalar, optional
         True labels (needed by every metric but ``dp``/``di``/``score-gap``) and their positive
         value when not 0/1. NaN or non-binary labels raise before any query is paid.
 

@@ -370,6 +370,27 @@ class AuditFrame:
         :func:`fairprobe.stats.groups.group_labels`.
     scores : array-like of float, optional
         Model scores; enable ``mean_score``.
+    sample_weight : array-like of float >= 0, optional
+        Instance weights (also taken as fairlearn's ``sample_params={"sample_weight": w}``, or
+        one ``{"sample_weight": w}`` per metric when all are the same): every rate is
+        weighted, its interval chosen by ``weighted_interval``, and the summaries use
+        ``method="bonferroni"`` on the effective counts (see :mod:`fairprobe.stats.dropin`;
+        coverage measured in ``docs/stats.md``).
+    metrics : callable, list or dict of callables, optional
+        MetricFrame's ``metrics``: ``by_group`` then holds exactly these columns. fairlearn's and
+        scikit-learn's rate functions are computed vectorised; other callables
+        ``f(y_true, y_pred)`` per group, with percentile-bootstrap intervals.
+    control_features : like ``sensitive_features``, optional
+        Groups are control x sensitive intersections; the aggregates are computed within each
+        control level.
+    options : FrameOptions, optional
+        Every keyword above but the data (``y_pred``, ``y_true``, ``sensitive_features``,
+        ``scores``, ``sample_weight``, ``metrics``, ``control_features``, ``sample_params``)
+        as one object (:class:`~fairprobe.stats.frame_options.FrameOptions`); a keyword given
+        as well sets that field of it.
+
+    Other Parameters
+    ----------------
     pos_label : scalar, optional
         The positive label of ``y_true`` and ``y_pred`` when they are not 0/1 (a column that is
         0/1 or boolean keeps 1 as positive, so 0/1 decisions go with string labels).
@@ -393,24 +414,11 @@ class AuditFrame:
         Reference group of the ``vs_reference`` comparisons (label, value or tuple of values).
     tolerance, threshold : float
         Fair band of differences (default 0.05) and floor of ratios (default 0.8).
-    sample_weight : array-like of float >= 0, optional
-        Instance weights (also taken as fairlearn's ``sample_params={"sample_weight": w}``, or
-        one ``{"sample_weight": w}`` per metric when all are the same): every rate is
-        weighted, its interval chosen by ``weighted_interval``, and the summaries use
-        ``method="bonferroni"`` on the effective counts (see :mod:`fairprobe.stats.dropin`;
-        coverage measured in ``docs/stats.md``).
     weighted_interval : {"design", "korn-graubard", "kish-wilson"}
         Interval of a weighted rate: the union of Korn-Graubard's Clopper-Pearson at a design
         effective size and Hall's skewness-corrected t (default; undetermined where a side's
         weights are too few, :func:`fairprobe.stats.dropin.design_rates`), Korn-Graubard's
         alone, or Wilson's at Kish's effective size.
-    metrics : callable, list or dict of callables, optional
-        MetricFrame's ``metrics``: ``by_group`` then holds exactly these columns. fairlearn's and
-        scikit-learn's rate functions are computed vectorised; other callables
-        ``f(y_true, y_pred)`` per group, with percentile-bootstrap intervals.
-    control_features : like ``sensitive_features``, optional
-        Groups are control x sensitive intersections; the aggregates are computed within each
-        control level.
     zero_division : "warn", 0.0, 1.0 or nan
         Value of a rate whose denominator is 0 in ``by_group``, ``overall`` and the aggregates
         (scikit-learn's rule: ``"warn"`` gives 0.0 and an ``UndefinedMetricWarning``). Such a
@@ -431,11 +439,6 @@ class AuditFrame:
     max_listed_pairs : int
         Most pairs a summary lists (default 100, every pair of up to 14 groups); the verdict and
         intervals use every pair whatever this is. Keeps the output linear in the groups.
-    options : FrameOptions, optional
-        Every keyword above but the data (``y_pred``, ``y_true``, ``sensitive_features``,
-        ``scores``, ``sample_weight``, ``metrics``, ``control_features``, ``sample_params``)
-        as one object (:class:`~fairprobe.stats.frame_options.FrameOptions`); a keyword given
-        as well sets that field of it.
 
     Notes
     -----
