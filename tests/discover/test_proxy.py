@@ -149,7 +149,68 @@ def test_a_model_gets_the_document_its_decisions_get_in_a_file(planted, tmp_path
     assert model == file
 
 
+def _empirical_gap(pop: object, conditions: list[dict], group: str) -> float:
+    """A slice's race gap in the drawn population, by the hidden race (the truth the bounds
+    target, up to the sampling error of tens of thousands of rows)."""
+    import numpy as np
+
+    f, race = pop.frame, pop.race  # type: ignore[attr-defined]
+    m = np.ones(len(f), dtype=bool)
+    for c in conditions:
+        m &= (f[c["feature"]].astype(str) == str(c["value"])).to_numpy()
+    y = f["approved"].to_numpy()
+    return float(y[m & (race == group)].mean() - y[m & (race == "white")].mean())
+
+
+def test_recorded_races_and_strata_tighten_every_slice_and_still_cover(planted, tmp_path,
+                                                                        capsys) -> None:
+    import numpy as np
+
+    path, pop = planted
+    # race recorded for half the rows, at random: recording depends on nothing, so the
+    # condition --race-in-bounds states holds
+    rng = np.random.default_rng(11)
+    recorded = pop.frame.assign(race=np.where(rng.random(len(pop.frame)) < 0.5, pop.race, ""))
+    rec_path = tmp_path / "recorded.csv"
+    recorded.to_csv(rec_path, index=False)
+    plain, tight = tmp_path / "plain.json", tmp_path / "tight.json"
+    code, _, err = run_cli(*_args(rec_path, "--json", str(plain)), capsys=capsys)
+    assert code == 0, err
+    code, out, err = run_cli(*_args(rec_path, "--race-col", "race", "--race-in-bounds",
+                                    "--proxy-strata", "zip_income", "--json", str(tight)),
+                             capsys=capsys)
+    assert code == 0, err
+    doc = json.loads(tight.read_text())
+    px = doc["proxy"]
+    assert px["strata"] == ["zip_income"] and "cells of zip_income" in px["assumptions"]["bounds"]
+    assert "recorded depends on its surname and place only" in px["assumptions"]["in_bounds"]
+    assert px["validation"]["in_bounds"]["rows"] == int((recorded["race"] != "").sum())
+    # every reported pair's bounds cover its slice's gap, which lies outside the band
+    assert doc["subgroups"]
+    for s in doc["subgroups"]:
+        gap = _empirical_gap(pop, s["conditions"], s["group"])
+        assert s["bounds"]["low"] - 0.01 <= gap <= s["bounds"]["high"] + 0.01, s["slice"]
+        assert abs(gap) > 0.05
+    # the planted slice's bounds are tighter than on the proxy alone, and more is decided
+    def top(d: dict) -> dict:
+        return next(s for s in d["subgroups"] if s["slice"] == "region = b"
+                    and s["group"] == "hispanic")["bounds"]
+    before = json.loads(plain.read_text())
+    assert top(doc)["high"] - top(doc)["low"] < top(before)["high"] - top(before)["low"]
+    assert len(doc["subgroups"]) > len(before["subgroups"])
+    text = " ".join(out.split())
+    assert "recorded races in the bounds: hold if whether a row's race is recorded" in text
+    from fairprobe.report.build import build_report
+    from fairprobe.report.render import render_markdown
+
+    md, _ = render_markdown(build_report([("t.json", doc)]), str(tmp_path))
+    assert "Recorded races in the bounds: whether a row's race is recorded" in md
+
+
 @pytest.mark.parametrize(("extra", "needle"), [
+    (("--race-in-bounds",), "--race-in-bounds puts recorded races into the bounds: give "
+                            "--race-col"),
+    (("--proxy-strata", "nope"), "--proxy-strata: column 'nope' is not in the data"),
     (("--surname-col", "nope"), "--surname-col: column 'nope' is not in the data"),
     (("--control-col", "zip_income"), "--control-col does not apply to --proxy"),
     (("--metric", "eo", "--y-true-col", "approved"), "--metric does not apply to --proxy"),
@@ -173,3 +234,6 @@ def test_no_surname_matched_and_proxy_flags_alone_are_refused(tmp_path, capsys) 
     code, _, err = run_cli("discover", "--predictions", str(bad), "--y-pred-col", "approved",
                            "--features", "region", "--surname-col", "surname", capsys=capsys)
     assert code == 2 and "--surname-col goes with --proxy" in err and err.count("error:") == 1
+    code, _, err = run_cli("discover", "--predictions", str(bad), "--y-pred-col", "approved",
+                           "--features", "region", "--race-in-bounds", capsys=capsys)
+    assert code == 2 and "--race-in-bounds goes with --proxy" in err and err.count("error:") == 1

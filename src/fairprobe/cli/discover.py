@@ -56,6 +56,8 @@ def discover(
     tract_col: Annotated[str | None, typer.Option("--tract-col", help="With --proxy: the column of 11-digit census tract GEOIDs (instead of --zip-col).")] = None,
     first_name_col: Annotated[str | None, typer.Option("--first-name-col", help="With --proxy bifsg: the column of first names.")] = None,
     race_col: Annotated[str | None, typer.Option("--race-col", help="With --proxy: recorded race where known (empty elsewhere): the proxy's calibration is checked on those rows; never sent to a model.")] = None,
+    race_in_bounds: Annotated[bool, typer.Option("--race-in-bounds", help="With --proxy and --race-col: the rows with recorded race enter every slice's bounds as known races, which tightens them if recording depends on surname and place only (stated in the output).")] = False,
+    proxy_strata: Annotated[str | None, typer.Option("--proxy-strata", help="With --proxy: comma-separated columns the decisions may depend on (a score, an income measure of the place): every slice's bounds are computed within their cells (numeric: 10 quantile bins), which keeps them valid and tightens them.")] = None,
     group_a: Annotated[str | None, typer.Option("--group-a", help="With --proxy: comma-separated races compared (default black,hispanic,api).")] = None,
     group_b: Annotated[str | None, typer.Option("--group-b", help="With --proxy: the reference race (default white).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="With a model: seed of the records drawn; with --proxy also of the bounds' cross-fitting split.")] = 0,
@@ -78,8 +80,9 @@ def discover(
         raise ConfigError("Give --predictions FILE --y-pred-col COL, or a model with --queries.")
     if predictions is not None and y_pred_col is None:
         raise ConfigError("--predictions needs --y-pred-col (the decision column).")
-    proxy_options = _proxy_options(proxy, surname_col, zip_col, tract_col, first_name_col,
-                                   race_col, group_a, group_b)
+    proxy_options = _proxy_options(proxy, (surname_col, zip_col, tract_col, first_name_col,
+                                           race_col), (group_a, group_b),
+                                   (proxy_strata, race_in_bounds))
     job = discover_job(
         predictions, features=features, y_pred=y_pred_col, y_true=y_true_col,
         backend=build_backend(url, backend_config) if model else None, queries=queries,
@@ -98,19 +101,25 @@ def discover(
     emit_job(json_path, job, fail_on)
 
 
-def _proxy_options(proxy: str | None, surname_col: str | None, zip_col: str | None,
-                   tract_col: str | None, first_name_col: str | None, race_col: str | None,
-                   group_a: str | None, group_b: str | None) -> Any:
-    """The proxy's options from the flags (checked once, by flag); its flags without
+def _proxy_options(proxy: str | None, cols: tuple[str | None, ...],
+                   races: tuple[str | None, str | None],
+                   tighten: tuple[str | None, bool]) -> Any:
+    """The proxy's options from the flags (checked once, by flag): its columns (surname, ZIP,
+    tract, first name, recorded race), the races compared (``--group-a``, ``--group-b``) and
+    the bounds' tightenings (``--proxy-strata``, ``--race-in-bounds``); its flags without
     ``--proxy`` are refused."""
     from fairprobe._validation import split_names
     from fairprobe.errors import ConfigError
 
+    surname_col, zip_col, tract_col, first_name_col, race_col = cols
+    group_a, group_b = races
+    strata, race_in_bounds = tighten
     if proxy is None:
         given = [f for f, v in (("--surname-col", surname_col), ("--zip-col", zip_col),
                                 ("--tract-col", tract_col), ("--first-name-col", first_name_col),
                                 ("--race-col", race_col), ("--group-a", group_a),
-                                ("--group-b", group_b)) if v is not None]
+                                ("--group-b", group_b), ("--proxy-strata", strata),
+                                ("--race-in-bounds", race_in_bounds or None)) if v is not None]
         if given:
             raise ConfigError(f"{given[0]} goes with --proxy bisg|bifsg (race estimated from "
                               "names and places): add --proxy or drop it.")
@@ -123,7 +132,9 @@ def _proxy_options(proxy: str | None, surname_col: str | None, zip_col: str | No
                                                ["black", "hispanic", "api"]))
     return ProxyOptions(proxy.strip().lower(), surname_col, zip_col=zip_col,
                         tract_col=tract_col, first_name_col=first_name_col, race_col=race_col,
-                        groups=groups, reference=(group_b or "white").strip().lower())
+                        groups=groups, reference=(group_b or "white").strip().lower(),
+                        strata_cols=tuple(split_names(strata) or ()),
+                        race_in_bounds=race_in_bounds)
 
 
 def register(app: typer.Typer) -> None:

@@ -53,7 +53,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fairprobe import metrics as _metrics
-from fairprobe.errors import InvalidParameterError
+from fairprobe.errors import DataError, InvalidParameterError
 
 __all__ = ["PROXY_SLICE_CONDITION", "ProxyOptions", "discover_by_proxy", "proxy_text"]
 
@@ -70,7 +70,12 @@ _ALPHA_FLOOR = 1e-12
 @dataclass(frozen=True)
 class ProxyOptions:
     """The race proxy of ``discover --proxy``: which one, the columns it reads (never searched,
-    never sent to a model) and the races compared. Checked once, naming the flag."""
+    never sent to a model), the races compared and the two ways the bounds are tightened, as
+    ``audit --predictions --proxy`` has them: ``strata_cols`` (``--proxy-strata``), columns the
+    decisions may depend on, within whose cells the bounds are computed, and ``race_in_bounds``
+    (``--race-in-bounds``), the rows with a recorded race entering the bounds as known races
+    (:func:`~fairprobe.bisg.job.recorded_in_bounds`, under
+    :data:`~fairprobe.bisg.job.IN_BOUNDS_ASSUMPTION`). Checked once, naming the flag."""
 
     method: str
     surname_col: str | None
@@ -80,6 +85,8 @@ class ProxyOptions:
     race_col: str | None = None
     groups: tuple[str, ...] = ("black", "hispanic", "api")
     reference: str = "white"
+    strata_cols: tuple[str, ...] = ()
+    race_in_bounds: bool = False
 
     def __post_init__(self) -> None:
         from fairprobe.bisg.estimate import check_races
@@ -95,6 +102,9 @@ class ProxyOptions:
         if self.method == "bisg" and self.first_name_col is not None:
             raise InvalidParameterError("--first-name-col is used by --proxy bifsg: give that.")
         check_races(self.groups, self.reference)
+        if self.race_in_bounds and self.race_col is None:
+            raise InvalidParameterError("--race-in-bounds puts recorded races into the bounds: "
+                                        "give --race-col.")
 
     @property
     def private(self) -> dict[str, str]:
@@ -153,7 +163,14 @@ def discover_by_proxy(
         :class:`~fairprobe.discover.search.Subgroup` per reported slice and race pair.
     """
     from fairprobe.bisg.estimate import BISG_CONDITION, WEIGHTED_ASSUMPTION, proxy_audit
-    from fairprobe.bisg.job import calibration, proxy_probabilities, recorded_races
+    from fairprobe.bisg.job import (
+        IN_BOUNDS_ASSUMPTION,
+        calibration,
+        proxy_probabilities,
+        recorded_in_bounds,
+        recorded_races,
+        strata_codes,
+    )
     from fairprobe.discover.search import (
         DiscoveryResult,
         Subgroup,
@@ -171,37 +188,50 @@ def discover_by_proxy(
     if clash:
         raise InvalidParameterError(f"--features names {clash[0]!r}, a decision, name or place "
                                     "column: search features the slices are defined by instead.")
-    frame = _read(data, feats, y_pred, None, extra=list(private), flags=private)
+    strata = [c for c in proxy.strata_cols if c not in private]
+    frame = _read(data, feats, y_pred, None, extra=[*private, *strata],
+                  flags={**private, **{c: "--proxy-strata" for c in strata}})
     assert proxy.surname_col is not None
     pp, match = proxy_probabilities(frame, surname_col=proxy.surname_col, zip_col=proxy.zip_col,
                                     tract_col=proxy.tract_col,
                                     first_name_col=proxy.first_name_col)
     used = pp.used
     validation = None
+    q = pp.q[used]
+    cells = strata_codes(frame, proxy.strata_cols)[used] if proxy.strata_cols else None
     if proxy.race_col is not None:  # the proxy checked where race is recorded, as audit does
         race = recorded_races(frame[proxy.race_col])
         rec = (race >= 0) & used
+        if proxy.race_in_bounds and not rec.any():
+            raise DataError(f"--race-col {proxy.race_col} records no race on a row the proxy "
+                            "covers: nothing to put into the bounds (drop --race-in-bounds).")
         if rec.any():
             validation = {"column": proxy.race_col, "recorded": int(rec.sum()),
                           "calibration": calibration(pp.q[rec], race[rec],
                                                      (*groups, reference))}
+        if proxy.race_in_bounds:
+            q, cells = recorded_in_bounds(q, race[used], cells)
+            validation = {**(validation or {}), "in_bounds": {
+                "rows": int(rec.sum()), "assumption": IN_BOUNDS_ASSUMPTION}}
     y = _binary_labels(frame[y_pred].to_numpy(), f"--y-pred-col {y_pred}",
                        pos_label).astype(np.float64)[used]
-    q = pp.q[used]
     binned, edges = _bin(frame.loc[used, list(feats)].reset_index(drop=True), feats, bins)
     every = slice_rows(binned, feats, depth, edges)
     tested = [(c, rows) for c, rows in every if rows.size >= max(min_size, 2)]
     m, n_groups = max(len(tested), 1), len(groups)
     alpha_pair = fdr / (m * n_groups)
 
-    def audit(yy: Any, qq: Any, **kw: Any) -> Any:
-        return proxy_audit(yy, qq, **{"groups": tuple(groups), "reference": reference,
-                                      "tolerance": tolerance, "seed": seed, "birdie": False,
-                                      "method": pp.method, **kw})
-
     found: list[Any] = []
     for conds, rows in tested:
         ys, qs = y[rows], q[rows]
+        # the slice's own cells, dense (the bounds' menu of coarsenings counts them)
+        cs = None if cells is None else np.unique(cells[rows], return_inverse=True)[1]
+
+        def audit(yy: Any, qq: Any, cs: Any = cs, **kw: Any) -> Any:
+            return proxy_audit(yy, qq, **{"groups": tuple(groups), "reference": reference,
+                                          "tolerance": tolerance, "seed": seed, "birdie": False,
+                                          "method": pp.method, "strata": cs, **kw})
+
         res = audit(ys, qs, confidence_level=1.0 - fdr / m)
         for c in res.comparisons:
             f, w = c.finding, c.weighted
@@ -226,8 +256,13 @@ def discover_by_proxy(
                       "printed interval covers its gap at once with probability at least "
                       f"{1 - fdr:g} if the proxy is calibrated within every slice, so the "
                       "family-wise error (which bounds the FDR) is at most the level"),
-        "assumptions": {"bounds": f"{BISG_CONDITION}, within every slice searched",
-                        "slices": PROXY_SLICE_CONDITION, "weighted": WEIGHTED_ASSUMPTION},
+        "assumptions": {"bounds": f"{BISG_CONDITION}, within every slice searched" + (
+                            f" (within the cells of {', '.join(proxy.strata_cols)} too)"
+                            if proxy.strata_cols else ""),
+                        "slices": PROXY_SLICE_CONDITION, "weighted": WEIGHTED_ASSUMPTION,
+                        **({"in_bounds": IN_BOUNDS_ASSUMPTION} if proxy.race_in_bounds
+                           else {})},
+        "strata": list(proxy.strata_cols),
         **({"validation": validation} if validation is not None else {}),
     }
     return DiscoveryResult(
@@ -256,5 +291,7 @@ def proxy_text(res: Any) -> str:
     if len(res.subgroups) > 20:
         lines.append(f"  ... {len(res.subgroups) - 20} more in the JSON")
     lines.append(f"bounds: hold if {px['condition']}")
+    if "in_bounds" in px["assumptions"]:
+        lines.append(f"recorded races in the bounds: hold if {px['assumptions']['in_bounds']}")
     lines.append(f"weighted: {px['assumptions']['weighted']} (shown, not counted)")
     return "\n".join(lines)

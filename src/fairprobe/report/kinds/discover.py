@@ -121,6 +121,8 @@ def _adapt_proxy(doc: Doc, source: str, label: str) -> Section:
     assumptions = [f"Bounds (decide the verdict): {a.get('bounds', '')}.",
                    f"Slices: {a.get('slices', '')}.",
                    f"Weighted estimate: {a.get('weighted', '')}.", ASSUMPTIONS[0], ASSUMPTIONS[1]]
+    if a.get("in_bounds"):
+        assumptions.insert(2, f"Recorded races in the bounds: {a['in_bounds']}.")
     notes = [match_sentence(mapping(px.get("match")))]
     facts = [("proxy", method), ("tolerance", fmt(tol, 3)), ("family-wise error", fmt(fdr, 3)),
              ("slices tested", fmt(doc.get("tested"))),
