@@ -48,7 +48,7 @@ def test_a_model_audit_of_objects_equals_its_flat_form(pool: pd.DataFrame) -> No
     objects = _body(audit_model(
         _model, source=DataSource(pool), access=AccessOptions(budget=400, seed=2, cache=None),
         question=AuditQuestion(metrics=("dp", "eo"), tolerance=0.1, min_group_size=5),
-        columns=ModelColumns(group_col="g", label_col="y"),
+        columns=ModelColumns(group="g", label="y"),
         options=ModelAuditOptions(allocation="uniform")))  # fmt: skip
     assert objects == flat
     assert set(flat["summaries"]) == {"demographic_parity_difference",
@@ -61,7 +61,7 @@ def test_a_two_group_audit_of_objects_equals_its_flat_form(pool: pd.DataFrame) -
     objects = _body(audit_model(
         _model, source=DataSource(pool), access=AccessOptions(cache=None),
         question=AuditQuestion(metrics="dp"),
-        columns=ModelColumns(group_col="g", group_a="a", group_b="b"),
+        columns=ModelColumns(group="g", group_a="a", group_b="b"),
         options=ModelAuditOptions(interval="score")))  # fmt: skip
     assert objects == flat
     assert "metric" in flat  # the two-group form's document (one metric, not summaries)
