@@ -37,6 +37,8 @@ __all__ = [
 #: The owner named in the question's messages: the check every path shared before the options
 #: objects (``run_group_audit``'s), so a bad value reads as it always has.
 QUESTION_OWNER = "run_group_audit"
+#: The owner named in the monitor's question messages: the check a bad value always met.
+MONITOR_QUESTION_OWNER = "AuditFrame.from_counts"
 
 
 @dataclass(frozen=True)
@@ -244,7 +246,7 @@ def monitor_options(flags: Mapping[str, Any], *, columns: PredictionColumns | No
         for key, value in (("metrics", (_metrics.DP.short,)), ("tolerance", 0.05),
                            ("threshold", 0.8)):
             q.setdefault(key, value)
-        q["owner"] = "AuditFrame.from_counts"  # the check a bad value always met
+        q["owner"] = MONITOR_QUESTION_OWNER
     return _objects(parts, {"columns": (columns, PredictionColumns),
                             "question": (question, AuditQuestion),
                             "windows": (windows, TimeWindows)})  # fmt: skip

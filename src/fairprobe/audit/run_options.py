@@ -21,10 +21,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fairprobe._defaults import DEFAULT_INTERVAL
 from fairprobe._validation import check_real
 from fairprobe.errors import InvalidParameterError
 from fairprobe.options import AuditQuestion, split_flat, with_fields
-from fairprobe.stats.metrics import DEFAULT_INTERVAL
 
 __all__ = ["DEFAULT_ALLOCATION", "ModelColumns", "QueryRun", "model_audit_options"]
 
