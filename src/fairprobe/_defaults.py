@@ -14,3 +14,8 @@ DEFAULT_MIN_GROUP_SIZE = 1
 PLATFORM_RATE_FEMALE = 0.1205
 PLATFORM_RATE_MALE = 0.4686
 PLATFORM_SHARE_FEMALE = 0.333
+
+#: The default construction of every two-group interval: coverage >= the level at every rate
+#: and size (exact enumeration in ``docs/stats.md``); ``"score"``/``"newcombe"`` are narrower
+#: but dip below it near rates 0 and 1.
+DEFAULT_INTERVAL = "exact"

@@ -48,7 +48,7 @@ def test_a_model_audit_of_objects_equals_its_flat_form(pool: pd.DataFrame) -> No
     objects = _body(audit_model(
         _model, source=DataSource(pool), access=AccessOptions(budget=400, seed=2, cache=None),
         question=AuditQuestion(metrics=("dp", "eo"), tolerance=0.1, min_group_size=5),
-        columns=ModelColumns(group_col="g", label_col="y"),
+        columns=ModelColumns(group="g", label="y"),
         options=ModelAuditOptions(allocation="uniform")))  # fmt: skip
     assert objects == flat
     assert set(flat["summaries"]) == {"demographic_parity_difference",
@@ -61,7 +61,7 @@ def test_a_two_group_audit_of_objects_equals_its_flat_form(pool: pd.DataFrame) -
     objects = _body(audit_model(
         _model, source=DataSource(pool), access=AccessOptions(cache=None),
         question=AuditQuestion(metrics="dp"),
-        columns=ModelColumns(group_col="g", group_a="a", group_b="b"),
+        columns=ModelColumns(group="g", group_a="a", group_b="b"),
         options=ModelAuditOptions(interval="score")))  # fmt: skip
     assert objects == flat
     assert "metric" in flat  # the two-group form's document (one metric, not summaries)
@@ -143,3 +143,34 @@ def test_the_monitor_of_objects_equals_its_flat_form(pool: pd.DataFrame, tmp_pat
         windows=TimeWindows("t", "2D"), question=AuditQuestion(metrics="dp"), now="2024-02-01")
     assert _body(objects) == _body(flat)
     assert flat.looked_at == objects.looked_at > 0
+
+
+def test_the_job_and_the_run_read_one_model_columns_object(pool: pd.DataFrame) -> None:
+    from fairprobe.access.blackbox import BlackBox
+    from fairprobe.access.local import LocalModelBackend
+    from fairprobe.audit import model_options, run_group_audit, run_options
+
+    assert model_options.ModelColumns is run_options.ModelColumns
+    columns = ModelColumns(group="g", label="y", features="x")  # a string: split at commas
+    job = audit_model(_model, source=DataSource(pool), columns=columns,
+                      access=AccessOptions(budget=300, seed=1, cache=None),
+                      question=AuditQuestion(metrics=("dp", "eo")),
+                      options=ModelAuditOptions(allocation="uniform"))  # fmt: skip
+    with BlackBox(LocalModelBackend(_model)) as bb:
+        run = run_group_audit(bb, pool, columns=columns, metrics=["dp", "eo"], budget=300,
+                              seed=1, allocation="uniform")  # fmt: skip
+    assert tuple(job.result.group_cols) == tuple(run.group_cols) == ("g",)
+    assert job.plan["columns"].sent == ["x"]
+    assert job.result.to_dict() == run.to_dict()
+
+
+@pytest.mark.parametrize("field", ["group_a", "send_group"])
+def test_the_run_refuses_the_job_only_columns(pool: pd.DataFrame, field: str) -> None:
+    from fairprobe.audit import run_group_audit
+
+    value: Any = True if field == "send_group" else "a"
+    with pytest.raises(InvalidParameterError, match=rf"run_group_audit does not read "
+                                                    rf"columns\.{field}"):  # fmt: skip
+        run_group_audit(None, pool, columns=ModelColumns(group="g", **{field: value}))
+    with pytest.raises(InvalidParameterError, match="columns.group .group_col. is None"):
+        run_group_audit(None, pool, columns=ModelColumns(label="y"))

@@ -33,7 +33,7 @@ from fairprobe.audit.model_options import (
     PLAN_FLAGS,
     ModelAuditOptions,
     ModelColumns,
-    model_audit_options,
+    audit_model_options,
 )
 from fairprobe.documents import Job
 from fairprobe.options import AccessOptions, AuditQuestion, DataSource
@@ -193,32 +193,32 @@ def plan_audit(
 
     Returns the pool, its source, the column plan, the groups, the label and the budget.
     ``source`` is the pool (its ``table``; ``None``: the bundled Adult test split),
-    ``columns`` its columns (all the fields of :class:`~fairprobe.audit.model_options.
-    ModelColumns`, ``group_col`` one column), ``access`` the ``budget`` and ``seed`` of the
+    ``columns`` its columns (all the fields of :class:`~fairprobe.audit.run_options.
+    ModelColumns`, ``group`` one column), ``access`` the ``budget`` and ``seed`` of the
     draw, ``options`` the endpoint (``url``, ``path``) and ``name_swap``; ``metric`` is a
     two-group metric (a :data:`METRIC_CHOICES` value). ``flags`` are those fields as flat
     keywords (``queries``, ``group_col``, ``budget``, ``url``, ...: the compatibility form).
     ``answer_cols``: recorded-answer columns (a replay table used as the pool), never sent.
     """
-    o = model_audit_options(flags, targets=PLAN_FLAGS, owner="plan_audit", source=source,
+    o = audit_model_options(flags, targets=PLAN_FLAGS, owner="plan_audit", source=source,
                             columns=columns, access=access, options=options)  # fmt: skip
     from fairprobe.audit.run import draw_queries, plan_columns
     from fairprobe.errors import DataError
 
     c, opt, seed = o["columns"], o["options"], o["access"].seed
-    group_col, name_swap = c.group_col, opt.name_swap
+    group_col, name_swap = c.group, opt.name_swap
     pool, pool_source, label = _model_pool(o["source"].table, c, metric, name_swap, seed)
     if group_col not in pool.columns:
         have = ", ".join(map(str, pool.columns[:12]))
         raise DataError(f"--group-col {group_col!r} is not a column of the pool (columns: {have}).")
     if _needs_label(metric) and label is None:
         raise DataError(f"--metric {metric} needs true labels: give --label-col.")
-    required = _platform_fields(opt.url, opt.path, c.feature_cols)
+    required = _platform_fields(opt.url, opt.path, c.features)
     plan_cols = plan_columns(
-        pool, group_cols=[group_col], label_col=label, feature_cols=split_names(c.feature_cols),
+        pool, group_cols=[group_col], label_col=label, feature_cols=split_names(c.features),
         send_group=c.send_group, required=required, answer_cols=answer_cols,
     )
-    if not _needs_label(metric) and c.label_col is None:
+    if not _needs_label(metric) and c.label is None:
         label = None  # a column withheld as label-like is not needed by DP/DI
     if label is not None and _needs_label(metric):
         _check_binary_labels(pool[label], label, c.pos_label)
@@ -248,7 +248,7 @@ def _model_pool(queries: Any, c: ModelColumns, metric: str, name_swap: str | Non
     metric that needs one)."""
     if queries is not None:
         pool, pool_source = _read_pool(queries)
-        return pool, pool_source, c.label_col
+        return pool, pool_source, c.label
     from fairprobe.datasets import load_adult
     from fairprobe.platform.model import AUDIT_FEATURES
 
@@ -258,10 +258,10 @@ def _model_pool(queries: Any, c: ModelColumns, metric: str, name_swap: str | Non
     else:  # records with first names, for the name swap (the sex column is not sent)
         from fairprobe.platform.core import USER_FEATURES
 
-        cols = list(dict.fromkeys([*USER_FEATURES, c.group_col, "income"]))
+        cols = list(dict.fromkeys([*USER_FEATURES, c.group, "income"]))
         pool = load_adult("test", names_seed=seed)[cols]
         pool_source = f"bundled Adult test split with first names (names seed {seed})"
-    return pool, pool_source, c.label_col or ("income" if _needs_label(metric) else None)
+    return pool, pool_source, c.label or ("income" if _needs_label(metric) else None)
 
 
 def _check_drawn(pool: pd.DataFrame, sample: pd.DataFrame, group_col: str,
@@ -357,30 +357,31 @@ def plan_group_audit(
     arguments of :func:`fairprobe.audit.run_group_audit`, every check made before any query.
 
     ``source`` is the pool (``None``: the bundled Adult test split), ``columns`` its columns
-    (``group_col`` one or several, ``group_a``, ``group_b``, ``label_col``, ``feature_cols``,
-    ``send_group``), ``access`` the ``budget`` and ``seed`` of the draw, ``question`` the full
-    metric names, ``min_group_size``, ``confidence_level``, ``tolerance`` and ``threshold``,
+    (:class:`~fairprobe.audit.run_options.ModelColumns`: ``group`` one column or several,
+    ``group_a``, ``group_b``, ``label``, ``features``, ``send_group``), ``access`` the
+    ``budget`` and ``seed`` of the draw, ``question`` the full metric names,
+    ``min_group_size``, ``confidence_level``, ``tolerance`` and ``threshold``,
     ``options`` the endpoint (``url``, ``path``) and the ``allocation``; ``method`` is the
     simultaneous intervals' construction. ``flags`` are those fields as flat keywords
     (``queries``, ``group_cols``, ``metrics``, ``budget``, ...: the compatibility form).
     ``group_a``/``group_b``: the pool keeps the rows of these two groups (:func:`two_groups`),
     so that the audit compares exactly them, as ``audit --predictions --group-a`` does."""
-    o = model_audit_options(flags, targets=GROUP_PLAN_FLAGS, owner="plan_group_audit",
+    o = audit_model_options(flags, targets=GROUP_PLAN_FLAGS, owner="plan_group_audit",
                             source=source, columns=columns, access=access, question=question,
                             options=options)  # fmt: skip
     from fairprobe.audit.run import check_group_audit, draw_queries, plan_columns
     from fairprobe.stats.frame import FAIRNESS_METRICS, RATES
 
     c, q, opt, acc = o["columns"], o["question"], o["options"], o["access"]
-    cols = (split_names(c.group_col) or []) if isinstance(c.group_col, str) else list(c.group_col or [])
+    cols = (split_names(c.group) or []) if isinstance(c.group, str) else list(c.group or [])
     names = list(q.metrics)
     needs_label = any("y_true" in RATES[r][0] for n in names for r in FAIRNESS_METRICS[n][0])
     pool, source_name, label = _group_pool(o["source"].table, c, cols, names, needs_label)
     plan_cols = plan_columns(pool, group_cols=cols, label_col=label,
-                             feature_cols=split_names(c.feature_cols), send_group=c.send_group,
-                             required=_platform_fields(opt.url, opt.path, c.feature_cols),
+                             feature_cols=split_names(c.features), send_group=c.send_group,
+                             required=_platform_fields(opt.url, opt.path, c.features),
                              answer_cols=answer_cols)  # fmt: skip
-    if not needs_label and c.label_col is None:
+    if not needs_label and c.label is None:
         label = None
     n = len(pool)
     budget = _resolve_budget(acc.budget, n)
@@ -409,10 +410,10 @@ def _group_pool(queries: Any, c: ModelColumns, cols: list[str], names: list[str]
 
         pool = load_adult("test", names_seed=None)[[*AUDIT_FEATURES, "income"]]
         source = "bundled Adult test split"
-        label = c.label_col or ("income" if needs_label else None)
+        label = c.label or ("income" if needs_label else None)
     else:
         pool, source = _read_pool(queries)
-        label = c.label_col
+        label = c.label
     for col in cols:
         if col not in pool.columns:
             have = ", ".join(map(str, pool.columns[:12]))
@@ -540,17 +541,19 @@ def audit_model(
       ``progress``;
     - ``question`` (:class:`~fairprobe.options.AuditQuestion`): ``metrics``, ``tolerance``,
       ``threshold``, ``confidence_level``, ``reference``, ``min_group_size``;
-    - ``columns`` (:class:`~fairprobe.audit.model_options.ModelColumns`): ``group_col``
-      (required with a pool of your own; default ``sex`` only on the bundled Adult pool),
-      ``group_a``, ``group_b``, ``label_col``, ``feature_cols``, ``send_group``, ``pos_label``;
+    - ``columns`` (:class:`~fairprobe.audit.run_options.ModelColumns`, the object
+      :func:`~fairprobe.audit.run_group_audit` reads too): ``group`` (required with a pool of
+      your own; default ``sex`` only on the bundled Adult pool), ``group_a``, ``group_b``,
+      ``label``, ``features``, ``send_group``, ``pos_label``;
     - ``options`` (:class:`~fairprobe.audit.model_options.ModelAuditOptions`): the form
       ``every_group``, the ``interval``, the ``allocation``, ``max_unusable_share``,
       ``refresh``, ``concurrency``, ``name_swap``, ``run_name_swap``, ``url`` and ``path``.
 
     ``flags`` are their fields as flat keywords, the compatibility form (``queries`` the
-    pool's table, ``metric`` the metrics, default ``"di"``; the others by their field names;
-    :func:`~fairprobe.audit.model_options.model_audit_options`); they mirror the command's
-    flags (``docs/audit.md``) and override the fields of an object given too.
+    pool's table, ``metric`` the metrics, default ``"di"``, ``group_col``, ``label_col`` and
+    ``feature_cols`` the columns' ``group``, ``label`` and ``features``; the others by their
+    field names; :func:`~fairprobe.audit.model_options.audit_model_options`); they mirror the
+    command's flags (``docs/audit.md``) and override the fields of an object given too.
 
     ``every_group=None`` (default) audits two groups when ``group_a``/``group_b`` are given or
     for the ``sex`` column with one two-group metric, every group otherwise. ``allocation``
@@ -569,11 +572,11 @@ def audit_model(
         ``.result``, ``.provenance``, ``.verdict`` and ``.to_dict()``, the document the command
         writes with ``--json`` for the same inputs (its provenance times aside).
     """
-    o = model_audit_options(flags, targets=MODEL_FLAGS, source=source, access=access,
+    o = audit_model_options(flags, targets=MODEL_FLAGS, source=source, access=access,
                             question=question, columns=columns, options=options)  # fmt: skip
     backend = as_backend(backend)
     c, opt = o["columns"], o["options"]
-    cols = _audit_group_columns(c.group_col, o["source"].table)
+    cols = _audit_group_columns(c.group, o["source"].table)
     names = split_names(list(o["question"].metrics)) or []
     pair = c.group_a is not None or c.group_b is not None
     every_group = opt.every_group
@@ -587,7 +590,7 @@ def audit_model(
         group_a, group_b = DEFAULT_GROUPS.get(cols[0] if len(cols) == 1 else "", (None, None))
         c = replace(c, group_a=group_a, group_b=group_b)
     if every_group or restrict:
-        return _audit_every_group(backend, {**o, "columns": replace(c, group_col=cols)}, names)
+        return _audit_every_group(backend, {**o, "columns": replace(c, group=cols)}, names)
     return _audit_two_groups(backend, o, cols, names)
 
 
@@ -657,7 +660,7 @@ def _audit_two_groups(backend: Any, o: dict[str, Any], cols: list[str],
             f"--metric must be one of {', '.join(sorted(METRIC_CHOICES))} in a two-group audit; "
             f"got {names[0]!r}.")
     name = METRIC_CHOICES[key]
-    plan = plan_audit(source=o["source"], columns=replace(c, group_col=cols[0]), access=acc,
+    plan = plan_audit(source=o["source"], columns=replace(c, group=cols[0]), access=acc,
                       options=opt, metric=name, answer_cols=getattr(backend, "answer_columns", ()))
     swap = opt.name_swap if opt.run_name_swap else None
     extra: dict[str, Any] = {}

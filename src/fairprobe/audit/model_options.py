@@ -5,7 +5,9 @@ reads, the way a model audit is run, and the time windows of a log.
 :func:`~fairprobe.audit.monitor_job` take these (with the shared
 :class:`~fairprobe.options.AccessOptions`, :class:`~fairprobe.options.DataSource` and
 :class:`~fairprobe.options.AuditQuestion`) or their fields as flat keywords, the compatibility
-form: :func:`model_audit_options`, :func:`prediction_options` and :func:`monitor_options` sort
+form. A model audit's columns are :class:`~fairprobe.audit.run_options.ModelColumns`, the one
+object the library's run reads too (defined with the run, re-exported here).
+:func:`audit_model_options`, :func:`prediction_options` and :func:`monitor_options` sort
 the keywords into the objects, an unknown one being a :class:`TypeError`. The objects hold the
 values as given: each is checked where it is used, with the message that names its flag.
 """
@@ -19,6 +21,7 @@ from typing import Any
 
 from fairprobe import metrics as _metrics
 from fairprobe._validation import split_names
+from fairprobe.audit.run_options import ModelColumns
 from fairprobe.options import AccessOptions, AuditQuestion, DataSource, split_flat, with_fields
 
 __all__ = [
@@ -26,7 +29,7 @@ __all__ = [
     "ModelColumns",
     "PredictionColumns",
     "TimeWindows",
-    "model_audit_options",
+    "audit_model_options",
     "monitor_options",
     "prediction_options",
 ]
@@ -34,36 +37,8 @@ __all__ = [
 #: The owner named in the question's messages: the check every path shared before the options
 #: objects (``run_group_audit``'s), so a bad value reads as it always has.
 QUESTION_OWNER = "run_group_audit"
-
-
-@dataclass(frozen=True)
-class ModelColumns:
-    """The columns of a model audit's query pool.
-
-    Attributes
-    ----------
-    group_col : str, sequence of str or None
-        Sensitive column(s) (``--group-col``; several: their intersections). ``None``: ``sex``
-        on the bundled Adult pool (required with a pool of your own).
-    group_a, group_b : str, optional
-        The two groups compared (``--group-a``, ``--group-b``; ``rest``: every other value).
-    label_col : str, optional
-        True labels (``--label-col``), never sent to the model.
-    feature_cols : str or sequence of str, optional
-        The columns sent (``--feature-cols``; default: every column but the label and groups).
-    send_group : bool
-        Send the group column(s) too (``--send-group``).
-    pos_label : scalar, optional
-        The positive label when the labels are not 0/1 (``--pos-label``).
-    """
-
-    group_col: str | Sequence[str] | None = None
-    group_a: str | None = None
-    group_b: str | None = None
-    label_col: str | None = None
-    feature_cols: str | Sequence[str] | None = None
-    send_group: bool = False
-    pos_label: Any = None
+#: The owner named in the monitor's question messages: the check a bad value always met.
+MONITOR_QUESTION_OWNER = "AuditFrame.from_counts"
 
 
 @dataclass(frozen=True)
@@ -152,8 +127,9 @@ class TimeWindows:
     window_origin: str | None = None
 
 
-_COLUMNS = ("group_col", "group_a", "group_b", "label_col", "feature_cols", "send_group",
-            "pos_label")  # fmt: skip
+#: The flat keywords of a model audit's columns -> the field of :class:`ModelColumns` each sets.
+_COLUMNS = {"group_col": "group", "group_a": "group_a", "group_b": "group_b", "label_col": "label",
+            "feature_cols": "features", "send_group": "send_group", "pos_label": "pos_label"}
 _QUESTION = ("tolerance", "threshold", "confidence_level", "reference", "min_group_size")
 _ACCESS = ("budget", "seed", "cache", "retries", "timeout", "progress")
 _RUN = ("every_group", "interval", "allocation", "max_unusable_share", "refresh", "concurrency",
@@ -168,7 +144,8 @@ def _targets(**groups: Sequence[str]) -> dict[str, tuple[str, str]]:
 
 
 #: ``audit_model``'s flat keywords: the options object and field each one sets.
-MODEL_FLAGS = {**_targets(columns=_COLUMNS, question=_QUESTION, access=_ACCESS, options=_RUN),
+MODEL_FLAGS = {**_targets(question=_QUESTION, access=_ACCESS, options=_RUN),
+               **{k: ("columns", v) for k, v in _COLUMNS.items()},
                "queries": ("source", "table"), "metric": ("question", "metrics")}
 #: ``plan_audit``'s flat keywords (its metric is a parameter of its own).
 PLAN_FLAGS = {k: MODEL_FLAGS[k] for k in (*_COLUMNS, "queries", "budget", "seed", "url", "path",
@@ -178,7 +155,7 @@ GROUP_PLAN_FLAGS = {**{k: MODEL_FLAGS[k] for k in (
     "group_a", "group_b", "label_col", "feature_cols", "send_group", "tolerance", "threshold",
     "confidence_level", "min_group_size", "queries", "budget", "seed", "url", "path",
     "allocation")},
-                    "group_cols": ("columns", "group_col"), "metrics": ("question", "metrics")}
+                    "group_cols": ("columns", "group"), "metrics": ("question", "metrics")}
 #: ``audit_predictions``'s flat keywords.
 PREDICTION_FLAGS = _targets(columns=_PREDICTION_COLUMNS, question=(*_QUESTION, "metrics"),
                             windows=_WINDOWS)
@@ -203,7 +180,7 @@ def _require(obj: Any, values: Mapping[str, Any], names: Sequence[str], owner: s
                 raise TypeError(f"{owner}() missing 1 required keyword-only argument: {name!r}")
 
 
-def model_audit_options(flags: Mapping[str, Any], *, targets: Mapping[str, tuple[str, str]],
+def audit_model_options(flags: Mapping[str, Any], *, targets: Mapping[str, tuple[str, str]],
                         source: DataSource | None = None,
                         access: AccessOptions | None = None,
                         question: AuditQuestion | None = None,
@@ -269,7 +246,7 @@ def monitor_options(flags: Mapping[str, Any], *, columns: PredictionColumns | No
         for key, value in (("metrics", (_metrics.DP.short,)), ("tolerance", 0.05),
                            ("threshold", 0.8)):
             q.setdefault(key, value)
-        q["owner"] = "AuditFrame.from_counts"  # the check a bad value always met
+        q["owner"] = MONITOR_QUESTION_OWNER
     return _objects(parts, {"columns": (columns, PredictionColumns),
                             "question": (question, AuditQuestion),
                             "windows": (windows, TimeWindows)})  # fmt: skip

@@ -597,7 +597,7 @@ def _check_two_group_pool(pool: pd.DataFrame, name: str, c: ModelColumns,
     _check_columns(pool, [group_col], "group")
     if c.label is not None:
         _check_columns(pool, [c.label], "label")
-    feats = list(c.features) if c.features is not None else plan_columns(
+    feats = _features(c) if c.features is not None else plan_columns(
         pool, group_cols=[group_col], label_col=c.label
     ).sent
     _check_columns(pool, feats, "feature")
@@ -606,6 +606,14 @@ def _check_two_group_pool(pool: pd.DataFrame, name: str, c: ModelColumns,
     if budget < 2:
         raise BudgetError(f"A budget of {budget} is below one query per group (at least 2).")
     return feats
+
+
+def _features(c: ModelColumns) -> list[Any]:
+    """The columns sent: ``features`` as given (a string split at commas, as the job reads
+    ``--feature-cols``)."""
+    if isinstance(c.features, str):
+        return [f.strip() for f in c.features.split(",") if f.strip()]
+    return list(c.features or [])
 
 
 def _no_usable_answer(answers: AnswerBatch) -> DataError:
@@ -930,7 +938,7 @@ def _check_group(pool: pd.DataFrame, q: AuditQuestion, c: ModelColumns,
     from fairprobe.stats.simultaneous import SIMULTANEOUS_METHODS
 
     owner = "run_group_audit"
-    cols = _group_columns(c.group)
+    cols = _group_columns(c.group or "")  # never None here: model_audit_options refuses it
     names = [fairness_metric_name(m, owner) for m in q.metrics]
     if not names:
         raise DataError("Name at least one metric (e.g. dp, di, eo, fpr, eodds).")
@@ -949,7 +957,7 @@ def _check_group(pool: pd.DataFrame, q: AuditQuestion, c: ModelColumns,
     _check_columns(pool, cols, "group")
     if c.label is not None:
         _check_columns(pool, [c.label], "label")
-    feats = list(c.features) if c.features is not None else plan_columns(
+    feats = _features(c) if c.features is not None else plan_columns(
         pool, group_cols=cols, label_col=c.label
     ).sent
     _check_columns(pool, feats, "feature")

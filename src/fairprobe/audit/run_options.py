@@ -1,6 +1,11 @@
 """The options of a fixed-budget model audit: which columns of the pool it reads
 (:class:`ModelColumns`) and how it draws, asks and builds its intervals (:class:`QueryRun`).
 
+:class:`ModelColumns` is the one columns object of a model audit: the job
+(:func:`~fairprobe.audit.audit_model` and its plans, through
+:mod:`fairprobe.audit.model_options`, which re-exports it) reads every field, the library's run
+all but the job's ``group_a``, ``group_b`` and ``send_group``.
+
 :func:`~fairprobe.audit.run_audit`, :func:`~fairprobe.audit.run_group_audit` and
 :func:`~fairprobe.audit.check_group_audit` take them with the shared
 :class:`~fairprobe.options.AuditQuestion` (metrics, band, level, reference, smallest group);
@@ -16,9 +21,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fairprobe._defaults import DEFAULT_INTERVAL
 from fairprobe._validation import check_real
+from fairprobe.errors import InvalidParameterError
 from fairprobe.options import AuditQuestion, split_flat, with_fields
-from fairprobe.stats.metrics import DEFAULT_INTERVAL
 
 __all__ = ["DEFAULT_ALLOCATION", "ModelColumns", "QueryRun", "model_audit_options"]
 
@@ -30,26 +36,49 @@ DEFAULT_ALLOCATION = "balanced"
 
 @dataclass(frozen=True)
 class ModelColumns:
-    """Which columns of the query pool a model audit reads.
+    """The columns of a model audit's query pool: one object for the library's run
+    (:func:`~fairprobe.audit.run_audit`, :func:`~fairprobe.audit.run_group_audit`,
+    :func:`~fairprobe.audit.check_group_audit`) and for the job of ``fairprobe audit``
+    (:func:`~fairprobe.audit.audit_model`, :func:`~fairprobe.audit.plan_audit`,
+    :func:`~fairprobe.audit.plan_group_audit`).
 
     Attributes
     ----------
-    group : str or sequence of str
-        The sensitive column (``group_col``); :func:`~fairprobe.audit.run_group_audit` also
-        takes several (``["sex", "race"]`` or ``"sex,race"``: their intersections).
+    group : str, sequence of str or None
+        The sensitive column(s) (flat keyword ``group_col``, ``group_cols`` of
+        :func:`~fairprobe.audit.plan_group_audit`; flag ``--group-col``); several, as
+        ``["sex", "race"]`` or ``"sex,race"``, audit their intersections (every-group audits;
+        :func:`~fairprobe.audit.run_audit` takes one). Read by every function above. ``None``:
+        the job audits ``sex`` on the bundled Adult pool and needs the column with a pool of
+        your own; the library functions always need it.
     label : str or None
-        The true-label column (``label_col``), never sent to the model.
-    features : sequence of str or None
-        The columns sent to the model (``feature_cols``); default every column but the label
-        and the group (:func:`~fairprobe.audit.plan_columns`).
+        The true-label column (``label_col``, ``--y-true-col``/``--label-col``), never sent to
+        the model; read by every function above.
+    features : str, sequence of str or None
+        The columns sent to the model (``feature_cols``, ``--feature-cols``; a string is split
+        at commas); default every column but the label and the group
+        (:func:`~fairprobe.audit.plan_columns`). Read by every function above.
     pos_label : any
-        The positive value of ``label`` when its labels are not 0/1 (``pos_label``).
+        The positive value of ``label`` when its labels are not 0/1 (``pos_label``,
+        ``--pos-label``); read by every function above.
+    group_a, group_b : str or None
+        The two groups compared, as written on the command line (``group_a``/``group_b``,
+        ``--group-a``/``--group-b``; ``rest``: every other value); read by the job
+        (:func:`~fairprobe.audit.audit_model` and its plans), which finds them in the pool.
+        :func:`~fairprobe.audit.run_audit` takes the pool's values as its own ``group_a`` and
+        ``group_b`` parameters, and the library functions refuse these fields.
+    send_group : bool
+        Send the group column(s) to the model too (``send_group``, ``--send-group``); read by
+        the job. The library functions send ``features`` (list the group column there).
     """
 
-    group: str | Sequence[str]
+    group: str | Sequence[str] | None = None
     label: str | None = None
-    features: Sequence[str] | None = None
+    features: str | Sequence[str] | None = None
     pos_label: Any = None
+    group_a: str | None = None
+    group_b: str | None = None
+    send_group: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,8 +168,27 @@ def model_audit_options(
     for name, obj in (("question", question), ("run", run)):
         if obj is None:
             parts.setdefault(name, {})["owner"] = owner
+    c = with_fields(columns, ModelColumns, parts.get("columns"))
+    _check_library_columns(c, caller)
     return (
         with_fields(question, AuditQuestion, parts.get("question")),
-        with_fields(columns, ModelColumns, parts.get("columns")),
+        c,
         with_fields(run, QueryRun, parts.get("run")),
     )
+
+
+def _check_library_columns(c: ModelColumns, caller: str) -> None:
+    """The library's run reads the group, label, features and positive label of the columns;
+    a job-only field set is refused rather than silently not read."""
+    if c.group is None:
+        raise InvalidParameterError(
+            f"{caller} needs the group column: columns.group (group_col) is None; name the "
+            "pool's sensitive column(s).")
+    pair = "give the pool's values as run_audit's group_a=/group_b=" if caller == "run_audit" \
+        else "keep those two groups' rows in the pool"
+    for name, fix in (("group_a", pair), ("group_b", pair),
+                      ("send_group", "list the group column in columns.features")):
+        if getattr(c, name):
+            raise InvalidParameterError(
+                f"{caller} does not read columns.{name} (the job's --{name.replace('_', '-')}, "
+                f"read by audit_model): {fix}, or audit with audit_model.")

@@ -341,12 +341,17 @@ def audit(
         from fairprobe.access.variation import read_templates
 
         templates = read_templates(str(prompt_variants))
-    plan = plan_audit(
-        url=url, path=path, queries=queries, group_col=group_col, group_a=group_a,
-        group_b=group_b, label_col=label_col, feature_cols=feature_cols, send_group=send_group,
-        metric=name, budget=budget, seed=seed, name_swap=name_swap,
-        pos_label=_label_value(pos_label), answer_cols=answer_columns(backend_config),
-    )
+    o = _model_audit_objects(
+        queries=queries, group=group_col, group_a=group_a, group_b=group_b,
+        label_col=label_col, feature_cols=feature_cols, send_group=send_group,
+        pos_label=pos_label, metrics=(name,), tolerance=tolerance, threshold=threshold,
+        confidence_level=confidence_level, min_group_size=min_group_size, reference=None,
+        budget=budget, seed=seed, cache=None if no_cache else cache, retries=retries,
+        timeout=timeout, progress=progress, every_group=False, interval=interval.value,
+        allocation=Allocation.balanced.value, max_unusable_share=limit, refresh=refresh,
+        concurrency=concurrency, name_swap=name_swap, url=url, path=path)
+    plan = plan_audit(source=o["source"], columns=o["columns"], access=o["access"],
+                      options=o["options"], metric=name, answer_cols=answer_columns(backend_config))
     backend = build_backend(url, backend_config, path)  # no network yet
     if no_cache:
         from fairprobe.cli import main as cli_main
@@ -355,15 +360,8 @@ def audit(
     from fairprobe.audit.job import audit_prompt_variants
     from fairprobe.report.text import print_audit
 
-    job = audit_prompt_variants(
-        backend, prompt_templates=templates, queries=queries, group_col=group_col,
-        group_a=group_a, group_b=group_b, metric=name, every_group=False, label_col=label_col,
-        feature_cols=feature_cols, send_group=send_group, budget=budget, seed=seed,
-        tolerance=tolerance, threshold=threshold, confidence_level=confidence_level,
-        interval=_two_group_interval(interval.value, name), min_group_size=min_group_size,
-        pos_label=_label_value(pos_label), cache=None if no_cache else cache, refresh=refresh,
-        concurrency=concurrency, retries=retries, timeout=timeout, progress=progress,
-        max_unusable_share=limit, name_swap=name_swap, url=url, path=path)
+    _two_group_interval(interval.value, name)  # checked once the plan is made, as always
+    job = audit_prompt_variants(backend, prompt_templates=templates, **o)
     result, extra, requests = job.result, job.extra, job.requests
     print_audit(result, console)
     print_trust_summary(job.provenance, plan, console)  # the plan audit_model re-made
@@ -521,15 +519,16 @@ def _group_audit(
     from fairprobe.audit.job import audit_model
     from fairprobe.report.groups import print_group_audit
 
-    job = audit_model(
-        backend, queries=queries, group_col=cols, metric=names, every_group=True,
-        label_col=label_col, feature_cols=feature_cols, send_group=send_group, budget=budget,
-        seed=seed, tolerance=tolerance, threshold=threshold, confidence_level=confidence_level,
-        interval="exact" if method == "exact" else "score", min_group_size=min_group_size,
-        reference=reference, pos_label=_label_value(pos_label),
-        cache=None if no_cache else cache, refresh=refresh, concurrency=concurrency,
-        retries=retries, timeout=timeout, progress=progress, max_unusable_share=limit,
-        url=url, path=path, allocation=allocation, group_a=group_a, group_b=group_b)
+    job = audit_model(backend, **_model_audit_objects(
+        queries=queries, group=cols, group_a=group_a, group_b=group_b, label_col=label_col,
+        feature_cols=feature_cols, send_group=send_group, pos_label=pos_label,
+        metrics=tuple(names), tolerance=tolerance, threshold=threshold,
+        confidence_level=confidence_level, min_group_size=min_group_size, reference=reference,
+        budget=budget, seed=seed, cache=None if no_cache else cache, retries=retries,
+        timeout=timeout, progress=progress, every_group=True,
+        interval="exact" if method == "exact" else "score", allocation=allocation,
+        max_unusable_share=limit, refresh=refresh, concurrency=concurrency, name_swap=None,
+        url=url, path=path))
     result, prov, plan = job.result, job.provenance, job.plan
     print_group_audit(result, console)
     print_trust_summary(prov, plan, console)
@@ -538,6 +537,39 @@ def _group_audit(
 
         write_csv(csv_path, group_table(result))
     emit_job_or_fail(json_path, job, fail_on, resume=True)
+
+
+def _model_audit_objects(
+    *, queries: str | None, group: str | list[str], group_a: str | None, group_b: str | None,
+    label_col: str | None, feature_cols: str | None, send_group: bool, pos_label: str | None,
+    metrics: tuple[str, ...], tolerance: float | None, threshold: float | None,
+    confidence_level: float, min_group_size: int, reference: str | None,
+    budget: int | str | None, seed: int, cache: Path | None, retries: int,
+    timeout: float | None, progress: bool, every_group: bool, interval: str, allocation: str,
+    max_unusable_share: float | None, refresh: bool, concurrency: int, name_swap: str | None,
+    url: str | None, path: str,
+) -> dict[str, Any]:
+    """The options objects of :func:`~fairprobe.audit.audit_model` (keys ``source``,
+    ``columns``, ``access``, ``question``, ``options``) from the command's flags, checked
+    already; the question's messages name the check they always met."""
+    from fairprobe.audit.model_options import QUESTION_OWNER, ModelAuditOptions, ModelColumns
+    from fairprobe.options import AccessOptions, AuditQuestion, DataSource
+
+    return {
+        "source": DataSource(queries),
+        "columns": ModelColumns(group=group, label=label_col, features=feature_cols,
+                                pos_label=_label_value(pos_label), group_a=group_a,
+                                group_b=group_b, send_group=send_group),
+        "access": AccessOptions(budget=budget, seed=seed, cache=cache, retries=retries,
+                                timeout=timeout, progress=progress),
+        "question": AuditQuestion(metrics=metrics, tolerance=tolerance, threshold=threshold,
+                                  confidence_level=confidence_level, reference=reference,
+                                  min_group_size=min_group_size, owner=QUESTION_OWNER),
+        "options": ModelAuditOptions(every_group=every_group, interval=interval,
+                                     allocation=allocation, max_unusable_share=max_unusable_share,
+                                     refresh=refresh, concurrency=concurrency,
+                                     name_swap=name_swap, url=url, path=path),
+    }
 
 
 def check_group_flags(*, metric: str, min_group_size: int, tolerance: float | None,

@@ -9,7 +9,7 @@ false alarm, over every day it is ever rerun, is at most ``--alpha``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -47,22 +47,20 @@ def monitor(
 ) -> None:
     """Monitor prediction logs: per-window findings and an alarm valid at every look."""
     from fairprobe.audit.monitor import monitor_job
-    from fairprobe.cli._common import check_flag_real, check_output_path, console, split_list
+    from fairprobe.cli._common import check_flag_real, check_output_path, console
     from fairprobe.cli.predictions import print_windows
 
     check_flag_real(alpha, "--alpha", lo=0.0, hi=1.0)
     check_flag_real(tolerance, "--tolerance", lo=0.0, hi=1.0)
     check_flag_real(threshold, "--threshold", lo=0.0, hi=1.0, closed="right")
     check_output_path(json_path, "--json")
-    label = None if pos_label is None else (int(pos_label) if pos_label.lstrip("-").isdigit()
-                                            else pos_label)
-    job = monitor_job(
-        predictions, y_pred_col=y_pred_col, group_col=split_list(group_col) or [],
-        time_col=time_col, state=state, window=window, window_origin=window_origin,
-        y_true_col=y_true_col,
-        score_col=score_col, metrics=split_list(metric) or [], alpha=alpha,
-        tolerance=tolerance, threshold=threshold, min_group_size=min_group_size,
-        pos_label=label, engine=engine, now=now)
+    job = monitor_job(predictions, state=state, alpha=alpha, engine=engine, now=now,
+                      **_monitor_objects(
+                          y_pred_col=y_pred_col, group_col=group_col, y_true_col=y_true_col,
+                          score_col=score_col, pos_label=pos_label, time_col=time_col,
+                          window=window, window_origin=window_origin, metric=metric,
+                          tolerance=tolerance, threshold=threshold,
+                          min_group_size=min_group_size))
     ref = job.refresh
     console.print(f"read {len(ref.files_read)} new file(s), {ref.rows_added} row(s); "
                   f"{job.looked_at} window(s) looked at ({len(ref.sealed_now)} new), "
@@ -96,3 +94,31 @@ def monitor(
     # the verdict gated on is the report's headline of this document, where an alarm counts
     # as unfair (anytime-valid at --alpha): --fail-on-alarm is --fail-on unfair
     emit_job(json_path, job, fail_on or (FailOn.unfair if fail_on_alarm else None))
+
+
+def _monitor_objects(
+    *, y_pred_col: str, group_col: str, y_true_col: str | None, score_col: str | None,
+    pos_label: str | None, time_col: str, window: str, window_origin: str | None, metric: str,
+    tolerance: float, threshold: float, min_group_size: int,
+) -> dict[str, Any]:
+    """The options objects of :func:`~fairprobe.audit.monitor_job` (keys ``columns``,
+    ``windows``, ``question``) from the command's flags; the question's messages name the check
+    they always met."""
+    from fairprobe.audit.model_options import (
+        MONITOR_QUESTION_OWNER,
+        PredictionColumns,
+        TimeWindows,
+    )
+    from fairprobe.cli._common import split_list
+    from fairprobe.options import AuditQuestion
+
+    label = None if pos_label is None else (int(pos_label) if pos_label.lstrip("-").isdigit()
+                                            else pos_label)
+    return {
+        "columns": PredictionColumns(y_pred_col, split_list(group_col) or [],
+                                     y_true_col=y_true_col, score_col=score_col, pos_label=label),
+        "windows": TimeWindows(time_col, window, window_origin),
+        "question": AuditQuestion(metrics=tuple(split_list(metric) or []), tolerance=tolerance,
+                                  threshold=threshold, min_group_size=min_group_size,
+                                  owner=MONITOR_QUESTION_OWNER),
+    }

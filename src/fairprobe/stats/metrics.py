@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fairprobe import metrics as _metrics
+from fairprobe._defaults import DEFAULT_INTERVAL
 from fairprobe._validation import check_choice, check_real
 from fairprobe.errors import DataError, EmptyGroupError
 from fairprobe.stats.counts import CountsVector
@@ -41,10 +42,6 @@ DEFAULT_CONFIDENCE_LEVEL = 0.95
 
 RATIO_METHODS = ("exact", "box", "score", "katz")
 DIFFERENCE_METHODS = ("exact", "box", "newcombe", "score")
-#: The default construction of every two-group interval: coverage >= the level at every rate
-#: and size (exact enumeration in ``docs/stats.md``); ``"score"``/``"newcombe"`` are narrower
-#: but dip below it near rates 0 and 1.
-DEFAULT_INTERVAL = "exact"
 
 
 def _difference_method(method: str, owner: str) -> str:
