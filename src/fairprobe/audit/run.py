@@ -24,7 +24,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from fairprobe import metrics as _metrics
-from fairprobe._validation import check_choice, check_int
+from fairprobe._validation import check_choice, check_int, split_names
 from fairprobe.access import AnswerBatch
 from fairprobe.access.base import OUTCOMES
 from fairprobe.access.blackbox import BlackBox
@@ -609,10 +609,10 @@ def _check_two_group_pool(pool: pd.DataFrame, name: str, c: ModelColumns,
 
 
 def _features(c: ModelColumns) -> list[Any]:
-    """The columns sent: ``features`` as given (a string split at commas, as the job reads
-    ``--feature-cols``)."""
+    """The columns sent: ``features`` as given (a string split at commas by the flags' one
+    rule, :func:`~fairprobe._validation.split_names`; a sequence keeps its labels' types)."""
     if isinstance(c.features, str):
-        return [f.strip() for f in c.features.split(",") if f.strip()]
+        return split_names(c.features) or []
     return list(c.features or [])
 
 

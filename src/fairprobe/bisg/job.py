@@ -140,6 +140,38 @@ def recorded_in_bounds(q: npt.NDArray[np.float64], race: npt.NDArray[np.int64],
     return q2, np.unique(codes, return_inverse=True)[1].astype(np.int64)
 
 
+def with_recorded(pp: ProxyProbabilities, recorded: pd.Series | None, *, race_col: str | None,
+                  races: Sequence[str], cells: npt.NDArray[np.int64] | None,
+                  race_in_bounds: bool) -> tuple[npt.NDArray[np.float64],
+                                                 npt.NDArray[np.int64] | None,
+                                                 dict[str, Any] | None,
+                                                 npt.NDArray[np.int64] | None]:
+    """The proxy and the bounds' cells of the rows it covers, with ``--race-col``'s recorded
+    races (``recorded``, the column's values) checked against it and, with ``race_in_bounds``,
+    put into the bounds (:func:`recorded_in_bounds`): the one rule of ``audit --proxy`` and
+    ``discover --proxy``. Returns ``(q, cells, validation, race)``: ``validation`` the
+    calibration on the recorded rows of the compared ``races`` (and the in-bounds condition),
+    ``race`` every row's recorded race index (-1 where none); both ``None`` without a column.
+    A column recording no race on a covered row is a :class:`DataError`."""
+    q = pp.q[pp.used]
+    if recorded is None:
+        if race_in_bounds:
+            raise InvalidParameterError("--race-in-bounds puts recorded races into the bounds: "
+                                        "give --race-col.")
+        return q, cells, None, None
+    race = recorded_races(recorded)
+    rec = (race >= 0) & pp.used
+    if not rec.any():
+        raise DataError(f"--race-col {race_col} records no race on a row the proxy covers: "
+                        "nothing to check the proxy against.")
+    validation: dict[str, Any] = {"column": race_col, "recorded": int(rec.sum()),
+                                  "calibration": calibration(pp.q[rec], race[rec], races)}
+    if race_in_bounds:
+        q, cells = recorded_in_bounds(q, race[pp.used], cells)
+        validation["in_bounds"] = {"rows": int(rec.sum()), "assumption": IN_BOUNDS_ASSUMPTION}
+    return q, cells, validation, race
+
+
 def strata_codes(df: pd.DataFrame, cols: Sequence[str], bins: int = 10) -> npt.NDArray[np.int64]:
     """One code per row for the cells of ``cols`` (``--proxy-strata``): a numeric column with
     more than ``bins`` distinct values in ``bins`` quantile bins, any other by its values; missing
@@ -244,31 +276,17 @@ def proxy_job(predictions: Any, *, y_pred_col: str, surname_col: str, zip_col: s
                                     tract_col=tract_col, first_name_col=first_name_col)
     place_col = zip_col if zip_col is not None else tract_col
     used = pp.used
-    if race_in_bounds and race_col is None:
-        raise InvalidParameterError("--race-in-bounds puts recorded races into the bounds: "
-                                    "give --race-col.")
-    race = None if race_col is None else recorded_races(df[race_col])
-    rec = None if race is None else (race >= 0) & used
-    if rec is not None and not rec.any():
-        raise DataError(f"--race-col {race_col} records no race on a row the proxy covers: "
-                        "nothing to check the proxy against.")
-    q_used = pp.q[used]
-    cells = strata_codes(df, strata_cols)[used] if strata_cols else None
-    if race_in_bounds:
-        assert race is not None
-        q_used, cells = recorded_in_bounds(q_used, race[used], cells)
+    q_used, cells, validation, race = with_recorded(
+        pp, None if race_col is None else df[race_col], race_col=race_col,
+        races=(*groups, reference),
+        cells=strata_codes(df, strata_cols)[used] if strata_cols else None,
+        race_in_bounds=race_in_bounds)
     result: ProxyAudit = proxy_audit(
         y_all[used], q_used, groups=tuple(groups), reference=reference, tolerance=tolerance,
         threshold=threshold, confidence_level=confidence_level, bins=bins, seed=seed,
         birdie=birdie, method=pp.method, match=match, strata=cells)
-    validation: dict[str, Any] | None = None
-    if race is not None and rec is not None:
-        validation = {"column": race_col, "recorded": int(rec.sum()),
-                      "calibration": calibration(pp.q[rec], race[rec], (*groups, reference))}
-        if race_in_bounds:
-            validation["in_bounds"] = {"rows": int(rec.sum()),
-                                       "assumption": IN_BOUNDS_ASSUMPTION}
-        if rec.sum() == used.sum():
+    if validation is not None and race is not None:
+        if validation["recorded"] == used.sum():
             validation["direct"] = _direct(y_all[used], race[used], groups, reference,
                                            confidence_level, tolerance)
     result = dataclasses.replace(result, validation=validation, rows=int(len(df)))

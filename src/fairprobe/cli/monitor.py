@@ -110,10 +110,10 @@ def _monitor_objects(
         TimeWindows,
     )
     from fairprobe.cli._common import split_list
+    from fairprobe.cli.audit import _label_value
     from fairprobe.options import AuditQuestion
 
-    label = None if pos_label is None else (int(pos_label) if pos_label.lstrip("-").isdigit()
-                                            else pos_label)
+    label = _label_value(pos_label)  # --pos-label read as every command reads it
     return {
         "columns": PredictionColumns(y_pred_col, split_list(group_col) or [],
                                      y_true_col=y_true_col, score_col=score_col, pos_label=label),

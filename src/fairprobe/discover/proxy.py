@@ -53,7 +53,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fairprobe import metrics as _metrics
-from fairprobe.errors import DataError, InvalidParameterError
+from fairprobe.errors import InvalidParameterError
 
 __all__ = ["PROXY_SLICE_CONDITION", "ProxyOptions", "discover_by_proxy", "proxy_text"]
 
@@ -165,11 +165,9 @@ def discover_by_proxy(
     from fairprobe.bisg.estimate import BISG_CONDITION, WEIGHTED_ASSUMPTION, proxy_audit
     from fairprobe.bisg.job import (
         IN_BOUNDS_ASSUMPTION,
-        calibration,
         proxy_probabilities,
-        recorded_in_bounds,
-        recorded_races,
         strata_codes,
+        with_recorded,
     )
     from fairprobe.discover.search import (
         DiscoveryResult,
@@ -196,23 +194,12 @@ def discover_by_proxy(
                                     tract_col=proxy.tract_col,
                                     first_name_col=proxy.first_name_col)
     used = pp.used
-    validation = None
-    q = pp.q[used]
-    cells = strata_codes(frame, proxy.strata_cols)[used] if proxy.strata_cols else None
-    if proxy.race_col is not None:  # the proxy checked where race is recorded, as audit does
-        race = recorded_races(frame[proxy.race_col])
-        rec = (race >= 0) & used
-        if proxy.race_in_bounds and not rec.any():
-            raise DataError(f"--race-col {proxy.race_col} records no race on a row the proxy "
-                            "covers: nothing to put into the bounds (drop --race-in-bounds).")
-        if rec.any():
-            validation = {"column": proxy.race_col, "recorded": int(rec.sum()),
-                          "calibration": calibration(pp.q[rec], race[rec],
-                                                     (*groups, reference))}
-        if proxy.race_in_bounds:
-            q, cells = recorded_in_bounds(q, race[used], cells)
-            validation = {**(validation or {}), "in_bounds": {
-                "rows": int(rec.sum()), "assumption": IN_BOUNDS_ASSUMPTION}}
+    # the proxy checked where race is recorded, and tightened, by audit --proxy's rule
+    q, cells, validation, _ = with_recorded(
+        pp, None if proxy.race_col is None else frame[proxy.race_col], race_col=proxy.race_col,
+        races=(*groups, reference),
+        cells=strata_codes(frame, proxy.strata_cols)[used] if proxy.strata_cols else None,
+        race_in_bounds=proxy.race_in_bounds)
     y = _binary_labels(frame[y_pred].to_numpy(), f"--y-pred-col {y_pred}",
                        pos_label).astype(np.float64)[used]
     binned, edges = _bin(frame.loc[used, list(feats)].reset_index(drop=True), feats, bins)
